@@ -1,0 +1,143 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Agent is one agent folder.
+type Agent struct {
+	// Folder is the folder name under agents/: what --agent takes.
+	Folder string
+	// Dir is the folder's path.
+	Dir string
+	// Name is agent.yaml's name, trimmed.
+	Name string
+	// Version is agent.yaml's version, or "" when it names none (the image
+	// is then tagged with the SSEBench version).
+	Version string
+}
+
+type file struct {
+	Name, Version *string
+}
+
+// Load reads agents/<folder>/agent.yaml under home. An unknown folder is an
+// error that suggests the closest name and lists the folders that have an
+// agent.yaml.
+func Load(home, folder string) (*Agent, error) {
+	if folder == "" || strings.ContainsAny(folder, `/\`) || folder == "." || folder == ".." {
+		return nil, fmt.Errorf("agent %q is not a folder name under %s: pass the folder name, e.g. --agent dummy", folder, filepath.Join(home, "agents"))
+	}
+	dir := filepath.Join(home, "agents", folder)
+	p := filepath.Join(dir, "agent.yaml")
+	b, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, unknown(home, folder)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading agent: %w", err)
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return nil, fmt.Errorf("%s: %s", p, strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	var f file
+	if len(doc.Content) > 0 {
+		m := doc.Content[0]
+		if m.Kind != yaml.MappingNode {
+			return nil, fmt.Errorf("%s: line %d: expected a mapping with keys name and version", p, m.Line)
+		}
+		for i := 0; i+1 < len(m.Content); i += 2 {
+			k, v := m.Content[i], m.Content[i+1]
+			switch k.Value {
+			case "name":
+				f.Name = &v.Value
+			case "version":
+				f.Version = &v.Value
+			default:
+				return nil, fmt.Errorf("%s: line %d: unknown key %q (allowed: name, version)", p, k.Line, k.Value)
+			}
+			if v.Kind != yaml.ScalarNode {
+				return nil, fmt.Errorf("%s: line %d: key %q must be a string", p, v.Line, k.Value)
+			}
+		}
+	}
+	a := &Agent{Folder: folder, Dir: dir}
+	if f.Name != nil {
+		a.Name = strings.TrimSpace(*f.Name)
+	}
+	if a.Name == "" {
+		return nil, fmt.Errorf("%s: key \"name\" is required and must not be empty", p)
+	}
+	if f.Version != nil {
+		a.Version = strings.TrimSpace(*f.Version)
+	}
+	return a, nil
+}
+
+// List returns the folders under home/agents that have an agent.yaml, sorted.
+func List(home string) ([]string, error) {
+	ents, err := os.ReadDir(filepath.Join(home, "agents"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listing agents: %w", err)
+	}
+	var out []string
+	for _, e := range ents {
+		if _, err := os.Stat(filepath.Join(home, "agents", e.Name(), "agent.yaml")); err == nil {
+			out = append(out, e.Name())
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+func unknown(home, folder string) error {
+	names, err := List(home)
+	if err != nil {
+		return err
+	}
+	if len(names) == 0 {
+		return fmt.Errorf("unknown agent %q: %s has no folder with an agent.yaml", folder, filepath.Join(home, "agents"))
+	}
+	best, bestD := "", -1
+	for _, n := range names {
+		d := distance(strings.ToLower(folder), strings.ToLower(n))
+		if bestD < 0 || d < bestD {
+			best, bestD = n, d
+		}
+	}
+	return fmt.Errorf("unknown agent %q: did you mean %q? agents: %s", folder, best, strings.Join(names, ", "))
+}
+
+// distance is the Levenshtein distance between a and b, in runes.
+func distance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
+}

@@ -1,0 +1,19 @@
+// Command ssebench builds, assembles, moves and runs the images of SSEBench.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/42-b3yond-6ug/ssebench/internal/commands"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := commands.New().ExecuteContext(ctx); err != nil {
+		os.Exit(1)
+	}
+}

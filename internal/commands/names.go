@@ -1,0 +1,104 @@
+package commands
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/42-b3yond-6ug/ssebench/agent"
+	"github.com/42-b3yond-6ug/ssebench/internal/commands/options"
+)
+
+type namesOptions struct {
+	Task, Dataset, Agent string
+	JSON                 bool
+}
+
+func newCmdNames(g *options.Global) *cobra.Command {
+	o := &namesOptions{}
+	cmd := &cobra.Command{
+		Use:   "names --task ID [--dataset NAME] [--agent FOLDER]",
+		Short: "Print the image name of every layer of a task",
+		Long: `Print one line per layer, LAYER<TAB>NAME: base (when the task's base is
+known from its dataset), case (when the dataset is known), tool, agent (with
+--agent) and runtime. Names follow REGISTRY (--registry, SSEBENCH_REGISTRY,
+.env) and VERSION.`,
+		Example: `  ssebench names --task gjson-196-bf4efcb --dataset pilot --agent dummy
+  ssebench names --task gjson-196-bf4efcb --registry localhost:5000/ssebench --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.Task == "" {
+				return fmt.Errorf("--task is required: pass the task id, e.g. --task gjson-196-bf4efcb")
+			}
+			n, err := g.Names()
+			if err != nil {
+				return err
+			}
+			home, err := g.HomeDir()
+			if err != nil {
+				return err
+			}
+			type row struct{ layer, name string }
+			var rows []row
+			dataset := o.Dataset
+			if dataset == "" {
+				dataset = findDataset(home, o.Task)
+			}
+			if dataset != "" {
+				if base := taskBase(home, dataset, o.Task); base != "" {
+					rows = append(rows, row{"base", n.Prefixed(base)})
+				}
+				rows = append(rows, row{"case", n.Case(dataset, o.Task)})
+			}
+			rows = append(rows, row{"tool", n.Tool(o.Task)})
+			if o.Agent != "" {
+				a, err := agent.Load(home, o.Agent)
+				if err != nil {
+					return err
+				}
+				rows = append(rows, row{"agent", n.Agent(a.Name, o.Task, a.Version)})
+			}
+			rows = append(rows, row{"runtime", n.Runtime()})
+
+			out := cmd.OutOrStdout()
+			if o.JSON {
+				m := map[string]string{}
+				for _, r := range rows {
+					m[r.layer] = r.name
+				}
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(m)
+			}
+			for _, r := range rows {
+				fmt.Fprintf(out, "%s\t%s\n", r.layer, r.name)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Task, "task", "", "task id (required)")
+	f.StringVar(&o.Dataset, "dataset", "", "dataset name (default: the one dataset under the home that has the task)")
+	f.StringVar(&o.Agent, "agent", "", "agent folder under agents/")
+	f.BoolVar(&o.JSON, "json", false, "print a JSON object instead of lines")
+	return cmd
+}
+
+// findDataset returns the only dataset under home that has a folder for
+// task, or "" when none or several do.
+func findDataset(home, task string) string {
+	matches, _ := filepath.Glob(filepath.Join(home, "datasets", "*", task))
+	var found []string
+	for _, m := range matches {
+		if st, err := os.Stat(m); err == nil && st.IsDir() {
+			found = append(found, filepath.Base(filepath.Dir(m)))
+		}
+	}
+	if len(found) == 1 {
+		return found[0]
+	}
+	return ""
+}

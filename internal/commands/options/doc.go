@@ -1,0 +1,3 @@
+// Package options binds the CLI's flags into plain structs and turns them
+// into the library packages' settings.
+package options

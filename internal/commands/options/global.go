@@ -1,0 +1,109 @@
+package options
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	ssebench "github.com/42-b3yond-6ug/ssebench"
+	"github.com/42-b3yond-6ug/ssebench/registry"
+)
+
+// HomeEnv names the SSEBench home: the folder holding datasets/, agents/ and
+// images/. Without it the home is the nearest parent of the working directory
+// that has a VERSION file next to datasets/ or agents/.
+const HomeEnv = "SSEBENCH_HOME"
+
+// Global holds the flags every command shares.
+type Global struct {
+	Registry string
+	Store    string
+	Home     string
+	Pull     string
+	Insecure []string
+	Verbose  bool
+}
+
+// AddGlobal binds the shared flags to cmd's persistent flags.
+func AddGlobal(cmd *cobra.Command, g *Global) {
+	f := cmd.PersistentFlags()
+	f.StringVar(&g.Registry, "registry", "", "image name prefix (default $SSEBENCH_REGISTRY, then .env, then "+registry.DefaultRegistry+")")
+	f.StringVar(&g.Store, "store", "", "local OCI layout store (default $SSEBENCH_STORE, else ${XDG_DATA_HOME:-~/.local/share}/ssebench/store)")
+	f.StringVar(&g.Home, "home", "", "SSEBench home holding datasets/ and agents/ (default $"+HomeEnv+", else found from the working directory)")
+	f.StringVar(&g.Pull, "pull", "missing", "when to pull images from the registry: missing, always or never")
+	f.StringSliceVar(&g.Insecure, "insecure-registry", nil, "registry host reached over plain HTTP (localhost and 127.0.0.1 always are)")
+	f.BoolVarP(&g.Verbose, "verbose", "v", false, "log registry traffic and decisions to stderr")
+}
+
+// HomeDir returns the SSEBench home. It is an error only when --home or
+// SSEBENCH_HOME names a folder that does not exist; with neither, and no home
+// above the working directory, it returns the working directory.
+func (g *Global) HomeDir() (string, error) {
+	h := g.Home
+	if h == "" {
+		h = os.Getenv(HomeEnv)
+	}
+	if h != "" {
+		st, err := os.Stat(h)
+		if err != nil || !st.IsDir() {
+			return "", fmt.Errorf("SSEBench home %q is not a folder: pass --home or set %s to the checkout that holds datasets/ and agents/", h, HomeEnv)
+		}
+		return filepath.Abs(h)
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("finding the working directory: %w", err)
+	}
+	for d := wd; ; d = filepath.Dir(d) {
+		if isHome(d) {
+			return d, nil
+		}
+		if filepath.Dir(d) == d {
+			return wd, nil
+		}
+	}
+}
+
+func isHome(d string) bool {
+	if _, err := os.Stat(filepath.Join(d, "VERSION")); err != nil {
+		return false
+	}
+	for _, sub := range []string{"datasets", "agents"} {
+		if st, err := os.Stat(filepath.Join(d, sub)); err == nil && st.IsDir() {
+			return true
+		}
+	}
+	return false
+}
+
+// Settings returns the environment-then-.env lookup for this invocation:
+// the working directory's .env, then the home's.
+func (g *Global) Settings() *registry.Settings {
+	wd, _ := os.Getwd()
+	home, _ := g.HomeDir()
+	return registry.NewSettings(wd, home)
+}
+
+// Names returns the image names for this invocation's REGISTRY and VERSION.
+func (g *Global) Names() (registry.Names, error) {
+	reg, err := g.Settings().Registry(g.Registry)
+	if err != nil {
+		return registry.Names{}, err
+	}
+	return registry.NewNames(reg, ssebench.Version()), nil
+}
+
+// Lookup reads a setting from the environment or a .env file.
+func (g *Global) Lookup(key string) string {
+	v, _, err := g.Settings().Lookup(key)
+	if err != nil {
+		return ""
+	}
+	return v
+}
+
+// ErrUsage marks errors in how a command was called.
+var ErrUsage = errors.New("usage")
