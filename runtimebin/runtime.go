@@ -67,4 +67,3 @@ func CheckPlatform(ref string, img v1.Image, p v1.Platform) error {
 	}
 	return nil
 }
-

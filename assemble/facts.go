@@ -1,0 +1,206 @@
+package assemble
+
+import (
+	"compress/gzip"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/42-b3yond-6ug/ssebench/oci"
+)
+
+// Facts caches what a layer teaches, keyed by the layer's digest: its
+// index (every entry's header) and the content of the few small files the
+// assembler reads (account files, .gitignore files). Base layers are shared
+// by every task of a language, so the second tool image on a base reads only
+// the layers it has not seen.
+//
+// A nil *Facts caches nothing. Facts is safe for concurrent use by several
+// processes: entries are written to a temporary name and renamed.
+type Facts struct {
+	dir string
+	// indexed counts the layers that were read to index them, for tests and
+	// benchmarks that check the cache works.
+	indexed int
+}
+
+// NewFacts returns a cache in dir, created if missing.
+func NewFacts(dir string) (*Facts, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating layer facts cache: %w", err)
+	}
+	return &Facts{dir: dir}, nil
+}
+
+// Indexed returns how many layers this Facts had to read to index them.
+func (f *Facts) Indexed() int {
+	if f == nil {
+		return 0
+	}
+	return f.indexed
+}
+
+type layerFacts struct {
+	Index *oci.LayerIndex `json:"index"`
+	// Files maps a path inside the layer to its content, base64.
+	Files map[string]string `json:"files,omitempty"`
+}
+
+func (f *Facts) path(d v1.Hash, kind string) string {
+	return filepath.Join(f.dir, fmt.Sprintf("v%d", oci.IndexFormat), d.Algorithm, d.Hex+"."+kind+".json.gz")
+}
+
+// Index returns l's index, from the cache when it has it.
+func (f *Facts) Index(ctx context.Context, l v1.Layer) (*oci.LayerIndex, error) {
+	d, err := l.Digest()
+	if err != nil {
+		return nil, err
+	}
+	if f != nil {
+		var idx oci.LayerIndex
+		if ok := f.load(f.path(d, "index"), &idx); ok && idx.Format == oci.IndexFormat && idx.Digest == d.String() {
+			return &idx, nil
+		}
+	}
+	idx, err := oci.IndexLayer(ctx, l)
+	if err != nil {
+		return nil, err
+	}
+	if f != nil {
+		f.indexed++
+		f.store(f.path(d, "index"), idx)
+	}
+	return idx, nil
+}
+
+// View indexes every layer (bottom first) and merges them.
+func (f *Facts) View(ctx context.Context, layers []v1.Layer) (*oci.View, error) {
+	idxs := make([]*oci.LayerIndex, len(layers))
+	for i, l := range layers {
+		idx, err := f.Index(ctx, l)
+		if err != nil {
+			return nil, err
+		}
+		idxs[i] = idx
+	}
+	return oci.Merge(idxs)
+}
+
+// ReadSmall returns the content of the regular-file nodes, which must be
+// small (they are held in memory), keyed by node path. Content cached for a
+// (layer, path) pair is not read again.
+func (f *Facts) ReadSmall(ctx context.Context, layers []v1.Layer, nodes []oci.Node) (map[string][]byte, error) {
+	out := make(map[string][]byte, len(nodes))
+	cached := map[int]map[string]string{}
+	var missing []oci.Node
+	for _, n := range nodes {
+		if f != nil {
+			if _, ok := cached[n.Layer]; !ok {
+				cached[n.Layer] = f.files(layers[n.Layer])
+			}
+			if s, ok := cached[n.Layer][n.ContentPath]; ok {
+				if b, err := base64.StdEncoding.DecodeString(s); err == nil {
+					out[n.Path] = b
+					continue
+				}
+			}
+		}
+		missing = append(missing, n)
+	}
+	if len(missing) == 0 {
+		return out, nil
+	}
+	read := map[int]map[string]string{}
+	err := oci.ReadFiles(ctx, layers, missing, func(n oci.Node, r io.Reader) error {
+		b, err := io.ReadAll(io.LimitReader(r, maxSmallFile+1))
+		if err != nil {
+			return err
+		}
+		if len(b) > maxSmallFile {
+			return fmt.Errorf("/%s is larger than %d bytes: it cannot be an account or ignore file", n.Path, maxSmallFile)
+		}
+		out[n.Path] = b
+		if read[n.Layer] == nil {
+			read[n.Layer] = map[string]string{}
+		}
+		read[n.Layer][n.ContentPath] = base64.StdEncoding.EncodeToString(b)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if f != nil {
+		for li, files := range read {
+			merged := cached[li]
+			if merged == nil {
+				merged = map[string]string{}
+			}
+			for k, v := range files {
+				merged[k] = v
+			}
+			d, err := layers[li].Digest()
+			if err == nil {
+				f.store(f.path(d, "files"), merged)
+			}
+		}
+	}
+	return out, nil
+}
+
+// maxSmallFile bounds what ReadSmall holds in memory per file.
+const maxSmallFile = 16 << 20
+
+func (f *Facts) files(l v1.Layer) map[string]string {
+	d, err := l.Digest()
+	if err != nil {
+		return nil
+	}
+	m := map[string]string{}
+	f.load(f.path(d, "files"), &m)
+	return m
+}
+
+// load reads a cache entry; any problem is a miss.
+func (f *Facts) load(p string, v any) bool {
+	fh, err := os.Open(p)
+	if err != nil {
+		return false
+	}
+	defer fh.Close()
+	zr, err := gzip.NewReader(fh)
+	if err != nil {
+		return false
+	}
+	return json.NewDecoder(zr).Decode(v) == nil
+}
+
+// store writes a cache entry; a failure only costs a later re-read.
+func (f *Facts) store(p string, v any) {
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(p), ".tmp-*")
+	if err != nil {
+		return
+	}
+	zw := gzip.NewWriter(tmp)
+	err = json.NewEncoder(zw).Encode(v)
+	if cerr := zw.Close(); err == nil {
+		err = cerr
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), p)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+	}
+}

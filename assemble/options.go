@@ -1,0 +1,103 @@
+package assemble
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/42-b3yond-6ug/ssebench/oci"
+)
+
+// ToolOption configures Tool.
+type ToolOption func(*toolOptions) error
+
+type toolOptions struct {
+	sourceDir   string // clean, relative to the root
+	tempDir     string
+	facts       *Facts
+	when        time.Time
+	compression oci.Compression
+	caseRef     string
+	runtimeRef  string
+}
+
+func makeToolOptions(opts ...ToolOption) (*toolOptions, error) {
+	o := &toolOptions{compression: oci.Gzip, caseRef: "the case image", runtimeRef: "the runtime image"}
+	for _, opt := range opts {
+		if err := opt(o); err != nil {
+			return nil, err
+		}
+	}
+	if o.sourceDir == "" {
+		return nil, errors.New("no SOURCE_DIR: see assemble.WithSourceDir")
+	}
+	if o.tempDir == "" {
+		return nil, errors.New("no directory for layer spool files: see assemble.WithTempDir")
+	}
+	return o, nil
+}
+
+// WithSourceDir sets SOURCE_DIR, the absolute path of the project tree in
+// the case image (the task config's `source`). It is required.
+func WithSourceDir(dir string) ToolOption {
+	return func(o *toolOptions) error {
+		if !path.IsAbs(dir) {
+			return fmt.Errorf("SOURCE_DIR %q is not absolute: set `source` in the task's config.yaml to an absolute path such as /src/project", dir)
+		}
+		c := strings.TrimPrefix(path.Clean(dir), "/")
+		if c == "" {
+			return fmt.Errorf("SOURCE_DIR %q is the root: set `source` in the task's config.yaml to the project's folder", dir)
+		}
+		// The tool layer rewrites these paths; a source tree on or around
+		// them would be overwritten or would move them into /ssebench-repo.
+		for _, managed := range []string{"ssebench", "ssebench-repo", "var/lib/ssebench", "home/model", "etc"} {
+			if c == managed || strings.HasPrefix(managed, c+"/") || strings.HasPrefix(c, managed+"/") {
+				return fmt.Errorf("SOURCE_DIR %q overlaps /%s, which the tool layer manages: move the project elsewhere, such as /src/project", dir, managed)
+			}
+		}
+		o.sourceDir = c
+		return nil
+	}
+}
+
+// WithTempDir sets the directory for the new layers' spool files; pass a
+// temporary directory of the store, so that writing the image renames
+// rather than copies. It is required.
+func WithTempDir(dir string) ToolOption {
+	return func(o *toolOptions) error { o.tempDir = dir; return nil }
+}
+
+// WithFacts sets the layer facts cache. The default is no cache.
+func WithFacts(f *Facts) ToolOption {
+	return func(o *toolOptions) error { o.facts = f; return nil }
+}
+
+// WithTime sets the time of the build: the commit time of the new
+// repository, the modification time of new entries, the day of the account
+// files' password-change fields and the image's creation time. The default
+// value is the case image's creation time, so that the same case image
+// always gives the same tool image; callers pass SOURCE_DATE_EPOCH here.
+func WithTime(t time.Time) ToolOption {
+	return func(o *toolOptions) error { o.when = t.UTC().Truncate(time.Second); return nil }
+}
+
+// WithCompression sets the compression of the new layers. The default value
+// is gzip.
+func WithCompression(c oci.Compression) ToolOption {
+	return func(o *toolOptions) error { o.compression = c; return nil }
+}
+
+// WithRefs names the case and runtime images in error messages.
+func WithRefs(caseRef, runtimeRef string) ToolOption {
+	return func(o *toolOptions) error {
+		if caseRef != "" {
+			o.caseRef = caseRef
+		}
+		if runtimeRef != "" {
+			o.runtimeRef = runtimeRef
+		}
+		return nil
+	}
+}

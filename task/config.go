@@ -1,0 +1,464 @@
+package task
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net/url"
+	"path"
+	"reflect"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Config is a task's sse/config.yaml (SPEC.md section 3). Paths in Scripts,
+// Files and TaskDescription.CrashReport are relative to /ssebench in the
+// case image, which the task's Dockerfile fills from the folder's sse/.
+//
+// The field order and JSON names are those of the "metadata" object of a
+// manifest entry, which the original implementation writes with every key
+// present: optional values are pointers or nil slices so that an absent or
+// null key stays null rather than becoming "" or [].
+type Config struct {
+	ID              string          `yaml:"id" json:"id"`
+	Project         string          `yaml:"project" json:"project"`
+	Repository      string          `yaml:"repository" json:"repository"`
+	Language        string          `yaml:"language" json:"language"`
+	Source          string          `yaml:"source" json:"source"`
+	TaskDescription TaskDescription `yaml:"task_description" json:"task_description"`
+	Scripts         Scripts         `yaml:"scripts" json:"scripts"`
+	Files           ConfigFiles     `yaml:"files" json:"files"`
+	Sanitizer       *string         `yaml:"sanitizer" json:"sanitizer"`
+	Type            *string         `yaml:"type" json:"type"`
+	Binary          *string         `yaml:"binary" json:"binary"`
+	TriggerCommit   *string         `yaml:"trigger_commit" json:"trigger_commit"`
+	PatchCommit     *string         `yaml:"patch_commit" json:"patch_commit"`
+	Reference       []string        `yaml:"reference" json:"reference"`
+	Originality     *string         `yaml:"originality" json:"originality"`
+}
+
+// TaskDescription is what the agent is told; at least one field must be set.
+// Issue and BugDescription are text; CrashReport lists report files.
+type TaskDescription struct {
+	Issue          *string  `yaml:"issue" json:"issue"`
+	CrashReport    []string `yaml:"crash_report" json:"crash_report"`
+	BugDescription *string  `yaml:"bug_description" json:"bug_description"`
+}
+
+// Scripts are the task's scripts, run by the daemon.
+type Scripts struct {
+	// Build builds the project. Required.
+	Build *string `yaml:"build" json:"build"`
+	// Run runs one proof of concept, given as its argument.
+	Run *string `yaml:"run" json:"run"`
+	// Test runs the project's tests. Required.
+	Test *string `yaml:"test" json:"test"`
+}
+
+// ConfigFiles is the reference material of a task, none of it shown to the
+// agent.
+type ConfigFiles struct {
+	Patch        *string  `yaml:"patch" json:"patch"`
+	FutureTest   *string  `yaml:"future_test" json:"future_test"`
+	SecurityTest *string  `yaml:"security_test" json:"security_test"`
+	IntentTest   *string  `yaml:"intent_test" json:"intent_test"`
+	Poc          []string `yaml:"poc" json:"poc"`
+}
+
+// Languages are the values "language" may take, one per base image.
+var Languages = []string{"c", "go", "rust"}
+
+// MaxIDLength is the longest task id allowed.
+const MaxIDLength = 128
+
+var (
+	// idPattern keeps a task id usable as a path component of an image
+	// name once lowercased (case/<dataset>/<id>).
+	idPattern      = regexp.MustCompile(`^[A-Za-z0-9]+(?:(?:[._]|__|-+)[A-Za-z0-9]+)*$`)
+	versionPattern = regexp.MustCompile(`^[a-z0-9]+(?:[._-][a-z0-9]+)*$`)
+	yamlLine       = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
+	notFound       = regexp.MustCompile(`^field (.+) not found in type `)
+)
+
+// ValidID reports whether id is a valid task (or dataset) id.
+func ValidID(id string) bool { return len(id) <= MaxIDLength && idPattern.MatchString(id) }
+
+// ConfigPath is one path that a config names, with where it is named, such
+// as {"files.poc[0]", "pocs/poc.go"}.
+type ConfigPath struct {
+	Key  string
+	Path string
+}
+
+// Paths returns every path the config names, relative to /ssebench, in a
+// fixed order: scripts, files, then crash reports. Unset entries are left out.
+func (c *Config) Paths() []ConfigPath {
+	var out []ConfigPath
+	add := func(key string, p *string) {
+		if p != nil {
+			out = append(out, ConfigPath{key, *p})
+		}
+	}
+	add("scripts.build", c.Scripts.Build)
+	add("scripts.run", c.Scripts.Run)
+	add("scripts.test", c.Scripts.Test)
+	add("files.patch", c.Files.Patch)
+	add("files.future_test", c.Files.FutureTest)
+	add("files.security_test", c.Files.SecurityTest)
+	add("files.intent_test", c.Files.IntentTest)
+	for i, p := range c.Files.Poc {
+		out = append(out, ConfigPath{fmt.Sprintf("files.poc[%d]", i), p})
+	}
+	for i, p := range c.TaskDescription.CrashReport {
+		out = append(out, ConfigPath{fmt.Sprintf("task_description.crash_report[%d]", i), p})
+	}
+	return out
+}
+
+// Checks returns the checks the grader can run for the task, in the order
+// it runs them, as the daemon derives them from the config (and as the
+// original implementation records them in the manifest):
+//
+//   - "build" when scripts.build is set;
+//   - "poc", the security check, when scripts.run is set and files.poc is
+//     not empty;
+//   - "function_test" when scripts.test is set;
+//   - "intent_test" when scripts.test and files.future_test are set (the
+//     hidden tests are applied, then scripts.test runs).
+//
+// files.security_test and files.intent_test are reference material the
+// grader does not run, so they add no check.
+func (c *Config) Checks() []string {
+	checks := []string{}
+	if set(c.Scripts.Build) {
+		checks = append(checks, "build")
+	}
+	if set(c.Scripts.Run) && len(c.Files.Poc) > 0 {
+		checks = append(checks, "poc")
+	}
+	if set(c.Scripts.Test) {
+		checks = append(checks, "function_test")
+		if set(c.Files.FutureTest) {
+			checks = append(checks, "intent_test")
+		}
+	}
+	return checks
+}
+
+func set(p *string) bool { return p != nil && *p != "" }
+
+// ParseConfig parses and checks a task config. name is the file's path as
+// problems should show it. It returns every problem found; the Config is
+// nil only when the text is not YAML at all.
+//
+// Unknown keys are errors, at any depth. Checks that need the task folder
+// (the id equals the folder name, the named paths exist) are done by
+// [Validate] and [Load].
+func ParseConfig(name string, data []byte) (*Config, Problems) {
+	cfg, _, ps := parseConfig(name, data)
+	return cfg, ps
+}
+
+// parseConfig is ParseConfig that also returns the line of every key, by
+// dotted path ("files.poc[0]"), for the checks that need the task folder.
+func parseConfig(name string, data []byte) (*Config, map[string]int, Problems) {
+	var cfg Config
+	lines, ps, ok := decodeStrict(name, data, &cfg)
+	if !ok {
+		return nil, nil, ps
+	}
+	trimStrings(reflect.ValueOf(&cfg).Elem())
+	ps = append(ps, cfg.check(name, lines)...)
+	return &cfg, lines, ps
+}
+
+// decodeStrict decodes the YAML document data into out, a pointer to a
+// struct, rejecting unknown keys at any depth. It returns the line of every
+// key met, by dotted path, and the problems found; ok is false when what
+// was decoded cannot be checked further (not YAML, not a mapping, or a
+// decoding error the walk does not explain), and out must not be used.
+func decodeStrict(name string, data []byte, out any) (lines map[string]int, ps Problems, ok bool) {
+	add := func(line int, format string, args ...any) {
+		ps = append(ps, Problem{File: name, Line: line, Msg: fmt.Sprintf(format, args...)})
+	}
+
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		line, msg := splitYAMLError(err.Error())
+		add(line, "%s", msg)
+		return nil, ps, false
+	}
+	if len(doc.Content) == 0 {
+		add(0, "is empty")
+		return nil, ps, false
+	}
+
+	// Walk the tree first: it names every unknown key with its full path
+	// and line, where yaml.v3's own errors give only the last key and the
+	// Go type it was looking at.
+	root := doc.Content[0]
+	if root.Kind != yaml.MappingNode {
+		add(root.Line, "the document: expected a mapping, got %s", yamlKind(root))
+		return nil, ps, false
+	}
+	lines = map[string]int{}
+	walkYAML(root, reflect.TypeOf(out).Elem(), "", lines, func(line int, key, format string, args ...any) {
+		// A key with a value of the wrong shape gets no further checks:
+		// one problem per mistake.
+		lines[key] = -line
+		add(line, format, args...)
+	})
+
+	// Then decode strictly. Anything the walk let through but yaml.v3
+	// refuses is still reported.
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(out); err != nil {
+		var te *yaml.TypeError
+		if !errors.As(err, &te) {
+			line, msg := splitYAMLError(err.Error())
+			add(line, "%s", msg)
+			return nil, ps, false
+		}
+		if len(ps) == 0 {
+			// Something the walk does not look for, such as a key given
+			// twice: what was decoded cannot be trusted, so stop here.
+			for _, e := range te.Errors {
+				line, msg := splitYAMLError(e)
+				if m := notFound.FindStringSubmatch(msg); m != nil {
+					msg = fmt.Sprintf("unknown key %q", m[1])
+				}
+				add(line, "%s", msg)
+			}
+			return nil, ps, false
+		}
+	}
+	return lines, ps, true
+}
+
+// splitYAMLError turns "yaml: line 3: did not find expected key" into
+// (3, "did not find expected key").
+func splitYAMLError(s string) (int, string) {
+	s = strings.TrimPrefix(strings.TrimSpace(s), "yaml: ")
+	if m := yamlLine.FindStringSubmatch(s); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		return n, m[2]
+	}
+	return 0, s
+}
+
+// walkYAML checks the shape of node against the Go type t (mappings for
+// structs, sequences for slices, scalars for strings), reporting unknown
+// keys and wrong shapes with their dotted path, and records the line of
+// every key it meets in lines.
+func walkYAML(n *yaml.Node, t reflect.Type, at string, lines map[string]int, report func(line int, key, format string, args ...any)) {
+	if n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return
+	}
+	label := at
+	if label == "" {
+		label = "the document"
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		if n.Kind != yaml.MappingNode {
+			report(n.Line, at, "%s: expected a mapping, got %s", label, yamlKind(n))
+			return
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			key := joinKey(at, k.Value)
+			f, ok := fieldByTag(t, k.Value)
+			if !ok {
+				report(k.Line, key, "unknown key %q", key)
+				continue
+			}
+			lines[key] = k.Line
+			walkYAML(v, f.Type, key, lines, report)
+		}
+	case reflect.Slice:
+		if n.Kind != yaml.SequenceNode {
+			report(n.Line, at, "%s: expected a list, got %s", label, yamlKind(n))
+			return
+		}
+		for i, c := range n.Content {
+			key := fmt.Sprintf("%s[%d]", at, i)
+			lines[key] = c.Line
+			walkYAML(c, t.Elem(), key, lines, report)
+		}
+	case reflect.String:
+		if n.Kind != yaml.ScalarNode {
+			report(n.Line, at, "%s: expected a string, got %s", label, yamlKind(n))
+		}
+	}
+}
+
+func joinKey(at, key string) string {
+	if at == "" {
+		return key
+	}
+	return at + "." + key
+}
+
+func fieldByTag(t reflect.Type, key string) (reflect.StructField, bool) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if name, _, _ := strings.Cut(f.Tag.Get("yaml"), ","); name == key {
+			return f, true
+		}
+	}
+	return reflect.StructField{}, false
+}
+
+func yamlKind(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	default:
+		return "a scalar"
+	}
+}
+
+// trimStrings trims the whitespace around every string in v, as the
+// original's schema does (str_strip_whitespace), so that a value of blanks
+// counts as empty and the manifest's metadata matches.
+func trimStrings(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.String:
+		v.SetString(strings.TrimSpace(v.String()))
+	case reflect.Pointer:
+		if !v.IsNil() {
+			trimStrings(v.Elem())
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			trimStrings(v.Field(i))
+		}
+	case reflect.Slice:
+		for i := range v.Len() {
+			trimStrings(v.Index(i))
+		}
+	}
+}
+
+// check validates the values of a decoded config. lines maps dotted keys
+// to the line they are on; a key that is absent has no line, and a key
+// whose value had the wrong shape has a negative line and is not checked
+// again.
+func (c *Config) check(name string, lines map[string]int) Problems {
+	var ps Problems
+	add := func(key, format string, args ...any) {
+		line := lines[key]
+		if line < 0 {
+			return
+		}
+		ps = append(ps, Problem{File: name, Line: line, Msg: key + ": " + fmt.Sprintf(format, args...)})
+	}
+
+	switch {
+	case c.ID == "":
+		add("id", "is required")
+	case len(c.ID) > MaxIDLength:
+		add("id", "is %d characters long, more than %d", len(c.ID), MaxIDLength)
+	case !idPattern.MatchString(c.ID):
+		add("id", "%q is not a valid task id: use letters and digits, separated by '.', '_', '__' or dashes", c.ID)
+	}
+
+	if c.Project == "" {
+		add("project", "is required")
+	}
+
+	if c.Repository == "" {
+		add("repository", "is required")
+	} else if u, err := url.Parse(c.Repository); err != nil || u.Scheme != "https" || u.Host == "" || strings.ContainsAny(c.Repository, " \t\n") {
+		add("repository", "%q is not an https URL", c.Repository)
+	}
+
+	switch {
+	case c.Language == "":
+		add("language", "is required (one of %s)", strings.Join(Languages, ", "))
+	case !slices.Contains(Languages, c.Language):
+		add("language", "%q is not one of %s", c.Language, strings.Join(Languages, ", "))
+	}
+
+	// source is the project tree in the case image and becomes the tool
+	// layer's SOURCE_DIR, which is moved, re-owned and re-committed: it
+	// must name one directory unambiguously, and never the root.
+	switch s := c.Source; {
+	case s == "":
+		add("source", "is required")
+	case !strings.HasPrefix(s, "/"):
+		add("source", "%q must be an absolute path", s)
+	case s == "/":
+		add("source", "must not be /")
+	case path.Clean(s) != s || strings.ContainsAny(s, " \t\n"):
+		add("source", "%q is not a clean path (use %q)", s, path.Clean(strings.TrimSpace(s)))
+	}
+
+	if _, ok := lines["task_description"]; !ok {
+		add("task_description", "is required")
+	} else if td := c.TaskDescription; !set(td.Issue) && len(td.CrashReport) == 0 && !set(td.BugDescription) {
+		add("task_description", "at least one of issue, crash_report and bug_description must be set")
+	}
+
+	// build and test are required: without them the grader has neither a
+	// build check nor a function test, and the agent's test tool has
+	// nothing to run. run is optional: a task without proofs of concept
+	// has no poc check (see Checks). The files are all optional; the
+	// original schema requires only that the "files" mapping is present.
+	if l, ok := lines["scripts"]; !ok {
+		add("scripts", "is required (with build and test)")
+	} else if l > 0 {
+		if c.Scripts.Build == nil {
+			add("scripts.build", "is required")
+		}
+		if c.Scripts.Test == nil {
+			add("scripts.test", "is required")
+		}
+	}
+	if _, ok := lines["files"]; !ok {
+		add("files", "is required")
+	}
+
+	for _, p := range c.Paths() {
+		if msg := checkImagePath(p.Path); msg != "" {
+			add(p.Key, "%s", msg)
+		}
+	}
+
+	if o := c.Originality; o != nil && *o != "public" && *o != "crafted" {
+		add("originality", "%q is not one of public, crafted", *o)
+	}
+	return ps
+}
+
+// checkImagePath says what is wrong with a path relative to /ssebench, or
+// returns "".
+func checkImagePath(p string) string {
+	switch {
+	case p == "":
+		return "is empty"
+	case strings.HasPrefix(p, "/"):
+		return fmt.Sprintf("%q must be relative to /ssebench", p)
+	}
+	c := path.Clean(p)
+	switch {
+	case c == "..", strings.HasPrefix(c, "../"):
+		return fmt.Sprintf("%q is outside /ssebench", p)
+	case c == ".":
+		return fmt.Sprintf("%q names /ssebench itself, not a file in it", p)
+	}
+	return ""
+}

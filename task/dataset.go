@@ -1,0 +1,163 @@
+package task
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// Files of a dataset folder, next to its task folders.
+const (
+	DatasetFile  = "dataset.yaml"
+	ManifestFile = "manifest.json"
+	LockFile     = "images.lock.json"
+)
+
+// Dataset is a valid dataset folder: datasets/<name>/ with a dataset.yaml
+// and one folder per task.
+type Dataset struct {
+	// Dir is the dataset folder, as the caller named it.
+	Dir string
+	// Name is the folder's name, the <dataset> of case image names.
+	Name string
+	// Version is dataset.yaml's version, such as "pilot-v1".
+	Version string
+	// Tasks are the dataset's tasks, sorted by id.
+	Tasks []*Task
+
+	// recorded is the manifest.json found in Dir when the dataset was
+	// loaded, or nil: a regenerated manifest keeps its arch entries.
+	recorded *Manifest
+}
+
+type datasetInfo struct {
+	Version string `yaml:"version"`
+}
+
+// ValidVersion reports whether v is a valid dataset version: lower-case
+// letters and digits separated by '.', '_' or '-', such as "pilot-v1".
+func ValidVersion(v string) bool { return versionPattern.MatchString(v) }
+
+// ReadDatasetVersion reads the version from dir's dataset.yaml. Unknown
+// keys are errors. The error is a [Problems] naming the file.
+func ReadDatasetVersion(dir string) (string, error) {
+	v, ps := readDatasetVersion(dir)
+	return v, ps.Err()
+}
+
+func readDatasetVersion(dir string) (string, Problems) {
+	name := filepath.Join(dir, DatasetFile)
+	data, err := os.ReadFile(name)
+	if err != nil {
+		return "", Problems{{File: name, Msg: statMessage(err)}}
+	}
+	var info datasetInfo
+	lines, ps, ok := decodeStrict(name, data, &info)
+	if !ok {
+		return "", ps
+	}
+	info.Version = strings.TrimSpace(info.Version)
+	switch {
+	case info.Version == "":
+		ps = append(ps, Problem{File: name, Line: lines["version"], Msg: "version: is required"})
+	case !ValidVersion(info.Version):
+		ps = append(ps, Problem{File: name, Line: lines["version"], Msg: fmt.Sprintf("version: %q is not a valid version: use lower-case letters and digits separated by '.', '_' or '-'", info.Version)})
+	}
+	return info.Version, ps
+}
+
+// TaskDirs returns the task folders of the dataset folder dir, sorted:
+// every subdirectory whose name does not start with a dot.
+func TaskDirs(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("reading dataset: %w", err)
+	}
+	var out []string
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		// Stat, not the entry's type, so that a symlinked task folder counts.
+		if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+			out = append(out, p)
+		}
+	}
+	return out, nil // os.ReadDir sorts by name
+}
+
+// LoadDataset reads and checks the dataset folder dir and every task in
+// it. When anything is wrong it returns a [Problems] error listing every
+// problem of every task, of dataset.yaml, of an unreadable manifest.json,
+// and tasks whose ids differ only in case (they would share a case image).
+func LoadDataset(dir string) (*Dataset, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("reading dataset: %w", err)
+	}
+	d := &Dataset{Dir: dir, Name: filepath.Base(abs)}
+	if fi, err := os.Stat(dir); err != nil {
+		return nil, Problems{{File: dir, Msg: statMessage(err)}}
+	} else if !fi.IsDir() {
+		return nil, Problems{{File: dir, Msg: "is not a directory"}}
+	}
+
+	var ps Problems
+	if !ValidID(d.Name) {
+		ps = append(ps, Problem{File: dir, Msg: fmt.Sprintf("the dataset name %q is not valid in an image name: use letters and digits, separated by '.', '_', '__' or dashes", d.Name)})
+	}
+	version, vps := readDatasetVersion(dir)
+	d.Version = version
+	ps = append(ps, vps...)
+
+	mpath := filepath.Join(dir, ManifestFile)
+	if m, err := ReadManifest(mpath); err == nil {
+		d.recorded = m
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		// The manifest records each task's arch, which the folders do not
+		// say: regenerating over a file that cannot be read would lose it.
+		ps = append(ps, Problem{Msg: fmt.Sprintf("%v (it records the tasks' arch: fix it, or delete it to start again)", err)})
+	}
+
+	dirs, err := TaskDirs(dir)
+	if err != nil {
+		return nil, err
+	}
+	if len(dirs) == 0 {
+		ps = append(ps, Problem{File: dir, Msg: "has no task folders"})
+	}
+	seen := map[string]string{}
+	for _, td := range dirs {
+		t, tps := load(td)
+		ps = append(ps, tps...)
+		if len(tps) == 0 {
+			d.Tasks = append(d.Tasks, t)
+		}
+		id := filepath.Base(td)
+		if other, ok := seen[strings.ToLower(id)]; ok {
+			ps = append(ps, Problem{File: dir, Msg: fmt.Sprintf("tasks %s and %s would share the case image %s", other, id, CaseImage(d.Name, id))})
+		} else {
+			seen[strings.ToLower(id)] = id
+		}
+	}
+	if len(ps) > 0 {
+		return nil, ps
+	}
+	slices.SortFunc(d.Tasks, func(a, b *Task) int { return strings.Compare(a.ID, b.ID) })
+	return d, nil
+}
+
+// Task returns the task with the given id, or nil.
+func (d *Dataset) Task(id string) *Task {
+	for _, t := range d.Tasks {
+		if t.ID == id {
+			return t
+		}
+	}
+	return nil
+}
