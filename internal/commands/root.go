@@ -31,6 +31,7 @@ pushed to a registry, and run with containerd.`,
 	root.AddCommand(
 		newCmdNames(g),
 		newCmdInspect(g),
+		newCmdAssemble(g),
 	)
 	return root
 }

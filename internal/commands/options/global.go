@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/spf13/cobra"
 
 	ssebench "github.com/42-b3yond-6ug/ssebench"
@@ -107,3 +108,50 @@ func (g *Global) Lookup(key string) string {
 
 // ErrUsage marks errors in how a command was called.
 var ErrUsage = errors.New("usage")
+
+// OpenStore opens the local image store: --store, else SSEBENCH_STORE,
+// else the default under XDG_DATA_HOME.
+func (g *Global) OpenStore() (*registry.Store, error) {
+	dir := g.Store
+	if dir == "" {
+		var err error
+		if dir, err = registry.DefaultStoreDir(); err != nil {
+			return nil, err
+		}
+	}
+	return registry.OpenStore(dir)
+}
+
+// RegistryOptions turns the shared flags into registry options: the store,
+// the pull policy, plain-HTTP hosts and, when p is not nil, the platform.
+func (g *Global) RegistryOptions(s *registry.Store, p *v1.Platform) ([]registry.Option, error) {
+	policy, err := registry.ParsePullPolicy(g.Pull)
+	if err != nil {
+		return nil, err
+	}
+	opts := []registry.Option{
+		registry.WithPullPolicy(policy),
+		registry.WithInsecureRegistries(g.Insecure...),
+		registry.WithUserAgent("ssebench/" + ssebench.Version()),
+	}
+	if s != nil {
+		opts = append(opts, registry.WithStore(s))
+	}
+	if p != nil {
+		opts = append(opts, registry.WithPlatform(p))
+	}
+	return opts, nil
+}
+
+// ParsePlatform parses "linux/amd64"-style platforms; "" is nil (the
+// library default).
+func ParsePlatform(s string) (*v1.Platform, error) {
+	if s == "" {
+		return nil, nil
+	}
+	p, err := v1.ParsePlatform(s)
+	if err != nil || p.OS == "" || p.Architecture == "" {
+		return nil, fmt.Errorf("platform %q is not OS/ARCH: use linux/amd64 or linux/arm64", s)
+	}
+	return p, nil
+}

@@ -1,0 +1,386 @@
+package oci
+
+import (
+	"archive/tar"
+	"context"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"path"
+	"strings"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+)
+
+const (
+	// whiteoutPrefix marks a removal: ".wh.<name>" removes <name> from the
+	// lower layers.
+	whiteoutPrefix = ".wh."
+	// whiteoutMetaPrefix marks entries that are markers for the applier,
+	// never files.
+	whiteoutMetaPrefix = whiteoutPrefix + whiteoutPrefix
+	// whiteoutOpaque makes its directory opaque: the lower layers' children
+	// of the directory are hidden.
+	whiteoutOpaque = whiteoutMetaPrefix + ".opq"
+	// paxXattrPrefix prefixes the PAX records that carry extended attributes.
+	paxXattrPrefix = "SCHILY.xattr."
+)
+
+// IndexFormat is the version of the LayerIndex encoding. A cache keyed by
+// layer digest must also key (or invalidate) by IndexFormat: Merge refuses
+// an index of another format.
+const IndexFormat = 1
+
+// Marker says whether an index entry is a whiteout marker.
+type Marker uint8
+
+const (
+	// NotMarker is an ordinary entry: a file, directory, link or device.
+	NotMarker Marker = iota
+	// Whiteout removes Name from the lower layers (the tar entry was
+	// "<dir>/.wh.<base>", Name is "<dir>/<base>").
+	Whiteout
+	// Opaque hides the lower layers' children of directory Name (the tar
+	// entry was "<Name>/.wh..wh..opq"; Name is "" for the root).
+	Opaque
+)
+
+// String returns "", "whiteout" or "opaque".
+func (m Marker) String() string {
+	switch m {
+	case NotMarker:
+		return ""
+	case Whiteout:
+		return "whiteout"
+	case Opaque:
+		return "opaque"
+	}
+	return fmt.Sprintf("Marker(%d)", uint8(m))
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (m Marker) MarshalText() ([]byte, error) {
+	if m > Opaque {
+		return nil, fmt.Errorf("unknown marker %d", uint8(m))
+	}
+	return []byte(m.String()), nil
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (m *Marker) UnmarshalText(b []byte) error {
+	switch string(b) {
+	case "":
+		*m = NotMarker
+	case "whiteout":
+		*m = Whiteout
+	case "opaque":
+		*m = Opaque
+	default:
+		return fmt.Errorf("unknown layer index marker %q", b)
+	}
+	return nil
+}
+
+// Header is the normalised metadata of a tar entry: what an applier uses
+// when it creates the file. Names, user and group names, access and change
+// times, and PAX records other than extended attributes are not kept.
+type Header struct {
+	// Typeflag is one of tar.TypeReg, TypeLink, TypeSymlink, TypeChar,
+	// TypeBlock, TypeDir, TypeFifo (TypeRegA is read as TypeReg).
+	Typeflag byte `json:"type"`
+	// Mode holds the permission, setuid, setgid and sticky bits (07777).
+	Mode int64 `json:"mode"`
+	Uid  int   `json:"uid"`
+	Gid  int   `json:"gid"`
+	// Size is the content size of a regular file, 0 for other types.
+	Size int64 `json:"size,omitempty"`
+	// Linkname is a symlink's target as written, or a hard link's target
+	// as a clean path relative to the root.
+	Linkname string    `json:"linkname,omitempty"`
+	ModTime  time.Time `json:"mtime"`
+	Devmajor int64     `json:"devmajor,omitempty"`
+	Devminor int64     `json:"devminor,omitempty"`
+	// Xattrs maps extended attribute names ("security.capability") to
+	// values, from the entry's SCHILY.xattr PAX records. Values are bytes,
+	// not strings, because many are binary (file capabilities are); JSON
+	// carries them as base64.
+	Xattrs map[string][]byte `json:"xattrs,omitempty"`
+}
+
+// TarHeader returns a tar header with h's metadata and the given name, for
+// writing the entry again (for example through LayerWriter).
+func (h *Header) TarHeader(name string) *tar.Header {
+	t := &tar.Header{
+		Typeflag: h.Typeflag,
+		Name:     name,
+		Mode:     h.Mode,
+		Uid:      h.Uid,
+		Gid:      h.Gid,
+		Size:     h.Size,
+		Linkname: h.Linkname,
+		ModTime:  h.ModTime,
+		Devmajor: h.Devmajor,
+		Devminor: h.Devminor,
+		Format:   tar.FormatPAX,
+	}
+	if len(h.Xattrs) > 0 {
+		t.PAXRecords = make(map[string]string, len(h.Xattrs))
+		for k, v := range h.Xattrs {
+			t.PAXRecords[paxXattrPrefix+k] = string(v)
+		}
+	}
+	return t
+}
+
+// IsDir reports whether h describes a directory.
+func (h *Header) IsDir() bool { return h.Typeflag == tar.TypeDir }
+
+// IndexEntry is one entry of a layer as IndexLayer records it.
+type IndexEntry struct {
+	// Name is the clean path relative to the root ("usr/bin/env"), with no
+	// leading "/" or "./" and no trailing "/". For a marker it is the path
+	// the marker applies to (see Marker).
+	Name   string `json:"name"`
+	Marker Marker `json:"marker,omitempty"`
+	Header
+}
+
+// TarName returns the entry's name as a tar member, for messages:
+// Name for an ordinary entry, the ".wh." name for a marker.
+func (e *IndexEntry) TarName() string {
+	switch e.Marker {
+	case Whiteout:
+		dir, base := path.Split(e.Name)
+		return dir + whiteoutPrefix + base
+	case Opaque:
+		return path.Join(e.Name, whiteoutOpaque)
+	}
+	return e.Name
+}
+
+// LayerIndex records what one layer contains: its entries' normalised
+// headers in tar order, never their content. It depends only on the layer's
+// bytes, so a cache can store it (as JSON) keyed by Digest and IndexFormat.
+type LayerIndex struct {
+	// Format is IndexFormat when the index was made.
+	Format int `json:"format"`
+	// Digest is the digest of the layer's compressed blob.
+	Digest string `json:"digest"`
+	// Entries are the layer's entries in tar order. Entries that an
+	// applier ignores are left out: the root directory itself, PAX global
+	// headers, and the AUFS metadata under ".wh..wh." names other than the
+	// opaque marker.
+	Entries []IndexEntry `json:"entries"`
+}
+
+// IndexLayer reads l's tar stream once (decompressing it once, extracting
+// nothing) and records its entries. While reading it checks the blob
+// against l's digest, so a corrupt or truncated blob is an error that
+// names the layer.
+//
+// Entries an applier could not apply safely are rejected, with an error
+// naming the layer and the entry: a name or hard link target that climbs
+// above the root, a malformed whiteout, an unsupported entry type.
+func IndexLayer(ctx context.Context, l v1.Layer) (*LayerIndex, error) {
+	s, err := openLayerStream(ctx, l)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	idx := &LayerIndex{Format: IndexFormat, Digest: s.digest.String()}
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		hdr, err := s.tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, s.readError(err)
+		}
+		e, keep, err := indexEntry(hdr)
+		if err != nil {
+			return nil, fmt.Errorf("layer %s: %w", s.digest, err)
+		}
+		if keep {
+			idx.Entries = append(idx.Entries, e)
+		}
+	}
+	if err := s.verify(); err != nil {
+		return nil, err
+	}
+	return idx, nil
+}
+
+// indexEntry normalises one tar header. keep is false for entries an
+// applier ignores.
+func indexEntry(hdr *tar.Header) (e IndexEntry, keep bool, err error) {
+	if hdr.Typeflag == tar.TypeXGlobalHeader {
+		return e, false, nil
+	}
+	name, err := cleanName(hdr.Name)
+	if err != nil {
+		return e, false, fmt.Errorf("entry %q: %w", hdr.Name, err)
+	}
+	if name == "" {
+		// Appliers skip the root: its metadata comes from the runtime.
+		return e, false, nil
+	}
+	dir, base := path.Split(name)
+	dir = strings.TrimSuffix(dir, "/")
+	for _, c := range strings.Split(dir, "/") {
+		if strings.HasPrefix(c, whiteoutMetaPrefix) {
+			// Inside AUFS metadata such as ".wh..wh.plnk/": not files.
+			return e, false, nil
+		}
+		if strings.HasPrefix(c, whiteoutPrefix) {
+			return e, false, fmt.Errorf("entry %q: a directory name starting with %q is reserved for whiteouts", hdr.Name, whiteoutPrefix)
+		}
+	}
+	switch {
+	case base == whiteoutOpaque:
+		return IndexEntry{Name: dir, Marker: Opaque}, true, nil
+	case strings.HasPrefix(base, whiteoutMetaPrefix):
+		// Other AUFS metadata (".wh..wh.aufs", ".wh..wh.plnk"): ignored,
+		// as containerd and Docker do.
+		return e, false, nil
+	case strings.HasPrefix(base, whiteoutPrefix):
+		orig := base[len(whiteoutPrefix):]
+		if orig == "" || orig == "." || orig == ".." {
+			return e, false, fmt.Errorf("entry %q: invalid whiteout name", hdr.Name)
+		}
+		return IndexEntry{Name: path.Join(dir, orig), Marker: Whiteout}, true, nil
+	}
+
+	h := Header{
+		Typeflag: hdr.Typeflag,
+		Mode:     hdr.Mode & 07777,
+		Uid:      hdr.Uid,
+		Gid:      hdr.Gid,
+		ModTime:  hdr.ModTime.UTC(),
+	}
+	switch h.Typeflag {
+	case tar.TypeReg, tar.TypeRegA:
+		h.Typeflag = tar.TypeReg
+		h.Size = hdr.Size
+	case tar.TypeDir, tar.TypeFifo:
+	case tar.TypeSymlink:
+		h.Linkname = hdr.Linkname
+	case tar.TypeLink:
+		target, err := cleanName(hdr.Linkname)
+		if err != nil {
+			return e, false, fmt.Errorf("entry %q: hard link target %q: %w", hdr.Name, hdr.Linkname, err)
+		}
+		if target == "" {
+			return e, false, fmt.Errorf("entry %q: hard link to the root directory", hdr.Name)
+		}
+		h.Linkname = target
+	case tar.TypeChar, tar.TypeBlock:
+		h.Devmajor, h.Devminor = hdr.Devmajor, hdr.Devminor
+	default:
+		// containerd refuses these too ("unhandled tar header type").
+		return e, false, fmt.Errorf("entry %q: unsupported tar entry type %q", hdr.Name, hdr.Typeflag)
+	}
+	for k, v := range hdr.PAXRecords {
+		if x, ok := strings.CutPrefix(k, paxXattrPrefix); ok {
+			if h.Xattrs == nil {
+				h.Xattrs = make(map[string][]byte)
+			}
+			h.Xattrs[x] = []byte(v)
+		}
+	}
+	return IndexEntry{Name: name, Header: h}, true, nil
+}
+
+// layerStream is a layer's tar stream read from its compressed blob, with
+// the blob's bytes hashed on the way so that verify can compare them with
+// the digest.
+type layerStream struct {
+	ctx    context.Context
+	digest v1.Hash
+	size   int64 // -1 when unknown
+	raw    io.ReadCloser
+	hashed *hashingReader
+	tarRC  io.ReadCloser
+	tr     *tar.Reader
+}
+
+func openLayerStream(ctx context.Context, l v1.Layer) (*layerStream, error) {
+	digest, err := l.Digest()
+	if err != nil {
+		return nil, fmt.Errorf("getting layer digest: %w", err)
+	}
+	size, err := l.Size()
+	if err != nil {
+		size = -1
+	}
+	h, err := v1.Hasher(digest.Algorithm)
+	if err != nil {
+		return nil, fmt.Errorf("layer %s: %w", digest, err)
+	}
+	raw, err := l.Compressed()
+	if err != nil {
+		return nil, fmt.Errorf("opening layer %s: %w", digest, err)
+	}
+	s := &layerStream{ctx: ctx, digest: digest, size: size, raw: raw}
+	s.hashed = &hashingReader{ctx: ctx, r: raw, h: h}
+	tarRC, err := decompress(io.NopCloser(s.hashed))
+	if err != nil {
+		raw.Close()
+		return nil, s.readError(err)
+	}
+	s.tarRC = tarRC
+	s.tr = tar.NewReader(tarRC)
+	return s, nil
+}
+
+// verify reads what is left of the compressed blob (without decompressing
+// it) and checks its digest and size.
+func (s *layerStream) verify() error {
+	if _, err := io.Copy(io.Discard, s.hashed); err != nil {
+		return s.readError(err)
+	}
+	got := v1.Hash{Algorithm: s.digest.Algorithm, Hex: fmt.Sprintf("%x", s.hashed.h.Sum(nil))}
+	if got != s.digest || (s.size >= 0 && s.hashed.n != s.size) {
+		return fmt.Errorf("layer %s: blob does not match its digest (read %d bytes with digest %s); the stored copy is corrupt or truncated: re-pull or re-build the image", s.digest, s.hashed.n, got)
+	}
+	return nil
+}
+
+// readError describes a failure to read the layer, which almost always
+// means a damaged blob.
+func (s *layerStream) readError(err error) error {
+	if cerr := s.ctx.Err(); cerr != nil && errors.Is(err, cerr) {
+		return err
+	}
+	return fmt.Errorf("reading layer %s: %w (the blob may be corrupt or truncated: re-pull or re-build the image)", s.digest, err)
+}
+
+func (s *layerStream) Close() error {
+	if s.tarRC != nil {
+		s.tarRC.Close()
+	}
+	return s.raw.Close()
+}
+
+// hashingReader hashes and counts what is read through it, and stops with
+// ctx's error once ctx is done.
+type hashingReader struct {
+	ctx context.Context
+	r   io.Reader
+	h   hash.Hash
+	n   int64
+}
+
+func (r *hashingReader) Read(p []byte) (int, error) {
+	if err := r.ctx.Err(); err != nil {
+		return 0, err
+	}
+	n, err := r.r.Read(p)
+	r.n += int64(n)
+	r.h.Write(p[:n])
+	return n, err
+}

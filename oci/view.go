@@ -1,0 +1,520 @@
+package oci
+
+import (
+	"archive/tar"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"strings"
+)
+
+// maxSymlinks bounds the links followed while resolving one path, as
+// containerd's fs.RootPath does (it gives up after 255).
+const maxSymlinks = 255
+
+var (
+	errNotDir       = errors.New("not a directory")
+	errTooManyLinks = errors.New("too many levels of symbolic links")
+)
+
+// View is the merged filesystem of a stack of layers: what a container sees
+// at its root. It holds headers only, never content, and does not change
+// after Merge returns, so it is safe for concurrent use.
+type View struct {
+	root    *node
+	n       int
+	digests []string // by layer
+}
+
+// Node is one file, directory, link or device of a View.
+type Node struct {
+	// Path is the clean path relative to the root ("etc/passwd").
+	Path string
+	// Header is the merged metadata. For a hard link it describes the
+	// file the link names (type, size, symlink target), with the mode,
+	// owner, times and xattrs last applied to that file: on disk the
+	// names share one inode. Header.Xattrs is shared with the layer
+	// index: treat it as read-only.
+	Header Header
+	// Layer is the index, in the slice given to Merge, of the layer whose
+	// entry holds the node's content (for a directory or other header-only
+	// node: the layer whose entry last set it).
+	Layer int
+	// LayerDigest is the digest of that layer; ReadFiles checks it.
+	LayerDigest string
+	// Entry is the index of that entry in the layer's LayerIndex.Entries,
+	// or -1 for an implicit directory.
+	Entry int
+	// ContentPath is that entry's name in its layer. It differs from Path
+	// for a hard link (it names the original file) and for an entry placed
+	// through a symlinked parent directory.
+	ContentPath string
+	// Implicit is true for a directory no layer has an entry for: the
+	// applier created it (root:root 0755, time unknown) as the missing
+	// parent of an entry in layer Layer.
+	Implicit bool
+}
+
+// node is the in-memory form of a Node. Its metadata lives in the layer
+// indexes; a node only points at the entries, which keeps a view of a
+// 100,000-file root filesystem to a few megabytes beyond the indexes.
+type node struct {
+	name     string
+	parent   *node   // nil once detached from the tree
+	children []*node // sorted by name; directories only
+	meta     *IndexEntry
+	content  *IndexEntry
+	layer    int32
+	entry    int32 // -1 for an implicit directory
+	ino      int32 // hard-link group shared by several names, 0 if none
+}
+
+func (n *node) isDir() bool {
+	return n.content == nil || n.content.Typeflag == tar.TypeDir
+}
+
+func (n *node) isSymlink() bool {
+	return n.content != nil && n.content.Typeflag == tar.TypeSymlink
+}
+
+func (n *node) child(name string) *node {
+	i, ok := slices.BinarySearchFunc(n.children, name, func(c *node, name string) int {
+		return strings.Compare(c.name, name)
+	})
+	if !ok {
+		return nil
+	}
+	return n.children[i]
+}
+
+// insert adds c, which must not have a sibling of the same name.
+func (n *node) insert(c *node) {
+	i, _ := slices.BinarySearchFunc(n.children, c.name, func(c *node, name string) int {
+		return strings.Compare(c.name, name)
+	})
+	n.children = slices.Insert(n.children, i, c)
+	c.parent = n
+}
+
+// remove detaches c and so its whole subtree.
+func (n *node) remove(c *node) {
+	i, ok := slices.BinarySearchFunc(n.children, c.name, func(c *node, name string) int {
+		return strings.Compare(c.name, name)
+	})
+	if ok {
+		n.children = slices.Delete(n.children, i, i+1)
+	}
+	c.parent = nil
+}
+
+// removeChildren detaches every child of n.
+func (n *node) removeChildren() {
+	for _, c := range n.children {
+		c.parent = nil
+	}
+	n.children = nil
+}
+
+func (v *View) export(n *node, p string) Node {
+	out := Node{Path: p, Layer: int(n.layer), LayerDigest: v.digests[n.layer], Entry: int(n.entry)}
+	if n.content == nil {
+		out.Implicit = true
+		out.Header = Header{Typeflag: tar.TypeDir, Mode: 0o755}
+		return out
+	}
+	out.ContentPath = n.content.Name
+	h := n.content.Header
+	m := &n.meta.Header
+	h.Mode, h.Uid, h.Gid, h.ModTime, h.Xattrs = m.Mode, m.Uid, m.Gid, m.ModTime, m.Xattrs
+	out.Header = h
+	return out
+}
+
+// Merge computes the filesystem that results from applying the layers in
+// order, bottom layer first, as the OCI image specification describes and
+// containerd applies them:
+//
+//   - In each layer, whiteouts apply to the lower layers only, whatever
+//     their position in the tar: "<dir>/.wh.<name>" removes <name> and
+//     everything below it, "<dir>/.wh..wh..opq" removes every child of
+//     <dir> from the lower layers. The layer's other entries are then
+//     applied in tar order, so an entry of the same layer survives a
+//     whiteout of its path, and a later layer can re-create a removed path.
+//   - An entry over an existing path replaces it, subtree and all, unless
+//     both are directories: then only the metadata changes. So within one
+//     layer the last duplicate wins.
+//   - Parent directories are resolved within the root: a symlink in a
+//     parent component is followed (an absolute target starts again at the
+//     root, ".." stops at the root), so an entry below a path that a lower
+//     layer made a symlink lands where the symlink leads, as with
+//     containerd's fs.RootPath. A missing parent is created as an implicit
+//     directory. A parent that is neither a directory nor a symlink is an
+//     error, as it is for containerd.
+//   - A hard link names the file its target names at the time the link is
+//     applied, so it keeps that content even if a later layer removes the
+//     target. The link's metadata applies to every name of the file. A
+//     target that does not exist or is a directory is an error.
+//
+// Errors name the layer (its position and digest) and the entry.
+//
+// The view points into indexes, which must not be modified afterwards.
+func Merge(indexes []*LayerIndex) (*View, error) {
+	v := &View{root: &node{entry: -1}}
+	m := &merger{v: v, groups: make(map[int32][]*node)}
+	for i, idx := range indexes {
+		if idx == nil {
+			return nil, fmt.Errorf("merging layers: layer %d has no index", i)
+		}
+		if idx.Format != IndexFormat {
+			return nil, fmt.Errorf("merging layers: the index of layer %d (%s) has format %d, but this program reads format %d: index the layer again", i, idx.Digest, idx.Format, IndexFormat)
+		}
+		m.layer, m.idx = i, idx
+		v.digests = append(v.digests, idx.Digest)
+		if err := m.apply(); err != nil {
+			return nil, err
+		}
+	}
+	v.n = 0
+	v.walk(v.root, "", func(*node, string) error { v.n++; return nil })
+	return v, nil
+}
+
+// merger applies the layers one after the other.
+type merger struct {
+	v     *View
+	layer int
+	idx   *LayerIndex
+	// groups lists the names of each hard-linked file, by inode number.
+	groups  map[int32][]*node
+	lastIno int32
+}
+
+func (m *merger) errorf(e *IndexEntry, format string, args ...any) error {
+	return fmt.Errorf("layer %d (%s): entry %q: %s", m.layer, m.idx.Digest, e.TarName(), fmt.Sprintf(format, args...))
+}
+
+func (m *merger) apply() error {
+	entries := m.idx.Entries
+	for k := range entries {
+		if err := m.validate(&entries[k]); err != nil {
+			return err
+		}
+	}
+	// Whiteouts first: they apply to the lower layers only.
+	for k := range entries {
+		switch e := &entries[k]; e.Marker {
+		case Whiteout:
+			dir, base := path.Split(e.Name)
+			if _, p, err := m.v.resolve(dir, true); err == nil && p != nil && p.isDir() {
+				if c := p.child(base); c != nil {
+					p.remove(c)
+				}
+			}
+		case Opaque:
+			if _, p, err := m.v.resolve(e.Name, true); err == nil && p != nil && p.isDir() {
+				p.removeChildren()
+			}
+		}
+	}
+	for k := range entries {
+		e := &entries[k]
+		var err error
+		switch e.Marker {
+		case Whiteout:
+			// The applier still creates the marker's missing parents.
+			_, _, err = m.ensureDir(e, path.Dir(e.Name))
+		case Opaque:
+			_, _, err = m.ensureDir(e, e.Name)
+		default:
+			err = m.applyEntry(e, k)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validate checks what IndexLayer guarantees, because an index may come
+// from a cache rather than from IndexLayer.
+func (m *merger) validate(e *IndexEntry) error {
+	clean, err := cleanName(e.Name)
+	switch {
+	case err != nil:
+		return m.errorf(e, "%v", err)
+	case clean != e.Name:
+		return m.errorf(e, "name is not clean (want %q)", clean)
+	case e.Name == "" && e.Marker != Opaque:
+		return m.errorf(e, "entry for the root directory")
+	}
+	if e.Marker != NotMarker {
+		if e.Marker > Opaque {
+			return m.errorf(e, "unknown marker %d", e.Marker)
+		}
+		return nil
+	}
+	switch e.Typeflag {
+	case tar.TypeReg, tar.TypeDir, tar.TypeSymlink, tar.TypeChar, tar.TypeBlock, tar.TypeFifo:
+	case tar.TypeLink:
+		target, err := cleanName(e.Linkname)
+		switch {
+		case err != nil:
+			return m.errorf(e, "hard link target %q: %v", e.Linkname, err)
+		case target == "":
+			return m.errorf(e, "hard link to the root directory")
+		case target != e.Linkname:
+			return m.errorf(e, "hard link target %q is not clean", e.Linkname)
+		}
+	default:
+		return m.errorf(e, "unsupported tar entry type %q", e.Typeflag)
+	}
+	return nil
+}
+
+// ensureDir resolves dir within the root and creates what is missing of it
+// as implicit directories, returning the directory and its resolved path.
+func (m *merger) ensureDir(e *IndexEntry, dir string) (*node, string, error) {
+	if dir == "." {
+		dir = ""
+	}
+	if n := m.v.lookupDir(dir); n != nil {
+		return n, dir, nil
+	}
+	names, n, err := m.v.resolve(dir, true)
+	if err != nil {
+		return nil, "", m.errorf(e, "resolving parent directory %q: %v", dir, err)
+	}
+	resolved := strings.Join(names, "/")
+	if n != nil {
+		if !n.isDir() {
+			return nil, "", m.errorf(e, "parent %q is not a directory", resolved)
+		}
+		return n, resolved, nil
+	}
+	cur := m.v.root
+	for _, c := range names {
+		next := cur.child(c)
+		if next == nil {
+			next = &node{name: c, layer: int32(m.layer), entry: -1}
+			cur.insert(next)
+		}
+		cur = next
+	}
+	return cur, resolved, nil
+}
+
+func (m *merger) applyEntry(e *IndexEntry, k int) error {
+	dir, base := path.Split(e.Name)
+	parent, _, err := m.ensureDir(e, strings.TrimSuffix(dir, "/"))
+	if err != nil {
+		return err
+	}
+	if old := parent.child(base); old != nil {
+		if old.isDir() && e.Typeflag == tar.TypeDir {
+			// Directory over directory: new metadata, same children.
+			old.meta, old.content = e, e
+			old.layer, old.entry = int32(m.layer), int32(k)
+			return nil
+		}
+		parent.remove(old)
+	}
+	n := &node{name: base, meta: e, content: e, layer: int32(m.layer), entry: int32(k)}
+	if e.Typeflag == tar.TypeLink {
+		// containerd removes the old path before it links, so a link to
+		// the path it replaces finds nothing: resolve the target now.
+		tdir, tbase := path.Split(e.Linkname)
+		_, tp, err := m.v.resolve(strings.TrimSuffix(tdir, "/"), true)
+		var target *node
+		if err == nil && tp != nil && tp.isDir() {
+			target = tp.child(tbase)
+		}
+		switch {
+		case target == nil:
+			return m.errorf(e, "hard link target %q does not exist", e.Linkname)
+		case target.isDir():
+			return m.errorf(e, "hard link target %q is a directory", e.Linkname)
+		}
+		n.content, n.layer, n.entry = target.content, target.layer, target.entry
+		m.link(target, n, e)
+	}
+	parent.insert(n)
+	return nil
+}
+
+// link puts n in target's hard-link group and applies e's metadata to every
+// name of the file, as chmod and chown on one name do on disk.
+func (m *merger) link(target, n *node, e *IndexEntry) {
+	if target.ino == 0 {
+		m.lastIno++
+		target.ino = m.lastIno
+		m.groups[target.ino] = []*node{target}
+	}
+	n.ino = target.ino
+	// Filter in place: names replaced or removed since no longer share
+	// the inode.
+	names := m.groups[n.ino][:0]
+	for _, o := range m.groups[n.ino] {
+		if o.attachedTo(m.v.root) {
+			o.meta = e
+			names = append(names, o)
+		}
+	}
+	m.groups[n.ino] = append(names, n)
+}
+
+// attachedTo reports whether n is still in the tree under root.
+func (n *node) attachedTo(root *node) bool {
+	for c := n; c != root; c = c.parent {
+		if c == nil || c.parent == nil || c.parent.child(c.name) != c {
+			return false
+		}
+	}
+	return true
+}
+
+// lookupDir is the common case of resolve, without allocating: it returns
+// the directory at the clean path p if every component of p is an existing
+// directory, and nil otherwise (a symlink, a file or a missing component
+// on the way), leaving those cases to resolve.
+func (v *View) lookupDir(p string) *node {
+	n := v.root
+	for p != "" {
+		var c string
+		c, p, _ = strings.Cut(p, "/")
+		if n = n.child(c); n == nil || !n.isDir() {
+			return nil
+		}
+	}
+	return n
+}
+
+// resolve walks the clean relative path p from the root, following
+// symlinks in every component (and in the last one too when followLast),
+// within the root: an absolute target starts again at the root and ".."
+// never climbs above it, like the kernel inside a chroot and like
+// github.com/moby/sys/symlink.FollowSymlinkInScope. It returns the resolved
+// path's components and its node, which is nil if the path does not exist.
+// A component that exists but is neither a directory nor a symlink, with
+// more components after it, is errNotDir.
+func (v *View) resolve(p string, followLast bool) ([]string, *node, error) {
+	names := []string{}
+	stack := []*node{v.root}
+	links := 0
+	rest := p
+	for rest != "" {
+		var c string
+		c, rest, _ = strings.Cut(rest, "/")
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			if len(names) > 0 {
+				names = names[:len(names)-1]
+				stack = stack[:len(stack)-1]
+			}
+			continue
+		}
+		cur := stack[len(stack)-1]
+		var next *node
+		if cur != nil {
+			if !cur.isDir() {
+				return nil, nil, fmt.Errorf("%q: %w", strings.Join(names, "/"), errNotDir)
+			}
+			next = cur.child(c)
+		}
+		if next != nil && next.isSymlink() && (rest != "" || followLast) {
+			links++
+			if links > maxSymlinks {
+				return nil, nil, errTooManyLinks
+			}
+			target := next.content.Linkname
+			if strings.HasPrefix(target, "/") {
+				names, stack = names[:0], stack[:1]
+			}
+			if rest != "" {
+				rest = target + "/" + rest
+			} else {
+				rest = target
+			}
+			continue
+		}
+		names = append(names, c)
+		stack = append(stack, next)
+	}
+	return names, stack[len(stack)-1], nil
+}
+
+// Len returns the number of nodes in the view (the root not included).
+func (v *View) Len() int { return v.n }
+
+// Lookup returns the node at path, which is cleaned first (a leading "/" or
+// "./" is allowed). Symlinks are not followed: Lookup("lib") returns the
+// symlink itself when lib is one. The root is not a node.
+func (v *View) Lookup(p string) (Node, bool) {
+	p, err := cleanName(p)
+	if err != nil || p == "" {
+		return Node{}, false
+	}
+	n := v.root
+	for c := range strings.SplitSeq(p, "/") {
+		if !n.isDir() {
+			return Node{}, false
+		}
+		if n = n.child(c); n == nil {
+			return Node{}, false
+		}
+	}
+	return v.export(n, p), true
+}
+
+// Resolve returns the node that path leads to inside the container,
+// following symlinks in every component including the last, within the
+// root (an absolute target starts again at the root, ".." stops there).
+// The returned Node's Path is the resolved path. It returns false when the
+// path does not exist, runs through a non-directory, or loops.
+func (v *View) Resolve(p string) (Node, bool) {
+	p = strings.TrimPrefix(path.Clean("/"+p), "/")
+	names, n, err := v.resolve(p, true)
+	if err != nil || n == nil || n == v.root {
+		return Node{}, false
+	}
+	return v.export(n, strings.Join(names, "/")), true
+}
+
+// Walk calls fn for every node in path order (ComparePaths: a directory
+// right before its children). If fn returns fs.SkipDir for a directory its
+// children are skipped; for any other node, the rest of its directory is.
+// fs.SkipAll stops the walk without error; any other error stops it and is
+// returned.
+func (v *View) Walk(fn func(Node) error) error {
+	err := v.walk(v.root, "", func(n *node, p string) error { return fn(v.export(n, p)) })
+	if errors.Is(err, fs.SkipAll) {
+		return nil
+	}
+	return err
+}
+
+func (v *View) walk(dir *node, prefix string, fn func(*node, string) error) error {
+	for _, c := range dir.children {
+		p := c.name
+		if prefix != "" {
+			p = prefix + "/" + c.name
+		}
+		err := fn(c, p)
+		if err == nil && c.isDir() {
+			err = v.walk(c, p, fn)
+		}
+		if err == fs.SkipDir {
+			if c.isDir() {
+				continue
+			}
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
