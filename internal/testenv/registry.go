@@ -1,0 +1,130 @@
+// Package testenv starts the daemons that integration tests need and skips
+// the test cleanly when they cannot run.
+package testenv
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+)
+
+// registryBinary is the Debian package's name for the distribution
+// registry; RegistryBinEnv may point at another build.
+const registryBinary = "docker-registry"
+
+// RegistryBinEnv names an environment variable holding the path of a
+// docker-registry (distribution) binary to use instead of the one on PATH.
+const RegistryBinEnv = "SSEBENCH_TEST_DOCKER_REGISTRY"
+
+// registryStartTimeout bounds how long the registry may take to answer
+// GET /v2/; it starts in well under a second on an idle machine.
+const registryStartTimeout = 20 * time.Second
+
+// StartRegistry starts a docker-registry (distribution 2.x) on a free
+// loopback port with its storage in t.TempDir(), no auth, and returns its
+// host:port (e.g. "127.0.0.1:38519"). The registry is killed when the test
+// ends. The test is skipped under -short or when the binary is missing.
+func StartRegistry(t testing.TB) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("skipping: starts a docker-registry (run without -short)")
+	}
+	bin := os.Getenv(RegistryBinEnv)
+	if bin == "" {
+		var err error
+		if bin, err = exec.LookPath(registryBinary); err != nil {
+			t.Skipf("skipping: %s not found on PATH (apt-get install docker-registry, or set %s)", registryBinary, RegistryBinEnv)
+		}
+	}
+	dir := t.TempDir()
+	host := freeLoopbackAddr(t)
+	cfg := fmt.Sprintf(`version: 0.1
+log:
+  level: error
+  accesslog:
+    disabled: true
+storage:
+  filesystem:
+    rootdirectory: %s
+  delete:
+    enabled: true
+http:
+  addr: %s
+`, filepath.Join(dir, "data"), host)
+	cfgPath := filepath.Join(dir, "config.yml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out lockedBuffer
+	cmd := exec.Command(bin, "serve", cfgPath)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting %s: %v", bin, err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-exited
+	})
+
+	ctx, cancel := context.WithTimeout(context.Background(), registryStartTimeout)
+	defer cancel()
+	for {
+		select {
+		case err := <-exited:
+			exited <- err
+			t.Fatalf("%s exited before answering (%v): %s", bin, err, out.String())
+		case <-ctx.Done():
+			t.Fatalf("%s did not answer GET http://%s/v2/ within %s: %s", bin, host, registryStartTimeout, out.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+host+"/v2/", nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			continue
+		}
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			return host
+		}
+	}
+}
+
+// freeLoopbackAddr asks the kernel for a free port. Another process could
+// take it before the registry binds it; then the registry exits and the
+// test fails with its output, which says so.
+func freeLoopbackAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("finding a free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
