@@ -32,6 +32,16 @@ const (
 	createdByFmt = "ssebench assemble tool: %s"
 )
 
+// Manifest annotations of a tool image.
+const (
+	// AnnotationBaseDigest is the case image's manifest digest.
+	AnnotationBaseDigest = "org.opencontainers.image.base.digest"
+	// AnnotationSourceDir is SOURCE_DIR, so that verify needs no task.
+	AnnotationSourceDir = "dev.ssebench.source-dir"
+	// AnnotationRuntimeDigest is the runtime image's manifest digest.
+	AnnotationRuntimeDigest = "dev.ssebench.runtime.digest"
+)
+
 // accountFiles are read from the case image and rewritten.
 var accountFiles = []string{"etc/passwd", "etc/group", "etc/shadow", "etc/gshadow", "etc/subuid", "etc/subgid", "etc/login.defs"}
 
@@ -146,7 +156,17 @@ func Tool(ctx context.Context, caseImg, runtimeImg v1.Image, opts ...ToolOption)
 	if img, err = mutate.CreatedAt(img, created); err != nil {
 		return nil, fmt.Errorf("setting the creation time: %w", err)
 	}
-	t.Image = img
+	cdig, err := caseImg.Digest()
+	if err != nil {
+		return nil, fmt.Errorf("reading the digest of %s: %w", o.caseRef, err)
+	}
+	// What the image was made from travels in the manifest, not the config:
+	// the config's labels are the case image's, unchanged (SPEC.md 4.9).
+	t.Image = mutate.Annotations(img, map[string]string{
+		AnnotationBaseDigest:    cdig.String(),
+		AnnotationSourceDir:     "/" + o.sourceDir,
+		AnnotationRuntimeDigest: rdig.String(),
+	}).(v1.Image)
 	return t, nil
 }
 

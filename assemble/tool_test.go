@@ -424,3 +424,38 @@ func TestToolBadInput(t *testing.T) {
 }
 
 var _ = bytes.NewReader
+
+func TestVerify(t *testing.T) {
+	ti := assembleTool(t, caseImage(t), runtimeImage(t))
+	fails, err := Verify(context.Background(), ti, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fails) != 0 {
+		t.Errorf("Verify(assembled tool image) = %v, want no failure", fails)
+	}
+	// The case image itself breaks most of the contract.
+	fails, err = Verify(context.Background(), caseImage(t), "/src/proj")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range fails {
+		got = append(got, f.String())
+	}
+	all := strings.Join(got, "\n")
+	for _, want := range []string{
+		`entrypoint: ENTRYPOINT is []`,
+		`mode: /ssebench: a directory with mode 0755 owned by 0:0, want a directory with mode 0700 owned by 0:0`,
+		`mode: /var/lib/ssebench: missing`,
+		`other-write: /usr/bin/tool: mode 0777`,
+		`owner: /src/proj/main.go: owned by 0:0, want 1000:1000`,
+		`git: /src/proj/vendor/mod/inner/.git: a .git directory other than SOURCE_DIR's own`,
+		`accounts: /etc/passwd: user "ubuntu" also has uid 1000`,
+		`accounts: /etc/passwd: no user sse-runner`,
+	} {
+		if !strings.Contains(all, want) {
+			t.Errorf("Verify(case image) lacks %q; got:\n%s", want, all)
+		}
+	}
+}

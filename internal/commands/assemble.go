@@ -22,8 +22,8 @@ import (
 
 func newCmdAssemble(g *options.Global) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "assemble",
-		Short: "Assemble tool and agent images on top of a case image, without Docker",
+		Use:     "assemble",
+		Short:   "Assemble tool and agent images on top of a case image, without Docker",
 		Example: `  ssebench assemble tool --case localhost:5000/ssebench/case/examples/gocsv-1 --task gocsv-1 --source /src/gocsv`,
 	}
 	cmd.AddCommand(newCmdAssembleTool(g))

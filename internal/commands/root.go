@@ -32,6 +32,7 @@ pushed to a registry, and run with containerd.`,
 		newCmdNames(g),
 		newCmdInspect(g),
 		newCmdAssemble(g),
+		newCmdVerify(g),
 	)
 	return root
 }

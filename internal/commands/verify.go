@@ -1,0 +1,73 @@
+package commands
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/42-b3yond-6ug/ssebench/assemble"
+	"github.com/42-b3yond-6ug/ssebench/internal/commands/options"
+	"github.com/42-b3yond-6ug/ssebench/registry"
+)
+
+// errChecksFailed makes the command exit 1 after it printed the failures.
+var errChecksFailed = errors.New("the image does not meet the tool image contract")
+
+func newCmdVerify(g *options.Global) *cobra.Command {
+	var source, platform string
+	cmd := &cobra.Command{
+		Use:   "verify REF",
+		Short: "Check a tool image against the contract without running it",
+		Long: `Check a tool image against SPEC.md sections 4 and 12 without running it:
+modes and owners of /ssebench, /ssebench-repo, /var/lib/ssebench and
+/home/model; the model and sse-runner accounts; no other-writable entry
+outside sticky directories; SOURCE_DIR owned by 1000:1000 with a one-commit
+repository and no other .git directory; the entrypoint. Prints each failed
+check and exits 1 if there is any.`,
+		Example: `  ssebench verify localhost:5000/ssebench/tool/gocsv-1:0.1.0-dev
+  ssebench verify --source /src/proj ./some/tool:tag`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p, err := options.ParsePlatform(platform)
+			if err != nil {
+				return err
+			}
+			s, err := g.OpenStore()
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			ropts, err := g.RegistryOptions(s, p)
+			if err != nil {
+				return err
+			}
+			r, err := registry.NewResolver(ropts...)
+			if err != nil {
+				return err
+			}
+			img, err := r.Image(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			fails, err := assemble.Verify(cmd.Context(), img, source)
+			if err != nil {
+				return fmt.Errorf("verifying %s: %w", args[0], err)
+			}
+			out := cmd.OutOrStdout()
+			for _, f := range fails {
+				fmt.Fprintf(out, "FAIL %s\n", f)
+			}
+			if len(fails) > 0 {
+				cmd.SilenceErrors = true
+				fmt.Fprintf(cmd.ErrOrStderr(), "%s: %d check(s) failed\n", args[0], len(fails))
+				return errChecksFailed
+			}
+			fmt.Fprintf(out, "ok %s\n", args[0])
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&source, "source", "", "SOURCE_DIR (default: what the image's manifest records)")
+	cmd.Flags().StringVar(&platform, "platform", "", "platform to pick from an index")
+	return cmd
+}
