@@ -33,6 +33,7 @@ pushed to a registry, and run with containerd.`,
 		newCmdInspect(g),
 		newCmdAssemble(g),
 		newCmdVerify(g),
+		newCmdDataset(g),
 	)
 	return root
 }
