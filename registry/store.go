@@ -587,6 +587,9 @@ func (s *Store) writeLayer(ctx context.Context, l v1.Layer) error {
 		if size, err = l.Size(); err != nil {
 			return err
 		}
+		if done, err := s.adoptSpool(ctx, l, want, size); done || err != nil {
+			return err
+		}
 	}
 	rc, err := l.Compressed()
 	if err != nil {
@@ -597,6 +600,31 @@ func (s *Store) writeLayer(ctx context.Context, l v1.Layer) error {
 		return fmt.Errorf("writing layer %s: %w", want, err)
 	}
 	return nil
+}
+
+// adoptSpool moves a layer that was spooled to a file in the store's
+// temporary directory (as the assembler's layers are) into the pool by a
+// hard link and a rename: the bytes are read once to verify them, never
+// copied. It reports false when the layer is not such a file.
+func (s *Store) adoptSpool(ctx context.Context, l v1.Layer, h v1.Hash, size int64) (bool, error) {
+	sp, ok := l.(interface{ Path() string })
+	if !ok {
+		return false, nil
+	}
+	p := sp.Path()
+	if filepath.Dir(p) != s.TempDir() {
+		return false, nil
+	}
+	link := filepath.Join(s.TempDir(), "adopt-"+h.Hex)
+	os.Remove(link)
+	if err := os.Link(p, link); err != nil {
+		return false, nil // another filesystem or no links: copy instead
+	}
+	if err := s.AdoptBlob(ctx, link, h, size); err != nil {
+		os.Remove(link)
+		return true, err
+	}
+	return true, nil
 }
 
 func (s *Store) ownLazyLayer(l v1.Layer) *lazyLayer {

@@ -1,0 +1,443 @@
+package gitrepo
+
+import (
+	"archive/tar"
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/42-b3yond-6ug/ssebench/oci"
+)
+
+// Owner of the repository's files: the model user (SPEC.md section 4, step
+// 8: ".git owned 1000:1000").
+const (
+	ownerUID = 1000
+	ownerGID = 1000
+)
+
+// Builder writes a fresh one-commit repository as tar entries, without
+// running git and without the working tree on disk.
+//
+// Use it in two phases: first AddIgnoreFile for every .gitignore of the
+// tree, then Ignored, AddFile and AddSymlink for the files, in any order,
+// then Finish. The result depends only on the set of files, not on the order
+// they came in. A Builder is not safe for concurrent use; Close it to remove
+// its temporary files.
+type Builder struct {
+	o   *options
+	dir string
+
+	spool *spool
+	blobs map[objectID]*object
+
+	ignores    map[string]*ignoreList
+	dirIgnored map[string]bool
+	// sealed is set once files are looked at: from then on the ignore
+	// rules must not change.
+	sealed bool
+
+	files map[string]*fileEntry
+	// dirs holds every directory above an added file, to refuse a file
+	// where a directory is and the reverse.
+	dirs map[string]bool
+
+	finished bool
+}
+
+// NewBuilder returns a Builder that keeps its temporary files (the objects,
+// compressed, and the index) in a new directory under tmpDir.
+func NewBuilder(tmpDir string, opts ...Option) (_ *Builder, retErr error) {
+	o, err := makeOptions(opts...)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp(tmpDir, "gitrepo-")
+	if err != nil {
+		return nil, fmt.Errorf("creating temporary directory: %w", err)
+	}
+	defer func() {
+		if retErr != nil {
+			os.RemoveAll(dir)
+		}
+	}()
+	f, err := os.Create(filepath.Join(dir, "blobs"))
+	if err != nil {
+		return nil, fmt.Errorf("creating object spool: %w", err)
+	}
+	s, err := newSpool(f, o.compression)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &Builder{
+		o:          o,
+		dir:        dir,
+		spool:      s,
+		blobs:      map[objectID]*object{},
+		ignores:    map[string]*ignoreList{},
+		dirIgnored: map[string]bool{},
+		files:      map[string]*fileEntry{},
+		dirs:       map[string]bool{},
+	}, nil
+}
+
+// errSealed is returned by AddIgnoreFile once files have been looked at.
+var errSealed = errors.New("ignore rules must all be added before the first Ignored, AddFile or AddSymlink")
+
+// AddIgnoreFile adds the rules of the .gitignore file in dir (relative to
+// the repository root; "" or "." is the root). content is the file's
+// content. Only a regular file counts: git does not follow a .gitignore
+// that is a symlink (it warns and ignores it). A .gitignore inside a ".git"
+// directory is never read by git and is skipped here.
+//
+// Rules of .git/info/exclude and of a global excludes file do not apply:
+// the repository is fresh and the model user's home holds no
+// core.excludesFile nor $HOME/.config/git/ignore.
+func (b *Builder) AddIgnoreFile(dir string, content []byte) error {
+	if b.sealed {
+		return errSealed
+	}
+	if dir == "." {
+		dir = ""
+	}
+	if dir != "" {
+		if err := checkPath(dir); err != nil {
+			return err
+		}
+		if hasGitComponent(dir) {
+			return nil
+		}
+	}
+	if _, ok := b.ignores[dir]; ok {
+		return fmt.Errorf("ignore rules of %q added twice", dir)
+	}
+	base := ""
+	if dir != "" {
+		base = dir + "/"
+	}
+	b.ignores[dir] = parseIgnore(base, content)
+	return nil
+}
+
+// Ignored reports whether `git add -A` leaves path (relative to the
+// repository root) out: because a .gitignore rule excludes it or one of its
+// directories (a file cannot be re-included from an excluded directory), or
+// because one of its components is ".git" (git never looks inside, so a
+// submodule's .git file is left out too). isDir says whether path is a
+// directory; a symlink is not one, whatever it points to.
+//
+// Ignored reports false for a ".git" file at the root, so that AddFile can
+// refuse it with ErrGitFileAtRoot.
+func (b *Builder) Ignored(path string, isDir bool) bool {
+	b.sealed = true
+	if checkPath(path) != nil {
+		return false
+	}
+	if hasGitComponent(path) {
+		return !(path == ".git" && !isDir)
+	}
+	if parent := parentDir(path); parent != "" && b.dirExcluded(parent) {
+		return true
+	}
+	return b.excluded(path, isDir)
+}
+
+// dirExcluded reports whether dir or a directory above it is excluded.
+func (b *Builder) dirExcluded(dir string) bool {
+	if v, ok := b.dirIgnored[dir]; ok {
+		return v
+	}
+	v := false
+	if parent := parentDir(dir); parent != "" {
+		v = b.dirExcluded(parent)
+	}
+	if !v {
+		v = b.excluded(dir, true)
+	}
+	b.dirIgnored[dir] = v
+	return v
+}
+
+// excluded applies the .gitignore files of path's directories, deepest
+// first: the deepest file with a matching rule decides, and within a file
+// the last matching rule.
+func (b *Builder) excluded(path string, isDir bool) bool {
+	dir := parentDir(path)
+	for {
+		if l := b.ignores[dir]; l != nil {
+			if p := l.lastMatch(path, isDir); p != nil {
+				return !p.negative
+			}
+		}
+		if dir == "" {
+			return false
+		}
+		dir = parentDir(dir)
+	}
+}
+
+// parentDir returns the directory of p, "" at the root.
+func parentDir(p string) string {
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		return p[:i]
+	}
+	return ""
+}
+
+// AddFile adds the regular file at path (relative to the repository root)
+// with the given tar mode bits and size, reading its content from r exactly
+// once. The owner's executable bit (0100) makes it 100755, as git records
+// it with core.fileMode; group and other bits do not count. A path that Ignored reports is skipped without reading r.
+// It returns an error wrapping ErrInvalidPath or ErrGitFileAtRoot where
+// `git add -A` or `git init` would fail, and an error when r does not hold
+// size bytes.
+func (b *Builder) AddFile(path string, mode int64, size int64, r io.Reader) error {
+	m := uint32(modeFile)
+	if mode&0o100 != 0 {
+		m = modeExec
+	}
+	return b.add(path, m, size, r)
+}
+
+// AddSymlink adds a symbolic link at path pointing to target. Git stores
+// the target as the content of a blob. A path that Ignored reports is
+// skipped.
+func (b *Builder) AddSymlink(path, target string) error {
+	return b.add(path, modeSymlink, int64(len(target)), strings.NewReader(target))
+}
+
+func (b *Builder) add(p string, mode uint32, size int64, r io.Reader) error {
+	if b.finished {
+		return errors.New("adding a file after Finish")
+	}
+	if err := checkPath(p); err != nil {
+		return err
+	}
+	if p == ".git" {
+		return fmt.Errorf("adding %q: %w: git cannot create a repository there", p, ErrGitFileAtRoot)
+	}
+	if size < 0 {
+		return fmt.Errorf("adding %q: negative size %d", p, size)
+	}
+	if b.Ignored(p, false) {
+		return nil
+	}
+	if !verifyPath(p, mode == modeSymlink) {
+		return fmt.Errorf("adding %q: %w", p, ErrInvalidPath)
+	}
+	if _, ok := b.files[p]; ok {
+		return fmt.Errorf("adding %q: added twice", p)
+	}
+	if b.dirs[p] {
+		return fmt.Errorf("adding %q: it is also a directory", p)
+	}
+	for d := parentDir(p); d != ""; d = parentDir(d) {
+		if _, ok := b.files[d]; ok {
+			return fmt.Errorf("adding %q: %q is a file, not a directory", p, d)
+		}
+	}
+	id, off, n, err := b.spool.addBlob(size, r)
+	if err != nil {
+		return fmt.Errorf("adding %q: %w", p, err)
+	}
+	if _, dup := b.blobs[id]; dup {
+		if err := b.spool.rewind(off); err != nil {
+			return fmt.Errorf("writing object spool: %w", err)
+		}
+	} else {
+		b.blobs[id] = &object{id: id, typ: typeBlob, size: size, off: off, n: n}
+	}
+	b.files[p] = &fileEntry{path: p, mode: mode, size: size, id: id}
+	for d := parentDir(p); d != "" && !b.dirs[d]; d = parentDir(d) {
+		b.dirs[d] = true
+	}
+	return nil
+}
+
+// Finish writes the commit, the pack, its idx and the index, and returns
+// the tar entries of the repository: ".git" and everything in it, names
+// relative to the repository root (the caller prefixes SOURCE_DIR), sorted
+// by name so that a directory comes before its content, owned 1000:1000,
+// directories 0755, files 0644 and the pack files 0444 as git makes them,
+// modified at the commit time. The entries' content stays readable until
+// Close. treeID and commitID are the hex object names.
+//
+// A tree with no file to add still gets its commit, of the empty tree.
+func (b *Builder) Finish() (entries []oci.Entry, treeID, commitID string, err error) {
+	if b.finished {
+		return nil, "", "", errors.New("finishing the repository twice")
+	}
+	b.finished = true
+	b.sealed = true
+	if err := b.spool.w.Flush(); err != nil {
+		return nil, "", "", fmt.Errorf("writing object spool: %w", err)
+	}
+
+	files := make([]fileEntry, 0, len(b.files))
+	for _, f := range b.files {
+		files = append(files, *f)
+	}
+	sort.Slice(files, func(i, j int) bool { return files[i].path < files[j].path })
+	c, err := newMemCompressor(b.o.compression)
+	if err != nil {
+		return nil, "", "", err
+	}
+	root, trees, err := buildTrees(files, c)
+	if err != nil {
+		return nil, "", "", fmt.Errorf("building trees: %w", err)
+	}
+	commit, commitObj, err := b.commit(c, root.id)
+	if err != nil {
+		return nil, "", "", err
+	}
+
+	// Pack order: the commit, the trees, then the blobs by id.
+	objs := []*object{commitObj}
+	objs = append(objs, trees...)
+	blobs := make([]*object, 0, len(b.blobs))
+	for _, o := range b.blobs {
+		blobs = append(blobs, o)
+	}
+	sort.Slice(blobs, func(i, j int) bool { return string(blobs[i].id[:]) < string(blobs[j].id[:]) })
+	objs = append(objs, blobs...)
+
+	packSum, packedObjs, err := b.writeFile("pack", func(w io.Writer) (objectID, []packed, error) {
+		return writePack(w, b.spool.f, objs)
+	})
+	if err != nil {
+		return nil, "", "", fmt.Errorf("writing pack: %w", err)
+	}
+	if _, _, err := b.writeFile("idx", func(w io.Writer) (objectID, []packed, error) {
+		return objectID{}, nil, writeIdx(w, packedObjs, packSum)
+	}); err != nil {
+		return nil, "", "", fmt.Errorf("writing pack index: %w", err)
+	}
+	if _, _, err := b.writeFile("index", func(w io.Writer) (objectID, []packed, error) {
+		return objectID{}, nil, writeIndex(w, files)
+	}); err != nil {
+		return nil, "", "", fmt.Errorf("writing index: %w", err)
+	}
+	// The blobs now live in the pack.
+	b.spool.f.Close()
+	os.Remove(b.spool.f.Name())
+
+	entries = b.entries(packSum, commit)
+	return entries, root.id.String(), commit.String(), nil
+}
+
+// commit builds the commit object of tree.
+func (b *Builder) commit(c *memCompressor, tree objectID) (objectID, *object, error) {
+	ident := b.ident()
+	data := fmt.Sprintf("tree %s\nauthor %s\ncommitter %s\n\n%s\n", tree, ident, ident, b.o.message)
+	o, err := c.hashObject(typeCommit, []byte(data))
+	if err != nil {
+		return objectID{}, nil, fmt.Errorf("building commit: %w", err)
+	}
+	return o.id, o, nil
+}
+
+// ident is "Name <email> seconds +0000", as in commits and reflogs.
+func (b *Builder) ident() string {
+	return fmt.Sprintf("%s <%s> %d +0000", b.o.name, b.o.email, b.o.when.Unix())
+}
+
+// writeFile writes one file of the temporary directory through write.
+func (b *Builder) writeFile(name string, write func(io.Writer) (objectID, []packed, error)) (objectID, []packed, error) {
+	f, err := os.Create(filepath.Join(b.dir, name))
+	if err != nil {
+		return objectID{}, nil, err
+	}
+	bw := bufio.NewWriterSize(f, 1<<20)
+	sum, p, err := write(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return sum, p, err
+}
+
+// entries lists the repository's tar entries.
+func (b *Builder) entries(packSum, commit objectID) []oci.Entry {
+	mtime := time.Unix(b.o.when.Unix(), 0).UTC()
+	var out []oci.Entry
+	dirs := map[string]bool{}
+	var addDir func(name string)
+	addDir = func(name string) {
+		if name == "." || dirs[name] {
+			return
+		}
+		addDir(path.Dir(name))
+		dirs[name] = true
+		out = append(out, oci.Entry{Header: &tar.Header{
+			Typeflag: tar.TypeDir, Name: name, Mode: 0o755,
+			Uid: ownerUID, Gid: ownerGID, ModTime: mtime,
+		}})
+	}
+	addMem := func(name string, content string) {
+		addDir(path.Dir(name))
+		out = append(out, oci.Entry{
+			Header: &tar.Header{
+				Typeflag: tar.TypeReg, Name: name, Mode: 0o644, Size: int64(len(content)),
+				Uid: ownerUID, Gid: ownerGID, ModTime: mtime,
+			},
+			Open: func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader(content)), nil },
+		})
+	}
+	addTmp := func(name, tmp string, mode int64) {
+		addDir(path.Dir(name))
+		file := filepath.Join(b.dir, tmp)
+		var size int64
+		if fi, err := os.Stat(file); err == nil {
+			size = fi.Size()
+		}
+		out = append(out, oci.Entry{
+			Header: &tar.Header{
+				Typeflag: tar.TypeReg, Name: name, Mode: mode, Size: size,
+				Uid: ownerUID, Gid: ownerGID, ModTime: mtime,
+			},
+			Open: func() (io.ReadCloser, error) { return os.Open(file) },
+		})
+	}
+
+	ref := "refs/heads/" + b.o.branch
+	reflog := fmt.Sprintf("%s %s %s\tcommit (initial): %s\n",
+		strings.Repeat("0", 40), commit, b.ident(), firstLine(b.o.message))
+	addMem(".git/HEAD", "ref: "+ref+"\n")
+	addMem(".git/config", repoConfig)
+	addTmp(".git/index", "index", 0o644)
+	addMem(".git/logs/HEAD", reflog)
+	addMem(".git/logs/"+ref, reflog)
+	addDir(".git/objects/info")
+	name := ".git/objects/pack/pack-" + packSum.String()
+	addTmp(name+".idx", "idx", 0o444)
+	addTmp(name+".pack", "pack", 0o444)
+	addMem(".git/"+ref, commit.String()+"\n")
+	addDir(".git/refs/tags")
+	sort.Slice(out, func(i, j int) bool { return out[i].Header.Name < out[j].Header.Name })
+	return out
+}
+
+// firstLine is the subject of a commit message, as reflogs record it.
+func firstLine(msg string) string {
+	if i := strings.IndexByte(msg, '\n'); i >= 0 {
+		return msg[:i]
+	}
+	return msg
+}
+
+// Close removes the Builder's temporary files. The entries of Finish cannot
+// be read afterwards.
+func (b *Builder) Close() error {
+	b.spool.f.Close()
+	return os.RemoveAll(b.dir)
+}
