@@ -150,9 +150,11 @@ func describe(res *registry.Resolved) (*inspectResult, error) {
 		if h.EmptyLayer {
 			continue
 		}
-		w := h.Comment
+		// CreatedBy says what made the layer; BuildKit's Comment only
+		// names the frontend.
+		w := h.CreatedBy
 		if w == "" {
-			w = h.CreatedBy
+			w = h.Comment
 		}
 		what = append(what, strings.Join(strings.Fields(w), " "))
 	}

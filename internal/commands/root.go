@@ -1,6 +1,9 @@
 package commands
 
 import (
+	"io"
+
+	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
 
 	ssebench "github.com/42-b3yond-6ug/ssebench"
@@ -27,6 +30,13 @@ pushed to a registry, and run with containerd.`,
 		SilenceErrors: false,
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
+	root.PersistentPreRun = func(*cobra.Command, []string) {
+		// containerd's and BuildKit's libraries log through logrus; their
+		// warnings (no fsverity here, say) are noise unless asked for.
+		if !g.Verbose {
+			logrus.SetOutput(io.Discard)
+		}
+	}
 	options.AddGlobal(root, g)
 	root.AddCommand(
 		newCmdNames(g),
@@ -34,6 +44,8 @@ pushed to a registry, and run with containerd.`,
 		newCmdAssemble(g),
 		newCmdVerify(g),
 		newCmdDataset(g),
+		newCmdBaseImages(g),
+		newCmdBuildCase(g),
 	)
 	return root
 }

@@ -26,6 +26,11 @@ type Global struct {
 	Pull     string
 	Insecure []string
 	Verbose  bool
+	// BuildKitAddr and ContainerdAddr reach the daemons; "" means the
+	// libraries' defaults (BUILDKIT_HOST, CONTAINERD_ADDRESS, the usual
+	// sockets).
+	BuildKitAddr   string
+	ContainerdAddr string
 }
 
 // AddGlobal binds the shared flags to cmd's persistent flags.
@@ -37,6 +42,8 @@ func AddGlobal(cmd *cobra.Command, g *Global) {
 	f.StringVar(&g.Pull, "pull", "missing", "when to pull images from the registry: missing, always or never")
 	f.StringSliceVar(&g.Insecure, "insecure-registry", nil, "registry host reached over plain HTTP (localhost and 127.0.0.1 always are)")
 	f.BoolVarP(&g.Verbose, "verbose", "v", false, "log registry traffic and decisions to stderr")
+	f.StringVar(&g.BuildKitAddr, "buildkit-addr", "", "buildkitd address (default $BUILDKIT_HOST, else unix:///run/buildkit/buildkitd.sock)")
+	f.StringVar(&g.ContainerdAddr, "containerd-addr", "", "containerd socket (default $CONTAINERD_ADDRESS, else /run/containerd/containerd.sock)")
 }
 
 // HomeDir returns the SSEBench home. It is an error only when --home or
