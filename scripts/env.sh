@@ -1,0 +1,20 @@
+# shellcheck shell=bash
+# env.sh exports the variables through which tests and developers find the
+# services that scripts/setup.sh starts. Source it:
+#
+#	source scripts/env.sh
+#
+# Go tests read only these variables (see internal/testenv); nothing in the
+# Go code hardcodes the addresses.
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+export SSEBENCH_TEST_REGISTRY="$SSEBENCH_DEV_REGISTRY_ADDR"
+export SSEBENCH_TEST_OS_IMAGE="$OS_IMAGE"
+export BUILDKIT_HOST="unix://$BUILDKIT_SOCKET"
+export CONTAINERD_ADDRESS="$CONTAINERD_SOCKET"
+# buildctl for debugging; runc for anyone driving containerd by hand.
+case ":$PATH:" in
+*":$BUILDKIT_BIN:"*) ;;
+*) export PATH="$BUILDKIT_BIN:$PATH:/usr/sbin:/sbin" ;;
+esac

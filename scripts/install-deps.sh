@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# install-deps.sh installs what the tests and the development daemons need on
+# a Debian 12 machine, as root:
+#   - Debian packages: containerd, runc, the registry, mmdebstrap and friends
+#     (apt is skipped entirely when they are all present);
+#   - buildkitd and buildctl, built from the pinned tools/buildkit module
+#     into $SSEBENCH_DEV_CACHE/buildkit-<version>/bin (skipped when cached).
+set -euo pipefail
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+require_root
+take_lock
+
+APT_PACKAGES=(
+	ca-certificates
+	containerd
+	curl
+	debootstrap
+	docker-registry
+	mmdebstrap
+	runc
+	skopeo
+	uidmap
+	umoci
+)
+
+install_apt_packages() {
+	local missing=() p
+	for p in "${APT_PACKAGES[@]}"; do
+		if [ "$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null)" != installed ]; then
+			missing+=("$p")
+		fi
+	done
+	if [ ${#missing[@]} -eq 0 ]; then
+		log "apt packages: all present"
+		return 0
+	fi
+	log "apt packages: installing ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq >/dev/null
+	# policy-rc.d: Debian's maintainer scripts would try to start containerd
+	# and the registry through an init system; we start them ourselves with
+	# our own configuration (scripts/dev-up.sh).
+	local policy=/usr/sbin/policy-rc.d created_policy=
+	if [ ! -e "$policy" ]; then
+		printf '#!/bin/sh\nexit 101\n' >"$policy"
+		chmod +x "$policy"
+		created_policy=1
+	fi
+	local rc=0
+	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null || rc=$?
+	[ -z "$created_policy" ] || rm -f "$policy"
+	[ "$rc" -eq 0 ] || die "apt-get install ${missing[*]} failed (exit $rc)"
+}
+
+# build_buildkit builds buildkitd and buildctl from tools/buildkit. The cache
+# is keyed by the BuildKit version in its directory name and by a stamp of
+# go.mod, go.sum and the Go version, so bumping any of them rebuilds.
+build_buildkit() {
+	command -v go >/dev/null || die "go is not on PATH; it is needed to build BuildKit"
+	local moddir="$SSEBENCH_ROOT/tools/buildkit"
+	local stamp want
+	stamp="$SSEBENCH_DEV_CACHE/buildkit-$BUILDKIT_VERSION/stamp"
+	want=$(cat "$moddir/go.mod" "$moddir/go.sum" <(go version) | sha256sum | cut -d' ' -f1)
+	if [ -x "$BUILDKIT_BIN/buildkitd" ] && [ -x "$BUILDKIT_BIN/buildctl" ] &&
+		[ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
+		log "buildkit $BUILDKIT_VERSION: cached in $BUILDKIT_BIN"
+		return 0
+	fi
+	log "buildkit $BUILDKIT_VERSION: building buildkitd and buildctl (takes a few minutes)"
+	local start tmp
+	start=$(now_s)
+	mkdir -p "$SSEBENCH_DEV_CACHE/buildkit-$BUILDKIT_VERSION"
+	tmp=$(mktemp -d "$SSEBENCH_DEV_CACHE/buildkit-$BUILDKIT_VERSION/bin.tmp.XXXXXX")
+	# -mod=readonly: the pinned go.sum must already cover everything; a
+	# build must never rewrite it. cgo stays on: buildkitd's OCI worker uses
+	# it (seccomp, user namespaces).
+	if ! (cd "$moddir" && GOFLAGS="-mod=readonly -buildvcs=false" go build -trimpath -o "$tmp/" \
+		github.com/moby/buildkit/cmd/buildkitd github.com/moby/buildkit/cmd/buildctl); then
+		rm -rf "$tmp"
+		die "building buildkit $BUILDKIT_VERSION failed"
+	fi
+	rm -rf "$BUILDKIT_BIN"
+	mv "$tmp" "$BUILDKIT_BIN"
+	echo "$want" >"$stamp"
+	log "buildkit $BUILDKIT_VERSION: built in $(($(now_s) - start))s"
+}
+
+install_apt_packages
+build_buildkit
