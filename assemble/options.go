@@ -3,6 +3,7 @@ package assemble
 import (
 	"errors"
 	"fmt"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"path"
 	"strings"
 	"time"
@@ -21,6 +22,7 @@ type toolOptions struct {
 	compression oci.Compression
 	caseRef     string
 	runtimeRef  string
+	previous    v1.Image
 }
 
 func makeToolOptions(opts ...ToolOption) (*toolOptions, error) {
@@ -100,4 +102,13 @@ func WithRefs(caseRef, runtimeRef string) ToolOption {
 		}
 		return nil
 	}
+}
+
+// WithPrevious offers the tool image assembled before for the same task.
+// When it was made from the same case image, SOURCE_DIR, time and assembler
+// version (its manifest records a key of those), Tool takes its system,
+// repo and source layers as they are, reading no case layer: a runtime
+// change then costs the runtime layers and a manifest. The default is none.
+func WithPrevious(img v1.Image) ToolOption {
+	return func(o *toolOptions) error { o.previous = img; return nil }
 }

@@ -3,6 +3,8 @@ package assemble
 import (
 	"archive/tar"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -40,6 +42,13 @@ const (
 	AnnotationSourceDir = "dev.ssebench.source-dir"
 	// AnnotationRuntimeDigest is the runtime image's manifest digest.
 	AnnotationRuntimeDigest = "dev.ssebench.runtime.digest"
+	// AnnotationToolKey names the inputs of the system, repo and source
+	// layers (see WithPrevious).
+	AnnotationToolKey = "dev.ssebench.tool.key"
+	// AnnotationToolLayers lists the digests of those three layers.
+	AnnotationToolLayers = "dev.ssebench.tool.layers"
+	// AnnotationTree is the tree id of SOURCE_DIR's new repository.
+	AnnotationTree = "dev.ssebench.tool.tree"
 )
 
 // accountFiles are read from the case image and rewritten.
@@ -51,8 +60,11 @@ type ToolImage struct {
 	v1.Image
 	// TreeID and CommitID name the new repository's tree and commit.
 	TreeID, CommitID string
-	// RunnerUID and RunnerGID are sse-runner's ids.
+	// RunnerUID and RunnerGID are sse-runner's ids (zero when Reused).
 	RunnerUID, RunnerGID int
+	// Reused is true when the system, repo and source layers came from
+	// the previous tool image (WithPrevious) instead of the case layers.
+	Reused bool
 
 	spools []*oci.SpooledLayer
 }
@@ -86,17 +98,11 @@ func Tool(ctx context.Context, caseImg, runtimeImg v1.Image, opts ...ToolOption)
 	if o.when.IsZero() {
 		o.when = cf.Created.UTC().Truncate(time.Second)
 	}
-	caseLayers, err := caseImg.Layers()
+	cdig, err := caseImg.Digest()
 	if err != nil {
-		return nil, fmt.Errorf("reading the layers of %s: %w", o.caseRef, err)
+		return nil, fmt.Errorf("reading the digest of %s: %w", o.caseRef, err)
 	}
-	view, err := o.facts.View(ctx, caseLayers)
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", o.caseRef, err)
-	}
-	if err := checkSource(view, o); err != nil {
-		return nil, err
-	}
+	key := toolKey(cdig, o)
 	runtimeLayers, err := runtimeImg.Layers()
 	if err != nil {
 		return nil, fmt.Errorf("reading the layers of %s: %w", o.runtimeRef, err)
@@ -108,6 +114,10 @@ func Tool(ctx context.Context, caseImg, runtimeImg v1.Image, opts ...ToolOption)
 	if err := checkRuntime(rview, o); err != nil {
 		return nil, err
 	}
+	rdig, err := runtimeImg.Digest()
+	if err != nil {
+		return nil, fmt.Errorf("reading the digest of %s: %w", o.runtimeRef, err)
+	}
 
 	t := &ToolImage{}
 	defer func() {
@@ -115,10 +125,29 @@ func Tool(ctx context.Context, caseImg, runtimeImg v1.Image, opts ...ToolOption)
 			t.Close()
 		}
 	}()
-	b := &toolBuild{o: o, view: view, layers: caseLayers, caches: cacheDirs(view, cf.Config.Env)}
-	sys, repo, src, err := b.build(ctx, t)
-	if err != nil {
-		return nil, err
+	b := &toolBuild{o: o}
+	own, ok := reuse(o.previous, key)
+	if ok {
+		t.Reused = true
+		t.TreeID = own.tree
+	} else {
+		caseLayers, err := caseImg.Layers()
+		if err != nil {
+			return nil, fmt.Errorf("reading the layers of %s: %w", o.caseRef, err)
+		}
+		view, err := o.facts.View(ctx, caseLayers)
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", o.caseRef, err)
+		}
+		if err := checkSource(view, o); err != nil {
+			return nil, err
+		}
+		b.view, b.layers, b.caches = view, caseLayers, cacheDirs(view, cf.Config.Env)
+		sys, repo, src, err := b.build(ctx, t)
+		if err != nil {
+			return nil, err
+		}
+		own = ownLayers{layers: []v1.Layer{sys, repo, src}, tree: t.TreeID}
 	}
 	seal, err := b.seal(ctx, rview, runtimeLayers)
 	if err != nil {
@@ -127,13 +156,9 @@ func Tool(ctx context.Context, caseImg, runtimeImg v1.Image, opts ...ToolOption)
 
 	created := v1.Time{Time: o.when}
 	adds := []mutate.Addendum{
-		{Layer: sys, History: history(created, "system (accounts, other-write removal, shared caches, /home/model, /var/lib/ssebench)")},
-		{Layer: repo, History: history(created, "/"+repoDir+" (the original source tree)")},
-		{Layer: src, History: history(created, fmt.Sprintf("/%s owned by model with a one-commit repository (tree %s)", o.sourceDir, t.TreeID))},
-	}
-	rdig, err := runtimeImg.Digest()
-	if err != nil {
-		return nil, fmt.Errorf("reading the digest of %s: %w", o.runtimeRef, err)
+		{Layer: own.layers[0], History: history(created, "system (accounts, other-write removal, shared caches, /home/model, /var/lib/ssebench)")},
+		{Layer: own.layers[1], History: history(created, "/"+repoDir+" (the original source tree)")},
+		{Layer: own.layers[2], History: history(created, fmt.Sprintf("/%s owned by model with a one-commit repository (tree %s)", o.sourceDir, own.tree))},
 	}
 	for i, l := range runtimeLayers {
 		adds = append(adds, mutate.Addendum{Layer: l, History: history(created, fmt.Sprintf("runtime layer %d/%d of %s", i+1, len(runtimeLayers), rdig))})
@@ -156,9 +181,13 @@ func Tool(ctx context.Context, caseImg, runtimeImg v1.Image, opts ...ToolOption)
 	if img, err = mutate.CreatedAt(img, created); err != nil {
 		return nil, fmt.Errorf("setting the creation time: %w", err)
 	}
-	cdig, err := caseImg.Digest()
-	if err != nil {
-		return nil, fmt.Errorf("reading the digest of %s: %w", o.caseRef, err)
+	var digests []string
+	for _, l := range own.layers {
+		d, err := l.Digest()
+		if err != nil {
+			return nil, err
+		}
+		digests = append(digests, d.String())
 	}
 	// What the image was made from travels in the manifest, not the config:
 	// the config's labels are the case image's, unchanged (SPEC.md 4.9).
@@ -166,8 +195,61 @@ func Tool(ctx context.Context, caseImg, runtimeImg v1.Image, opts ...ToolOption)
 		AnnotationBaseDigest:    cdig.String(),
 		AnnotationSourceDir:     "/" + o.sourceDir,
 		AnnotationRuntimeDigest: rdig.String(),
+		AnnotationToolKey:       key,
+		AnnotationToolLayers:    strings.Join(digests, ","),
+		AnnotationTree:          own.tree,
 	}).(v1.Image)
 	return t, nil
+}
+
+// AssemblerVersion changes whenever the system, repo or source layers that
+// Tool writes for the same inputs change, so that a tool image made by an
+// older assembler is never reused.
+const AssemblerVersion = "1"
+
+// toolKey names everything the system, repo and source layers depend on.
+func toolKey(caseDigest v1.Hash, o *toolOptions) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "ssebench tool layers\nassembler %s\ncase %s\nsource /%s\ntime %d\ncompression %s\n",
+		AssemblerVersion, caseDigest, o.sourceDir, o.when.Unix(), o.compression)
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// ownLayers are the system, repo and source layers of a tool image.
+type ownLayers struct {
+	layers []v1.Layer
+	tree   string
+}
+
+// reuse returns the system, repo and source layers of prev when prev was
+// assembled with the same key: the same case image, SOURCE_DIR, time and
+// assembler. Their bytes are not read here; they stay wherever prev's
+// layers live (the store, or the registry).
+func reuse(prev v1.Image, key string) (ownLayers, bool) {
+	if prev == nil {
+		return ownLayers{}, false
+	}
+	m, err := prev.Manifest()
+	if err != nil || m.Annotations[AnnotationToolKey] != key || m.Annotations[AnnotationTree] == "" {
+		return ownLayers{}, false
+	}
+	ds := strings.Split(m.Annotations[AnnotationToolLayers], ",")
+	if len(ds) != 3 {
+		return ownLayers{}, false
+	}
+	own := ownLayers{tree: m.Annotations[AnnotationTree]}
+	for _, s := range ds {
+		d, err := v1.NewHash(s)
+		if err != nil {
+			return ownLayers{}, false
+		}
+		l, err := prev.LayerByDigest(d)
+		if err != nil {
+			return ownLayers{}, false
+		}
+		own.layers = append(own.layers, l)
+	}
+	return own, true
 }
 
 func history(created v1.Time, what string) v1.History {

@@ -459,3 +459,40 @@ func TestVerify(t *testing.T) {
 		}
 	}
 }
+
+func TestToolReusesPreviousLayers(t *testing.T) {
+	facts := mustFacts(t)
+	c, rt := caseImage(t), runtimeImage(t)
+	first := assembleTool(t, c, rt, WithFacts(facts))
+	indexed := facts.Indexed()
+
+	// A runtime bump: one more runtime layer. The case layers are not read
+	// again, the own layers are the same, and the result equals a fresh
+	// assembly with the new runtime.
+	rt2, err := mutate.AppendLayers(rt, layer(t, dir("usr", 0o755), dir("usr/local", 0o755), dir("usr/local/bin", 0o755), reg("usr/local/bin/helper", 0o755, "v2")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := assembleTool(t, c, rt2, WithFacts(facts), WithPrevious(first))
+	if !second.Reused {
+		t.Fatal("the previous tool image's layers were not reused")
+	}
+	if got := facts.Indexed() - indexed; got != 1 {
+		t.Errorf("indexed %d layers, want 1 (the new runtime layer only)", got)
+	}
+	fresh := assembleTool(t, c, rt2)
+	d2, _ := second.Digest()
+	df, _ := fresh.Digest()
+	if d2 != df {
+		t.Errorf("reused assembly %s differs from a fresh one %s", d2, df)
+	}
+	if err := validate.Image(second); err != nil {
+		t.Errorf("validate.Image() = %v", err)
+	}
+
+	// Another time means other commit bytes: no reuse.
+	third := assembleTool(t, c, rt2, WithPrevious(first), WithTime(time.Unix(1800000000, 0)))
+	if third.Reused {
+		t.Error("layers of another build time were reused")
+	}
+}
