@@ -32,7 +32,7 @@ func newCmdAssemble(g *options.Global) *cobra.Command {
 
 type assembleToolOptions struct {
 	Case, Source, Task, Runtime, Platform string
-	Push                                  bool
+	Push, NoStore                         bool
 }
 
 func newCmdAssembleTool(g *options.Global) *cobra.Command {
@@ -135,25 +135,40 @@ the default is the case image's creation time.`,
 			} else if ok {
 				aopts = append(aopts, assemble.WithTime(t))
 			}
+			toolName := names.Tool(id)
+			ref, err := name.ParseReference(toolName, name.WeakValidation)
+			if err != nil {
+				return fmt.Errorf("tool image name %q is not a valid reference: check REGISTRY (--registry or %s): %w", toolName, registry.RegistryEnv, err)
+			}
+			// The tool image made before for this task, from the store or
+			// the registry: when its key matches, its own layers are
+			// reused and no case layer is read.
+			if prev, err := rr.Image(ctx, toolName); err == nil {
+				aopts = append(aopts, assemble.WithPrevious(prev))
+			}
 			start := time.Now()
 			ti, err := assemble.Tool(ctx, caseRes.Image, rtRes.Image, aopts...)
 			if err != nil {
 				return err
 			}
 			defer ti.Close()
-			toolName := names.Tool(id)
-			ref, err := name.ParseReference(toolName, name.WeakValidation)
-			if err != nil {
-				return fmt.Errorf("tool image name %q is not a valid reference: check REGISTRY (--registry or %s): %w", toolName, registry.RegistryEnv, err)
+			if o.NoStore && !o.Push {
+				return fmt.Errorf("--no-store needs --push: the image must go somewhere")
 			}
-			if err := s.Write(ctx, ref, ti); err != nil {
-				return err
+			if !o.NoStore {
+				if err := s.Write(ctx, ref, ti); err != nil {
+					return err
+				}
 			}
 			d, err := ti.Digest()
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "assembled %s in %s (tree %s)\n", toolName, time.Since(start).Round(time.Millisecond), ti.TreeID)
+			how := "assembled"
+			if ti.Reused {
+				how = "reassembled (system and source layers reused)"
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "%s %s in %s (tree %s)\n", how, toolName, time.Since(start).Round(time.Millisecond), ti.TreeID)
 			if o.Push {
 				popts, _ := g.RegistryOptions(nil, nil)
 				if err := registry.Push(ctx, toolName, ti, popts...); err != nil {
@@ -171,6 +186,7 @@ the default is the case image's creation time.`,
 	f.StringVar(&o.Runtime, "runtime", "", "runtime image (default $SSEBENCH_RUNTIME_IMAGE, else REGISTRY/runtime:VERSION)")
 	f.StringVar(&o.Platform, "platform", "", "platform to assemble for (default: the case image's)")
 	f.BoolVar(&o.Push, "push", false, "push the tool image to its registry too")
+	f.BoolVar(&o.NoStore, "no-store", false, "with --push: do not keep the image in the local store (nothing is downloaded that the registry has)")
 	return cmd
 }
 

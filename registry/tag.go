@@ -1,0 +1,34 @@
+package registry
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+)
+
+// Tag makes dst name the manifest that src names. Only the manifest moves,
+// so dst must be in src's registry (its blobs are already there; a
+// repository that lacks them is refused by the registry).
+func Tag(ctx context.Context, src, dst string, opts ...Option) error {
+	o, err := makeOptions(opts...)
+	if err != nil {
+		return err
+	}
+	s, err := o.parseReference(src)
+	if err != nil {
+		return err
+	}
+	d, err := o.parseReference(dst)
+	if err != nil {
+		return err
+	}
+	desc, err := remote.Get(s, o.remoteOptions(ctx)...)
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", s.Name(), err)
+	}
+	if err := remote.Put(d, desc, o.remoteOptions(ctx)...); err != nil {
+		return fmt.Errorf("tagging %s as %s: %w", s.Name(), d.Name(), err)
+	}
+	return nil
+}
