@@ -66,6 +66,8 @@ type options struct {
 	userAgent string
 	jobs      int
 	progress  chan<- v1.Update
+	// move holds the options of push, mirror, save and load (push.go).
+	move moveOptions
 }
 
 // defaultPlatform is linux/<host arch>: SPEC.md section 9 runs every image
@@ -82,6 +84,7 @@ func makeOptions(opts ...Option) (*options, error) {
 		transport: remote.DefaultTransport,
 		userAgent: defaultUserAgent,
 		jobs:      defaultJobs,
+		move:      defaultMoveOptions(),
 	}
 	for _, opt := range opts {
 		if err := opt(o); err != nil {

@@ -46,6 +46,10 @@ pushed to a registry, and run with containerd.`,
 		newCmdDataset(g),
 		newCmdBaseImages(g),
 		newCmdBuildCase(g),
+		newCmdPush(g),
+		newCmdMirror(g),
+		newCmdSave(g),
+		newCmdLoad(g),
 	)
 	return root
 }

@@ -1,0 +1,159 @@
+package commands
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/42-b3yond-6ug/ssebench/internal/commands/options"
+	"github.com/42-b3yond-6ug/ssebench/registry"
+)
+
+type saveOptions struct {
+	Output, Platform string
+	Since            []string
+}
+
+func newCmdSave(g *options.Global) *cobra.Command {
+	o := &saveOptions{}
+	cmd := &cobra.Command{
+		Use:   "save -o FILE.tar REF... [--since OLD.tar]...",
+		Short: "Write images into one OCI layout archive for an air-gapped machine",
+		Long: `Write the images into one OCI image layout archive (a tar of oci-layout,
+index.json naming each image with its full reference, and blobs/sha256/...),
+each unique blob once. Images come from the local store when it has them,
+else from their registry. The archive is deterministic: the same images give
+the same bytes. With --since, blobs that an earlier archive carried are left
+out (and listed in index.json, so that load checks they are already there).
+The archive records REGISTRY, which load --push replaces.`,
+		Example: `  ssebench save -o week1.tar localhost:5000/ssebench/tool/gocsv-1:0.1.0 localhost:5000/ssebench/runtime:0.1.0
+  ssebench save -o week2.tar --since week1.tar localhost:5000/ssebench/tool/gocsv-2:0.1.0`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.Output == "" {
+				return fmt.Errorf("-o is required: name the archive to write, e.g. -o images.tar")
+			}
+			names, err := g.Names()
+			if err != nil {
+				return err
+			}
+			p, err := options.ParsePlatform(o.Platform)
+			if err != nil {
+				return err
+			}
+			s, err := g.OpenStore()
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			ropts, err := g.RegistryOptions(s, nil)
+			if err != nil {
+				return err
+			}
+			ropts = append(ropts, registry.WithSince(o.Since...), registry.WithRegistryPrefix(names.Registry), registry.WithIndexPlatform(p))
+			// Written beside the target and renamed at the end, so that
+			// FILE is either the old file or a complete archive.
+			abs, err := filepath.Abs(o.Output)
+			if err != nil {
+				return err
+			}
+			tmp, err := os.CreateTemp(filepath.Dir(abs), "."+filepath.Base(abs)+"-*")
+			if err != nil {
+				return fmt.Errorf("writing the archive: %w", err)
+			}
+			defer os.Remove(tmp.Name())
+			rep, err := registry.Save(cmd.Context(), tmp, args, ropts...)
+			if err != nil {
+				tmp.Close()
+				return err
+			}
+			if err := tmp.Close(); err != nil {
+				return fmt.Errorf("writing the archive: %w", err)
+			}
+			if err := os.Rename(tmp.Name(), abs); err != nil {
+				return fmt.Errorf("writing the archive: %w", err)
+			}
+			for _, im := range rep.Images {
+				fmt.Fprintf(cmd.OutOrStdout(), "%s@%s\n", im.Name, im.Descriptor.Digest)
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "saved %s to %s\n", rep, o.Output)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&o.Output, "output", "o", "", "archive to write (required)")
+	f.StringSliceVar(&o.Since, "since", nil, "earlier archive whose blobs to leave out (repeatable)")
+	f.StringVar(&o.Platform, "platform", "", "take only this platform's image out of image indexes (default: whole indexes)")
+	return cmd
+}
+
+type loadOptions struct {
+	Push string
+	Jobs int
+}
+
+func newCmdLoad(g *options.Global) *cobra.Command {
+	o := &loadOptions{}
+	cmd := &cobra.Command{
+		Use:   "load FILE.tar [--push PREFIX]",
+		Short: "Import an image archive into the local store, or push it to a registry",
+		Long: `Read an archive written by save (or any OCI image layout in a tar), verify
+every blob's digest while reading, and import the images into the local
+store. Nothing is tagged unless every blob of every image is there, so a
+truncated or tampered archive changes no name. With --push PREFIX, the images
+then go to a registry: names under the REGISTRY the archive was saved with
+get PREFIX instead, other names keep their repository path under PREFIX.`,
+		Example: `  ssebench load week1.tar
+  ssebench load week1.tar --push mirror.lan:5000/ssebench`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			f, err := os.Open(args[0])
+			if err != nil {
+				return fmt.Errorf("reading the archive: %w", err)
+			}
+			defer f.Close()
+			s, err := g.OpenStore()
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			ropts, err := g.RegistryOptions(s, nil)
+			if err != nil {
+				return err
+			}
+			rep, err := registry.Load(ctx, f, ropts...)
+			if err != nil {
+				return fmt.Errorf("loading %s: %w", args[0], err)
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "loaded %s\n", rep)
+			if o.Push == "" {
+				for _, im := range rep.Images {
+					fmt.Fprintf(cmd.OutOrStdout(), "%s@%s\n", im.Name, im.Descriptor.Digest)
+				}
+				return nil
+			}
+			pp := registry.NewProgressPrinter(cmd.ErrOrStderr())
+			ropts = append(ropts, registry.WithJobs(o.Jobs), registry.WithBlobProgress(pp))
+			prep, err := registry.PushLoaded(ctx, rep, o.Push, ropts...)
+			pp.Finish(prep)
+			if err != nil {
+				return err
+			}
+			for _, im := range rep.Images {
+				t, err := registry.Retarget(im.Name, rep.Registry, o.Push)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%s@%s\n", t, im.Descriptor.Digest)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Push, "push", "", "push the images under this registry prefix, e.g. mirror.lan:5000/ssebench")
+	f.IntVar(&o.Jobs, "jobs", 4, "blobs uploaded at once")
+	return cmd
+}

@@ -1,0 +1,231 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+)
+
+// MirroredImage is one image Mirror copied.
+type MirroredImage struct {
+	// Source and Target are full references.
+	Source, Target string
+	// Digest is the manifest's digest, the same on both sides.
+	Digest v1.Hash
+}
+
+// MirrorReport says what Mirror copied and how much it moved.
+type MirrorReport struct {
+	// Images lists the images copied, in the order they were.
+	Images []MirroredImage
+	// Missing lists source images that do not exist, sorted.
+	Missing []string
+	// UniqueBlobs and UniqueBytes count the distinct blobs of all images
+	// copied: what an ideal copy moves into an empty target.
+	UniqueBlobs int
+	UniqueBytes int64
+	// Push says what was uploaded, mounted and skipped.
+	Push PushReport
+}
+
+// Ratio is the bytes uploaded over the unique bytes of the images: 1.00
+// when each unique blob crossed once into an empty target, less when the
+// target had some blobs, more if a blob was sent twice.
+func (r *MirrorReport) Ratio() float64 {
+	if r.UniqueBytes == 0 {
+		return 0
+	}
+	return float64(r.Push.Uploaded) / float64(r.UniqueBytes)
+}
+
+// String is the summary line.
+func (r *MirrorReport) String() string {
+	return fmt.Sprintf("mirrored %s: %s; %s unique in %s, moved/unique %.2f",
+		plural(len(r.Images), "image"), r.Push.String(), HumanBytes(r.UniqueBytes), plural(r.UniqueBlobs, "blob"), r.Ratio())
+}
+
+// MissingError lists the source images a Mirror did not find.
+type MissingError struct{ Refs []string }
+
+func (e *MissingError) Error() string {
+	return fmt.Sprintf("%s missing from the source registry: %s", plural(len(e.Refs), "image is"), strings.Join(e.Refs, ", "))
+}
+
+// Retarget returns ref with the prefix from replaced by to: a reference
+// under from (from itself, then "/") keeps the rest of its path; any other
+// keeps its repository path under to. Tags and digests are kept.
+func Retarget(ref, from, to string) (string, error) {
+	from, to = strings.TrimRight(from, "/"), strings.TrimRight(to, "/")
+	if to == "" {
+		return "", errors.New("the target prefix is empty")
+	}
+	if from != "" && strings.HasPrefix(ref, from+"/") {
+		return to + ref[len(from):], nil
+	}
+	r, err := name.ParseReference(ref)
+	if err != nil {
+		return "", fmt.Errorf("parsing image reference %q: %w", ref, err)
+	}
+	sep := ":"
+	if _, ok := r.(name.Digest); ok {
+		sep = "@"
+	}
+	return to + "/" + r.Context().RepositoryStr() + sep + r.Identifier(), nil
+}
+
+// Mirror copies each image of refs (full references under fromPrefix, such
+// as REGISTRY) to the same name under toPrefix, keeping its digest: the
+// manifests are copied byte for byte. Each unique blob crosses at most once:
+// a blob another image of the set already carried to the target registry is
+// mounted there, and when source and target are one registry every blob is
+// mounted from its source repository, so no layer bytes move. Images go one
+// after the other, their blobs WithJobs at a time; indexes are copied whole
+// unless WithIndexPlatform picks one platform.
+//
+// Source images that do not exist are all reported at the end, in the
+// report and as a *MissingError; any other failure stops Mirror.
+func Mirror(ctx context.Context, refs []string, fromPrefix, toPrefix string, opts ...Option) (*MirrorReport, error) {
+	o, err := makeOptions(opts...)
+	if err != nil {
+		return nil, err
+	}
+	p := newPusher(o)
+	defer p.close()
+	rep := &MirrorReport{}
+
+	type job struct {
+		src, dst name.Reference
+		content  remote.Taggable
+	}
+	var jobs []job
+	seen := map[string]bool{}
+	for _, s := range refs {
+		src, err := o.parseReference(s)
+		if err != nil {
+			return rep, err
+		}
+		if seen[src.Name()] {
+			continue
+		}
+		seen[src.Name()] = true
+		t, err := Retarget(s, fromPrefix, toPrefix)
+		if err != nil {
+			return rep, err
+		}
+		dst, err := o.parseReference(t)
+		if err != nil {
+			return rep, err
+		}
+		content, err := o.fetch(ctx, src)
+		if isNotFound(err) {
+			rep.Missing = append(rep.Missing, src.Name())
+			continue
+		}
+		if err != nil {
+			return rep, err
+		}
+		jobs = append(jobs, job{src: src, dst: dst, content: content})
+	}
+
+	unique := map[v1.Hash]int64{}
+	for _, j := range jobs {
+		bs, err := collectBlobs(j.content, nil)
+		if err != nil {
+			return rep, fmt.Errorf("reading %s: %w", j.src.Name(), err)
+		}
+		for _, b := range bs {
+			unique[b.digest] = b.size
+		}
+		// Every target repository may serve as a mount source for the
+		// next: ask for pull access to all of them up front.
+		p.scopes = append(p.scopes, j.dst.Context(), j.src.Context())
+	}
+	rep.UniqueBlobs = len(unique)
+	for _, n := range unique {
+		rep.UniqueBytes += n
+	}
+
+	for _, j := range jobs {
+		origin := j.src.Context()
+		if err := p.push(ctx, j.dst, j.content, &origin); err != nil {
+			rep.Push = *p.report()
+			return rep, fmt.Errorf("mirroring %s: %w", j.src.Name(), err)
+		}
+		d, err := digestOfTaggable(j.content)
+		if err != nil {
+			return rep, err
+		}
+		rep.Images = append(rep.Images, MirroredImage{Source: j.src.Name(), Target: j.dst.Name(), Digest: d})
+	}
+	rep.Push = *p.report()
+	if len(rep.Missing) > 0 {
+		sort.Strings(rep.Missing)
+		return rep, &MissingError{Refs: rep.Missing}
+	}
+	return rep, nil
+}
+
+// fetch returns the image or index ref names in its registry; with
+// WithIndexPlatform, an index's image for that platform.
+func (o *options) fetch(ctx context.Context, ref name.Reference) (remote.Taggable, error) {
+	d, err := remote.Get(ref, o.remoteOptions(ctx)...)
+	if err != nil {
+		return nil, fmt.Errorf("fetching %s: %w", ref.Name(), err)
+	}
+	switch {
+	case d.MediaType.IsIndex():
+		idx, err := d.ImageIndex()
+		if err != nil {
+			return nil, fmt.Errorf("fetching %s: %w", ref.Name(), err)
+		}
+		if o.move.indexPlatform == nil {
+			return idx, nil
+		}
+		child, err := pickPlatform(idx, *o.move.indexPlatform, ref.Name())
+		if err != nil {
+			return nil, err
+		}
+		return idx.Image(child.Digest)
+	case d.MediaType.IsImage():
+		return d.Image()
+	default:
+		return nil, fmt.Errorf("%s has media type %q, which is neither an image nor an image index", ref.Name(), d.MediaType)
+	}
+}
+
+func digestOfTaggable(t remote.Taggable) (v1.Hash, error) {
+	if d, ok := t.(interface{ Digest() (v1.Hash, error) }); ok {
+		return d.Digest()
+	}
+	raw, err := t.RawManifest()
+	if err != nil {
+		return v1.Hash{}, err
+	}
+	h, _, err := v1.SHA256(strings.NewReader(string(raw)))
+	return h, err
+}
+
+// isNotFound reports whether err says an image does not exist.
+func isNotFound(err error) bool {
+	var te *transport.Error
+	if !errors.As(err, &te) {
+		return false
+	}
+	if te.StatusCode == http.StatusNotFound {
+		return true
+	}
+	for _, d := range te.Errors {
+		if d.Code == transport.ManifestUnknownErrorCode || d.Code == transport.NameUnknownErrorCode {
+			return true
+		}
+	}
+	return false
+}

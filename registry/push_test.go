@@ -1,0 +1,472 @@
+package registry
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+	"github.com/google/go-containerregistry/pkg/v1/validate"
+
+	"github.com/42-b3yond-6ug/ssebench/internal/testenv"
+)
+
+var noAuth = WithKeychain(authn.NewMultiKeychain())
+
+// fastRetries keeps retry tests quick.
+var fastRetries = WithRetries(3, time.Millisecond)
+
+func randomLayer(t testing.TB, size int64) v1.Layer {
+	t.Helper()
+	l, err := random.Layer(size, types.OCILayer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// imageOf stacks layers into an image.
+func imageOf(t testing.TB, layers ...v1.Layer) v1.Image {
+	t.Helper()
+	img, err := mutate.AppendLayers(empty.Image, layers...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img
+}
+
+func sizeOf(t testing.TB, ls ...v1.Layer) int64 {
+	t.Helper()
+	var n int64
+	for _, l := range ls {
+		s, err := l.Size()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += s
+	}
+	return n
+}
+
+func configSize(t testing.TB, img v1.Image) int64 {
+	t.Helper()
+	b, err := img.RawConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return int64(len(b))
+}
+
+func pushImage(t testing.TB, ref string, content remote.Taggable, opts ...Option) *PushReport {
+	t.Helper()
+	rep, err := PushImage(context.Background(), ref, content, append([]Option{noAuth, fastRetries}, opts...)...)
+	if err != nil {
+		t.Fatalf("PushImage(%s): %v", ref, err)
+	}
+	return rep
+}
+
+// pulledDigest pulls ref whole, validates it and returns its digest.
+func pulledDigest(t testing.TB, ref string) v1.Hash {
+	t.Helper()
+	r, err := name.ParseReference(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := remote.Get(r)
+	if err != nil {
+		t.Fatalf("remote.Get(%s): %v", ref, err)
+	}
+	if d.MediaType.IsIndex() {
+		idx, err := d.ImageIndex()
+		if err != nil {
+			t.Fatal(err)
+		}
+		im, err := idx.IndexManifest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range im.Manifests {
+			pulledDigest(t, r.Context().Digest(c.Digest.String()).String())
+		}
+		return d.Digest
+	}
+	img, err := d.Image()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := validate.Image(img); err != nil {
+		t.Fatalf("%s is not a complete image: %v", ref, err)
+	}
+	return d.Digest
+}
+
+type counts struct {
+	Uploaded, Mounted, Skipped                int64
+	UploadedBlobs, MountedBlobs, SkippedBlobs int
+}
+
+func countsOf(r *PushReport) counts {
+	return counts{r.Uploaded, r.Mounted, r.Skipped, r.UploadedBlobs, r.MountedBlobs, r.SkippedBlobs}
+}
+
+func TestPushSkipsWhatTheRegistryHas(t *testing.T) {
+	reg := startTestRegistry(t)
+	a, b := randomLayer(t, 3000), randomLayer(t, 5000)
+	img := imageOf(t, a, b)
+	ref := reg.host + "/skip/img:1"
+	cfg := configSize(t, img)
+
+	all := sizeOf(t, a, b) + cfg
+	first := pushImage(t, ref, img)
+	if diff := cmp.Diff(counts{Uploaded: all, UploadedBlobs: 3}, countsOf(first)); diff != "" {
+		t.Errorf("first push (-want +got):\n%s", diff)
+	}
+	if first.Manifests != 1 {
+		t.Errorf("first push wrote %d manifests, want 1", first.Manifests)
+	}
+	again := pushImage(t, ref, img)
+	if diff := cmp.Diff(counts{Skipped: all, SkippedBlobs: 3}, countsOf(again)); diff != "" {
+		t.Errorf("second push of the same image (-want +got):\n%s", diff)
+	}
+	if got := pulledDigest(t, ref); got != digestOf(t, img) {
+		t.Errorf("registry has %s, want %s", got, digestOf(t, img))
+	}
+}
+
+func TestPushIndex(t *testing.T) {
+	reg := startTestRegistry(t)
+	idx, imgs := platformIndex(t)
+	ref := reg.host + "/idx/runtime:1"
+	rep := pushImage(t, ref, idx)
+	if want := len(imgs) + 1; rep.Manifests != want {
+		t.Errorf("wrote %d manifests, want %d (each child, then the index)", rep.Manifests, want)
+	}
+	if got := pulledDigest(t, ref); got != digestOf(t, idx) {
+		t.Errorf("registry has %s, want the index %s", got, digestOf(t, idx))
+	}
+}
+
+// flaky answers 500 to the first n blob uploads (PUT or PATCH), then
+// passes requests to h.
+type flaky struct {
+	h        http.Handler
+	failures atomic.Int64
+	n        int64
+	always   bool
+}
+
+func (f *flaky) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if (r.Method == http.MethodPut || r.Method == http.MethodPatch) && strings.Contains(r.URL.Path, "/blobs/uploads/") {
+		if f.always || f.failures.Add(1) <= f.n {
+			http.Error(w, `{"errors":[{"code":"UNKNOWN","message":"try later"}]}`, http.StatusInternalServerError)
+			return
+		}
+	}
+	f.h.ServeHTTP(w, r)
+}
+
+func TestPushRetries(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		chunk     int64
+		always    bool
+		wantError string
+	}{
+		{name: "monolithic upload", chunk: 1 << 20},
+		{name: "chunked upload", chunk: 1024},
+		{name: "registry keeps failing", chunk: 1 << 20, always: true, wantError: "gave up after 3 attempts"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &flaky{h: ggcrregistry.New(ggcrregistry.Logger(nilLogger())), n: 2, always: tc.always}
+			srv := httptest.NewServer(f)
+			t.Cleanup(srv.Close)
+			host := strings.TrimPrefix(srv.URL, "http://")
+			l := randomLayer(t, 4000)
+			img := imageOf(t, l)
+			ref := host + "/retry/img:1"
+			rep, err := PushImage(context.Background(), ref, img, noAuth, fastRetries, WithChunkSize(tc.chunk), WithJobs(1))
+			if tc.wantError != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantError) || !strings.Contains(err.Error(), "try later") {
+					t.Fatalf("PushImage = %v, want an error with %q and the status", err, tc.wantError)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("PushImage after two 500s: %v", err)
+			}
+			if got := f.failures.Load(); got < 3 {
+				t.Errorf("only %d upload requests; the two failures were not retried", got)
+			}
+			// Retried bytes are not counted twice.
+			if want := sizeOf(t, l) + configSize(t, img); rep.Uploaded != want {
+				t.Errorf("uploaded %d bytes, want %d", rep.Uploaded, want)
+			}
+			if got := pulledDigest(t, ref); got != digestOf(t, img) {
+				t.Errorf("registry has %s, want %s", got, digestOf(t, img))
+			}
+		})
+	}
+}
+
+func TestPushChunked(t *testing.T) {
+	var patches atomic.Int64
+	h := ggcrregistry.New(ggcrregistry.Logger(nilLogger()))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPatch {
+			patches.Add(1)
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	img := imageOf(t, randomLayer(t, 10_000))
+	ref := strings.TrimPrefix(srv.URL, "http://") + "/chunk/img:1"
+	pushImage(t, ref, img, WithChunkSize(4096))
+	if got := patches.Load(); got != 3 {
+		t.Errorf("%d PATCH requests for a 10000-byte layer in 4096-byte chunks, want 3", got)
+	}
+	if got := pulledDigest(t, ref); got != digestOf(t, img) {
+		t.Errorf("registry has %s, want %s", got, digestOf(t, img))
+	}
+}
+
+type recordingProgress struct {
+	mu     sync.Mutex
+	events []BlobEvent
+	bytes  map[v1.Hash]int64
+}
+
+func (r *recordingProgress) Start(BlobEvent) {}
+func (r *recordingProgress) Advance(d v1.Hash, n int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.bytes[d] += n
+}
+func (r *recordingProgress) Done(e BlobEvent) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, e)
+}
+
+func TestPushReportsEachBlob(t *testing.T) {
+	reg := startTestRegistry(t)
+	l := randomLayer(t, 2048)
+	img := imageOf(t, l)
+	rp := &recordingProgress{bytes: map[v1.Hash]int64{}}
+	var out bytes.Buffer
+	pp := NewProgressPrinter(&out)
+	rep := pushImage(t, reg.host+"/progress/img:1", img, WithBlobProgress(multiProgress{rp, pp}))
+	pp.Finish(rep)
+	if len(rp.events) != 2 {
+		t.Fatalf("%d blob events, want 2 (layer and config)", len(rp.events))
+	}
+	if got, want := rp.bytes[digestOf(t, l)], sizeOf(t, l); got != want {
+		t.Errorf("progress counted %d bytes of the layer, want %d", got, want)
+	}
+	want := "pushed " + ShortDigest(digestOf(t, l)) + " " + HumanBytes(sizeOf(t, l)) + "\n"
+	if !strings.Contains(out.String(), want) {
+		t.Errorf("output %q lacks the line %q", out.String(), want)
+	}
+	if !strings.HasSuffix(out.String(), rep.String()+"\n") || strings.Contains(out.String(), "\033") {
+		t.Errorf("output %q should end with the summary and draw no bar off a terminal", out.String())
+	}
+}
+
+type multiProgress []Progress
+
+func (m multiProgress) Start(e BlobEvent) {
+	for _, p := range m {
+		p.Start(e)
+	}
+}
+func (m multiProgress) Advance(d v1.Hash, n int64) {
+	for _, p := range m {
+		p.Advance(d, n)
+	}
+}
+func (m multiProgress) Done(e BlobEvent) {
+	for _, p := range m {
+		p.Done(e)
+	}
+}
+
+func TestPushReportString(t *testing.T) {
+	r := &PushReport{Uploaded: 12_900_000, UploadedBlobs: 2, Mounted: 1024, MountedBlobs: 1}
+	want := "uploaded 12.3 MiB (2 blobs), mounted 1.0 KiB (1 blob), skipped 0 B already there (0 blobs)"
+	if got := r.String(); got != want {
+		t.Errorf("String() = %q, want %q", got, want)
+	}
+}
+
+func TestParseRange(t *testing.T) {
+	for _, tc := range []struct {
+		in     string
+		want   int64
+		wantOK bool
+	}{
+		{in: "0-0", want: 0, wantOK: true},
+		{in: "0-1023", want: 1024, wantOK: true},
+		{in: "bytes=0-99", want: 100, wantOK: true},
+		{in: "", wantOK: false},
+		{in: "5-10", wantOK: false},
+	} {
+		got, ok := parseRange(tc.in)
+		if got != tc.want || ok != tc.wantOK {
+			t.Errorf("parseRange(%q) = %d, %v; want %d, %v", tc.in, got, ok, tc.want, tc.wantOK)
+		}
+	}
+}
+
+func TestRetryable(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{name: "canceled", err: context.Canceled, want: false},
+		{name: "plain error", err: errors.New("refusing plain HTTP"), want: false},
+		{name: "reset", err: &netErr{}, want: true},
+	} {
+		if got := retryable(tc.err); got != tc.want {
+			t.Errorf("%s: retryable = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+type netErr struct{}
+
+func (*netErr) Error() string   { return "connection reset by peer" }
+func (*netErr) Timeout() bool   { return false }
+func (*netErr) Temporary() bool { return true }
+
+// TestIntegrationPushMounts pushes to the real distribution registry, which
+// supports cross-repository mounts (go-containerregistry's test registry
+// does not).
+func TestIntegrationPushMounts(t *testing.T) {
+	host := testenv.StartRegistry(t)
+	ctx := context.Background()
+	base1, base2 := randomLayer(t, 300_000), randomLayer(t, 200_000)
+	base := imageOf(t, base1, base2)
+	pushImage(t, host+"/ssebench/base-generic-go:1", base)
+
+	t.Run("hint: only the new layer and config are uploaded", func(t *testing.T) {
+		own := randomLayer(t, 50_000)
+		tool := imageOf(t, base1, base2, own)
+		rep := pushImage(t, host+"/ssebench/tool/a:1", tool, WithMountFrom(host+"/ssebench/base-generic-go"))
+		want := counts{Uploaded: sizeOf(t, own) + configSize(t, tool), UploadedBlobs: 2, Mounted: sizeOf(t, base1, base2), MountedBlobs: 2}
+		if diff := cmp.Diff(want, countsOf(rep)); diff != "" {
+			t.Errorf("push (-want +got):\n%s", diff)
+		}
+		pulledDigest(t, host+"/ssebench/tool/a:1")
+	})
+
+	t.Run("store record: blobs pushed before are mounted without a hint", func(t *testing.T) {
+		s := openStore(t)
+		rt1, rt2 := randomLayer(t, 100_000), randomLayer(t, 100_000)
+		runtime := imageOf(t, rt1, rt2)
+		pushImage(t, host+"/ssebench/runtime:1", runtime, WithStore(s))
+		own := randomLayer(t, 10_000)
+		tool := imageOf(t, own, rt1, rt2)
+		rep := pushImage(t, host+"/ssebench/tool/b:1", tool, WithStore(s))
+		if rep.Mounted != sizeOf(t, rt1, rt2) || rep.MountedBlobs != 2 || rep.Uploaded != sizeOf(t, own)+configSize(t, tool) {
+			t.Errorf("push of a second image with the runtime layers: %s; want the runtime layers mounted", rep)
+		}
+		pulledDigest(t, host+"/ssebench/tool/b:1")
+	})
+
+	t.Run("origin: a registry layer mounts from its repository", func(t *testing.T) {
+		res, err := newResolver(t).Resolve(ctx, host+"/ssebench/base-generic-go:1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls, err := res.Image.Layers()
+		if err != nil {
+			t.Fatal(err)
+		}
+		tool, err := mutate.AppendLayers(res.Image, randomLayer(t, 1000))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep := pushImage(t, host+"/ssebench/tool/c:1", tool)
+		if rep.Mounted != sizeOf(t, ls...) || rep.MountedBlobs != len(ls) {
+			t.Errorf("push: %s; want the %d base layers mounted", rep, len(ls))
+		}
+		for _, e := range rep.Blobs {
+			if e.Action == BlobMounted && e.From != host+"/ssebench/base-generic-go" {
+				t.Errorf("blob %s mounted from %q, want the base repository", e.Digest, e.From)
+			}
+		}
+	})
+}
+
+// cancelAfterTransport cancels a context once n PATCH requests got their
+// answer, as a killed push would stop.
+type cancelAfterTransport struct {
+	n       int64
+	patches atomic.Int64
+	cancel  context.CancelFunc
+}
+
+func (c *cancelAfterTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := http.DefaultTransport.RoundTrip(r)
+	if r.Method == http.MethodPatch && c.patches.Add(1) == c.n {
+		c.cancel()
+	}
+	return resp, err
+}
+
+func TestIntegrationPushResumes(t *testing.T) {
+	host := testenv.StartRegistry(t)
+	s := openStore(t)
+	small, big := randomLayer(t, 1000), randomLayer(t, 400_000)
+	img := imageOf(t, small, big)
+	ref := host + "/ssebench/tool/resume:1"
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	tr := &cancelAfterTransport{n: 3, cancel: cancel}
+	_, err := PushImage(ctx, ref, img, noAuth, WithStore(s), WithChunkSize(64<<10), WithJobs(1), WithTransport(tr))
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted push = %v, want context.Canceled", err)
+	}
+	r, _ := name.ParseReference(ref)
+	if _, err := remote.Head(r); err == nil {
+		t.Fatal("the tag exists after an interrupted push")
+	}
+
+	rep := pushImage(t, ref, img, WithStore(s), WithChunkSize(64<<10), WithJobs(1))
+	var resumed int64
+	for _, e := range rep.Blobs {
+		if e.Digest == digestOf(t, big) {
+			resumed = e.Resumed
+		}
+	}
+	if resumed != 3*(64<<10) {
+		t.Errorf("the big layer resumed after %d bytes, want %d (three chunks)", resumed, 3*(64<<10))
+	}
+	// The first blob (by digest) and the config finished before; only
+	// the rest of the big layer is sent again.
+	total := sizeOf(t, small, big) + configSize(t, img)
+	if rep.Uploaded+rep.Skipped+resumed != total || rep.Uploaded >= 400_000 {
+		t.Errorf("rerun: %s, resumed %d; want only what was missing uploaded", rep, resumed)
+	}
+	if got := pulledDigest(t, ref); got != digestOf(t, img) {
+		t.Errorf("registry has %s, want %s", got, digestOf(t, img))
+	}
+}
