@@ -2,31 +2,25 @@ package commands
 
 import (
 	"fmt"
-	"os"
 	"path"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"time"
 
-	"github.com/google/go-containerregistry/pkg/name"
-	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/spf13/cobra"
 
-	"github.com/42-b3yond-6ug/ssebench/assemble"
 	"github.com/42-b3yond-6ug/ssebench/internal/commands/options"
-	"github.com/42-b3yond-6ug/ssebench/registry"
-	"github.com/42-b3yond-6ug/ssebench/runtimebin"
+	"github.com/42-b3yond-6ug/ssebench/pipeline"
 	"github.com/42-b3yond-6ug/ssebench/task"
 )
 
 func newCmdAssemble(g *options.Global) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:     "assemble",
-		Short:   "Assemble tool and agent images on top of a case image, without Docker",
-		Example: `  ssebench assemble tool --case localhost:5000/ssebench/case/examples/gocsv-1 --task gocsv-1 --source /src/gocsv`,
+		Use:   "assemble",
+		Short: "Assemble tool and agent images on top of a case image, without Docker",
+		Example: `  ssebench assemble tool --case localhost:5000/ssebench/case/examples/kvconf-12-afb9ee1
+  ssebench assemble agent --tool localhost:5000/ssebench/tool/kvconf-12-afb9ee1:0.1.0-dev --agent dummy`,
 	}
-	cmd.AddCommand(newCmdAssembleTool(g))
+	cmd.AddCommand(newCmdAssembleTool(g), newCmdAssembleAgent(g))
 	return cmd
 }
 
@@ -50,132 +44,42 @@ prints its name and digest.
 The runtime image is --runtime, else SSEBENCH_RUNTIME_IMAGE, else
 REGISTRY/runtime:<VERSION>. SOURCE_DIR is --source, else the task's
 config.yaml under the SSEBench home. SOURCE_DATE_EPOCH sets the commit time;
-the default is the case image's creation time.`,
-		Example: `  ssebench assemble tool --case localhost:5000/ssebench/case/examples/gocsv-1 --task gocsv-1
-  ssebench assemble tool --case ./case@sha256:... --source /src/proj --task demo --runtime localhost:5000/ssebench/runtime:0.1.0-dev --push`,
+the default is the case image's creation time. When the tool image made
+before (store or registry) came from the same case image, SOURCE_DIR and
+time, its own layers are reused and no case layer is read.`,
+		Example: `  ssebench assemble tool --case localhost:5000/ssebench/case/examples/kvconf-12-afb9ee1
+  ssebench assemble tool --case localhost:5000/ssebench/case/examples/kvconf-12-afb9ee1 --push --no-store`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
 			if o.Case == "" {
-				return fmt.Errorf("--case is required: pass the case image, e.g. --case localhost:5000/ssebench/case/examples/gocsv-1")
+				return fmt.Errorf("--case is required: pass the case image, e.g. --case localhost:5000/ssebench/case/examples/kvconf-12-afb9ee1")
 			}
-			names, err := g.Names()
+			p, err := options.ParsePlatform(o.Platform)
 			if err != nil {
 				return err
 			}
-			home, err := g.HomeDir()
+			e, done, err := newEnv(g, cmd, o.Runtime)
 			if err != nil {
 				return err
 			}
+			defer done()
 			id := o.Task
 			if id == "" {
 				id = taskFromCaseRef(o.Case)
 			}
 			src := o.Source
 			if src == "" {
-				if src, err = sourceOf(home, id); err != nil {
+				if src, err = sourceOf(e.Home, id); err != nil {
 					return err
 				}
 			}
-			p, err := options.ParsePlatform(o.Platform)
+			b, err := e.Tool(cmd.Context(), pipeline.ToolRequest{
+				Case: o.Case, Task: id, SourceDir: src, Platform: p, Push: o.Push, NoStore: o.NoStore,
+			})
 			if err != nil {
 				return err
 			}
-			s, err := g.OpenStore()
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			ropts, err := g.RegistryOptions(s, p)
-			if err != nil {
-				return err
-			}
-			r, err := registry.NewResolver(ropts...)
-			if err != nil {
-				return err
-			}
-			caseRes, err := r.Resolve(ctx, o.Case)
-			if err != nil {
-				return fmt.Errorf("finding the case image: %w", err)
-			}
-			cf, err := caseRes.Image.ConfigFile()
-			if err != nil {
-				return fmt.Errorf("reading the case image %s: %w", o.Case, err)
-			}
-			plat := v1.Platform{OS: cf.OS, Architecture: cf.Architecture, Variant: cf.Variant}
-			if p != nil {
-				plat = *p
-			}
-			rref := runtimebin.Ref(o.Runtime, g.Lookup(runtimebin.Env), names.Runtime())
-			ropts, _ = g.RegistryOptions(s, &plat)
-			rr, err := registry.NewResolver(ropts...)
-			if err != nil {
-				return err
-			}
-			rtRes, err := rr.Resolve(ctx, rref)
-			if err != nil {
-				return fmt.Errorf("finding the runtime image: %w", err)
-			}
-			if rtRes.Index == nil {
-				if err := runtimebin.CheckPlatform(rref, rtRes.Image, plat); err != nil {
-					return err
-				}
-			}
-
-			facts, err := openFacts()
-			if err != nil {
-				return err
-			}
-			aopts := []assemble.ToolOption{
-				assemble.WithSourceDir(src), assemble.WithTempDir(s.TempDir()),
-				assemble.WithFacts(facts), assemble.WithRefs(o.Case, rref),
-			}
-			if t, ok, err := sourceDateEpoch(); err != nil {
-				return err
-			} else if ok {
-				aopts = append(aopts, assemble.WithTime(t))
-			}
-			toolName := names.Tool(id)
-			ref, err := name.ParseReference(toolName, name.WeakValidation)
-			if err != nil {
-				return fmt.Errorf("tool image name %q is not a valid reference: check REGISTRY (--registry or %s): %w", toolName, registry.RegistryEnv, err)
-			}
-			// The tool image made before for this task, from the store or
-			// the registry: when its key matches, its own layers are
-			// reused and no case layer is read.
-			if prev, err := rr.Image(ctx, toolName); err == nil {
-				aopts = append(aopts, assemble.WithPrevious(prev))
-			}
-			start := time.Now()
-			ti, err := assemble.Tool(ctx, caseRes.Image, rtRes.Image, aopts...)
-			if err != nil {
-				return err
-			}
-			defer ti.Close()
-			if o.NoStore && !o.Push {
-				return fmt.Errorf("--no-store needs --push: the image must go somewhere")
-			}
-			if !o.NoStore {
-				if err := s.Write(ctx, ref, ti); err != nil {
-					return err
-				}
-			}
-			d, err := ti.Digest()
-			if err != nil {
-				return err
-			}
-			how := "assembled"
-			if ti.Reused {
-				how = "reassembled (system and source layers reused)"
-			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "%s %s in %s (tree %s)\n", how, toolName, time.Since(start).Round(time.Millisecond), ti.TreeID)
-			if o.Push {
-				popts, _ := g.RegistryOptions(nil, nil)
-				if err := registry.Push(ctx, toolName, ti, popts...); err != nil {
-					return err
-				}
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s@%s\n", toolName, d)
+			fmt.Fprintf(cmd.OutOrStdout(), "%s@%s\n", b.Name, b.Digest)
 			return nil
 		},
 	}
@@ -186,12 +90,90 @@ the default is the case image's creation time.`,
 	f.StringVar(&o.Runtime, "runtime", "", "runtime image (default $SSEBENCH_RUNTIME_IMAGE, else REGISTRY/runtime:VERSION)")
 	f.StringVar(&o.Platform, "platform", "", "platform to assemble for (default: the case image's)")
 	f.BoolVar(&o.Push, "push", false, "push the tool image to its registry too")
-	f.BoolVar(&o.NoStore, "no-store", false, "with --push: do not keep the image in the local store (nothing is downloaded that the registry has)")
+	f.BoolVar(&o.NoStore, "no-store", false, "with --push: do not keep the image in the local store (nothing the registry has is downloaded)")
 	return cmd
 }
 
-// taskFromCaseRef is the last path component of a case image's repository:
-// case/<dataset>/<task> names the task (lowercased, as case names are).
+type assembleAgentOptions struct {
+	Tool, Agent, Task, Platform string
+	BuildArgs                   []string
+	Push, Explain               bool
+}
+
+func newCmdAssembleAgent(g *options.Global) *cobra.Command {
+	o := &assembleAgentOptions{}
+	cmd := &cobra.Command{
+		Use:   "agent --tool REF --agent FOLDER [--task ID] [--build-arg K=V] [--explain] [--push]",
+		Short: "Build the agent image on a tool image: natively, or with BuildKit when a step must run",
+		Long: `Read agents/<FOLDER>/Dockerfile with BuildKit's parser. When every
+instruction can be applied without running anything (FROM ssebench-agent, ARG,
+ENV, LABEL, WORKDIR, USER, CMD, ENTRYPOINT, EXPOSE, SHELL, STOPSIGNAL, COPY/ADD
+of local files or --from=workspace), assemble it natively: config changes and
+one layer per COPY/ADD. Otherwise build it with BuildKit, the tool image as
+the named context ssebench-agent and the SSEBench home as workspace. The image
+is stored as lowercase(REGISTRY/agent-<name>/<task>:<version>).`,
+		Example: `  ssebench assemble agent --tool localhost:5000/ssebench/tool/kvconf-12-afb9ee1:0.1.0-dev --agent dummy
+  ssebench assemble agent --tool localhost:5000/ssebench/tool/kvconf-12-afb9ee1:0.1.0-dev --agent apt-demo --explain`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.Tool == "" || o.Agent == "" {
+				return fmt.Errorf("--tool and --agent are required: pass the tool image and an agent folder under agents/")
+			}
+			args, err := parseBuildArgs(o.BuildArgs)
+			if err != nil {
+				return err
+			}
+			p, err := options.ParsePlatform(o.Platform)
+			if err != nil {
+				return err
+			}
+			e, done, err := newEnv(g, cmd, "")
+			if err != nil {
+				return err
+			}
+			defer done()
+			id := o.Task
+			if id == "" {
+				id = taskFromCaseRef(o.Tool)
+			}
+			req := pipeline.AgentRequest{Tool: o.Tool, Folder: o.Agent, Task: id, BuildArgs: args, Platform: p, Push: o.Push}
+			if o.Explain {
+				req.Explain = cmd.ErrOrStderr()
+			}
+			b, err := e.Agent(cmd.Context(), req)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s@%s\n", b.Name, b.Digest)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Tool, "tool", "", "tool image reference (required)")
+	f.StringVar(&o.Agent, "agent", "", "agent folder under agents/ (required)")
+	f.StringVar(&o.Task, "task", "", "task id (default: the last part of the tool image's name)")
+	f.StringArrayVar(&o.BuildArgs, "build-arg", nil, "build argument K=V (repeatable)")
+	f.StringVar(&o.Platform, "platform", "", "platform (default: the tool image's)")
+	f.BoolVar(&o.Explain, "explain", false, "print which path was taken (native or BuildKit) and why")
+	f.BoolVar(&o.Push, "push", false, "push the agent image to its registry too")
+	return cmd
+}
+
+func parseBuildArgs(kvs []string) (map[string]string, error) {
+	m := map[string]string{}
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("--build-arg %q is not KEY=VALUE", kv)
+		}
+		m[k] = v
+	}
+	return m, nil
+}
+
+// taskFromCaseRef is the last path component of an image's repository:
+// case/<dataset>/<task> and tool/<task> name the task (lowercased, as those
+// names are).
 func taskFromCaseRef(ref string) string {
 	repo := ref
 	if i := strings.IndexAny(repo, "@"); i >= 0 {
@@ -214,32 +196,4 @@ func sourceOf(home, id string) (string, error) {
 		return "", fmt.Errorf("reading task %s: %w", id, err)
 	}
 	return t.Config.Source, nil
-}
-
-// sourceDateEpoch reads SOURCE_DATE_EPOCH, the reproducible-builds way to
-// fix a build's time.
-func sourceDateEpoch() (time.Time, bool, error) {
-	v := strings.TrimSpace(os.Getenv("SOURCE_DATE_EPOCH"))
-	if v == "" {
-		return time.Time{}, false, nil
-	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil {
-		return time.Time{}, false, fmt.Errorf("SOURCE_DATE_EPOCH=%q is not a number of seconds: unset it or set it to a Unix time", v)
-	}
-	return time.Unix(n, 0).UTC(), true, nil
-}
-
-// openFacts opens the layer facts cache: $SSEBENCH_CACHE/facts, else the
-// user cache directory's ssebench/facts.
-func openFacts() (*assemble.Facts, error) {
-	dir := os.Getenv("SSEBENCH_CACHE")
-	if dir == "" {
-		c, err := os.UserCacheDir()
-		if err != nil {
-			return nil, fmt.Errorf("finding a cache directory: %w (set SSEBENCH_CACHE)", err)
-		}
-		dir = filepath.Join(c, "ssebench")
-	}
-	return assemble.NewFacts(filepath.Join(dir, "facts"))
 }

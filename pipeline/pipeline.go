@@ -1,0 +1,298 @@
+// Package pipeline provides the steps that chain the four images of a run:
+// finding the case image, assembling the tool image on it, and the agent
+// image on that, with the store, the registry and BuildKit wired together.
+// The CLI's commands are thin layers over it.
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/42-b3yond-6ug/ssebench/agent"
+	"github.com/42-b3yond-6ug/ssebench/assemble"
+	"github.com/42-b3yond-6ug/ssebench/assemble/agentimage"
+	"github.com/42-b3yond-6ug/ssebench/buildkit"
+	"github.com/42-b3yond-6ug/ssebench/registry"
+	"github.com/42-b3yond-6ug/ssebench/runtimebin"
+)
+
+// Env is what every step needs: where images live and how to reach the
+// daemons. Fill it in once per command.
+type Env struct {
+	// Home is the SSEBench home (datasets/, agents/).
+	Home string
+	// Names gives REGISTRY and VERSION.
+	Names registry.Names
+	// Store is the local image store.
+	Store *registry.Store
+	// RegistryOptions are the pull policy, plain-HTTP hosts and the like;
+	// the platform is added per step.
+	RegistryOptions []registry.Option
+	// RuntimeRef is the runtime image: --runtime, else
+	// SSEBENCH_RUNTIME_IMAGE, else "" for REGISTRY/runtime:VERSION.
+	RuntimeRef string
+	// Facts caches what layers teach; nil caches nothing.
+	Facts *assemble.Facts
+	// BuildKit connects to buildkitd when a step needs it.
+	BuildKit func(ctx context.Context) (*buildkit.Client, error)
+	// Log receives progress lines; nil discards them.
+	Log io.Writer
+}
+
+func (e *Env) logf(format string, args ...any) {
+	if e.Log != nil {
+		fmt.Fprintf(e.Log, format+"\n", args...)
+	}
+}
+
+// Resolver returns a resolver for platform p (nil: the host's).
+func (e *Env) Resolver(p *v1.Platform) (*registry.Resolver, error) {
+	opts := append([]registry.Option{registry.WithStore(e.Store)}, e.RegistryOptions...)
+	if p != nil {
+		opts = append(opts, registry.WithPlatform(p))
+	}
+	return registry.NewResolver(opts...)
+}
+
+// Built is an image a step made.
+type Built struct {
+	// Name is its reference, Digest its manifest digest.
+	Name   string
+	Digest v1.Hash
+	// How says how it came to be, for the user: "assembled", "reused",
+	// "built with BuildKit".
+	How string
+	// Took is how long the step took.
+	Took time.Duration
+}
+
+// ToolRequest asks for a tool image.
+type ToolRequest struct {
+	// Case is the case image reference. Required.
+	Case string
+	// Task is the task id; SourceDir its SOURCE_DIR. Required.
+	Task, SourceDir string
+	// Platform is the platform to assemble for; nil means the case
+	// image's.
+	Platform *v1.Platform
+	// Push also pushes the result to its registry; NoStore keeps it out
+	// of the store (then Push is required).
+	Push, NoStore bool
+}
+
+// Tool assembles the tool image of a task (SPEC.md section 4) and records
+// it in the store under REGISTRY/tool/<task>:VERSION, pushing it too when
+// asked. When the tool image made before has the same inputs its own layers
+// are reused and no case layer is read.
+func (e *Env) Tool(ctx context.Context, req ToolRequest) (*Built, error) {
+	if req.NoStore && !req.Push {
+		return nil, errors.New("--no-store needs --push: the image must go somewhere")
+	}
+	r, err := e.Resolver(req.Platform)
+	if err != nil {
+		return nil, err
+	}
+	caseRes, err := r.Resolve(ctx, req.Case)
+	if err != nil {
+		return nil, fmt.Errorf("finding the case image: %w", err)
+	}
+	cf, err := caseRes.Image.ConfigFile()
+	if err != nil {
+		return nil, fmt.Errorf("reading the case image %s: %w", req.Case, err)
+	}
+	plat := v1.Platform{OS: cf.OS, Architecture: cf.Architecture, Variant: cf.Variant}
+	if req.Platform != nil {
+		plat = *req.Platform
+	}
+	rr, err := e.Resolver(&plat)
+	if err != nil {
+		return nil, err
+	}
+	rref := runtimebin.Ref(e.RuntimeRef, "", e.Names.Runtime())
+	rtRes, err := rr.Resolve(ctx, rref)
+	if err != nil {
+		return nil, fmt.Errorf("finding the runtime image (build it with `ssebench runtime build`, or pass --runtime): %w", err)
+	}
+	if rtRes.Index == nil {
+		if err := runtimebin.CheckPlatform(rref, rtRes.Image, plat); err != nil {
+			return nil, err
+		}
+	}
+	toolName := e.Names.Tool(req.Task)
+	ref, err := name.ParseReference(toolName, name.WeakValidation)
+	if err != nil {
+		return nil, fmt.Errorf("tool image name %q is not a valid reference: check REGISTRY (--registry or %s): %w", toolName, registry.RegistryEnv, err)
+	}
+	opts := []assemble.ToolOption{
+		assemble.WithSourceDir(req.SourceDir), assemble.WithTempDir(e.Store.TempDir()),
+		assemble.WithFacts(e.Facts), assemble.WithRefs(req.Case, rref),
+	}
+	if t, ok, err := SourceDateEpoch(); err != nil {
+		return nil, err
+	} else if ok {
+		opts = append(opts, assemble.WithTime(t))
+	}
+	if prev, err := rr.Image(ctx, toolName); err == nil {
+		opts = append(opts, assemble.WithPrevious(prev))
+	}
+	start := time.Now()
+	ti, err := assemble.Tool(ctx, caseRes.Image, rtRes.Image, opts...)
+	if err != nil {
+		return nil, err
+	}
+	defer ti.Close()
+	if !req.NoStore {
+		if err := e.Store.Write(ctx, ref, ti); err != nil {
+			return nil, err
+		}
+	}
+	if req.Push {
+		if err := registry.Push(ctx, toolName, ti, e.RegistryOptions...); err != nil {
+			return nil, err
+		}
+	}
+	d, err := ti.Digest()
+	if err != nil {
+		return nil, err
+	}
+	how := "assembled"
+	if ti.Reused {
+		how = "reassembled (system and source layers reused)"
+	}
+	b := &Built{Name: toolName, Digest: d, How: how, Took: time.Since(start)}
+	e.logf("%s %s in %s (tree %s)", how, toolName, b.Took.Round(time.Millisecond), ti.TreeID)
+	return b, nil
+}
+
+// AgentRequest asks for an agent image.
+type AgentRequest struct {
+	// Tool is the tool image reference; Folder the agent folder; Task the
+	// task id. Required.
+	Tool, Folder, Task string
+	// BuildArgs are --build-arg values.
+	BuildArgs map[string]string
+	// Platform is the platform; nil means the tool image's.
+	Platform *v1.Platform
+	// Push also pushes the result to its registry.
+	Push bool
+	// Explain, when not nil, receives which path was taken and why.
+	Explain io.Writer
+}
+
+// Agent builds the agent image on a tool image (SPEC.md section 6):
+// natively when its Dockerfile needs no container, else with BuildKit. It
+// is recorded in the store under lowercase(REGISTRY/agent-<name>/<task>:
+// <version>).
+func (e *Env) Agent(ctx context.Context, req AgentRequest) (*Built, error) {
+	a, err := agent.Load(e.Home, req.Folder)
+	if err != nil {
+		return nil, err
+	}
+	agentName := e.Names.Agent(a.Name, req.Task, a.Version)
+	ref, err := name.ParseReference(agentName, name.WeakValidation)
+	if err != nil {
+		return nil, fmt.Errorf("agent image name %q is not a valid reference: %w", agentName, err)
+	}
+	plan, err := agentimage.LoadPlan(a.Dir, req.BuildArgs)
+	if err != nil {
+		return nil, err
+	}
+	if req.Explain != nil {
+		io.WriteString(req.Explain, plan.Explain())
+	}
+	r, err := e.Resolver(req.Platform)
+	if err != nil {
+		return nil, err
+	}
+	toolRes, err := r.Resolve(ctx, req.Tool)
+	if err != nil {
+		return nil, fmt.Errorf("finding the tool image: %w", err)
+	}
+	start := time.Now()
+	var d v1.Hash
+	how := "assembled natively"
+	if plan.Native {
+		img, err := agentimage.Assemble(ctx, toolRes.Image, plan, a.Dir, e.Home,
+			agentimage.WithTempDir(e.Store.TempDir()), agentimage.WithFacts(e.Facts))
+		switch {
+		case errors.Is(err, agentimage.ErrNeedsBuildKit):
+			plan.Native = false
+		case err != nil:
+			return nil, err
+		default:
+			defer img.Close()
+			if err := e.Store.Write(ctx, ref, img); err != nil {
+				return nil, err
+			}
+			if d, err = img.Digest(); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if !plan.Native {
+		how = "built with BuildKit"
+		if e.BuildKit == nil {
+			return nil, fmt.Errorf("agent %s needs BuildKit (%s) and none is configured", req.Folder, plan.Reason)
+		}
+		bk, err := e.BuildKit(ctx)
+		if err != nil {
+			return nil, err
+		}
+		defer bk.Close()
+		// The tool image must be whole in the store for buildkitd to read
+		// it as an OCI layout.
+		if err := e.Store.Write(ctx, toolRes.Ref, toolRes.Image); err != nil {
+			return nil, err
+		}
+		src, err := agentimage.ToolFromStore(e.Store, toolRes.Ref)
+		if err != nil {
+			return nil, err
+		}
+		cf, err := toolRes.Image.ConfigFile()
+		if err != nil {
+			return nil, err
+		}
+		plat := (&v1.Platform{OS: cf.OS, Architecture: cf.Architecture, Variant: cf.Variant}).String()
+		if d, err = agentimage.BuildKit(ctx, bk, agentimage.BuildRequest{
+			AgentDir: a.Dir, Home: e.Home, Tool: src, BuildArgs: req.BuildArgs,
+			Platform: plat, Store: e.Store, Ref: ref,
+		}); err != nil {
+			return nil, err
+		}
+	}
+	if req.Push {
+		img, err := e.Store.Image(ref)
+		if err != nil {
+			return nil, err
+		}
+		if err := registry.Push(ctx, agentName, img, e.RegistryOptions...); err != nil {
+			return nil, err
+		}
+	}
+	b := &Built{Name: agentName, Digest: d, How: how, Took: time.Since(start)}
+	e.logf("%s %s in %s", how, agentName, b.Took.Round(time.Millisecond))
+	return b, nil
+}
+
+// SourceDateEpoch reads SOURCE_DATE_EPOCH, the reproducible-builds way to
+// fix a build's time.
+func SourceDateEpoch() (time.Time, bool, error) {
+	v := strings.TrimSpace(os.Getenv("SOURCE_DATE_EPOCH"))
+	if v == "" {
+		return time.Time{}, false, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("SOURCE_DATE_EPOCH=%q is not a number of seconds: unset it or set it to a Unix time", v)
+	}
+	return time.Unix(n, 0).UTC(), true, nil
+}

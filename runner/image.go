@@ -1,0 +1,405 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/core/content"
+	"github.com/containerd/containerd/v2/core/images"
+	"github.com/containerd/containerd/v2/core/leases"
+	"github.com/containerd/containerd/v2/core/remotes"
+	"github.com/containerd/containerd/v2/core/remotes/docker"
+	"github.com/containerd/errdefs"
+	"github.com/containerd/platforms"
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/opencontainers/go-digest"
+	"github.com/opencontainers/image-spec/identity"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/42-b3yond-6ug/ssebench/registry"
+)
+
+// leaseExpiry bounds how long content written by a run that crashed stays
+// protected from containerd's garbage collector. A healthy run deletes its
+// lease as soon as the image record and the container reference the
+// content.
+const leaseExpiry = time.Hour
+
+// cleanupTimeout bounds each clean-up call to containerd made after the
+// caller's context is done.
+const cleanupTimeout = 30 * time.Second
+
+// Image is an image that containerd holds and has unpacked for the
+// runner's platform and snapshotter.
+type Image struct {
+	// Name is containerd's name for the image: the full reference, with
+	// Docker Hub spelled docker.io.
+	Name string
+	// Target is the descriptor the name points at: a manifest, or an
+	// index for a multi-platform image.
+	Target ocispec.Descriptor
+	// Stats says what getting the image into containerd took.
+	Stats ImportStats
+}
+
+// ImportStats says what Import or Pull had to do. A second Import or Pull
+// of an unchanged image writes no blob and unpacks no layer.
+type ImportStats struct {
+	// Blobs is the number of blobs (index, manifest, config and layers)
+	// the image needs for the platform.
+	Blobs int
+	// BlobsWritten is how many of them containerd lacked and were
+	// written from the store (Import) or fetched (Pull).
+	BlobsWritten int
+	// BytesWritten is their total size.
+	BytesWritten int64
+	// Layers is the number of layers of the platform's manifest.
+	Layers int
+	// LayersUnpacked is how many layer snapshots did not exist yet and
+	// were unpacked.
+	LayersUnpacked int
+	// Duration is the wall time of the whole step.
+	Duration time.Duration
+}
+
+// Import copies the image ref from the local image store (see WithStore)
+// into containerd, writing only the blobs containerd's content store
+// lacks, points containerd's image record ref at it and unpacks it for
+// the runner's platform.
+func (r *Runner) Import(ctx context.Context, ref string) (*Image, error) {
+	ctx, done, err := r.lease(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	return r.importImage(ctx, ref)
+}
+
+// Pull fetches the image ref from its registry into containerd (only the
+// blobs containerd lacks; plain HTTP for localhost and 127.0.0.1) and
+// unpacks it for the runner's platform. Credentials come from the
+// keychain (see WithKeychain).
+func (r *Runner) Pull(ctx context.Context, ref string) (*Image, error) {
+	ctx, done, err := r.lease(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	return r.pullImage(ctx, ref)
+}
+
+// lease puts the runner's namespace and a fresh lease on ctx, so that
+// content and snapshots written by multi-step work survive containerd's
+// garbage collector until something references them. The returned done
+// deletes the lease even when ctx is cancelled.
+func (r *Runner) lease(ctx context.Context) (context.Context, func(), error) {
+	ctx = r.withNamespace(ctx)
+	ctx, done, err := r.client.WithLease(ctx, leases.WithRandomID(), leases.WithExpiration(leaseExpiry))
+	if err != nil {
+		return nil, nil, fmt.Errorf("creating a containerd lease: %w", err)
+	}
+	return ctx, func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		defer cancel()
+		done(cctx)
+	}, nil
+}
+
+// containerdName spells ref as containerd names images: the whole
+// reference, with docker.io for Docker Hub (go-containerregistry says
+// index.docker.io, which containerd's resolver does not map).
+func containerdName(ref name.Reference) string {
+	reg := ref.Context().RegistryStr()
+	if reg == name.DefaultRegistry {
+		reg = "docker.io"
+	}
+	repo := reg + "/" + ref.Context().RepositoryStr()
+	if d, ok := ref.(name.Digest); ok {
+		return repo + "@" + d.DigestStr()
+	}
+	return repo + ":" + ref.Identifier()
+}
+
+func (r *Runner) matcher() platforms.MatchComparer { return platforms.Only(r.opts.platform) }
+
+func (r *Runner) importImage(ctx context.Context, ref string) (*Image, error) {
+	start := time.Now()
+	store := r.opts.store
+	if store == nil {
+		return nil, fmt.Errorf("importing %s: no local image store is configured (pull it from a registry instead)", ref)
+	}
+	parsed, err := name.ParseReference(ref)
+	if err != nil {
+		return nil, fmt.Errorf("importing %s: %w", ref, err)
+	}
+	desc, err := store.Descriptor(parsed)
+	if errors.Is(err, registry.ErrNotFound) {
+		return nil, fmt.Errorf("image %s is not in the local store %s: build or pull it first: %w", ref, store.Dir(), err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("importing %s: %w", ref, err)
+	}
+	target := ociDescriptor(desc)
+	cs := r.client.ContentStore()
+	src := &storeProvider{s: store}
+
+	var stats ImportStats
+	ensure := images.HandlerFunc(func(ctx context.Context, d ocispec.Descriptor) ([]ocispec.Descriptor, error) {
+		stats.Blobs++
+		written, err := r.ensureBlob(ctx, cs, src, d)
+		if err != nil {
+			return nil, err
+		}
+		if written {
+			stats.BlobsWritten++
+			stats.BytesWritten += d.Size
+		}
+		return nil, nil
+	})
+	m := r.matcher()
+	children := images.LimitManifests(images.FilterPlatforms(images.ChildrenHandler(src), m), m, 1)
+	// SetChildrenLabels writes the gc.ref labels that make a manifest
+	// (or index) hold its children: without them containerd's garbage
+	// collector would remove the config and layers once the lease ends,
+	// since only the image record is a root.
+	label := images.SetChildrenLabels(cs, children)
+	// Walk is sequential and depth-first, so a handler never runs twice
+	// at once and stats needs no lock.
+	if err := images.Walk(ctx, images.Handlers(ensure, label), target); err != nil {
+		return nil, fmt.Errorf("importing %s into containerd: %w", ref, err)
+	}
+
+	img := images.Image{Name: containerdName(parsed), Target: target}
+	if err := r.putImage(ctx, img); err != nil {
+		return nil, err
+	}
+	if err := r.unpack(ctx, img, &stats); err != nil {
+		return nil, err
+	}
+	stats.Duration = time.Since(start)
+	return &Image{Name: img.Name, Target: target, Stats: stats}, nil
+}
+
+// ensureBlob writes d from the store unless containerd has it; it reports
+// whether it wrote.
+func (r *Runner) ensureBlob(ctx context.Context, cs content.Store, src *storeProvider, d ocispec.Descriptor) (bool, error) {
+	_, err := cs.Info(ctx, d.Digest)
+	if err == nil {
+		// Present, but maybe held by nothing yet: add it to our lease so
+		// that the garbage collector cannot take it before the image
+		// record references it.
+		if err := r.leaseContent(ctx, d.Digest); err != nil {
+			return false, err
+		}
+		return false, nil
+	}
+	if !errdefs.IsNotFound(err) {
+		return false, fmt.Errorf("checking containerd for blob %s: %w", d.Digest, err)
+	}
+	h, err := v1.NewHash(d.Digest.String())
+	if err != nil {
+		return false, fmt.Errorf("blob %s: %w", d.Digest, err)
+	}
+	rc, err := src.s.Blob(h, d.Size)
+	if err != nil {
+		return false, err
+	}
+	defer rc.Close()
+	// WriteBlob verifies size and digest on commit; the store's reader
+	// verifies them too, so a corrupt blob names the store file to remove.
+	if err := content.WriteBlob(ctx, cs, "ssebench-import-"+d.Digest.String(), rc, d); err != nil {
+		return false, fmt.Errorf("writing blob %s to containerd: %w", d.Digest, err)
+	}
+	return true, nil
+}
+
+func (r *Runner) leaseContent(ctx context.Context, d digest.Digest) error {
+	id, ok := leases.FromContext(ctx)
+	if !ok {
+		return nil
+	}
+	err := r.client.LeasesService().AddResource(ctx, leases.Lease{ID: id}, leases.Resource{ID: d.String(), Type: "content"})
+	if err != nil && !errdefs.IsAlreadyExists(err) {
+		return fmt.Errorf("protecting blob %s with a lease: %w", d, err)
+	}
+	return nil
+}
+
+// putImage creates containerd's image record, or points an existing one
+// at the new target.
+func (r *Runner) putImage(ctx context.Context, img images.Image) error {
+	is := r.client.ImageService()
+	if _, err := is.Create(ctx, img); err != nil {
+		if !errdefs.IsAlreadyExists(err) {
+			return fmt.Errorf("creating containerd image %s: %w", img.Name, err)
+		}
+		if _, err := is.Update(ctx, img, "target"); err != nil {
+			return fmt.Errorf("updating containerd image %s: %w", img.Name, err)
+		}
+	}
+	return nil
+}
+
+func (r *Runner) pullImage(ctx context.Context, ref string) (*Image, error) {
+	start := time.Now()
+	parsed, err := name.ParseReference(ref)
+	if err != nil {
+		return nil, fmt.Errorf("pulling %s: %w", ref, err)
+	}
+	cname := containerdName(parsed)
+	cs := r.client.ContentStore()
+
+	var (
+		mu    sync.Mutex
+		stats ImportStats
+	)
+	// count sees every descriptor the pull visits before it is fetched;
+	// the fetch skips what containerd has, so what Info does not find is
+	// what gets downloaded. Pull dispatches children concurrently.
+	count := func(h images.Handler) images.Handler {
+		return images.HandlerFunc(func(ctx context.Context, d ocispec.Descriptor) ([]ocispec.Descriptor, error) {
+			_, err := cs.Info(ctx, d.Digest)
+			mu.Lock()
+			stats.Blobs++
+			if errdefs.IsNotFound(err) {
+				stats.BlobsWritten++
+				stats.BytesWritten += d.Size
+			}
+			mu.Unlock()
+			return h.Handle(ctx, d)
+		})
+	}
+	// Unpacking is left to r.unpack, the same as for Import, so that both
+	// paths count unpacked layers alike and use only the diff and
+	// snapshot services (no transfer service, which containerd 1.6 lacks).
+	ci, err := r.client.Pull(ctx, cname,
+		client.WithResolver(r.resolver()),
+		client.WithPlatformMatcher(r.matcher()),
+		client.WithImageHandlerWrapper(count),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("pulling %s: %w", cname, err)
+	}
+	img := ci.Metadata()
+	if err := r.unpack(ctx, img, &stats); err != nil {
+		return nil, err
+	}
+	stats.Duration = time.Since(start)
+	return &Image{Name: img.Name, Target: img.Target, Stats: stats}, nil
+}
+
+// resolver talks plain HTTP to registries on this machine (the test and
+// development registry listens on 127.0.0.1) and HTTPS elsewhere.
+func (r *Runner) resolver() remotes.Resolver {
+	auth := docker.NewDockerAuthorizer(docker.WithAuthCreds(r.credentials))
+	return docker.NewResolver(docker.ResolverOptions{
+		Hosts: docker.ConfigureDefaultRegistries(
+			docker.WithPlainHTTP(docker.MatchLocalhost),
+			docker.WithAuthorizer(auth),
+		),
+	})
+}
+
+// credentials answers containerd's authorizer from the keychain.
+func (r *Runner) credentials(host string) (string, string, error) {
+	if host == "registry-1.docker.io" {
+		host = name.DefaultRegistry
+	}
+	reg, err := name.NewRegistry(host)
+	if err != nil {
+		return "", "", nil
+	}
+	a, err := r.opts.keychain.Resolve(reg)
+	if err != nil {
+		return "", "", fmt.Errorf("finding credentials for %s: %w", host, err)
+	}
+	cfg, err := authn.Authorization(context.Background(), a)
+	if err != nil {
+		return "", "", fmt.Errorf("finding credentials for %s: %w", host, err)
+	}
+	if cfg.IdentityToken != "" {
+		return "", cfg.IdentityToken, nil
+	}
+	return cfg.Username, cfg.Password, nil
+}
+
+// unpack applies the platform's layers that have no snapshot yet and
+// labels the config so that the garbage collector keeps the snapshots as
+// long as the image exists.
+func (r *Runner) unpack(ctx context.Context, img images.Image, stats *ImportStats) error {
+	ci := client.NewImageWithPlatform(r.client, img, r.matcher())
+	diffIDs, err := ci.RootFS(ctx)
+	if err != nil {
+		return fmt.Errorf("reading the layers of %s for %s: %w", img.Name, platforms.Format(r.opts.platform), err)
+	}
+	stats.Layers = len(diffIDs)
+	sn := r.client.SnapshotService(r.snapshotter)
+	for _, id := range identity.ChainIDs(diffIDs) {
+		if _, err := sn.Stat(ctx, id.String()); errdefs.IsNotFound(err) {
+			stats.LayersUnpacked++
+		} else if err != nil {
+			return fmt.Errorf("checking snapshot %s: %w", id, err)
+		}
+	}
+	// Unpack is cheap when every snapshot exists (one Stat per layer), and
+	// it must run anyway to write the config's snapshot label.
+	if err := ci.Unpack(ctx, r.snapshotter); err != nil {
+		return fmt.Errorf("unpacking %s into the %s snapshotter: %w", img.Name, r.snapshotter, err)
+	}
+	return nil
+}
+
+// ociDescriptor converts a store descriptor; the annotations (the
+// store's ref name) stay behind.
+func ociDescriptor(d v1.Descriptor) ocispec.Descriptor {
+	return ocispec.Descriptor{
+		MediaType: string(d.MediaType),
+		Digest:    digest.Digest(d.Digest.String()),
+		Size:      d.Size,
+	}
+}
+
+// storeProvider reads blobs from the local image store for containerd's
+// image handlers.
+type storeProvider struct {
+	s *registry.Store
+}
+
+var _ content.Provider = (*storeProvider)(nil)
+
+// ReaderAt implements content.Provider.
+func (p *storeProvider) ReaderAt(_ context.Context, d ocispec.Descriptor) (content.ReaderAt, error) {
+	h, err := v1.NewHash(d.Digest.String())
+	if err != nil {
+		return nil, fmt.Errorf("blob %s: %w", d.Digest, err)
+	}
+	f, err := os.Open(p.s.BlobPath(h))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("blob %s is missing from the image store %s: pull or build the image again: %w", d.Digest, p.s.Dir(), errdefs.ErrNotFound)
+	}
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &fileReaderAt{File: f, size: fi.Size()}, nil
+}
+
+type fileReaderAt struct {
+	*os.File
+	size int64
+}
+
+// Size implements content.ReaderAt.
+func (f *fileReaderAt) Size() int64 { return f.size }

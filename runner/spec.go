@@ -1,0 +1,220 @@
+package runner
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/containerd/containerd/v2/pkg/identifiers"
+	"github.com/containerd/containerd/v2/pkg/oci"
+	"github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// Network says what network a container gets.
+type Network string
+
+const (
+	// NetworkRestricted gives the container a network namespace of its
+	// own with only the loopback interface: nothing outside is reachable.
+	// It is the default (the zero value means it too).
+	NetworkRestricted Network = "restricted"
+	// NetworkOpen shares the host's network namespace, /etc/resolv.conf
+	// and /etc/hosts, so the container reaches what the host reaches (a
+	// model API, for example).
+	NetworkOpen Network = "open"
+)
+
+// ParseNetwork parses a --network value: "restricted" or "open"; empty
+// means restricted.
+func ParseNetwork(s string) (Network, error) {
+	switch Network(s) {
+	case "", NetworkRestricted:
+		return NetworkRestricted, nil
+	case NetworkOpen:
+		return NetworkOpen, nil
+	}
+	return "", fmt.Errorf("unknown network %q: want %q or %q", s, NetworkRestricted, NetworkOpen)
+}
+
+// Mount is a bind mount of a host directory (or file) into the container.
+type Mount struct {
+	// Source is the host path; it must be absolute and exist.
+	Source string
+	// Target is the path in the container; it must be absolute. It is
+	// created when the image lacks it.
+	Target string
+	// ReadOnly mounts Source read-only.
+	ReadOnly bool
+}
+
+// RunSpec is one run's request; Run reads it whole and never changes it.
+type RunSpec struct {
+	// Image is the image reference, as the local store or the registry
+	// names it. Required.
+	Image string
+	// Pull fetches Image from its registry instead of importing it from
+	// the local store.
+	Pull bool
+	// ID is the container ID, unique in the runner's namespace. Empty
+	// means a generated "ssebench-<12 hex digits>".
+	ID string
+	// Entrypoint, when non-nil, replaces the image's ENTRYPOINT; the
+	// image's CMD is then dropped too, as with `docker run --entrypoint`.
+	Entrypoint []string
+	// Args, when non-empty, replaces the image's CMD; the ENTRYPOINT
+	// stays, as with `docker run IMAGE ARGS...`.
+	Args []string
+	// Env holds KEY=VALUE entries that replace or extend the image's
+	// environment.
+	Env []string
+	// Labels are the container's labels.
+	Labels map[string]string
+	// Mounts are bind mounts, applied in order.
+	Mounts []Mount
+	// Network is the container's network. The zero value means
+	// NetworkRestricted.
+	Network Network
+	// User is "uid", "uid:gid", "user" or "user:group"; empty means the
+	// image's USER. Names are looked up in the image's /etc/passwd and
+	// /etc/group.
+	User string
+	// Stdout and Stderr receive the container's output as it is written;
+	// nil discards it. Run returns only after all output is delivered.
+	// The container's stdin is /dev/null.
+	Stdout, Stderr io.Writer
+	// Keep leaves the container and its snapshot in containerd after the
+	// run (the exited task is always deleted), for inspection with
+	// `ctr -n NAMESPACE containers info ID`.
+	Keep bool
+}
+
+// validate checks what can be checked without containerd and returns a
+// copy with the defaults filled in.
+func (s RunSpec) validate() (RunSpec, error) {
+	if strings.TrimSpace(s.Image) == "" {
+		return s, errors.New("no image to run")
+	}
+	if s.ID == "" {
+		id, err := newID()
+		if err != nil {
+			return s, err
+		}
+		s.ID = id
+	} else if err := identifiers.Validate(s.ID); err != nil {
+		return s, fmt.Errorf("invalid container ID %q: use at most 76 letters, digits and single '.', '_' or '-' between them", s.ID)
+	}
+	if s.Entrypoint != nil && len(s.Entrypoint)+len(s.Args) == 0 {
+		return s, errors.New("empty command: the entrypoint is replaced by nothing and there are no arguments")
+	}
+	n, err := ParseNetwork(string(s.Network))
+	if err != nil {
+		return s, err
+	}
+	s.Network = n
+	for _, e := range s.Env {
+		k, _, ok := strings.Cut(e, "=")
+		if !ok || k == "" {
+			return s, fmt.Errorf("invalid environment entry %q: want KEY=VALUE", e)
+		}
+	}
+	for k := range s.Labels {
+		if k == "" {
+			return s, errors.New("invalid label: empty key")
+		}
+	}
+	targets := map[string]bool{}
+	for _, m := range s.Mounts {
+		if !filepath.IsAbs(m.Source) {
+			return s, fmt.Errorf("invalid mount %s:%s: the host path must be absolute", m.Source, m.Target)
+		}
+		if _, err := os.Stat(m.Source); err != nil {
+			return s, fmt.Errorf("invalid mount %s:%s: %w", m.Source, m.Target, err)
+		}
+		if !path.IsAbs(m.Target) || path.Clean(m.Target) == "/" {
+			return s, fmt.Errorf("invalid mount %s:%s: the container path must be absolute and not /", m.Source, m.Target)
+		}
+		t := path.Clean(m.Target)
+		if targets[t] {
+			return s, fmt.Errorf("invalid mounts: two mounts on %s", t)
+		}
+		targets[t] = true
+	}
+	return s, nil
+}
+
+// idRandomBytes gives generated container IDs 48 random bits: collisions
+// between runs in one namespace are negligible.
+const idRandomBytes = 6
+
+func newID() (string, error) {
+	b := make([]byte, idRandomBytes)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("generating a container ID: %w", err)
+	}
+	return "ssebench-" + hex.EncodeToString(b), nil
+}
+
+// specOpts returns the OCI spec options of a validated spec. image is the
+// image whose config supplies the defaults; nil leaves it out (for tests
+// that have no containerd). The order matters: the image's config first,
+// then what the run overrides.
+func (s RunSpec) specOpts(image oci.Image) []oci.SpecOpts {
+	var opts []oci.SpecOpts
+	if image != nil {
+		opts = append(opts, oci.WithImageConfigArgs(image, s.Args))
+	} else if len(s.Args) > 0 {
+		opts = append(opts, oci.WithProcessArgs(s.Args...))
+	}
+	if s.Entrypoint != nil {
+		args := append(append([]string(nil), s.Entrypoint...), s.Args...)
+		opts = append(opts, oci.WithProcessArgs(args...))
+	}
+	if s.User != "" {
+		opts = append(opts, oci.WithUser(s.User))
+	}
+	if len(s.Env) > 0 {
+		opts = append(opts, oci.WithEnv(s.Env))
+	}
+	if len(s.Mounts) > 0 {
+		opts = append(opts, oci.WithMounts(bindMounts(s.Mounts)))
+	}
+	switch s.Network {
+	case NetworkOpen:
+		opts = append(opts,
+			oci.WithHostNamespace(specs.NetworkNamespace),
+			oci.WithHostHostsFile,
+			oci.WithHostResolvconf,
+		)
+	default:
+		// containerd's default spec already has a new network namespace;
+		// saying so keeps restricted runs restricted should that default
+		// ever change.
+		opts = append(opts, oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.NetworkNamespace}))
+	}
+	return opts
+}
+
+func bindMounts(ms []Mount) []specs.Mount {
+	out := make([]specs.Mount, 0, len(ms))
+	for _, m := range ms {
+		mode := "rw"
+		if m.ReadOnly {
+			mode = "ro"
+		}
+		out = append(out, specs.Mount{
+			Type:        "bind",
+			Source:      m.Source,
+			Destination: path.Clean(m.Target),
+			// rbind carries mounts below Source along; private keeps
+			// the container's mount events out of the host.
+			Options: []string{"rbind", "rprivate", mode},
+		})
+	}
+	return out
+}
