@@ -475,7 +475,11 @@ func (b *toolBuild) build(ctx context.Context, t *ToolImage) (sys, repo, src *oc
 	var gitDirs []string // .git directories under SOURCE_DIR, left out of the copy
 	err = b.view.Walk(func(n oci.Node) error {
 		if acct.removed[n.Path] {
-			return fs.SkipDir
+			// SkipDir on a file would skip the rest of its directory.
+			if n.Header.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
 		}
 		if under(n.Path, o.sourceDir) {
 			return b.planSource(n, srcRoot, git, &gitDirs, &repoHdrs, &srcHdrs, &content)
@@ -712,7 +716,9 @@ func (b *toolBuild) ignoreRules(ctx context.Context, git *gitrepo.Builder) error
 	var nodes []oci.Node
 	err := b.view.Walk(func(n oci.Node) error {
 		if !under(n.Path, src) {
-			if strings.HasPrefix(src, n.Path+"/") || n.Path == src {
+			if strings.HasPrefix(src, n.Path+"/") || n.Path == src || !n.Header.IsDir() {
+				// SkipDir on a file (the /bin symlink of a merged-/usr
+				// image, say) would skip the rest of its directory.
 				return nil
 			}
 			return fs.SkipDir

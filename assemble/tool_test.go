@@ -122,6 +122,11 @@ func caseImage(t *testing.T) v1.Image {
 		dir("opt", 0o777),
 		dir("go", 0o777), dir("go/pkg", 0o750), reg("go/pkg/x.go", 0o640, "package x\n"),
 		symlink("usr/bin/gofmt", "/go/bin/gofmt"),
+		// A merged-/usr root: a symlink that sorts before /src.
+		symlink("bin", "usr/bin"),
+		dir("var", 0o755), dir("var/mail", 0o2775),
+		own(reg("var/mail/ubuntu", 0o660, "mail\n"), 1000, 8),
+		reg("var/mail/zz-shared", 0o666, "shared\n"),
 	)
 	source := layer(t,
 		dir("src", 0o755),
@@ -260,13 +265,14 @@ func TestToolContract(t *testing.T) {
 		{"go/pkg", 0o755, 0, 0},
 		{"go/pkg/x.go", 0o644, 0, 0},
 		{"etc/shadow", 0o640, 0, 42},
+		{"var/mail/zz-shared", 0o664, 0, 0},
 	} {
 		n := f.node(t, w.path)
 		if n.Header.Mode != w.mode || n.Header.Uid != w.uid || n.Header.Gid != w.gid {
 			t.Errorf("/%s: mode %04o owner %d:%d, want %04o %d:%d", w.path, n.Header.Mode, n.Header.Uid, n.Header.Gid, w.mode, w.uid, w.gid)
 		}
 	}
-	for _, gone := range []string{"home/ubuntu", "home/model/secret", "src/proj/.git/FIX", "src/proj/vendor/mod/inner/.git", "usr/bin/gone"} {
+	for _, gone := range []string{"var/mail/ubuntu", "home/ubuntu", "home/model/secret", "src/proj/.git/FIX", "src/proj/vendor/mod/inner/.git", "usr/bin/gone"} {
 		if _, ok := f.view.Lookup(gone); ok {
 			t.Errorf("/%s is still there", gone)
 		}

@@ -1,0 +1,52 @@
+// Command bench measures ssebench against BuildKit. It is a program, not a
+// test: it needs root, buildkitd's binary, runc, the local registry and the
+// Debian OS image (scripts/setup.sh), and takes minutes.
+//
+//	go run ./bench tool [-json results.json] [flags]
+//
+// tool builds (once, cached by tag in the registry) a realistic case image:
+// the Debian OS image, a C/C++ toolchain from apt and a generated source tree
+// of -files files and -mb megabytes. It then times, side by side:
+//
+//   - cold: BuildKit building assemble/testdata/oracle/reference/Dockerfile
+//     (SPEC.md section 4 with the real tools) on a throwaway buildkitd with an
+//     empty cache, against ssebench assembling the same tool image with a
+//     fresh store and an empty facts cache (assemble.Tool reading the case
+//     image from the registry, then Store.Write);
+//   - runtime change: both again with a runtime image that differs in one
+//     file, BuildKit on its now warm daemon, ssebench on its warm store and
+//     facts cache.
+//
+// ssebench runs in a child process (bench assemble-child), so that its peak
+// memory is the child's maximum resident set size.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		return fmt.Errorf("usage: bench tool [flags] (see go doc ./bench)")
+	}
+	switch args[0] {
+	case "tool":
+		return runTool(ctx, args[1:])
+	case "assemble-child":
+		return runChild(ctx, args[1:])
+	}
+	return fmt.Errorf("unknown subcommand %q: want tool", args[0])
+}
