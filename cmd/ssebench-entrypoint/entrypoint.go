@@ -1,0 +1,491 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/42-b3yond-6ug/ssebench/sserun"
+)
+
+// Modes of the entrypoint (SPEC.md sections 4 and 7).
+const (
+	modeSandbox = "sandbox"
+	modeSidecar = "sidecar"
+)
+
+const (
+	// daemonName is the daemon's file name in the task root.
+	daemonName = "ssebench-daemon"
+	// daemonStartTimeout bounds the wait for the daemon's sockets: it
+	// only reads a config and listens.
+	daemonStartTimeout = 30 * time.Second
+	// daemonStopTimeout is how long the daemon gets to stop on SIGTERM.
+	daemonStopTimeout = 5 * time.Second
+	// gitTimeout bounds each git command of the patch: they run as model
+	// on a tree the agent controlled.
+	gitTimeout = 5 * time.Minute
+	// emptyTree is git's id of the empty tree: the base of the patch when
+	// the repository had no commit.
+	emptyTree = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+)
+
+// hiddenEnv are variables of the container that the agent does not get.
+var hiddenEnv = []string{sserun.EnvAdminSocket, initChildEnv}
+
+// entrypoint is one run of the entrypoint. Its fields are the seams the
+// tests use: agent nil runs the agent as the caller.
+type entrypoint struct {
+	env     sserun.Env
+	mode    string
+	command string   // the agent command, words joined with spaces
+	environ []string // the container's environment
+	agent   *sserun.User
+	workDir string // the agent's working directory: the image's WORKDIR
+	log     io.Writer
+}
+
+// newEntrypoint reads the arguments and the environment.
+func newEntrypoint(args []string, getenv func(string) string, environ []string, log io.Writer) (*entrypoint, error) {
+	mode, words, err := parseArgs(args)
+	if err != nil {
+		return nil, err
+	}
+	env, err := sserun.ReadEnv(getenv)
+	if err != nil {
+		return nil, err
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return nil, fmt.Errorf("finding the working directory: %w", err)
+	}
+	model := sserun.Model
+	return &entrypoint{
+		env:     env,
+		mode:    mode,
+		command: joinCommand(words),
+		environ: environ,
+		agent:   &model,
+		workDir: wd,
+		log:     log,
+	}, nil
+}
+
+// parseArgs splits the entrypoint's own flags from the agent command:
+// an optional `--mode sandbox|sidecar` (or --mode=...) first, then an
+// optional `--`; every other word belongs to the command.
+func parseArgs(args []string) (mode string, words []string, err error) {
+	mode = modeSandbox
+	if len(args) > 0 && (args[0] == "--mode" || strings.HasPrefix(args[0], "--mode=")) {
+		var v string
+		if args[0] == "--mode" {
+			if len(args) < 2 {
+				return "", nil, errors.New("--mode needs a value: sandbox or sidecar")
+			}
+			v, args = args[1], args[2:]
+		} else {
+			v, args = strings.TrimPrefix(args[0], "--mode="), args[1:]
+		}
+		if v != modeSandbox && v != modeSidecar {
+			return "", nil, fmt.Errorf("unknown mode %q: use sandbox or sidecar", v)
+		}
+		mode = v
+	}
+	if len(args) > 0 && args[0] == "--" {
+		args = args[1:]
+	}
+	return mode, args, nil
+}
+
+// joinCommand joins the CMD words with spaces, as SPEC.md section 10 says
+// (`CMD ["echo dummy_QAQ"]` and `CMD ["echo", "dummy_QAQ"]` run the same):
+// the result is a shell command line.
+func joinCommand(words []string) string { return strings.Join(words, " ") }
+
+// run runs the agent and grades its tree; it returns the exit status.
+func (e *entrypoint) run(ctx context.Context) int {
+	res := &sserun.RunResult{Mode: e.mode, Command: e.command}
+	note := func(format string, args ...any) {
+		msg := fmt.Sprintf(format, args...)
+		res.Notes = append(res.Notes, msg)
+		fmt.Fprintln(e.log, "entrypoint:", msg)
+	}
+	// The results directory's parent is root's; the directory itself is
+	// written by root only, so the agent can neither read nor forge it.
+	if err := os.MkdirAll(e.env.Results, 0o755); err != nil {
+		fmt.Fprintln(e.log, "entrypoint: creating the results directory:", err)
+		return 1
+	}
+
+	cfg, err := sserun.ReadTaskConfig(e.env.TaskRoot)
+	switch {
+	case err == nil:
+		res.TaskID = cfg.ID
+	case errors.Is(err, fs.ErrNotExist) && e.mode == modeSidecar:
+		// The sidecar agent image has no task files.
+	default:
+		note("%v", err)
+	}
+	sourceDir := e.env.SourceDir
+	if cfg != nil && cfg.Source != "" {
+		sourceDir = cfg.Source
+	}
+
+	var d *daemon
+	if e.mode == modeSandbox {
+		d = e.startDaemon(ctx, note)
+	}
+
+	base := ""
+	if sourceDir != "" {
+		base = e.headCommit(ctx, sourceDir, note)
+	}
+	code := e.runAgent(ctx, res, note)
+
+	if ctx.Err() != nil {
+		note("stopped by a signal: not grading")
+	} else {
+		e.writePatch(ctx, sourceDir, base, res, note)
+		e.grade(ctx, res, note)
+	}
+	if err := sserun.WriteRunResult(e.env.Results, res); err != nil {
+		fmt.Fprintln(e.log, "entrypoint:", err)
+	}
+	if e.env.KeepAlive && ctx.Err() == nil {
+		fmt.Fprintf(e.log, "entrypoint: %s=1: staying alive until stopped\n", sserun.EnvKeepAlive)
+		<-ctx.Done()
+	}
+	d.stop()
+	return code
+}
+
+// daemon is the task's daemon, started by the entrypoint.
+type daemon struct {
+	cmd    *exec.Cmd
+	exited chan struct{} // closed once cmd.Wait returned
+}
+
+// startDaemon starts the task's daemon, when the image has one, and waits
+// until its admin socket answers. Its output goes to daemon.log.
+func (e *entrypoint) startDaemon(ctx context.Context, note func(string, ...any)) *daemon {
+	path := filepath.Join(e.env.TaskRoot, daemonName)
+	if _, err := os.Stat(path); err != nil {
+		note("no daemon at %s: the agent cannot build or test through it, and the run is not graded", path)
+		return nil
+	}
+	logf, err := os.OpenFile(filepath.Join(e.env.Results, sserun.DaemonLog), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		note("opening the daemon's log: %v", err)
+		return nil
+	}
+	defer logf.Close()
+	cmd := exec.Command(path)
+	cmd.Env = withEnv(slices.Clone(e.environ), map[string]string{
+		sserun.EnvAgentSocket: e.env.AgentSocket,
+		sserun.EnvAdminSocket: e.env.AdminSocket,
+	})
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Dir = "/"
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		note("starting the daemon: %v", err)
+		return nil
+	}
+	d := &daemon{cmd: cmd, exited: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		close(d.exited)
+	}()
+	wctx, cancel := context.WithTimeout(ctx, daemonStartTimeout)
+	defer cancel()
+	// Stop waiting as soon as the daemon dies: its log says why.
+	go func() {
+		select {
+		case <-d.exited:
+			cancel()
+		case <-wctx.Done():
+		}
+	}()
+	if err := sserun.WaitReady(wctx, e.env.AdminSocket); err != nil {
+		note("the daemon did not start (see %s): %v", sserun.DaemonLog, err)
+		d.stop()
+		return nil
+	}
+	return d
+}
+
+// stop stops the daemon: SIGTERM, then SIGKILL to its process group if it
+// does not stop in time.
+func (d *daemon) stop() {
+	if d == nil {
+		return
+	}
+	_ = d.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-d.exited:
+	case <-time.After(daemonStopTimeout):
+		_ = syscall.Kill(-d.cmd.Process.Pid, syscall.SIGKILL)
+		<-d.exited
+	}
+}
+
+// agentEnv is the agent's environment: the container's, without what is
+// root's business, and with the identity of the agent's user.
+func (e *entrypoint) agentEnv() []string {
+	set := map[string]string{
+		"PWD":                 e.workDir,
+		sserun.EnvAgentSocket: e.env.AgentSocket,
+	}
+	if e.agent != nil {
+		set["HOME"] = e.agent.Home
+		set["USER"] = e.agent.Name
+		set["LOGNAME"] = e.agent.Name
+	}
+	env := slices.DeleteFunc(slices.Clone(e.environ), func(kv string) bool {
+		k, _, _ := strings.Cut(kv, "=")
+		return slices.Contains(hiddenEnv, k)
+	})
+	return withEnv(env, set)
+}
+
+// withEnv returns env with the variables of set replaced or added, in a
+// fixed order.
+func withEnv(env []string, set map[string]string) []string {
+	env = slices.DeleteFunc(env, func(kv string) bool {
+		k, _, _ := strings.Cut(kv, "=")
+		_, ok := set[k]
+		return ok
+	})
+	keys := make([]string, 0, len(set))
+	for k := range set {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		env = append(env, k+"="+set[k])
+	}
+	return env
+}
+
+// runAgent runs the agent command and returns its exit status.
+func (e *entrypoint) runAgent(ctx context.Context, res *sserun.RunResult, note func(string, ...any)) int {
+	logf, err := os.OpenFile(filepath.Join(e.env.Results, sserun.AgentLog), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		note("opening the agent's log: %v", err)
+		res.AgentExit = 1
+		return 1
+	}
+	defer logf.Close()
+	if strings.TrimSpace(e.command) == "" {
+		note("no agent command: nothing ran")
+		return 0
+	}
+	p := &sserun.Process{
+		Args:    []string{sserun.Shell, "-c", e.command},
+		Dir:     e.workDir,
+		Env:     e.agentEnv(),
+		User:    e.agent,
+		Output:  logf,
+		Timeout: e.env.Timeout,
+	}
+	ex, err := p.Run(ctx)
+	if err != nil {
+		note("running the agent: %v", err)
+		ex.Code = 126 // as a shell reports a command it cannot run
+	}
+	res.AgentExit = ex.Code
+	res.TimedOut = ex.TimedOut
+	res.AgentDurationMS = ex.Duration.Milliseconds()
+	if ex.TimedOut {
+		note("the agent ran out of time after %s and was killed", e.env.Timeout)
+	}
+	return ex.Code
+}
+
+// git runs git as the agent's user in dir, with stdout to out.
+func (e *entrypoint) git(ctx context.Context, dir string, extraEnv map[string]string, out io.Writer, args ...string) error {
+	gitPath, err := exec.LookPath("git")
+	if err != nil {
+		return err
+	}
+	env := e.agentEnv()
+	// The repository is the agent's: none of its hooks or helpers run,
+	// and nothing asks for input.
+	env = withEnv(env, mergeMaps(map[string]string{"GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0"}, extraEnv))
+	var stderr strings.Builder
+	p := &sserun.Process{
+		Args:    append([]string{gitPath, "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false"}, args...),
+		Dir:     dir,
+		Env:     env,
+		User:    e.agent,
+		Output:  out,
+		Stderr:  &stderr,
+		Timeout: gitTimeout,
+	}
+	ex, err := p.Run(ctx)
+	if err != nil {
+		return err
+	}
+	if ex.Code != 0 {
+		msg := strings.TrimSpace(stderr.String())
+		if len(msg) > 500 {
+			msg = msg[:500] + "..."
+		}
+		return fmt.Errorf("git %s: exit %d: %s", args[0], ex.Code, msg)
+	}
+	return nil
+}
+
+func mergeMaps(a, b map[string]string) map[string]string {
+	for k, v := range b {
+		a[k] = v
+	}
+	return a
+}
+
+// headCommit returns the commit the agent starts from (the buggy commit),
+// read before the agent can move HEAD.
+func (e *entrypoint) headCommit(ctx context.Context, dir string, note func(string, ...any)) string {
+	var out strings.Builder
+	if err := e.git(ctx, dir, nil, &out, "rev-parse", "--verify", "-q", "HEAD^{commit}"); err != nil {
+		var notFound *exec.Error
+		if !errors.As(err, &notFound) {
+			note("reading the buggy commit in %s: %v", dir, err)
+		}
+		return ""
+	}
+	return strings.TrimSpace(out.String())
+}
+
+// writePatch writes final.patch: every change of the tree to the buggy
+// commit, untracked files included and ignored ones not, as `git add -A`
+// sees them. A private index is used, so the agent's own index (maybe
+// locked by a killed git) does not matter and is left as it was.
+func (e *entrypoint) writePatch(ctx context.Context, dir, base string, res *sserun.RunResult, note func(string, ...any)) {
+	f, err := os.CreateTemp(e.env.Results, "."+sserun.PatchFile+".*")
+	if err != nil {
+		note("writing %s: %v", sserun.PatchFile, err)
+		return
+	}
+	defer os.Remove(f.Name()) // after a successful rename, a no-op
+	defer f.Close()
+
+	err = e.diff(ctx, dir, base, f)
+	if err != nil {
+		var notFound *exec.Error
+		if errors.As(err, &notFound) {
+			note("git is not installed: %s is empty", sserun.PatchFile)
+		} else {
+			note("computing %s: %v", sserun.PatchFile, err)
+		}
+		if err := f.Truncate(0); err != nil {
+			note("writing %s: %v", sserun.PatchFile, err)
+			return
+		}
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		note("writing %s: %v", sserun.PatchFile, err)
+		return
+	}
+	h := sha256.New()
+	n, err := io.Copy(h, f)
+	if err == nil {
+		err = f.Chmod(0o644)
+	}
+	if err == nil {
+		err = f.Close()
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), filepath.Join(e.env.Results, sserun.PatchFile))
+	}
+	if err != nil {
+		note("writing %s: %v", sserun.PatchFile, err)
+		return
+	}
+	res.PatchBytes = n
+	res.PatchSHA256 = hex.EncodeToString(h.Sum(nil))
+}
+
+// diff writes the patch to out.
+func (e *entrypoint) diff(ctx context.Context, dir, base string, out *os.File) error {
+	if dir == "" {
+		return errors.New("no SOURCE_DIR: the task config has no `source`")
+	}
+	if _, err := exec.LookPath("git"); err != nil {
+		return err
+	}
+	if base == "" {
+		base = emptyTree
+	}
+	// The agent's user must be able to write the private index.
+	tmp, err := os.MkdirTemp("", "ssebench-index-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	if e.agent != nil {
+		if err := os.Chown(tmp, e.agent.UID, e.agent.GID); err != nil {
+			return err
+		}
+	}
+	idx := map[string]string{"GIT_INDEX_FILE": filepath.Join(tmp, "index")}
+	if err := e.git(ctx, dir, idx, nil, "read-tree", base); err != nil {
+		return err
+	}
+	if err := e.git(ctx, dir, idx, nil, "add", "-A"); err != nil {
+		return err
+	}
+	// --no-renames keeps the patch usable by patch(1); --binary keeps
+	// binary changes.
+	return e.git(ctx, dir, idx, out, "diff", "--cached", "--binary", "--no-renames",
+		"--no-color", "--no-ext-diff", "--no-textconv", base)
+}
+
+// grade asks the daemon to grade the tree and records the checks, each
+// check's output in its own log.
+func (e *entrypoint) grade(ctx context.Context, res *sserun.RunResult, note func(string, ...any)) {
+	if _, err := os.Stat(e.env.AdminSocket); err != nil {
+		res.GradeError = fmt.Sprintf("no daemon to grade with (%s)", e.env.AdminSocket)
+		return
+	}
+	resp, err := sserun.Call(ctx, e.env.AdminSocket, sserun.OpGrade)
+	if err != nil {
+		res.GradeError = err.Error()
+		note("grading: %v", err)
+		return
+	}
+	if resp.Error != "" || resp.Grade == nil {
+		res.GradeError = resp.Error
+		if res.GradeError == "" {
+			res.GradeError = "the daemon's answer has no grade"
+		}
+		note("grading: %s", res.GradeError)
+		return
+	}
+	check := func(name string, r *sserun.Result) *sserun.Check {
+		if r == nil {
+			return nil
+		}
+		log := sserun.CheckLog(name)
+		if err := sserun.WriteFileAtomic(e.env.Results, log, []byte(r.Output), 0o644); err != nil {
+			note("%v", err)
+			log = ""
+		}
+		return sserun.NewCheck(r, log)
+	}
+	res.Build = check(sserun.OpBuild, resp.Grade.Build)
+	res.Test = check(sserun.OpTest, resp.Grade.Test)
+	res.PoC = check(sserun.OpPoC, resp.Grade.PoC)
+	res.Passed = resp.OK
+}

@@ -1,0 +1,348 @@
+package runtimebin
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/42-b3yond-6ug/ssebench/oci"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+	"golang.org/x/sync/errgroup"
+)
+
+// Packages of the runtime's two programs, relative to the module root.
+const (
+	EntrypointPackage = "./cmd/ssebench-entrypoint"
+	DaemonPackage     = "./cmd/ssebench-daemon"
+)
+
+// DefaultPlatforms are the platforms Build builds for when not told
+// otherwise: the two that tasks run on (SPEC.md section 9).
+var DefaultPlatforms = []v1.Platform{
+	{OS: "linux", Architecture: "amd64"},
+	{OS: "linux", Architecture: "arm64"},
+}
+
+// goFlags make the binaries static and reproducible: no cgo, no file
+// system paths, no build id, no VCS stamp (a dirty checkout would change
+// the bytes), no symbol tables.
+var goFlags = []string{"-trimpath", "-buildvcs=false", "-ldflags=-s -w -buildid="}
+
+// buildJobs bounds concurrent compilations: each already uses every core.
+const buildJobs = 2
+
+// BuildOption configures Build.
+type BuildOption func(*buildOptions) error
+
+type buildOptions struct {
+	platforms   []v1.Platform
+	moduleDir   string
+	tempDir     string
+	when        time.Time
+	compression oci.Compression
+	goTool      string
+	compile     compileFunc
+}
+
+// compileFunc builds the entrypoint and the daemon for p into dir, as
+// files named "entrypoint" and "daemon". Tests replace the Go toolchain
+// with a fake through withCompiler.
+type compileFunc func(ctx context.Context, o *buildOptions, p v1.Platform, dir string) error
+
+func makeBuildOptions(opts ...BuildOption) (*buildOptions, error) {
+	o := &buildOptions{
+		platforms:   DefaultPlatforms,
+		when:        sourceDateEpoch(),
+		compression: oci.Gzip,
+		goTool:      "go",
+		compile:     goCompile,
+	}
+	for _, opt := range opts {
+		if err := opt(o); err != nil {
+			return nil, err
+		}
+	}
+	if o.moduleDir == "" {
+		return nil, errors.New("no module to build the runtime from: see runtimebin.WithModuleDir")
+	}
+	if o.tempDir == "" {
+		return nil, errors.New("no directory for build files and layer spool files: see runtimebin.WithTempDir")
+	}
+	return o, nil
+}
+
+// sourceDateEpoch returns $SOURCE_DATE_EPOCH, or the Unix epoch when it is
+// unset or malformed.
+func sourceDateEpoch() time.Time {
+	if v := strings.TrimSpace(os.Getenv("SOURCE_DATE_EPOCH")); v != "" {
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil && n >= 0 {
+			return time.Unix(n, 0).UTC()
+		}
+	}
+	return time.Unix(0, 0).UTC()
+}
+
+// WithPlatforms sets the platforms to build for, each linux/amd64 or
+// linux/arm64, in the order the index lists them. The default value is
+// DefaultPlatforms.
+func WithPlatforms(ps ...v1.Platform) BuildOption {
+	return func(o *buildOptions) error {
+		if len(ps) == 0 {
+			return errors.New("no platform to build the runtime for")
+		}
+		seen := map[string]bool{}
+		for _, p := range ps {
+			if p.OS != "linux" || (p.Architecture != "amd64" && p.Architecture != "arm64") {
+				return fmt.Errorf("cannot build the runtime for %s: use linux/amd64 or linux/arm64", p.String())
+			}
+			if seen[p.String()] {
+				return fmt.Errorf("platform %s is named twice", p.String())
+			}
+			seen[p.String()] = true
+		}
+		o.platforms = ps
+		return nil
+	}
+}
+
+// WithModuleDir sets the root of the ssebench module, where `go build`
+// runs. It is required.
+func WithModuleDir(dir string) BuildOption {
+	return func(o *buildOptions) error {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err != nil {
+			return fmt.Errorf("%s is not a Go module root (no go.mod): pass the ssebench source tree", dir)
+		}
+		o.moduleDir = dir
+		return nil
+	}
+}
+
+// WithTempDir sets the directory for the compiled binaries (removed when
+// Build returns) and the layers' spool files. The layers of the returned
+// index live in it: keep it until the index has been written, and pass a
+// temporary directory of the store so that writing renames rather than
+// copies. It is required.
+func WithTempDir(dir string) BuildOption {
+	return func(o *buildOptions) error { o.tempDir = dir; return nil }
+}
+
+// WithTime sets the modification time of the layers' entries and the
+// images' creation time. The default value is $SOURCE_DATE_EPOCH, or the
+// Unix epoch when it is unset.
+func WithTime(t time.Time) BuildOption {
+	return func(o *buildOptions) error {
+		if t.IsZero() {
+			return errors.New("the runtime's build time must not be the zero time")
+		}
+		o.when = t.UTC().Truncate(time.Second)
+		return nil
+	}
+}
+
+// WithCompression sets the layers' compression. The default value is
+// oci.Gzip.
+func WithCompression(c oci.Compression) BuildOption {
+	return func(o *buildOptions) error { o.compression = c; return nil }
+}
+
+// WithGo sets the go command to build with. The default value is "go",
+// found in $PATH.
+func WithGo(path string) BuildOption {
+	return func(o *buildOptions) error { o.goTool = path; return nil }
+}
+
+// withCompiler replaces the Go toolchain, for tests.
+func withCompiler(c compileFunc) BuildOption {
+	return func(o *buildOptions) error { o.compile = c; return nil }
+}
+
+// Build compiles the entrypoint and the daemon (static, reproducible) for
+// each platform and assembles the runtime image (SPEC.md section 5): an
+// OCI image index with one image FROM scratch per platform, each with one
+// layer holding /ssebench/ssebench-daemon and /usr/local/bin/entrypoint
+// (root-owned, mode 0755, with their parent directories) and the config
+// ENTRYPOINT ["/usr/local/bin/entrypoint"]. The same sources, toolchain
+// and options give the same index digest.
+//
+// The layers are spool files in the temporary directory (see
+// WithTempDir); the caller removes them once the index is written.
+func Build(ctx context.Context, opts ...BuildOption) (_ v1.ImageIndex, retErr error) {
+	o, err := makeBuildOptions(opts...)
+	if err != nil {
+		return nil, err
+	}
+	binDir, err := os.MkdirTemp(o.tempDir, "runtime-bin-")
+	if err != nil {
+		return nil, fmt.Errorf("building the runtime: %w", err)
+	}
+	defer os.RemoveAll(binDir)
+
+	dirs := make([]string, len(o.platforms))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(buildJobs)
+	for i, p := range o.platforms {
+		dirs[i] = filepath.Join(binDir, p.OS+"-"+p.Architecture)
+		g.Go(func() error {
+			if err := os.Mkdir(dirs[i], 0o755); err != nil {
+				return err
+			}
+			if err := o.compile(gctx, o, p, dirs[i]); err != nil {
+				return fmt.Errorf("building the runtime for %s: %w", p.String(), err)
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+
+	var layers []v1.Layer
+	defer func() {
+		if retErr != nil {
+			for _, l := range layers {
+				if s, ok := l.(*oci.SpooledLayer); ok {
+					_ = s.Remove()
+				}
+			}
+		}
+	}()
+	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
+	for i, p := range o.platforms {
+		entries, err := layerEntries(dirs[i], o.when)
+		if err != nil {
+			return nil, fmt.Errorf("building the runtime for %s: %w", p.String(), err)
+		}
+		l, err := oci.WriteLayer(ctx, o.tempDir, entries,
+			oci.WithCompression(o.compression), oci.WithDefaultTime(o.when))
+		if err != nil {
+			return nil, fmt.Errorf("writing the runtime layer for %s: %w", p.String(), err)
+		}
+		layers = append(layers, l)
+		img, err := image(l, p, o.when)
+		if err != nil {
+			return nil, fmt.Errorf("assembling the runtime image for %s: %w", p.String(), err)
+		}
+		plat := p
+		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{
+			Add:        img,
+			Descriptor: v1.Descriptor{Platform: &plat},
+		})
+	}
+	// Compute the index now, so that errors show here and not when the
+	// caller writes it.
+	if _, err := idx.Digest(); err != nil {
+		return nil, fmt.Errorf("assembling the runtime index: %w", err)
+	}
+	return idx, nil
+}
+
+// image returns the image FROM scratch holding layer l, for p.
+func image(l v1.Layer, p v1.Platform, when time.Time) (v1.Image, error) {
+	cfg := &v1.ConfigFile{
+		Architecture: p.Architecture,
+		OS:           p.OS,
+		Variant:      p.Variant,
+		Created:      v1.Time{Time: when},
+		Config: v1.Config{
+			Entrypoint: []string{Entrypoint},
+		},
+		RootFS: v1.RootFS{Type: "layers"},
+	}
+	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
+	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
+	img, err := mutate.ConfigFile(img, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return mutate.Append(img, mutate.Addendum{
+		Layer: l,
+		History: v1.History{
+			Created:   v1.Time{Time: when},
+			CreatedBy: "ssebench runtime build",
+			Comment:   "ssebench entrypoint and daemon",
+		},
+	})
+}
+
+// layerEntries lists the runtime layer: the two binaries of dir and their
+// parent directories, root-owned, with the build time.
+func layerEntries(dir string, when time.Time) ([]oci.Entry, error) {
+	entry := func(name string, typ byte, mode int64) oci.Entry {
+		return oci.Entry{Header: &tar.Header{Typeflag: typ, Name: name, Mode: mode, ModTime: when}}
+	}
+	file := func(name, src string) (oci.Entry, error) {
+		fi, err := os.Stat(src)
+		if err != nil {
+			return oci.Entry{}, err
+		}
+		if !fi.Mode().IsRegular() {
+			return oci.Entry{}, fmt.Errorf("%s is not a regular file", src)
+		}
+		e := entry(name, tar.TypeReg, 0o755)
+		e.Header.Size = fi.Size()
+		e.Open = func() (io.ReadCloser, error) { return os.Open(src) }
+		return e, nil
+	}
+	daemon, err := file(strings.TrimPrefix(Daemon, "/"), filepath.Join(dir, "daemon"))
+	if err != nil {
+		return nil, err
+	}
+	ep, err := file(strings.TrimPrefix(Entrypoint, "/"), filepath.Join(dir, "entrypoint"))
+	if err != nil {
+		return nil, err
+	}
+	return []oci.Entry{
+		entry(strings.TrimPrefix(path.Dir(Daemon), "/"), tar.TypeDir, 0o755),
+		daemon,
+		entry("usr", tar.TypeDir, 0o755),
+		entry("usr/local", tar.TypeDir, 0o755),
+		entry(strings.TrimPrefix(path.Dir(Entrypoint), "/"), tar.TypeDir, 0o755),
+		ep,
+	}, nil
+}
+
+// goCompile runs `go build` for both programs.
+func goCompile(ctx context.Context, o *buildOptions, p v1.Platform, dir string) error {
+	for _, b := range []struct{ pkg, out string }{
+		{EntrypointPackage, "entrypoint"},
+		{DaemonPackage, "daemon"},
+	} {
+		args := append([]string{"build"}, goFlags...)
+		args = append(args, "-o", filepath.Join(dir, b.out), b.pkg)
+		cmd := exec.CommandContext(ctx, o.goTool, args...)
+		cmd.Dir = o.moduleDir
+		cmd.Env = append(os.Environ(),
+			"CGO_ENABLED=0", "GOOS="+p.OS, "GOARCH="+p.Architecture,
+			// Baseline instruction sets: the user's environment must not
+			// change the bytes, and the binaries must run on any machine
+			// of the architecture.
+			"GOAMD64=v1", "GOARM64=v8.0",
+			// GOFLAGS from the environment could add flags that change
+			// the output; ours are on the command line.
+			"GOFLAGS=",
+		)
+		var stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stderr, &stderr
+		if err := cmd.Run(); err != nil {
+			msg := strings.TrimSpace(stderr.String())
+			if msg != "" {
+				return fmt.Errorf("go build %s: %w\n%s", b.pkg, err, msg)
+			}
+			return fmt.Errorf("go build %s: %w", b.pkg, err)
+		}
+	}
+	return nil
+}

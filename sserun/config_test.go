@@ -1,0 +1,76 @@
+package sserun
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestParseTaskConfig(t *testing.T) {
+	data := `id: kvconf-12-afb9ee1
+project: kvconf
+language: go
+source: /src/kvconf/
+task_description:
+  issue: crash
+scripts:
+  build: scripts/build.sh
+  run: ./scripts/run.sh
+  test: scripts/test.sh
+files:
+  patch: diffs/patch.diff
+  poc:
+  - pocs/a.conf
+  - pocs//b.conf
+a_key_from_a_newer_ssebench: 1
+`
+	got, err := ParseTaskConfig([]byte(data))
+	if err != nil {
+		t.Fatalf("ParseTaskConfig() = %v", err)
+	}
+	want := &TaskConfig{ID: "kvconf-12-afb9ee1", Source: "/src/kvconf"}
+	want.Scripts.Build, want.Scripts.Run, want.Scripts.Test = "scripts/build.sh", "scripts/run.sh", "scripts/test.sh"
+	want.Files.PoC = []string{"pocs/a.conf", "pocs/b.conf"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ParseTaskConfig() (-want +got):\n%s", diff)
+	}
+}
+
+func TestParseTaskConfigErrors(t *testing.T) {
+	tests := []struct {
+		name, data, want string
+	}{
+		{"not yaml", "id: [", "yaml"},
+		{"absolute script", "scripts:\n  build: /ssebench/build.sh\n", `scripts.build "/ssebench/build.sh" is not a path inside the task folder`},
+		{"climbing poc", "files:\n  poc: [../etc/shadow]\n", `files.poc[0] "../etc/shadow"`},
+		{"root as script", "scripts:\n  test: .\n", "scripts.test"},
+		{"relative source", "source: src/p\n", `source "src/p" is not an absolute path`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseTaskConfig([]byte(tt.data))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("ParseTaskConfig() = %v, want an error containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestReadTaskConfig(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := ReadTaskConfig(dir); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("ReadTaskConfig(empty dir) = %v, want a not-exist error", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ConfigName), []byte("id: x\nsource: /src/x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := ReadTaskConfig(dir)
+	if err != nil || c.ID != "x" || c.Source != "/src/x" {
+		t.Errorf("ReadTaskConfig() = %+v, %v; want id x, source /src/x", c, err)
+	}
+}

@@ -1,0 +1,489 @@
+package sserun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Shell runs the task's scripts: `/bin/sh SCRIPT [POC]`, so that a script
+// needs neither an execute bit nor a #! line.
+const Shell = "/bin/sh"
+
+// DefaultOutputLimit is how much of a script's output a Result keeps: the
+// end, where compilers and test runners say what failed.
+const DefaultOutputLimit = 1 << 20
+
+// scrubbedEnv are variables of the container that the task's scripts must
+// not see: the build runs the agent's code, which could print them.
+var scrubbedEnv = []string{"SSE_API_KEY", EnvAdminSocket}
+
+// Daemon runs a task's scripts on copies of the agent's tree, one request
+// at a time. It implements Handler for Serve.
+//
+// Each request gets a scratch directory under the work directory:
+//
+//	ssebench-run-XXXX/   owner root, group of the runner, 0750
+//	  sse/               root, 0755: the scripts' folders and, for poc and
+//	                     grade, the proofs of concept (read-only copies)
+//	  work/              the runner, 0700
+//	    src/             the copy of SOURCE_DIR (the scripts' working directory)
+//	    home/, tmp/      HOME and TMPDIR of the scripts
+//
+// The agent cannot enter it; the runner can read the scripts but cannot
+// change or replace them (the top directory is root's), so code the agent
+// wrote cannot change how a later check of the same grade is run. The
+// directory is removed when the request ends.
+//
+// A grade ends the agent's session: the agent's request in progress is
+// cancelled (its script killed), and the agent socket refuses every later
+// request but ping, so that the agent cannot hold up or follow its grade.
+type Daemon struct {
+	mu   sync.Mutex // one request at a time: scripts share the runner's uid
+	cfg  *TaskConfig
+	root string
+	o    daemonOptions
+
+	// agentDone ends the agent's session; agentCtx is done after it.
+	agentCtx  context.Context
+	agentDone context.CancelFunc
+}
+
+var _ Handler = (*Daemon)(nil)
+
+// DaemonOption configures NewDaemon.
+type DaemonOption func(*daemonOptions) error
+
+type daemonOptions struct {
+	sourceDir     string
+	workDir       string
+	runner        *User
+	scriptTimeout time.Duration
+	outputLimit   int
+	env           []string
+	log           io.Writer
+}
+
+// WithSourceDir sets the tree the scripts run on, the agent's SOURCE_DIR.
+// The default value is the config's `source`.
+func WithSourceDir(dir string) DaemonOption {
+	return func(o *daemonOptions) error {
+		if !filepath.IsAbs(dir) {
+			return fmt.Errorf("SOURCE_DIR %q is not an absolute path", dir)
+		}
+		o.sourceDir = dir
+		return nil
+	}
+}
+
+// WithWorkDir sets where scratch directories are made. It must be a
+// directory the runner can reach (not /var/lib/ssebench, which is root's
+// alone). The default value is os.TempDir().
+func WithWorkDir(dir string) DaemonOption {
+	return func(o *daemonOptions) error { o.workDir = dir; return nil }
+}
+
+// WithRunner sets the account scripts run as. The default value, nil,
+// runs them as the daemon's own user, which is only right in tests.
+func WithRunner(u *User) DaemonOption {
+	return func(o *daemonOptions) error { o.runner = u; return nil }
+}
+
+// WithScriptTimeout bounds each script run. The default value is
+// DefaultScriptTimeout.
+func WithScriptTimeout(d time.Duration) DaemonOption {
+	return func(o *daemonOptions) error {
+		if d <= 0 {
+			return fmt.Errorf("script timeout %v is not positive", d)
+		}
+		o.scriptTimeout = d
+		return nil
+	}
+}
+
+// WithOutputLimit sets how many bytes of output a Result keeps (the last
+// ones). The default value is DefaultOutputLimit.
+func WithOutputLimit(n int) DaemonOption {
+	return func(o *daemonOptions) error {
+		if n <= 0 {
+			return fmt.Errorf("output limit %d is not positive", n)
+		}
+		o.outputLimit = n
+		return nil
+	}
+}
+
+// WithEnv sets the environment the scripts start from (the container's);
+// the daemon removes secrets from it and sets HOME, TMPDIR, USER, LOGNAME,
+// PWD and SOURCE_DIR. The default value is os.Environ().
+func WithEnv(env []string) DaemonOption {
+	return func(o *daemonOptions) error { o.env = slices.Clone(env); return nil }
+}
+
+// WithLog sets where the daemon logs one line per request. The default
+// value discards the log.
+func WithLog(w io.Writer) DaemonOption {
+	return func(o *daemonOptions) error { o.log = w; return nil }
+}
+
+// NewDaemon returns a daemon for the task whose files are under root
+// (/ssebench) and whose config is cfg.
+func NewDaemon(root string, cfg *TaskConfig, opts ...DaemonOption) (*Daemon, error) {
+	o := daemonOptions{
+		sourceDir:     cfg.Source,
+		workDir:       os.TempDir(),
+		scriptTimeout: DefaultScriptTimeout,
+		outputLimit:   DefaultOutputLimit,
+		env:           os.Environ(),
+		log:           io.Discard,
+	}
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, err
+		}
+	}
+	if o.sourceDir == "" {
+		return nil, errors.New("no SOURCE_DIR: the task config has no `source`, and none was given")
+	}
+	d := &Daemon{cfg: cfg, root: root, o: o}
+	d.agentCtx, d.agentDone = context.WithCancel(context.Background())
+	return d, nil
+}
+
+// Handle implements Handler: it answers ping at once and runs build, test,
+// poc and (on the admin socket only) grade.
+func (d *Daemon) Handle(ctx context.Context, op string, admin bool) Response {
+	fail := func(format string, args ...any) Response {
+		return Response{Result: Result{Exit: -1}, Error: fmt.Sprintf(format, args...)}
+	}
+	scripts := d.cfg.Scripts
+	switch op {
+	case OpPing:
+		return Response{Result: Result{OK: true, Output: "pong"}}
+	case OpBuild:
+		if scripts.Build == "" {
+			return fail("the task has no build script")
+		}
+	case OpTest:
+		if scripts.Test == "" {
+			return fail("the task has no test script")
+		}
+	case OpPoC:
+		if scripts.Run == "" || len(d.cfg.Files.PoC) == 0 {
+			return fail("the task has no proof of concept to run")
+		}
+	case OpGrade:
+		if !admin {
+			return fail("%q is only accepted on the admin socket", op)
+		}
+	default:
+		return fail("unknown op %q: use one of %s, %s, %s, %s", op, OpPing, OpBuild, OpTest, OpPoC)
+	}
+
+	if op == OpGrade {
+		d.agentDone()
+	} else if !admin {
+		if d.agentCtx.Err() != nil {
+			return fail("the run is being graded: the agent's session is over")
+		}
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		stop := context.AfterFunc(d.agentCtx, cancel)
+		defer stop()
+	}
+
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !admin && d.agentCtx.Err() != nil {
+		// The grade came while this request waited its turn.
+		return fail("the run is being graded: the agent's session is over")
+	}
+	start := time.Now()
+	resp := d.run(ctx, op)
+	fmt.Fprintf(d.o.log, "%s %s (admin=%t): ok=%t exit=%d in %s%s\n",
+		time.Now().UTC().Format(time.RFC3339), op, admin, resp.OK, resp.Exit,
+		time.Since(start).Round(time.Millisecond), errSuffix(resp.Error))
+	return resp
+}
+
+func errSuffix(e string) string {
+	if e == "" {
+		return ""
+	}
+	return ": " + e
+}
+
+func (d *Daemon) run(ctx context.Context, op string) Response {
+	start := time.Now()
+	s, err := d.newScratch(op == OpPoC || op == OpGrade)
+	if err != nil {
+		return Response{Result: Result{Exit: -1}, Error: fmt.Sprintf("preparing a copy of the tree: %v", err)}
+	}
+	defer s.remove()
+	var r Result
+	switch op {
+	case OpBuild:
+		r = d.script(ctx, s, d.cfg.Scripts.Build)
+	case OpTest:
+		r = d.script(ctx, s, d.cfg.Scripts.Test)
+	case OpPoC:
+		r = d.pocs(ctx, s)
+	case OpGrade:
+		return d.grade(ctx, s, start)
+	}
+	return Response{Result: r}
+}
+
+// grade runs every check that applies on one copy of the tree. Test and
+// proofs of concept are skipped when the build fails: they would only fail
+// again, slowly.
+func (d *Daemon) grade(ctx context.Context, s *scratch, start time.Time) Response {
+	var g Grade
+	c := d.cfg
+	buildFailed := false
+	if c.Scripts.Build != "" {
+		r := d.script(ctx, s, c.Scripts.Build)
+		g.Build = &r
+		buildFailed = !r.OK
+	}
+	skip := func() *Result { return &Result{Exit: -1, Skipped: "the build failed"} }
+	if c.Scripts.Test != "" {
+		if buildFailed {
+			g.Test = skip()
+		} else {
+			r := d.script(ctx, s, c.Scripts.Test)
+			g.Test = &r
+		}
+	}
+	if c.Scripts.Run != "" && len(c.Files.PoC) > 0 {
+		if buildFailed {
+			g.PoC = skip()
+		} else {
+			r := d.pocs(ctx, s)
+			g.PoC = &r
+		}
+	}
+	sum := Result{OK: true, DurationMS: time.Since(start).Milliseconds()}
+	var parts []string
+	for _, ch := range []struct {
+		name string
+		r    *Result
+	}{{OpBuild, g.Build}, {OpTest, g.Test}, {OpPoC, g.PoC}} {
+		if ch.r == nil {
+			continue
+		}
+		if !ch.r.OK && sum.OK {
+			sum.OK = false
+			sum.Exit = ch.r.Exit
+		}
+		state := "ok"
+		switch {
+		case ch.r.Skipped != "":
+			state = "skipped"
+		case !ch.r.OK:
+			state = fmt.Sprintf("failed (exit %d)", ch.r.Exit)
+		}
+		parts = append(parts, ch.name+": "+state)
+	}
+	sum.Output = strings.Join(parts, "\n")
+	return Response{Result: sum, Grade: &g}
+}
+
+// pocs runs the run script once per proof of concept, with the copy's
+// path as its argument. It passes when every run exits 0; Exit is the
+// first failing run's status.
+func (d *Daemon) pocs(ctx context.Context, s *scratch) Result {
+	sum := Result{OK: true}
+	var out strings.Builder
+	for _, poc := range d.cfg.Files.PoC {
+		r := d.script(ctx, s, d.cfg.Scripts.Run, filepath.Join(s.sse, filepath.FromSlash(poc)))
+		fmt.Fprintf(&out, "=== %s: exit %d\n%s", poc, r.Exit, r.Output)
+		if !strings.HasSuffix(r.Output, "\n") && r.Output != "" {
+			out.WriteByte('\n')
+		}
+		sum.DurationMS += r.DurationMS
+		sum.TimedOut = sum.TimedOut || r.TimedOut
+		if !r.OK && sum.OK {
+			sum.OK = false
+			sum.Exit = r.Exit
+		}
+	}
+	sum.Output = tail(out.String(), d.o.outputLimit)
+	return sum
+}
+
+func tail(s string, n int) string {
+	t := newTailBuffer(n)
+	_, _ = t.Write([]byte(s))
+	return t.String()
+}
+
+// script runs one task script in the copy of the tree.
+func (d *Daemon) script(ctx context.Context, s *scratch, script string, args ...string) Result {
+	out := newTailBuffer(d.o.outputLimit)
+	p := &Process{
+		Args:    append([]string{Shell, filepath.Join(s.sse, filepath.FromSlash(script))}, args...),
+		Dir:     s.src,
+		Env:     d.scriptEnv(s),
+		User:    d.o.runner,
+		Output:  out,
+		Timeout: d.o.scriptTimeout,
+	}
+	ex, err := p.Run(ctx)
+	if err != nil {
+		return Result{Exit: -1, Output: err.Error()}
+	}
+	r := Result{
+		OK:         ex.Code == 0 && !ex.TimedOut,
+		Exit:       ex.Code,
+		Output:     out.String(),
+		DurationMS: ex.Duration.Milliseconds(),
+		TimedOut:   ex.TimedOut,
+	}
+	if ex.TimedOut {
+		r.Output += fmt.Sprintf("\n[ssebench: %s was killed after %s]\n", script, d.o.scriptTimeout)
+	}
+	return r
+}
+
+func (d *Daemon) scriptEnv(s *scratch) []string {
+	name := d.runnerName()
+	set := map[string]string{
+		"HOME": s.home, "TMPDIR": s.tmp, "USER": name, "LOGNAME": name,
+		"PWD": s.src, EnvSourceDir: s.src,
+	}
+	env := make([]string, 0, len(d.o.env)+len(set))
+	for _, kv := range d.o.env {
+		k, _, _ := strings.Cut(kv, "=")
+		if _, ok := set[k]; ok || slices.Contains(scrubbedEnv, k) {
+			continue
+		}
+		env = append(env, kv)
+	}
+	for _, k := range []string{"HOME", "TMPDIR", "USER", "LOGNAME", "PWD", EnvSourceDir} {
+		env = append(env, k+"="+set[k])
+	}
+	return env
+}
+
+func (d *Daemon) runnerName() string {
+	if d.o.runner != nil {
+		return d.o.runner.Name
+	}
+	return os.Getenv("USER")
+}
+
+// runnerIDs returns the uid and gid the copies of the tree get.
+func (d *Daemon) runnerIDs() (int, int) {
+	if d.o.runner != nil {
+		return d.o.runner.UID, d.o.runner.GID
+	}
+	return os.Getuid(), os.Getgid()
+}
+
+type scratch struct {
+	top, sse, src, home, tmp string
+}
+
+func (s *scratch) remove() { _ = os.RemoveAll(s.top) }
+
+// newScratch makes a scratch directory as the Daemon doc describes.
+func (d *Daemon) newScratch(withPoC bool) (_ *scratch, retErr error) {
+	top, err := os.MkdirTemp(d.o.workDir, "ssebench-run-")
+	if err != nil {
+		return nil, err
+	}
+	s := &scratch{
+		top:  top,
+		sse:  filepath.Join(top, "sse"),
+		src:  filepath.Join(top, "work", "src"),
+		home: filepath.Join(top, "work", "home"),
+		tmp:  filepath.Join(top, "work", "tmp"),
+	}
+	defer func() {
+		if retErr != nil {
+			s.remove()
+		}
+	}()
+	// Until the end, top is 0700 and root's: nobody else sees a half-made
+	// copy.
+	me := copyOpts{uid: os.Getuid(), gid: os.Getgid(), readOnly: true}
+	if err := os.Mkdir(s.sse, 0o755); err != nil {
+		return nil, err
+	}
+	for _, rel := range d.taskFiles(withPoC) {
+		if err := copyTree(d.root, s.sse, rel, me); err != nil {
+			return nil, err
+		}
+	}
+	uid, gid := d.runnerIDs()
+	runner := copyOpts{uid: uid, gid: gid}
+	for _, dir := range []string{filepath.Dir(s.src), s.src, s.home, s.tmp} {
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			return nil, err
+		}
+		if err := os.Lchown(dir, uid, gid); err != nil {
+			return nil, err
+		}
+	}
+	// Only what the tree's owner (the agent) can read goes into the copy.
+	fi, err := os.Stat(d.o.sourceDir)
+	if err != nil {
+		return nil, err
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		runner.reader = &[2]int{int(st.Uid), int(st.Gid)}
+	}
+	if err := copyTree(d.o.sourceDir, s.src, ".", runner); err != nil {
+		return nil, err
+	}
+	if err := os.Lchown(top, os.Getuid(), gid); err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(top, 0o750); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// taskFiles lists what a scratch copy holds of the task root: the folder
+// of each script, because scripts call and source their siblings
+// (`"$(dirname "$0")/build.sh"`), or the script alone when it lies at the
+// top, next to the reference patch and hidden tests; and the proofs of
+// concept when they are needed. Nothing else: the build runs the agent's
+// code, which can read what the runner can.
+func (d *Daemon) taskFiles(withPoC bool) []string {
+	var out []string
+	for _, s := range []string{d.cfg.Scripts.Build, d.cfg.Scripts.Test, d.cfg.Scripts.Run} {
+		if s == "" {
+			continue
+		}
+		if dir := path.Dir(s); dir != "." {
+			s = dir
+		}
+		out = append(out, s)
+	}
+	if withPoC {
+		out = append(out, d.cfg.Files.PoC...)
+	}
+	slices.Sort(out)
+	out = slices.Compact(out)
+	// A folder already copied holds what lies below it.
+	var kept []string
+	for _, p := range out {
+		if !slices.ContainsFunc(out, func(q string) bool { return strings.HasPrefix(p, q+"/") }) {
+			kept = append(kept, p)
+		}
+	}
+	return kept
+}

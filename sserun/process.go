@@ -1,0 +1,343 @@
+package sserun
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// TimeoutExit is the exit status of a process killed at its time limit,
+// as timeout(1) reports it.
+const TimeoutExit = 124
+
+// outputGrace is how long Run waits, once the process group is dead, for
+// the last output to drain.
+const outputGrace = 5 * time.Second
+
+// Process is a command run in its own process group, as another user when
+// User is set. When it ends (on its own, at its time limit, or when ctx
+// ends) the whole group is killed, and so is every process the user still
+// has: a background process must not outlive the command and tamper with
+// what runs next.
+type Process struct {
+	// Args is the command: Args[0] is the program's path.
+	Args []string
+	// Dir is the working directory.
+	Dir string
+	// Env is the whole environment.
+	Env []string
+	// User is the account to run as, with its primary group and no
+	// supplementary groups. Nil runs as the caller. Only root can run a
+	// process as another user.
+	User *User
+	// Output receives standard output, and standard error too unless
+	// Stderr is set. An *os.File is handed to the process as is; any other
+	// writer is fed through a pipe. Nil discards. Standard input is always
+	// /dev/null.
+	Output io.Writer
+	// Stderr, when set, receives standard error apart from Output.
+	Stderr io.Writer
+	// Timeout bounds the run; 0 means no limit.
+	Timeout time.Duration
+}
+
+// Exit is how a Process ended.
+type Exit struct {
+	// Code is the exit status, 128+N after signal N, TimeoutExit when the
+	// time limit killed it.
+	Code     int
+	TimedOut bool
+	Duration time.Duration
+}
+
+// Run runs the process and waits for it. The error is about starting it;
+// how it ended is in Exit. When ctx ends first the group is killed and
+// Code says so (137).
+func (p *Process) Run(ctx context.Context) (Exit, error) {
+	if len(p.Args) == 0 {
+		return Exit{Code: -1}, errors.New("running a process: no command")
+	}
+	cmd := exec.Command(p.Args[0], p.Args[1:]...)
+	cmd.Dir = p.Dir
+	cmd.Env = p.Env
+	attr := &syscall.SysProcAttr{Setpgid: true}
+	if p.User != nil {
+		cred, err := credential(p.User)
+		if err != nil {
+			return Exit{Code: -1}, err
+		}
+		attr.Credential = cred
+	}
+	cmd.SysProcAttr = attr
+
+	out, err := attach(p.Output)
+	if err != nil {
+		return Exit{Code: -1}, err
+	}
+	cmd.Stdout, cmd.Stderr = out.writer(), out.writer()
+	sinks := []*sink{out}
+	if p.Stderr != nil {
+		errOut, err := attach(p.Stderr)
+		if err != nil {
+			out.abort()
+			return Exit{Code: -1}, err
+		}
+		cmd.Stderr = errOut.writer()
+		sinks = append(sinks, errOut)
+	}
+
+	start := time.Now()
+	err = cmd.Start()
+	for _, s := range sinks {
+		// The child has its copy of the pipe's write end; ours must go,
+		// or the pipe never ends.
+		s.started()
+	}
+	if err != nil {
+		for _, s := range sinks {
+			s.abort()
+		}
+		return Exit{Code: -1}, fmt.Errorf("starting %s: %w", p.Args[0], err)
+	}
+	pgid := cmd.Process.Pid
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+
+	var expired <-chan time.Time
+	if p.Timeout > 0 {
+		t := time.NewTimer(p.Timeout)
+		defer t.Stop()
+		expired = t.C
+	}
+	timedOut := false
+	select {
+	case <-waited:
+	case <-expired:
+		timedOut = true
+		killGroup(pgid)
+		<-waited
+	case <-ctx.Done():
+		killGroup(pgid)
+		<-waited
+	}
+	// Whatever the leader did, nothing it started may keep running.
+	killGroup(pgid)
+	if p.User != nil {
+		_ = KillUser(p.User.UID)
+	}
+	for _, s := range sinks {
+		s.drain()
+	}
+
+	ex := Exit{Code: exitCode(cmd.ProcessState), TimedOut: timedOut, Duration: time.Since(start)}
+	if timedOut {
+		ex.Code = TimeoutExit
+	}
+	return ex, nil
+}
+
+// sink connects a writer to a child's output: an *os.File directly, any
+// other writer through a pipe copied by a goroutine.
+type sink struct {
+	child  *os.File // what the child writes to; nil for /dev/null
+	r      *os.File // read end of the pipe, if any
+	copied chan struct{}
+}
+
+func attach(w io.Writer) (*sink, error) {
+	s := &sink{copied: make(chan struct{})}
+	switch w := w.(type) {
+	case nil:
+		close(s.copied)
+	case *os.File:
+		s.child = w
+		close(s.copied)
+	default:
+		r, pw, err := os.Pipe()
+		if err != nil {
+			return nil, fmt.Errorf("making an output pipe: %w", err)
+		}
+		s.child, s.r = pw, r
+		go func() {
+			defer close(s.copied)
+			_, _ = io.Copy(w, r)
+		}()
+	}
+	return s, nil
+}
+
+// writer is what exec.Cmd gets: nil (not a nil *os.File) for /dev/null.
+func (s *sink) writer() io.Writer {
+	if s.child == nil {
+		return nil
+	}
+	return s.child
+}
+
+// started closes the parent's copy of the pipe's write end.
+func (s *sink) started() {
+	if s.r != nil {
+		s.child.Close()
+	}
+}
+
+// abort ends the copy when the child never started.
+func (s *sink) abort() {
+	if s.r != nil {
+		s.child.Close()
+		s.r.Close()
+		<-s.copied
+	}
+}
+
+// drain waits for the output to end, but not forever: a process of
+// another user may still hold the pipe.
+func (s *sink) drain() {
+	if s.r == nil {
+		return
+	}
+	select {
+	case <-s.copied:
+	case <-time.After(outputGrace):
+	}
+	s.r.Close()
+	<-s.copied
+}
+
+// credential returns the credential that runs a process as u: its uid, its
+// primary group, and an empty supplementary group list (SPEC.md section
+// 12), or nil when u is the caller and the caller is not root.
+func credential(u *User) (*syscall.Credential, error) {
+	if os.Geteuid() == 0 {
+		return &syscall.Credential{Uid: uint32(u.UID), Gid: uint32(u.GID), Groups: []uint32{}}, nil
+	}
+	if u.UID == os.Getuid() {
+		return nil, nil
+	}
+	return nil, fmt.Errorf("running a process as %s (uid %d) needs root", u.Name, u.UID)
+}
+
+func exitCode(ps *os.ProcessState) int {
+	if ps == nil {
+		return -1
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ps.ExitCode()
+}
+
+func killGroup(pgid int) {
+	if pgid > 1 {
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	}
+}
+
+// KillUser kills every process whose real or effective uid is uid, until
+// none is left (a process may fork while the list is read). It refuses to
+// kill root's processes or the caller's own. Zombies are left to whoever
+// reaps them.
+func KillUser(uid int) error {
+	if uid == 0 || uid == os.Getuid() || uid == os.Geteuid() {
+		return fmt.Errorf("refusing to kill every process of uid %d", uid)
+	}
+	for range 100 {
+		pids, err := processesOf(uid)
+		if err != nil {
+			return err
+		}
+		if len(pids) == 0 {
+			return nil
+		}
+		for _, pid := range pids {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return fmt.Errorf("processes of uid %d keep appearing", uid)
+}
+
+// processesOf lists the live processes whose real or effective uid is uid.
+func processesOf(uid int) ([]int, error) {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, fmt.Errorf("listing processes: %w", err)
+	}
+	want := strconv.Itoa(uid)
+	var pids []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		status, err := os.ReadFile("/proc/" + e.Name() + "/status")
+		if err != nil {
+			continue // gone already
+		}
+		var state string
+		var uids []string
+		for line := range bytes.Lines(status) {
+			s := string(line)
+			switch {
+			case strings.HasPrefix(s, "State:"):
+				state = strings.TrimSpace(strings.TrimPrefix(s, "State:"))
+			case strings.HasPrefix(s, "Uid:"):
+				uids = strings.Fields(strings.TrimPrefix(s, "Uid:"))
+			}
+		}
+		if strings.HasPrefix(state, "Z") || len(uids) < 2 {
+			continue
+		}
+		if uids[0] == want || uids[1] == want {
+			pids = append(pids, pid)
+		}
+	}
+	return pids, nil
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	max     int
+	buf     []byte
+	dropped int64
+}
+
+func newTailBuffer(max int) *tailBuffer { return &tailBuffer{max: max} }
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	n := len(p)
+	if len(p) > t.max {
+		t.dropped += int64(len(p) - t.max)
+		p = p[len(p)-t.max:]
+	}
+	t.buf = append(t.buf, p...)
+	// Compact only when twice the limit: each byte moves at most once.
+	if len(t.buf) > 2*t.max {
+		cut := len(t.buf) - t.max
+		t.dropped += int64(cut)
+		t.buf = append(t.buf[:0], t.buf[cut:]...)
+	}
+	return n, nil
+}
+
+// String returns the kept bytes, with a first line saying how much was cut.
+func (t *tailBuffer) String() string {
+	b := t.buf
+	dropped := t.dropped
+	if len(b) > t.max {
+		dropped += int64(len(b) - t.max)
+		b = b[len(b)-t.max:]
+	}
+	if dropped == 0 {
+		return string(b)
+	}
+	return fmt.Sprintf("[ssebench: the first %d bytes of output were cut]\n%s", dropped, b)
+}

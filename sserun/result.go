@@ -1,0 +1,123 @@
+package sserun
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// Files the entrypoint writes in the results directory.
+const (
+	ResultFile  = "result.json"
+	PatchFile   = "final.patch"
+	AgentLog    = "agent.log"
+	DaemonLog   = "daemon.log"
+	checkLogFmt = "%s.log" // build.log, test.log, poc.log: each check's output
+)
+
+// CheckLog returns the name of the file that holds a check's output.
+func CheckLog(check string) string { return fmt.Sprintf(checkLogFmt, check) }
+
+// RunResult is result.json: what the agent did and how its tree graded.
+type RunResult struct {
+	TaskID string `json:"task_id"`
+	// Mode is "sandbox" or "sidecar".
+	Mode string `json:"mode"`
+	// Command is the agent command as run by `sh -c`.
+	Command string `json:"command"`
+	// AgentExit is the agent's exit status (TimeoutExit when it timed
+	// out, 128+N after signal N); the container exits with it.
+	AgentExit       int   `json:"agent_exit"`
+	TimedOut        bool  `json:"timed_out"`
+	AgentDurationMS int64 `json:"agent_duration_ms"`
+	// PatchBytes and PatchSHA256 describe final.patch, the agent's change
+	// to the buggy commit (untracked files included, ignored ones not).
+	PatchBytes  int64  `json:"patch_bytes"`
+	PatchSHA256 string `json:"patch_sha256"`
+	// Build, Test and PoC are the checks; null when the task has none or
+	// when grading failed (see GradeError).
+	Build *Check `json:"build"`
+	Test  *Check `json:"test"`
+	PoC   *Check `json:"poc"`
+	// Passed is true when every check that applies passed.
+	Passed     bool   `json:"passed"`
+	GradeError string `json:"grade_error,omitempty"`
+	// Notes are things a reader of the result should know (no git, no
+	// daemon, ...).
+	Notes []string `json:"notes,omitempty"`
+}
+
+// Check is the outcome of one check in result.json. Its output is in Log,
+// a file of the results directory.
+type Check struct {
+	OK         bool   `json:"ok"`
+	Exit       int    `json:"exit"`
+	DurationMS int64  `json:"duration_ms"`
+	TimedOut   bool   `json:"timed_out,omitempty"`
+	Skipped    string `json:"skipped,omitempty"`
+	Log        string `json:"log,omitempty"`
+}
+
+// NewCheck turns a daemon Result into a Check whose output is in log.
+func NewCheck(r *Result, log string) *Check {
+	if r == nil {
+		return nil
+	}
+	return &Check{OK: r.OK, Exit: r.Exit, DurationMS: r.DurationMS, TimedOut: r.TimedOut, Skipped: r.Skipped, Log: log}
+}
+
+// WriteFileAtomic writes data to dir/name through a temporary file renamed
+// into place, so a reader never sees half a file.
+func WriteFileAtomic(dir, name string, data []byte, mode os.FileMode) (retErr error) {
+	f, err := os.CreateTemp(dir, "."+name+".*")
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", name, err)
+	}
+	defer func() {
+		if retErr != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	if _, err := f.Write(data); err != nil {
+		return fmt.Errorf("writing %s: %w", name, err)
+	}
+	if err := f.Chmod(mode); err != nil {
+		return fmt.Errorf("writing %s: %w", name, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("writing %s: %w", name, err)
+	}
+	if err := os.Rename(f.Name(), filepath.Join(dir, name)); err != nil {
+		return fmt.Errorf("writing %s: %w", name, err)
+	}
+	return nil
+}
+
+// WriteRunResult writes r as dir/result.json, indented, mode 0644.
+func WriteRunResult(dir string, r *RunResult) error {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	// The command is shell: keep its < > & readable.
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(r); err != nil {
+		return fmt.Errorf("encoding %s: %w", ResultFile, err)
+	}
+	return WriteFileAtomic(dir, ResultFile, buf.Bytes(), 0o644)
+}
+
+// ReadRunResult reads dir/result.json.
+func ReadRunResult(dir string) (*RunResult, error) {
+	data, err := os.ReadFile(filepath.Join(dir, ResultFile))
+	if err != nil {
+		return nil, fmt.Errorf("reading run result: %w", err)
+	}
+	var r RunResult
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("reading run result %s: %w", filepath.Join(dir, ResultFile), err)
+	}
+	return &r, nil
+}

@@ -1,0 +1,64 @@
+package sserun
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// User is an account a process runs as.
+type User struct {
+	Name string
+	UID  int
+	GID  int
+	Home string
+}
+
+// Model is the agent's account (SPEC.md section 4): uid and gid 1000,
+// whatever /etc/passwd says, because the tool layer made it so.
+var Model = User{Name: "model", UID: 1000, GID: 1000, Home: "/home/model"}
+
+// PasswdFile is where LookupUser reads accounts.
+const PasswdFile = "/etc/passwd"
+
+// LookupUser finds name in a passwd file. It reads the file rather than
+// calling the C library so that the binaries stay static.
+func LookupUser(passwdFile, name string) (User, error) {
+	f, err := os.Open(passwdFile)
+	if err != nil {
+		return User{}, fmt.Errorf("looking up user %q: %w", name, err)
+	}
+	defer f.Close()
+	u, err := findUser(f, name)
+	if err != nil {
+		return User{}, fmt.Errorf("looking up user %q in %s: %w", name, passwdFile, err)
+	}
+	return u, nil
+}
+
+func findUser(r io.Reader, name string) (User, error) {
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		f := strings.Split(line, ":")
+		if len(f) < 7 || f[0] != name {
+			continue
+		}
+		uid, err1 := strconv.Atoi(f[2])
+		gid, err2 := strconv.Atoi(f[3])
+		if err1 != nil || err2 != nil || uid < 0 || gid < 0 {
+			return User{}, fmt.Errorf("malformed entry %q", line)
+		}
+		return User{Name: name, UID: uid, GID: gid, Home: f[5]}, nil
+	}
+	if err := sc.Err(); err != nil {
+		return User{}, err
+	}
+	return User{}, fmt.Errorf("no such user")
+}
