@@ -11,10 +11,12 @@ import (
 
 	"github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/core/content"
+	"github.com/containerd/containerd/v2/core/diff"
 	"github.com/containerd/containerd/v2/core/images"
 	"github.com/containerd/containerd/v2/core/leases"
 	"github.com/containerd/containerd/v2/core/remotes"
 	"github.com/containerd/containerd/v2/core/remotes/docker"
+	"github.com/containerd/containerd/v2/core/snapshots"
 	"github.com/containerd/errdefs"
 	"github.com/containerd/platforms"
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -331,28 +333,88 @@ func (r *Runner) credentials(host string) (string, string, error) {
 	return cfg.Username, cfg.Password, nil
 }
 
-// unpack applies the platform's layers that have no snapshot yet and
-// labels the config so that the garbage collector keeps the snapshots as
-// long as the image exists.
+// unpack applies the platform's layers that have no snapshot yet, one by
+// one on their parent chain, and labels the config so that the garbage
+// collector keeps the snapshots as long as the image exists.
+//
+// It does what client.Image.Unpack does, by hand: against Debian's
+// containerd 1.6 daemon the v2 client's Unpack failed on images that ctr
+// and this loop unpack fine ("wrong diff id calculated on extraction" for a
+// layer whose diff id was right), and the loop also lets us count what was
+// unpacked.
 func (r *Runner) unpack(ctx context.Context, img images.Image, stats *ImportStats) error {
-	ci := client.NewImageWithPlatform(r.client, img, r.matcher())
-	diffIDs, err := ci.RootFS(ctx)
+	cs := r.client.ContentStore()
+	m, err := images.Manifest(ctx, cs, img.Target, r.matcher())
 	if err != nil {
-		return fmt.Errorf("reading the layers of %s for %s: %w", img.Name, platforms.Format(r.opts.platform), err)
+		return fmt.Errorf("reading the manifest of %s for %s: %w", img.Name, platforms.Format(r.opts.platform), err)
+	}
+	diffIDs, err := images.RootFS(ctx, cs, m.Config)
+	if err != nil {
+		return fmt.Errorf("reading the layers of %s: %w", img.Name, err)
+	}
+	var layers []ocispec.Descriptor
+	for _, l := range m.Layers {
+		if images.IsLayerType(l.MediaType) {
+			layers = append(layers, l)
+		}
+	}
+	if len(layers) != len(diffIDs) {
+		return fmt.Errorf("image %s has %d layers but its config lists %d: rebuild it", img.Name, len(layers), len(diffIDs))
 	}
 	stats.Layers = len(diffIDs)
 	sn := r.client.SnapshotService(r.snapshotter)
-	for _, id := range identity.ChainIDs(diffIDs) {
-		if _, err := sn.Stat(ctx, id.String()); errdefs.IsNotFound(err) {
-			stats.LayersUnpacked++
-		} else if err != nil {
-			return fmt.Errorf("checking snapshot %s: %w", id, err)
+	a := r.client.DiffService()
+	for i, l := range layers {
+		chain := identity.ChainID(diffIDs[:i+1]).String()
+		if _, err := sn.Stat(ctx, chain); err == nil {
+			continue
+		} else if !errdefs.IsNotFound(err) {
+			return fmt.Errorf("checking snapshot %s: %w", chain, err)
 		}
+		parent := ""
+		if i > 0 {
+			parent = identity.ChainID(diffIDs[:i]).String()
+		}
+		if err := r.applyLayer(ctx, sn, a, l, diffIDs[i], parent, chain); err != nil {
+			return fmt.Errorf("unpacking layer %d/%d (%s) of %s into the %s snapshotter: %w", i+1, len(layers), l.Digest, img.Name, r.snapshotter, err)
+		}
+		stats.LayersUnpacked++
 	}
-	// Unpack is cheap when every snapshot exists (one Stat per layer), and
-	// it must run anyway to write the config's snapshot label.
-	if err := ci.Unpack(ctx, r.snapshotter); err != nil {
-		return fmt.Errorf("unpacking %s into the %s snapshotter: %w", img.Name, r.snapshotter, err)
+	top := identity.ChainID(diffIDs).String()
+	label := "containerd.io/gc.ref.snapshot." + r.snapshotter
+	if _, err := cs.Update(ctx, content.Info{Digest: m.Config.Digest, Labels: map[string]string{label: top}}, "labels."+label); err != nil {
+		return fmt.Errorf("labelling the config of %s: %w", img.Name, err)
+	}
+	return nil
+}
+
+// applyLayer extracts one layer on its parent snapshot and commits it under
+// its chain id, checking the uncompressed digest.
+func (r *Runner) applyLayer(ctx context.Context, sn snapshots.Snapshotter, a diff.Applier, layer ocispec.Descriptor, diffID digest.Digest, parent, chain string) (retErr error) {
+	key := fmt.Sprintf("extract-%d-%s", time.Now().UnixNano(), chain)
+	mounts, err := sn.Prepare(ctx, key, parent, snapshots.WithLabels(map[string]string{"containerd.io/gc.root": time.Now().UTC().Format(time.RFC3339)}))
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if retErr != nil {
+			sn.Remove(context.WithoutCancel(ctx), key)
+		}
+	}()
+	d, err := a.Apply(ctx, layer, mounts)
+	if err != nil {
+		return err
+	}
+	if d.Digest != diffID {
+		return fmt.Errorf("its content has diff id %s, the config says %s", d.Digest, diffID)
+	}
+	if err := sn.Commit(ctx, chain, key); err != nil && !errdefs.IsAlreadyExists(err) {
+		return err
+	}
+	// What Unpack records: the blob's uncompressed digest, checked above.
+	info := content.Info{Digest: layer.Digest, Labels: map[string]string{"containerd.io/uncompressed": diffID.String()}}
+	if _, err := r.client.ContentStore().Update(ctx, info, "labels.containerd.io/uncompressed"); err != nil {
+		return err
 	}
 	return nil
 }

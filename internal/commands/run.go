@@ -1,0 +1,106 @@
+package commands
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/42-b3yond-6ug/ssebench/internal/commands/options"
+	"github.com/42-b3yond-6ug/ssebench/pipeline"
+	"github.com/42-b3yond-6ug/ssebench/runner"
+)
+
+// ExitError makes ssebench exit with Code without printing anything more:
+// the container's own status, after a run.
+type ExitError struct{ Code int }
+
+func (e *ExitError) Error() string { return fmt.Sprintf("exit status %d", e.Code) }
+
+type runOptions struct {
+	Task, Agent, Local, Catalog, ToolLayer, Egress, Model, RunsDir, Runtime string
+	Prebuilt, Build, Keep, KeepAlive                                       bool
+	Timeout, Difficulty                                                    int
+	Plugins                                                                []string
+}
+
+func newCmdRun(g *options.Global) *cobra.Command {
+	o := &runOptions{}
+	cmd := &cobra.Command{
+		Use:   "run --task ID --agent FOLDER [--local DIR | --catalog PATH] [--prebuilt] [--build] [--timeout S]",
+		Short: "Build what is missing and run an agent on a task in containerd",
+		Long: `Build whatever the run lacks (the case image with BuildKit, the tool and
+agent images assembled), then run the agent image with containerd: the results
+directory runs/<run-id>/ is mounted at /var/lib/ssebench/results and its
+archive/ at /tmp/sse-archive, the environment and labels of SPEC.md section 10
+are set, the output is streamed, and ssebench exits with the container's
+status. runs/<run-id>/summary.json records the task, agent, images, tool
+layer, timings and status.
+
+With --registry the images are pushed there and containerd pulls them. With
+--prebuilt (or SSEBENCH_PREBUILT=1) nothing is built: the agent image is
+pulled from the registry, else taken from this machine. SSE_API_KEY,
+SSE_BASE_URL and SSE_MODEL_NAME come from the environment or .env.`,
+		Example: `  ssebench run --task kvconf-12-afb9ee1 --agent dummy
+  ssebench run --task kvconf-12-afb9ee1 --agent dummy --registry localhost:5000/ssebench
+  ssebench run --task kvconf-12-afb9ee1 --agent dummy --prebuilt --timeout 600`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			network, err := runner.ParseNetwork(o.Egress)
+			if err != nil {
+				return err
+			}
+			e, done, err := newEnv(g, cmd, o.Runtime)
+			if err != nil {
+				return err
+			}
+			defer done()
+			model := o.Model
+			if model == "" {
+				model = g.Lookup("SSE_MODEL_NAME")
+			}
+			prebuilt := o.Prebuilt || g.Lookup("SSEBENCH_PREBUILT") == "1"
+			req := pipeline.RunRequest{
+				Task: o.Task, Agent: o.Agent, Dataset: o.Local, Catalog: o.Catalog,
+				Build: o.Build, Prebuilt: prebuilt, ViaRegistry: cmd.Flag("registry").Changed,
+				ToolLayer: o.ToolLayer, Plugins: o.Plugins,
+				Timeout: o.Timeout, Difficulty: o.Difficulty,
+				APIKey: g.Lookup("SSE_API_KEY"), BaseURL: g.Lookup("SSE_BASE_URL"), Model: model,
+				KeepAlive: o.KeepAlive, Network: network, Keep: o.Keep, RunsDir: o.RunsDir,
+				ContainerdAddr: g.ContainerdAddr,
+				Stdout:         cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr(),
+			}
+			res, err := e.Run(cmd.Context(), req)
+			if res != nil {
+				s := res.Summary
+				fmt.Fprintf(cmd.ErrOrStderr(), "\nrun %s: %s (exit %d); results in %s\n", s.RunID, s.Status, s.ExitCode, res.Dir)
+			}
+			if err != nil {
+				return err
+			}
+			if res.Summary.ExitCode != 0 {
+				cmd.SilenceErrors = true
+				return &ExitError{Code: res.Summary.ExitCode}
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Task, "task", "", "task id (required)")
+	f.StringVar(&o.Agent, "agent", "", "agent folder under agents/ (required)")
+	f.StringVar(&o.Local, "local", "", "dataset folder holding the task (default: the dataset under the home that has it)")
+	f.StringVar(&o.Catalog, "catalog", "", "catalog folder (manifest.json, images.lock.json) to pull the case image from")
+	f.BoolVar(&o.Prebuilt, "prebuilt", false, "build nothing: pull the agent image and run it (also SSEBENCH_PREBUILT=1)")
+	f.BoolVar(&o.Build, "build", false, "build the case image from the task folder even when a catalog has it")
+	f.IntVar(&o.Timeout, "timeout", 0, "seconds the agent may run (default 3600)")
+	f.IntVar(&o.Difficulty, "difficulty", 2, "SSE_DIFFICULTY, 0–4")
+	f.StringVar(&o.Egress, "egress", "restricted", "container network: restricted (loopback only) or open")
+	f.BoolVar(&o.Keep, "keep", false, "keep the container and its snapshot in containerd")
+	f.BoolVar(&o.KeepAlive, "keep-alive", false, "SSE_KEEP_ALIVE=1: the container stays up after grading")
+	f.StringVar(&o.ToolLayer, "tool-layer", "", "tool layer (default "+pipeline.DefaultToolLayer+"; available: "+strings.Join(pipeline.ToolLayers, ", ")+")")
+	f.StringSliceVar(&o.Plugins, "plugin", nil, "plugins to enable (SSE_PLUGINS)")
+	f.StringVar(&o.Model, "model", "", "model name (default $SSE_MODEL_NAME, else none)")
+	f.StringVar(&o.RunsDir, "runs-dir", "", "where runs/<run-id>/ goes (default ./runs)")
+	f.StringVar(&o.Runtime, "runtime", "", "runtime image (default $SSEBENCH_RUNTIME_IMAGE, else REGISTRY/runtime:VERSION)")
+	return cmd
+}

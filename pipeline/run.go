@@ -1,0 +1,448 @@
+package pipeline
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/42-b3yond-6ug/ssebench/agent"
+	"github.com/42-b3yond-6ug/ssebench/casebuild"
+	"github.com/42-b3yond-6ug/ssebench/registry"
+	"github.com/42-b3yond-6ug/ssebench/runner"
+	"github.com/42-b3yond-6ug/ssebench/task"
+)
+
+// Paths inside the container (SPEC.md section 10).
+const (
+	ResultsPath = "/var/lib/ssebench/results"
+	ArchivePath = "/tmp/sse-archive"
+)
+
+// DefaultToolLayer is the tool layer of sandbox mode.
+const DefaultToolLayer = "sandbox"
+
+// ToolLayers are the tool layers a run can select with --tool-layer. Only
+// the built-in sandbox layer exists today; an extension adds its name here,
+// and two layers of one name are refused when a run starts.
+var ToolLayers = []string{DefaultToolLayer}
+
+// RunRequest is one `ssebench run`.
+type RunRequest struct {
+	// Task and Agent (a folder under agents/) are required.
+	Task, Agent string
+	// Dataset is the dataset folder holding the task (--local). Catalog
+	// is a catalog folder (manifest.json, images.lock.json) whose case
+	// images are pulled. At most one is set; neither means the dataset
+	// under the home that has the task.
+	Dataset, Catalog string
+	// Build builds the case image from the task folder even when a
+	// catalog has it.
+	Build bool
+	// Prebuilt pulls the agent image and runs it, building nothing.
+	Prebuilt bool
+	// ViaRegistry pushes the images to REGISTRY and has containerd pull
+	// them from there (--registry).
+	ViaRegistry bool
+	// ToolLayer is the tool layer; "" means sandbox.
+	ToolLayer string
+	// Plugins are the selected plugins (SSE_PLUGINS).
+	Plugins []string
+	// Timeout (TIMEOUT, seconds), Difficulty (SSE_DIFFICULTY 0–4) and the
+	// model settings reach the container's environment.
+	Timeout    int
+	Difficulty int
+	APIKey     string
+	BaseURL    string
+	Model      string
+	KeepAlive  bool
+	// Network is the container's network: restricted (loopback only) or
+	// open.
+	Network runner.Network
+	// Keep leaves the container and its snapshot in containerd.
+	Keep bool
+	// RunsDir is where runs/<run-id>/ goes; "" means ./runs.
+	RunsDir string
+	// ContainerdAddr is containerd's socket; "" means the default.
+	ContainerdAddr string
+	// Stdout and Stderr receive the container's output.
+	Stdout, Stderr io.Writer
+}
+
+// Summary is runs/<run-id>/summary.json.
+type Summary struct {
+	RunID    string            `json:"run_id"`
+	Task     string            `json:"task"`
+	Agent    string            `json:"agent"`
+	Platform string            `json:"platform"`
+	Images   map[string]string `json:"images"`
+	Config   struct {
+		ToolLayer  string   `json:"tool_layer"`
+		Mode       string   `json:"mode"`
+		Prebuilt   bool     `json:"prebuilt"`
+		Network    string   `json:"network"`
+		Timeout    int      `json:"timeout"`
+		Difficulty int      `json:"difficulty"`
+		Model      string   `json:"model"`
+		Plugins    []string `json:"plugins,omitempty"`
+	} `json:"config"`
+	Timings  map[string]float64 `json:"timings_seconds"`
+	Status   string             `json:"status"`
+	ExitCode int                `json:"exit_code"`
+	Results  string             `json:"results"`
+	Started  time.Time          `json:"started"`
+	Finished time.Time          `json:"finished"`
+}
+
+// RunResult is what Run did.
+type RunResult struct {
+	// Dir is runs/<run-id>/.
+	Dir     string
+	Summary *Summary
+}
+
+// Validate checks the combinations SPEC.md section 10 forbids.
+func (r *RunRequest) Validate() error {
+	switch {
+	case r.Task == "":
+		return errors.New("--task is required: pass a task id, e.g. --task kvconf-12-afb9ee1")
+	case r.Agent == "":
+		return errors.New("--agent is required: pass an agent folder under agents/, e.g. --agent dummy")
+	case r.Dataset != "" && r.Catalog != "":
+		return errors.New("--local and --catalog name two sources of the task: pass one")
+	case r.Prebuilt && (r.ToolLayer != "" || len(r.Plugins) > 0 || r.Build):
+		return errors.New("--prebuilt runs the published agent image as it is: it cannot be combined with --tool-layer, --plugin or --build")
+	case r.Difficulty < 0 || r.Difficulty > 4:
+		return fmt.Errorf("--difficulty %d is not 0–4", r.Difficulty)
+	case r.Timeout < 0:
+		return fmt.Errorf("--timeout %d is negative", r.Timeout)
+	}
+	return checkToolLayer(r.ToolLayer)
+}
+
+func checkToolLayer(name string) error {
+	seen := map[string]int{}
+	for _, l := range ToolLayers {
+		seen[l]++
+	}
+	for l, n := range seen {
+		if n > 1 {
+			return fmt.Errorf("%d tool layers claim the name %q: remove all but one", n, l)
+		}
+	}
+	if name == "" || seen[name] == 1 {
+		return nil
+	}
+	return fmt.Errorf("unknown tool layer %q: the tool layers are %s", name, strings.Join(ToolLayers, ", "))
+}
+
+// Run builds what the run needs (case with BuildKit, tool and agent
+// assembled), then runs the agent image in containerd with the environment,
+// mounts and labels of SPEC.md section 10, and writes
+// runs/<run-id>/summary.json. The container's exit status is in the
+// summary; a non-zero status is not an error.
+func (e *Env) Run(ctx context.Context, req RunRequest) (_ *RunResult, retErr error) {
+	if err := req.Validate(); err != nil {
+		return nil, err
+	}
+	if req.ToolLayer == "" {
+		req.ToolLayer = DefaultToolLayer
+	}
+	started := time.Now()
+	timings := map[string]float64{}
+	lap := func(k string, since time.Time) { timings[k] = time.Since(since).Seconds() }
+
+	a, err := agent.Load(e.Home, req.Agent)
+	if err != nil {
+		return nil, err
+	}
+	agentName := e.Names.Agent(a.Name, req.Task, a.Version)
+
+	// The platform: the task's arches against the host's.
+	datasetDir := req.Dataset
+	if datasetDir == "" && req.Catalog == "" {
+		if datasetDir = findDataset(e.Home, req.Task); datasetDir == "" {
+			return nil, fmt.Errorf("task %q is in no dataset under %s: pass --local DIR or --catalog PATH", req.Task, filepath.Join(e.Home, "datasets"))
+		}
+	}
+	arches := task.DefaultArches()
+	if dir := firstNonEmpty(datasetDir, req.Catalog); dir != "" {
+		if arches, err = task.TaskArches(dir, req.Task); err != nil {
+			return nil, err
+		}
+	}
+	arch, emulated := task.RunArch(arches, runtime.GOARCH)
+	platform := task.Platform(arch)
+	if emulated {
+		e.logf("warning: %s runs as %s, which this %s machine emulates", req.Task, platform, runtime.GOARCH)
+	}
+	plat, _ := v1.ParsePlatform(platform)
+
+	images := map[string]string{}
+	if !req.Prebuilt {
+		t := time.Now()
+		caseRef, srcDir, err := e.caseImage(ctx, req, datasetDir, plat)
+		if err != nil {
+			return nil, err
+		}
+		lap("case", t)
+		t = time.Now()
+		tool, err := e.Tool(ctx, ToolRequest{Case: caseRef, Task: req.Task, SourceDir: srcDir, Platform: plat})
+		if err != nil {
+			return nil, err
+		}
+		images["case"] = caseRef
+		images["tool"] = tool.Name + "@" + tool.Digest.String()
+		lap("tool", t)
+		t = time.Now()
+		ag, err := e.Agent(ctx, AgentRequest{Tool: tool.Name, Folder: req.Agent, Task: req.Task, Platform: plat, Push: req.ViaRegistry})
+		if err != nil {
+			return nil, err
+		}
+		images["agent"] = ag.Name + "@" + ag.Digest.String()
+		lap("agent", t)
+	}
+
+	// The run's folder: results, and archive/ inside it.
+	runID := newRunID(req.Task, req.Agent, started)
+	runsDir := firstNonEmpty(req.RunsDir, "runs")
+	dir, err := filepath.Abs(filepath.Join(runsDir, runID))
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "archive"), 0o755); err != nil {
+		return nil, fmt.Errorf("creating the run folder: %w", err)
+	}
+
+	ropts := []runner.Option{runner.WithStore(e.Store), runner.WithPlatform(platform)}
+	if req.ContainerdAddr != "" {
+		ropts = append(ropts, runner.WithAddress(req.ContainerdAddr))
+	}
+	rn, err := runner.New(ctx, ropts...)
+	if err != nil {
+		return nil, err
+	}
+	defer rn.Close()
+
+	spec := runner.RunSpec{
+		Image:   agentName,
+		Pull:    req.ViaRegistry,
+		ID:      "ssebench-" + runID,
+		Env:     req.env(),
+		Network: req.Network,
+		Keep:    req.Keep,
+		Stdout:  req.Stdout,
+		Stderr:  req.Stderr,
+		Mounts: []runner.Mount{
+			{Source: dir, Target: ResultsPath},
+			{Source: filepath.Join(dir, "archive"), Target: ArchivePath},
+		},
+		Labels: map[string]string{
+			"ssebench.task-id": req.Task,
+			"ssebench.agent":   req.Agent,
+			"ssebench.run-id":  runID,
+			"ssebench.model":   modelName(req.Model),
+			"ssebench.results": dir,
+		},
+	}
+	if req.Prebuilt {
+		spec.Pull = true
+	}
+	t := time.Now()
+	res, err := rn.Run(ctx, spec)
+	if err != nil && req.Prebuilt && res == nil && !errors.Is(err, context.Canceled) {
+		// The registry does not have it (or cannot be reached): a copy on
+		// this machine will do.
+		e.logf("warning: pulling the prebuilt image %s failed (%v); using the local copy", agentName, err)
+		spec.Pull = false
+		res, err = rn.Run(ctx, spec)
+		if errors.Is(err, registry.ErrNotFound) {
+			return nil, fmt.Errorf("The prebuilt image %s is not in the registry or on this machine", agentName)
+		}
+	}
+	if res == nil {
+		return nil, err
+	}
+	lap("run", t)
+	timings["startup"] = res.StartupTime.Seconds()
+	if res.Image != nil {
+		images["agent"] = agentName + "@" + res.Image.Target.Digest.String()
+	}
+
+	s := &Summary{
+		RunID: runID, Task: req.Task, Agent: req.Agent, Platform: platform, Images: images,
+		Timings: timings, ExitCode: res.ExitCode, Results: dir, Started: started.UTC(), Finished: time.Now().UTC(),
+	}
+	s.Config.ToolLayer = req.ToolLayer
+	s.Config.Mode = "sandbox"
+	s.Config.Prebuilt = req.Prebuilt
+	s.Config.Network = string(firstNonEmpty(string(req.Network), string(runner.NetworkRestricted)))
+	s.Config.Timeout = req.Timeout
+	s.Config.Difficulty = req.Difficulty
+	s.Config.Model = modelName(req.Model)
+	s.Config.Plugins = req.Plugins
+	switch {
+	case res.Stopped:
+		s.Status = "stopped"
+	case res.ExitCode == 0:
+		s.Status = "ok"
+	case res.ExitCode == 124:
+		s.Status = "timeout"
+	default:
+		s.Status = "failed"
+	}
+	timings["total"] = time.Since(started).Seconds()
+	if werr := writeJSON(filepath.Join(dir, "summary.json"), s); werr != nil && err == nil {
+		err = werr
+	}
+	return &RunResult{Dir: dir, Summary: s}, err
+}
+
+// env is the container's environment (SPEC.md section 10).
+func (r *RunRequest) env() []string {
+	timeout := r.Timeout
+	if timeout == 0 {
+		timeout = 3600
+	}
+	keep := "0"
+	if r.KeepAlive {
+		keep = "1"
+	}
+	env := []string{
+		"SSE_ARCHIVE=" + ArchivePath,
+		"SSE_RESULTS=" + ResultsPath,
+		"SSE_DIFFICULTY=" + strconv.Itoa(r.Difficulty),
+		"TIMEOUT=" + strconv.Itoa(timeout),
+		"SSE_API_KEY=" + r.APIKey,
+		"SSE_BASE_URL=" + r.BaseURL,
+		"SSE_MODEL_NAME=" + modelName(r.Model),
+		"SSE_KEEP_ALIVE=" + keep,
+		"SSE_TASK_ID=" + r.Task,
+	}
+	if len(r.Plugins) > 0 {
+		env = append(env, "SSE_PLUGINS="+strings.Join(r.Plugins, ","))
+	}
+	return env
+}
+
+func modelName(m string) string {
+	if strings.TrimSpace(m) == "" {
+		return "none"
+	}
+	return m
+}
+
+// caseImage returns the case image reference of the run, building it or
+// pulling it as the request says, and the task's SOURCE_DIR.
+func (e *Env) caseImage(ctx context.Context, req RunRequest, datasetDir string, plat *v1.Platform) (string, string, error) {
+	if req.Catalog != "" && !req.Build {
+		m, err := task.ReadManifest(filepath.Join(req.Catalog, task.ManifestFile))
+		if err != nil {
+			return "", "", fmt.Errorf("reading the catalog: %w", err)
+		}
+		entry := m.Task(req.Task)
+		if entry == nil {
+			return "", "", fmt.Errorf("task %q is not in catalog %s", req.Task, req.Catalog)
+		}
+		lock, _ := task.ReadLock(filepath.Join(req.Catalog, task.LockFile))
+		ref, _, err := task.CaseImageRef(e.Names.Registry, m, req.Task, lock)
+		if err != nil {
+			return "", "", err
+		}
+		r, err := e.Resolver(plat)
+		if err != nil {
+			return "", "", err
+		}
+		if _, err := r.Resolve(ctx, ref); err == nil {
+			return ref, entry.Metadata.Source, nil
+		} else if datasetDir == "" {
+			if datasetDir = findDataset(e.Home, req.Task); datasetDir == "" {
+				return "", "", fmt.Errorf("pulling the case image %s failed and no task folder can build it: %w", ref, err)
+			}
+			e.logf("warning: pulling %s failed (%v); building it from %s", ref, err, datasetDir)
+		}
+	}
+	if datasetDir == "" {
+		if datasetDir = findDataset(e.Home, req.Task); datasetDir == "" {
+			return "", "", fmt.Errorf("no task folder for %q to build its case image from: pass --local DIR", req.Task)
+		}
+	}
+	t, err := task.Load(filepath.Join(datasetDir, req.Task))
+	if err != nil {
+		return "", "", err
+	}
+	if e.BuildKit == nil {
+		return "", "", errors.New("building the case image needs BuildKit, and none is configured")
+	}
+	bk, err := e.BuildKit(ctx)
+	if err != nil {
+		return "", "", err
+	}
+	defer bk.Close()
+	r, err := e.Resolver(plat)
+	if err != nil {
+		return "", "", err
+	}
+	b := &casebuild.Builder{BuildKit: bk, Store: e.Store, Resolver: r, Names: e.Names, Log: e.Log}
+	out, err := b.BuildCases(ctx, datasetDir, casebuild.CaseOptions{Tasks: []string{req.Task}, Force: req.Build && req.Catalog == "", HostArch: runtime.GOARCH})
+	if err != nil {
+		return "", "", err
+	}
+	return out[0].Image, t.Config.Source, nil
+}
+
+// findDataset returns the folder of the only dataset under home that has
+// task, or "".
+func findDataset(home, id string) string {
+	matches, _ := filepath.Glob(filepath.Join(home, "datasets", "*", id))
+	var found []string
+	for _, m := range matches {
+		if st, err := os.Stat(m); err == nil && st.IsDir() {
+			found = append(found, filepath.Dir(m))
+		}
+	}
+	sort.Strings(found)
+	if len(found) == 1 {
+		return found[0]
+	}
+	return ""
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, x := range s {
+		if x != "" {
+			return x
+		}
+	}
+	return ""
+}
+
+func newRunID(taskID, agentFolder string, t time.Time) string {
+	b := make([]byte, 3)
+	rand.Read(b)
+	return fmt.Sprintf("%s-%s-%s-%s", t.UTC().Format("20060102-150405"), strings.ToLower(taskID), agentFolder, hex.EncodeToString(b))
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return os.Rename(tmp, path)
+}
