@@ -19,9 +19,9 @@ func (e *ExitError) Error() string { return fmt.Sprintf("exit status %d", e.Code
 
 type runOptions struct {
 	Task, Agent, Local, Catalog, ToolLayer, Egress, Model, RunsDir, Runtime string
-	Prebuilt, Build, Keep, KeepAlive                                       bool
-	Timeout, Difficulty                                                    int
-	Plugins                                                                []string
+	Prebuilt, Build, Keep, KeepAlive                                        bool
+	Timeout, Difficulty                                                     int
+	Plugins                                                                 []string
 }
 
 func newCmdRun(g *options.Global) *cobra.Command {
