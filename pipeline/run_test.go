@@ -1,0 +1,360 @@
+package pipeline_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/pkg/namespaces"
+	"github.com/google/go-containerregistry/pkg/name"
+
+	"github.com/42-b3yond-6ug/ssebench/assemble"
+	"github.com/42-b3yond-6ug/ssebench/buildkit"
+	"github.com/42-b3yond-6ug/ssebench/casebuild"
+	"github.com/42-b3yond-6ug/ssebench/internal/testenv"
+	"github.com/42-b3yond-6ug/ssebench/pipeline"
+	"github.com/42-b3yond-6ug/ssebench/registry"
+	"github.com/42-b3yond-6ug/ssebench/runner"
+	"github.com/42-b3yond-6ug/ssebench/runtimebin"
+)
+
+const e2eTask = "kvconf-12-afb9ee1"
+
+// snoop runs as the agent: it checks, as model, what SPEC.md section 12
+// and the tool image contract promise, and prints ALL GOOD when every check
+// holds.
+const snoop = `#!/bin/sh
+fail=0
+bad() { echo "BAD: $*"; fail=1; }
+[ "$(id -u):$(id -g)" = "1000:1000" ] || bad "runs as $(id)"
+[ -z "$(id -G | tr ' ' '\n' | grep -v '^1000$')" ] || bad "supplementary groups $(id -G)"
+for p in /ssebench/config.yaml /ssebench /ssebench-repo /var/lib/ssebench; do
+	ls "$p" >/dev/null 2>&1 && bad "can list $p"
+	cat "$p" >/dev/null 2>&1 && bad "can read $p"
+done
+cd /src/kvconf || bad "no SOURCE_DIR"
+[ -z "$(git status --porcelain)" ] || bad "git status: $(git status --porcelain | head -3)"
+[ "$(git log --oneline | wc -l)" = 1 ] || bad "history: $(git log --oneline | head -3)"
+[ "$(git log -1 --format=%an%ae%s)" = "SSEBench Agentagent@ssebench.invalidbuggy commit" ] || bad "commit $(git log -1 --format='%an %ae %s')"
+# Nothing outside SOURCE_DIR, /home/model and sticky directories is writable.
+w=$(find / -xdev \( -path /proc -o -path /sys -o -path /dev \) -prune -o -writable ! -type l ! -type s ! -perm -1000 -print 2>/dev/null |
+	grep -v -e '^/src/kvconf' -e '^/home/model' -e '^/tmp/' -e '^/var/tmp/' -e '^/run/lock' | head -5)
+[ -z "$w" ] || bad "writable: $w"
+touch /usr/local/bin/evil 2>/dev/null && bad "wrote /usr/local/bin"
+touch /src/kvconf/agent-was-here || bad "cannot write SOURCE_DIR"
+[ $fail = 0 ] && echo "ALL GOOD"
+exit $fail
+`
+
+type e2e struct {
+	env   *pipeline.Env
+	home  string
+	runs  string
+	store *registry.Store
+}
+
+func setup(t *testing.T) *e2e {
+	t.Helper()
+	bkAddr := testenv.RequireBuildKit(t)
+	testenv.RequireContainerd(t)
+	reg := testenv.RequireRegistry(t)
+	osImage := testenv.OSImage(t)
+	ctx := context.Background()
+	repo, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	home := t.TempDir()
+	ds := filepath.Join(home, "datasets", "examples")
+	if err := os.MkdirAll(ds, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"dataset.yaml", "manifest.json", e2eTask} {
+		cp(t, filepath.Join(repo, "datasets", "examples", f), filepath.Join(ds, f))
+	}
+	os.MkdirAll(filepath.Join(home, "agents"), 0o755)
+	cp(t, filepath.Join(repo, "agents", "dummy"), filepath.Join(home, "agents", "dummy"))
+	agentDir(t, home, "sleeper", "FROM ssebench-agent\nCMD [\"sleep 600\"]\n", nil)
+	agentDir(t, home, "patcher", "FROM ssebench-agent\nCOPY fix.diff /opt/fix.diff\nCMD [\"patch -p1 < /opt/fix.diff\"]\n",
+		map[string]string{"fix.diff": read(t, filepath.Join(repo, "datasets", "examples", e2eTask, "sse", "diffs", "patch.diff"))})
+	agentDir(t, home, "snooper", "FROM ssebench-agent\nCOPY --chmod=0755 snoop.sh /opt/snoop.sh\nCMD [\"/opt/snoop.sh\"]\n",
+		map[string]string{"snoop.sh": snoop})
+	os.WriteFile(filepath.Join(home, "VERSION"), []byte("0.1.0-dev\n"), 0o644)
+
+	st, err := registry.OpenStore(filepath.Join(home, "store"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	facts, err := assemble.NewFacts(filepath.Join(home, "facts"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := registry.NewNames(reg+"/ssebench-e2e", "0.1.0-dev")
+	e := &pipeline.Env{
+		Home: home, Names: names, Store: st, Facts: facts, Log: testWriter{t},
+		BuildKit: func(ctx context.Context) (*buildkit.Client, error) {
+			return buildkit.New(ctx, buildkit.WithAddress(bkAddr), buildkit.WithProgress(testWriter{t}), buildkit.WithTempDir(st.TempDir()))
+		},
+	}
+
+	// The Go base image, into the store: the case build takes it from there.
+	bk, err := e.BuildKit(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bk.Close()
+	b := &casebuild.Builder{BuildKit: bk, Store: st, Names: names, Log: testWriter{t}}
+	if _, err := b.BuildBase(ctx, repo, "go", osImage, ""); err != nil {
+		t.Fatalf("building the Go base image: %v", err)
+	}
+	// Our own runtime, built from this checkout.
+	idx, err := runtimebin.Build(ctx, runtimebin.WithModuleDir(repo), runtimebin.WithTempDir(st.TempDir()))
+	if err != nil {
+		t.Fatalf("building the runtime: %v", err)
+	}
+	if err := st.WriteIndex(ctx, mustRef(t, names.Runtime()), idx); err != nil {
+		t.Fatal(err)
+	}
+	return &e2e{env: e, home: home, runs: filepath.Join(home, "runs"), store: st}
+}
+
+func (x *e2e) run(t *testing.T, ctx context.Context, agentFolder string, mod func(*pipeline.RunRequest)) (*pipeline.RunResult, string, error) {
+	t.Helper()
+	var out bytes.Buffer
+	req := pipeline.RunRequest{
+		Task: e2eTask, Agent: agentFolder, RunsDir: x.runs, Timeout: 300,
+		Stdout: &out, Stderr: &out,
+	}
+	if mod != nil {
+		mod(&req)
+	}
+	res, err := x.env.Run(ctx, req)
+	return res, out.String(), err
+}
+
+type result struct {
+	AgentExit int  `json:"agent_exit"`
+	TimedOut  bool `json:"timed_out"`
+	Passed    bool `json:"passed"`
+	Build     *struct {
+		OK bool `json:"ok"`
+	} `json:"build"`
+	Test *struct {
+		OK bool `json:"ok"`
+	} `json:"test"`
+	PoC *struct {
+		OK   bool `json:"ok"`
+		Exit int  `json:"exit"`
+	} `json:"poc"`
+}
+
+func readResult(t *testing.T, dir string) result {
+	t.Helper()
+	var r result
+	if err := json.Unmarshal([]byte(read(t, filepath.Join(dir, "result.json"))), &r); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// TestRun runs agents on an example task end to end: case image with
+// BuildKit, tool and agent images assembled, containerd running them.
+func TestRun(t *testing.T) {
+	x := setup(t)
+	ctx := context.Background()
+
+	t.Run("dummy", func(t *testing.T) {
+		res, out, err := x.run(t, ctx, "dummy", nil)
+		if err != nil {
+			t.Fatalf("Run() = %v\n%s", err, out)
+		}
+		s := res.Summary
+		if s.ExitCode != 0 || s.Status != "ok" {
+			t.Errorf("exit %d status %q, want 0 ok\n%s", s.ExitCode, s.Status, out)
+		}
+		if log := read(t, filepath.Join(res.Dir, "agent.log")); !strings.Contains(log, "dummy_QAQ") {
+			t.Errorf("agent.log = %q, want dummy_QAQ", log)
+		}
+		r := readResult(t, res.Dir)
+		if r.Build == nil || !r.Build.OK || r.PoC == nil || r.PoC.OK || r.Passed {
+			t.Errorf("result.json of the buggy tree = %+v: want the build to pass and the PoC to fail", r)
+		}
+		if s.Config.ToolLayer != "sandbox" || s.Images["tool"] == "" || s.Images["agent"] == "" {
+			t.Errorf("summary = %+v", s)
+		}
+		if _, err := os.Stat(filepath.Join(res.Dir, "archive")); err != nil {
+			t.Errorf("no archive folder: %v", err)
+		}
+
+		// The same images again: nothing new is unpacked.
+		res2, out, err := x.run(t, ctx, "dummy", nil)
+		if err != nil || res2.Summary.ExitCode != 0 {
+			t.Fatalf("second run: %v\n%s", err, out)
+		}
+		t.Logf("start-up: first run %.2fs, second run %.2fs", s.Timings["startup"], res2.Summary.Timings["startup"])
+	})
+
+	t.Run("timeout", func(t *testing.T) {
+		start := time.Now()
+		res, out, err := x.run(t, ctx, "sleeper", func(r *pipeline.RunRequest) { r.Timeout = 3 })
+		if err != nil {
+			t.Fatalf("Run() = %v\n%s", err, out)
+		}
+		if res.Summary.ExitCode != 124 || res.Summary.Status != "timeout" {
+			t.Errorf("exit %d status %q, want 124 timeout", res.Summary.ExitCode, res.Summary.Status)
+		}
+		if r := readResult(t, res.Dir); !r.TimedOut {
+			t.Errorf("result.json does not say timed_out: %+v", r)
+		}
+		t.Logf("a 3 s timeout ended the run in %s", time.Since(start).Round(time.Second))
+	})
+
+	t.Run("patcher", func(t *testing.T) {
+		res, out, err := x.run(t, ctx, "patcher", nil)
+		if err != nil || res.Summary.ExitCode != 0 {
+			t.Fatalf("Run() = %v\n%s", err, out)
+		}
+		r := readResult(t, res.Dir)
+		if !r.Passed || r.Test == nil || !r.Test.OK || r.PoC == nil || !r.PoC.OK {
+			t.Errorf("result.json of the fixed tree = %+v, want every check to pass", r)
+		}
+		patch := read(t, filepath.Join(res.Dir, "final.patch"))
+		if !strings.Contains(patch, "diff --git") {
+			t.Errorf("final.patch = %q, want the agent's diff", patch)
+		}
+	})
+
+	t.Run("integrity", func(t *testing.T) {
+		res, out, err := x.run(t, ctx, "snooper", nil)
+		if err != nil {
+			t.Fatalf("Run() = %v\n%s", err, out)
+		}
+		log := read(t, filepath.Join(res.Dir, "agent.log"))
+		if res.Summary.ExitCode != 0 || !strings.Contains(log, "ALL GOOD") {
+			t.Errorf("as model (exit %d):\n%s", res.Summary.ExitCode, log)
+		}
+	})
+
+	t.Run("registry", func(t *testing.T) {
+		res, out, err := x.run(t, ctx, "dummy", func(r *pipeline.RunRequest) { r.ViaRegistry = true })
+		if err != nil || res.Summary.ExitCode != 0 {
+			t.Fatalf("Run() = %v\n%s", err, out)
+		}
+		// The image is in the registry under its name.
+		if _, err := registry.NewResolver(registry.WithPullPolicy(registry.PullAlways)); err != nil {
+			t.Fatal(err)
+		}
+		r, _ := registry.NewResolver(registry.WithPullPolicy(registry.PullAlways))
+		if _, err := r.Image(ctx, x.env.Names.Agent("dummy", e2eTask, "")); err != nil {
+			t.Errorf("the agent image is not in the registry: %v", err)
+		}
+	})
+
+	t.Run("ctrl-c", func(t *testing.T) {
+		cctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		var res *pipeline.RunResult
+		var err error
+		go func() {
+			res, _, err = x.run(t, cctx, "sleeper", nil)
+			close(done)
+		}()
+		time.Sleep(15 * time.Second)
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(60 * time.Second):
+			t.Fatal("the run did not stop within a minute of Ctrl-C")
+		}
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("Run() error = %v, want context.Canceled", err)
+		}
+		if res == nil {
+			t.Fatal("no result for the stopped run")
+		}
+		if res.Summary.Status != "stopped" {
+			t.Errorf("status %q, want stopped", res.Summary.Status)
+		}
+		c, cerr := client.New(os.Getenv(testenv.ContainerdAddressEnv))
+		if cerr != nil {
+			t.Fatal(cerr)
+		}
+		defer c.Close()
+		nctx := namespaces.WithNamespace(ctx, runner.DefaultNamespace)
+		if _, err := c.LoadContainer(nctx, "ssebench-"+res.Summary.RunID); err == nil {
+			t.Errorf("container ssebench-%s is still there", res.Summary.RunID)
+		}
+	})
+
+	t.Run("prebuilt", func(t *testing.T) {
+		// Nothing is built: the agent image comes from the registry
+		// (pushed by the registry subtest) or this machine.
+		res, out, err := x.run(t, ctx, "dummy", func(r *pipeline.RunRequest) { r.Prebuilt = true })
+		if err != nil || res.Summary.ExitCode != 0 {
+			t.Fatalf("Run() = %v\n%s", err, out)
+		}
+		if _, ok := res.Summary.Images["tool"]; ok {
+			t.Error("a prebuilt run built a tool image")
+		}
+		_, _, err = x.run(t, ctx, "patcher", func(r *pipeline.RunRequest) {
+			r.Prebuilt = true
+			r.Plugins = []string{"x"}
+		})
+		if err == nil || !strings.Contains(err.Error(), "cannot be combined") {
+			t.Errorf("--prebuilt with --plugin: %v", err)
+		}
+	})
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+func cp(t *testing.T, src, dst string) {
+	t.Helper()
+	if out, err := exec.Command("cp", "-a", src, dst).CombinedOutput(); err != nil {
+		t.Fatalf("cp %s: %v\n%s", src, err, out)
+	}
+}
+
+func read(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func agentDir(t *testing.T, home, folder, dockerfile string, files map[string]string) {
+	t.Helper()
+	d := filepath.Join(home, "agents", folder)
+	os.MkdirAll(d, 0o755)
+	os.WriteFile(filepath.Join(d, "agent.yaml"), []byte(fmt.Sprintf("name: %s\n", folder)), 0o644)
+	os.WriteFile(filepath.Join(d, "Dockerfile"), []byte(dockerfile), 0o644)
+	for n, c := range files {
+		os.WriteFile(filepath.Join(d, n), []byte(c), 0o644)
+	}
+}
+
+func mustRef(t *testing.T, s string) name.Reference {
+	t.Helper()
+	r, err := name.ParseReference(s, name.WeakValidation)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
