@@ -40,4 +40,8 @@ tool=$("$ssebench" assemble tool --case "$("$ssebench" names --task "$task" --js
 "$ssebench" assemble agent --tool "${tool%@*}" --agent dummy --task "$task"
 
 step "run the dummy agent on $task in containerd"
-"$ssebench" run --task "$task" --agent dummy --local "$dataset"
+"$ssebench" run --task "$task" --agent dummy --local "$dataset" --timeout 600
+
+run_dir=$(ls -1td runs/*/ | head -n 1)
+step "results in $root/$run_dir"
+cat "$run_dir/result.json"
