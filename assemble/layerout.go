@@ -1,0 +1,89 @@
+package assemble
+
+import (
+	"archive/tar"
+	"io"
+	"sort"
+
+	"github.com/42-b3yond-6ug/ssebench/oci"
+)
+
+// contentKey names the bytes of a file: hard links share one.
+type contentKey struct{ layer, entry int }
+
+// layerOut is one new layer being written: header-only entries are
+// collected first and written sorted, then content entries as the case
+// layers stream by.
+type layerOut struct {
+	w     *oci.LayerWriter
+	first map[contentKey]string // where each content was first written
+}
+
+func (b *toolBuild) newLayer() (*layerOut, error) {
+	w, err := oci.NewLayerWriter(b.o.tempDir, oci.WithCompression(b.o.compression), oci.WithDefaultTime(b.o.when))
+	if err != nil {
+		return nil, err
+	}
+	return &layerOut{w: w, first: map[contentKey]string{}}, nil
+}
+
+// headerOnly writes entries that carry no content, in path order.
+func (l *layerOut) headerOnly(hs []*tar.Header) error {
+	sort.SliceStable(hs, func(i, j int) bool { return oci.ComparePaths(hs[i].Name, hs[j].Name) < 0 })
+	for _, h := range hs {
+		if err := l.w.WriteHeader(h); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// small writes a regular file held in memory.
+func (l *layerOut) small(h *tar.Header, content []byte) error {
+	h.Size = int64(len(content))
+	if err := l.w.WriteHeader(h); err != nil {
+		return err
+	}
+	_, err := l.w.Write(content)
+	return err
+}
+
+// file starts the content entry of node n at dest. It returns the writer
+// for its content, or nil when dest became a hard link to an earlier copy
+// of the same bytes in this layer.
+func (l *layerOut) file(n oci.Node, dest string, mode int64, uid, gid int) (io.Writer, error) {
+	k := contentKey{n.Layer, n.Entry}
+	h := n.Header.TarHeader(dest)
+	h.Mode, h.Uid, h.Gid = mode, uid, gid
+	if prev, ok := l.first[k]; ok {
+		h.Typeflag, h.Linkname, h.Size = tar.TypeLink, prev, 0
+		return nil, l.w.WriteHeader(h)
+	}
+	l.first[k] = dest
+	if err := l.w.WriteHeader(h); err != nil {
+		return nil, err
+	}
+	return l.w, nil
+}
+
+func copyEntry(w *oci.LayerWriter, h *tar.Header, open func() (io.ReadCloser, error)) error {
+	rc, err := open()
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	if err := w.WriteHeader(h); err != nil {
+		return err
+	}
+	_, err = io.Copy(w, rc)
+	return err
+}
+
+// finish completes a layer written to a spool file.
+func finish(w *oci.LayerWriter) (*oci.SpooledLayer, error) {
+	l, err := w.Finish()
+	if err != nil {
+		return nil, err
+	}
+	return l.(*oci.SpooledLayer), nil
+}
