@@ -98,12 +98,15 @@ type Summary struct {
 		Model      string   `json:"model"`
 		Plugins    []string `json:"plugins,omitempty"`
 	} `json:"config"`
-	Timings  map[string]float64 `json:"timings_seconds"`
-	Status   string             `json:"status"`
-	ExitCode int                `json:"exit_code"`
-	Results  string             `json:"results"`
-	Started  time.Time          `json:"started"`
-	Finished time.Time          `json:"finished"`
+	Timings map[string]float64 `json:"timings_seconds"`
+	// LayersUnpacked is how many layers containerd had to unpack: none
+	// when the same images ran before.
+	LayersUnpacked int       `json:"layers_unpacked"`
+	Status         string    `json:"status"`
+	ExitCode       int       `json:"exit_code"`
+	Results        string    `json:"results"`
+	Started        time.Time `json:"started"`
+	Finished       time.Time `json:"finished"`
 }
 
 // RunResult is what Run did.
@@ -284,6 +287,9 @@ func (e *Env) Run(ctx context.Context, req RunRequest) (_ *RunResult, retErr err
 	s := &Summary{
 		RunID: runID, Task: req.Task, Agent: req.Agent, Platform: platform, Images: images,
 		Timings: timings, ExitCode: res.ExitCode, Results: dir, Started: started.UTC(), Finished: time.Now().UTC(),
+	}
+	if res.Image != nil {
+		s.LayersUnpacked = res.Image.Stats.LayersUnpacked
 	}
 	s.Config.ToolLayer = req.ToolLayer
 	s.Config.Mode = "sandbox"
