@@ -21,7 +21,7 @@ func newCmdAssemble(g *options.Global) *cobra.Command {
   ssebench assemble agent --tool localhost:5000/ssebench/tool/kvconf-12-afb9ee1:0.1.0-dev --agent dummy`,
 	}
 	cmd.AddCommand(newCmdAssembleTool(g), newCmdAssembleAgent(g))
-	return cmd
+	return groupCommand(cmd)
 }
 
 type assembleToolOptions struct {
@@ -85,7 +85,7 @@ time, its own layers are reused and no case layer is read.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Case, "case", "", "case image reference (required)")
-	f.StringVar(&o.Source, "source", "", "SOURCE_DIR in the case image (default: `source` of the task's config.yaml)")
+	f.StringVar(&o.Source, "source", "", "SOURCE_DIR in the case image (default: source in the task's config.yaml)")
 	f.StringVar(&o.Task, "task", "", "task id (default: the last part of the case image's name)")
 	f.StringVar(&o.Runtime, "runtime", "", "runtime image (default $SSEBENCH_RUNTIME_IMAGE, else REGISTRY/runtime:VERSION)")
 	f.StringVar(&o.Platform, "platform", "", "platform to assemble for (default: the case image's)")

@@ -72,6 +72,11 @@ manifest pins, into the local store (or the registry with --push).`,
 			if osImage == "" {
 				osImage = g.Lookup(OSImageEnv)
 			}
+			// Checked before buildkitd is dialled, so that the error
+			// says what is missing rather than that no daemon answers.
+			if osImage == "" {
+				return fmt.Errorf("no OS image: pass --os-image (e.g. 127.0.0.1:5000/ssebench/os/debian:bookworm, made by scripts/setup.sh) or set %s", OSImageEnv)
+			}
 			langs := args
 			if len(langs) == 0 {
 				if langs, err = casebuild.BaseLanguages(home); err != nil {
@@ -99,7 +104,7 @@ manifest pins, into the local store (or the registry with --push).`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&osImage, "os-image", "", "OS image the base images start from (default $"+OSImageEnv+")")
+	cmd.Flags().StringVar(&osImage, "os-image", "", "OS image the base images start from (default $"+OSImageEnv+", from the environment or .env)")
 	cmd.Flags().StringVar(&platform, "platform", "", "platform to build for (default: buildkitd's)")
 	cmd.Flags().BoolVar(&push, "push", false, "push to the registry instead of the local store")
 	return cmd

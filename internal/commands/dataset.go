@@ -14,10 +14,15 @@ func newCmdDataset(g *options.Global) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "dataset",
 		Short: "Validate datasets and write their manifest.json",
+		Example: `  ssebench dataset validate datasets/examples
+  ssebench dataset manifest --check datasets/examples`,
 	}
 	cmd.AddCommand(newCmdDatasetManifest(), newCmdDatasetValidate())
-	return cmd
+	return groupCommand(cmd)
 }
+
+// errProblems makes a dataset command exit 1 after it printed the problems.
+var errProblems = errors.New("the dataset has problems")
 
 // printProblems prints every problem on its own line and returns an error
 // summing them up, or nil when there is none.
@@ -31,7 +36,7 @@ func printProblems(cmd *cobra.Command, err error, what string) error {
 	}
 	cmd.SilenceErrors = true
 	fmt.Fprintf(cmd.ErrOrStderr(), "%s: %d problem(s)\n", what, len(ps))
-	return errChecksFailed
+	return errProblems
 }
 
 func newCmdDatasetManifest() *cobra.Command {

@@ -55,7 +55,7 @@ func newCmdInspect(g *options.Global) *cobra.Command {
 following --pull), the platforms of its index, its config (entrypoint, cmd,
 env, workdir, user, labels) and each layer with digest, size, diffID and what
 it is (its history comment). Layers are not downloaded.`,
-		Example: `  ssebench inspect localhost:5000/ssebench/tool/gjson-196-bf4efcb:0.1.0-dev
+		Example: `  ssebench inspect localhost:5000/ssebench/tool/kvconf-12-afb9ee1:0.1.0-dev
   ssebench inspect --platform linux/arm64 --json localhost:5000/ssebench/runtime:0.1.0-dev`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

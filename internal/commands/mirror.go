@@ -40,7 +40,7 @@ made for each --agents folder. The case image is tagged with the dataset
 version. More images may be named as arguments. Source images that do not
 exist are listed together at the end, and the command then fails.`,
 		Example: `  ssebench mirror --registry localhost:5000/ssebench --to mirror.lan:5000/ssebench --dataset examples --agents dummy
-  ssebench mirror --to localhost:5000/ssebench-archive --tasks gocsv-1 --platform linux/amd64`,
+  ssebench mirror --to localhost:5000/ssebench-archive --tasks kvconf-12-afb9ee1 --platform linux/amd64`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.To == "" {
 				return fmt.Errorf("--to is required: name the target prefix, e.g. --to mirror.lan:5000/ssebench")

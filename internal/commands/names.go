@@ -26,12 +26,12 @@ func newCmdNames(g *options.Global) *cobra.Command {
 known from its dataset), case (when the dataset is known), tool, agent (with
 --agent) and runtime. Names follow REGISTRY (--registry, SSEBENCH_REGISTRY,
 .env) and VERSION.`,
-		Example: `  ssebench names --task gjson-196-bf4efcb --dataset pilot --agent dummy
-  ssebench names --task gjson-196-bf4efcb --registry localhost:5000/ssebench --json`,
+		Example: `  ssebench names --task kvconf-12-afb9ee1 --dataset examples --agent dummy
+  ssebench names --task kvconf-12-afb9ee1 --registry localhost:5000/ssebench --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.Task == "" {
-				return fmt.Errorf("--task is required: pass the task id, e.g. --task gjson-196-bf4efcb")
+				return fmt.Errorf("--task is required: pass the task id, e.g. --task kvconf-12-afb9ee1")
 			}
 			n, err := g.Names()
 			if err != nil {

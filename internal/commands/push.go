@@ -30,8 +30,8 @@ pushes and pulls); else uploaded, large blobs in chunks so that a rerun
 resumes an interrupted upload. The manifest goes last, so a tag never names
 an incomplete image. One line per blob, then a summary: bytes uploaded,
 mounted and skipped.`,
-		Example: `  ssebench push localhost:5000/ssebench/tool/gocsv-1:0.1.0
-  ssebench push localhost:5000/ssebench/tool/gocsv-1:0.1.0 --mount-from localhost:5000/ssebench/case/examples/gocsv-1`,
+		Example: `  ssebench push localhost:5000/ssebench/tool/kvconf-12-afb9ee1:0.1.0-dev
+  ssebench push localhost:5000/ssebench/tool/kvconf-12-afb9ee1:0.1.0-dev --mount-from localhost:5000/ssebench/case/examples/kvconf-12-afb9ee1`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()

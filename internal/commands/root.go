@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"fmt"
 	"io"
 
 	"github.com/sirupsen/logrus"
@@ -21,7 +22,7 @@ Base and case images come from BuildKit; tool and agent images are assembled
 in Go as OCI layers on top of them, stored in a local OCI layout store or
 pushed to a registry, and run with containerd.`,
 		Example: `  # The names of every image of a task
-  ssebench names --task gjson-196-bf4efcb --dataset pilot --agent dummy
+  ssebench names --task kvconf-12-afb9ee1 --dataset examples --agent dummy
 
   # What an image holds
   ssebench inspect localhost:5000/ssebench/runtime:0.1.0-dev`,
@@ -29,6 +30,7 @@ pushed to a registry, and run with containerd.`,
 		SilenceUsage:  true,
 		SilenceErrors: false,
 	}
+	groupCommand(root)
 	root.SetVersionTemplate("{{.Version}}\n")
 	root.PersistentPreRun = func(*cobra.Command, []string) {
 		// containerd's and BuildKit's libraries log through logrus; their
@@ -54,4 +56,31 @@ pushed to a registry, and run with containerd.`,
 		newCmdLoad(g),
 	)
 	return root
+}
+
+// groupCommand makes cmd, which only holds subcommands, print its help when
+// called alone and fail on anything else. Left to cobra, `ssebench dataset
+// valdate DIR` prints the help and exits 0, so a typo in a script passes
+// unnoticed, and an unknown top-level command gives a multi-line error.
+func groupCommand(cmd *cobra.Command) *cobra.Command {
+	cmd.Args = unknownSubcommand
+	cmd.DisableFlagsInUseLine = true
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+	return cmd
+}
+
+// unknownSubcommand refuses any argument of a group command in one line,
+// with the closest subcommand when there is one.
+func unknownSubcommand(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	if cmd.SuggestionsMinimumDistance <= 0 {
+		cmd.SuggestionsMinimumDistance = 2
+	}
+	hint := ""
+	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+		hint = fmt.Sprintf(": did you mean %q?", s[0])
+	}
+	return fmt.Errorf("unknown command %q for %q%s (run '%s --help' for the commands)", args[0], cmd.CommandPath(), hint, cmd.CommandPath())
 }

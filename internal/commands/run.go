@@ -48,7 +48,7 @@ SSE_BASE_URL and SSE_MODEL_NAME come from the environment or .env.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			network, err := runner.ParseNetwork(o.Egress)
 			if err != nil {
-				return err
+				return fmt.Errorf("--egress: %w", err)
 			}
 			e, done, err := newEnv(g, cmd, o.Runtime)
 			if err != nil {

@@ -19,9 +19,11 @@ func newCmdRuntime(g *options.Global) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "runtime",
 		Short: "Build the runtime image (entrypoint and daemon)",
+		Example: `  ssebench runtime build
+  ssebench runtime build --platform linux/amd64 --push --registry localhost:5000/ssebench`,
 	}
 	cmd.AddCommand(newCmdRuntimeBuild(g))
-	return cmd
+	return groupCommand(cmd)
 }
 
 func newCmdRuntimeBuild(g *options.Global) *cobra.Command {

@@ -28,8 +28,8 @@ else from their registry. The archive is deterministic: the same images give
 the same bytes. With --since, blobs that an earlier archive carried are left
 out (and listed in index.json, so that load checks they are already there).
 The archive records REGISTRY, which load --push replaces.`,
-		Example: `  ssebench save -o week1.tar localhost:5000/ssebench/tool/gocsv-1:0.1.0 localhost:5000/ssebench/runtime:0.1.0
-  ssebench save -o week2.tar --since week1.tar localhost:5000/ssebench/tool/gocsv-2:0.1.0`,
+		Example: `  ssebench save -o week1.tar localhost:5000/ssebench/tool/kvconf-12-afb9ee1:0.1.0-dev localhost:5000/ssebench/runtime:0.1.0-dev
+  ssebench save -o week2.tar --since week1.tar localhost:5000/ssebench/tool/libqs-3-b2a739e:0.1.0-dev`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.Output == "" {

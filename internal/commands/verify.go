@@ -25,8 +25,8 @@ modes and owners of /ssebench, /ssebench-repo, /var/lib/ssebench and
 outside sticky directories; SOURCE_DIR owned by 1000:1000 with a one-commit
 repository and no other .git directory; the entrypoint. Prints each failed
 check and exits 1 if there is any.`,
-		Example: `  ssebench verify localhost:5000/ssebench/tool/gocsv-1:0.1.0-dev
-  ssebench verify --source /src/proj ./some/tool:tag`,
+		Example: `  ssebench verify localhost:5000/ssebench/tool/kvconf-12-afb9ee1:0.1.0-dev
+  ssebench verify --source /src/kvconf localhost:5000/ssebench/tool/kvconf-12-afb9ee1:0.1.0-dev`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p, err := options.ParsePlatform(platform)
@@ -68,6 +68,6 @@ check and exits 1 if there is any.`,
 		},
 	}
 	cmd.Flags().StringVar(&source, "source", "", "SOURCE_DIR (default: what the image's manifest records)")
-	cmd.Flags().StringVar(&platform, "platform", "", "platform to pick from an index")
+	cmd.Flags().StringVar(&platform, "platform", "", "platform to pick from an index (default linux/<host arch>)")
 	return cmd
 }

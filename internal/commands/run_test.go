@@ -1,0 +1,54 @@
+package commands_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestRunArgumentErrors checks the combinations `run` refuses (SPEC.md
+// section 10) before it builds, pulls or runs anything.
+func TestRunArgumentErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{"prebuilt with a plugin", nil, []string{"--prebuilt", "--plugin", "x"}, "--prebuilt runs the published agent image as it is: it cannot be combined with --tool-layer, --plugin or --build"},
+		{"prebuilt with a tool layer", nil, []string{"--prebuilt", "--tool-layer", "sandbox"}, "cannot be combined"},
+		{"prebuilt with build", nil, []string{"--prebuilt", "--build"}, "cannot be combined"},
+		{"SSEBENCH_PREBUILT with a plugin", map[string]string{"SSEBENCH_PREBUILT": "1"}, []string{"--plugin", "x"}, "cannot be combined"},
+		{"unknown tool layer", nil, []string{"--tool-layer", "sidecar-x"}, `unknown tool layer "sidecar-x": the tool layers are sandbox`},
+		{"local and catalog", nil, []string{"--local", "datasets/examples", "--catalog", "catalog"}, "--local and --catalog name two sources of the task: pass one"},
+		{"difficulty out of range", nil, []string{"--difficulty", "5"}, "--difficulty 5 is not 0–4"},
+		{"negative timeout", nil, []string{"--timeout", "-1"}, "--timeout -1 is negative"},
+		{"bad egress", nil, []string{"--egress", "wide"}, `--egress: unknown network "wide"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newCLI(t)
+			writeFiles(t, c.home, map[string]string{
+				"agents/dummy/agent.yaml": "name: dummy\n",
+				"agents/dummy/Dockerfile": "FROM ssebench-agent\nCMD [\"echo dummy_QAQ\"]\n",
+			})
+			for k, v := range tt.env {
+				t.Setenv(k, v)
+			}
+			args := append([]string{"run", "--task", "kvconf-12-afb9ee1", "--agent", "dummy"}, tt.args...)
+			out, _, err := c.run(t, args...)
+			oneLine(t, err)
+			if err != nil && !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("ssebench %s: error %q lacks %q", strings.Join(args, " "), err, tt.want)
+			}
+			if out != "" {
+				t.Errorf("run printed %q on stdout", out)
+			}
+			// Refused before anything started: no run folder.
+			if _, err := os.Stat(filepath.Join(c.wd, "runs")); !os.IsNotExist(err) {
+				t.Errorf("run made %s/runs (stat: %v)", c.wd, err)
+			}
+		})
+	}
+}
