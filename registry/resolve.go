@@ -92,7 +92,8 @@ func (r *Resolver) Resolve(ctx context.Context, ref string) (*Resolved, error) {
 			return res, err
 		}
 		if r.o.policy == PullNever {
-			return nil, fmt.Errorf("image %s is not in the local store (%s); pull it with --pull=missing or build it first: %w", parsed.Name(), missDetail(err, r.o.store), ErrNotFound)
+			// storeMiss matches ErrNotFound without repeating its text.
+			return nil, &storeMiss{msg: fmt.Sprintf("image %s is not in the local store (%s); pull it with --pull=missing or build it first", parsed.Name(), missDetail(err, r.o.store))}
 		}
 	}
 	return r.fromRegistry(ctx, parsed)
