@@ -63,15 +63,11 @@ it is (its history comment). Layers are not downloaded.`,
 			if err != nil {
 				return err
 			}
-			s, err := g.OpenStore()
+			s, ropts, err := g.StoreOptions(p)
 			if err != nil {
 				return err
 			}
 			defer s.Close()
-			ropts, err := g.RegistryOptions(s, p)
-			if err != nil {
-				return err
-			}
 			r, err := registry.NewResolver(ropts...)
 			if err != nil {
 				return err

@@ -65,15 +65,11 @@ exist are listed together at the end, and the command then fails.`,
 			if err != nil {
 				return err
 			}
-			s, err := g.OpenStore()
+			s, ropts, err := g.StoreOptions(nil)
 			if err != nil {
 				return err
 			}
 			defer s.Close()
-			ropts, err := g.RegistryOptions(s, nil)
-			if err != nil {
-				return err
-			}
 			pp := registry.NewProgressPrinter(cmd.ErrOrStderr())
 			ropts = append(ropts, registry.WithJobs(o.Jobs), registry.WithBlobProgress(pp), registry.WithIndexPlatform(p))
 			rep, err := registry.Mirror(cmd.Context(), refs, names.Registry, o.To, ropts...)

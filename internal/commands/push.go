@@ -35,15 +35,11 @@ mounted and skipped.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			s, err := g.OpenStore()
+			s, ropts, err := g.StoreOptions(nil)
 			if err != nil {
 				return err
 			}
 			defer s.Close()
-			ropts, err := g.RegistryOptions(s, nil)
-			if err != nil {
-				return err
-			}
 			pp := registry.NewProgressPrinter(cmd.ErrOrStderr())
 			ropts = append(ropts, registry.WithJobs(o.Jobs), registry.WithMountFrom(o.MountFrom...), registry.WithBlobProgress(pp))
 			total := &registry.PushReport{}

@@ -43,15 +43,11 @@ The archive records REGISTRY, which load --push replaces.`,
 			if err != nil {
 				return err
 			}
-			s, err := g.OpenStore()
+			s, ropts, err := g.StoreOptions(nil)
 			if err != nil {
 				return err
 			}
 			defer s.Close()
-			ropts, err := g.RegistryOptions(s, nil)
-			if err != nil {
-				return err
-			}
 			ropts = append(ropts, registry.WithSince(o.Since...), registry.WithRegistryPrefix(names.Registry), registry.WithIndexPlatform(p))
 			// Written beside the target and renamed at the end, so that
 			// FILE is either the old file or a complete archive.
@@ -115,15 +111,11 @@ get PREFIX instead, other names keep their repository path under PREFIX.`,
 				return fmt.Errorf("reading the archive: %w", err)
 			}
 			defer f.Close()
-			s, err := g.OpenStore()
+			s, ropts, err := g.StoreOptions(nil)
 			if err != nil {
 				return err
 			}
 			defer s.Close()
-			ropts, err := g.RegistryOptions(s, nil)
-			if err != nil {
-				return err
-			}
 			rep, err := registry.Load(ctx, f, ropts...)
 			if err != nil {
 				return fmt.Errorf("loading %s: %w", args[0], err)

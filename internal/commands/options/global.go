@@ -162,3 +162,18 @@ func ParsePlatform(s string) (*v1.Platform, error) {
 	}
 	return p, nil
 }
+
+// StoreOptions opens the local store and returns it with the registry
+// options of RegistryOptions (p may be nil). The caller closes the store.
+func (g *Global) StoreOptions(p *v1.Platform) (*registry.Store, []registry.Option, error) {
+	s, err := g.OpenStore()
+	if err != nil {
+		return nil, nil, err
+	}
+	opts, err := g.RegistryOptions(s, p)
+	if err != nil {
+		s.Close()
+		return nil, nil, err
+	}
+	return s, opts, nil
+}
