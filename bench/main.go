@@ -19,6 +19,21 @@
 //
 // ssebench runs in a child process (bench assemble-child), so that its peak
 // memory is the child's maximum resident set size.
+//
+//	go run ./bench rebuild [-json results.json] [flags]
+//
+// rebuild times the runtime bump on an empty machine, as on CI: the tool
+// image was pushed with runtime 1; ssebench (bench tool-push-child:
+// pipeline.Env.Tool with --push --no-store, a fresh store and facts cache)
+// and BuildKit (a fresh buildkitd, buildctl with --import-cache
+// type=registry of the cache the first build exported) rebuild it with
+// runtime 2 and push it. Target: ssebench 50 times faster.
+//
+//	go run ./bench mirror [flags]
+//
+// mirror copies the images of the example dataset (bases, cases, runtime,
+// tool and dummy-agent images, made first when missing) to a throwaway
+// registry and reports bytes moved over unique blob bytes (target 1.00).
 package main
 
 import (
@@ -40,13 +55,19 @@ func main() {
 
 func run(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("usage: bench tool [flags] (see go doc ./bench)")
+		return fmt.Errorf("usage: bench tool|rebuild|mirror [flags] (see go doc ./bench)")
 	}
 	switch args[0] {
 	case "tool":
 		return runTool(ctx, args[1:])
 	case "assemble-child":
 		return runChild(ctx, args[1:])
+	case "rebuild":
+		return runRebuild(ctx, args[1:])
+	case "tool-push-child":
+		return runPushChild(ctx, args[1:])
+	case "mirror":
+		return runMirror(ctx, args[1:])
 	}
-	return fmt.Errorf("unknown subcommand %q: want tool", args[0])
+	return fmt.Errorf("unknown subcommand %q: want tool, rebuild or mirror", args[0])
 }

@@ -73,6 +73,8 @@ type Built struct {
 	How string
 	// Took is how long the step took.
 	Took time.Duration
+	// Push says what pushing the image moved; nil when it was not pushed.
+	Push *registry.PushReport
 }
 
 // ToolRequest asks for a tool image.
@@ -155,8 +157,13 @@ func (e *Env) Tool(ctx context.Context, req ToolRequest) (*Built, error) {
 			return nil, err
 		}
 	}
+	var pushed *registry.PushReport
 	if req.Push {
-		if err := registry.Push(ctx, toolName, ti, e.RegistryOptions...); err != nil {
+		// The case layers are in the case image's repository: on the same
+		// registry they are mounted from there, not uploaded again.
+		popts := append([]registry.Option{registry.WithStore(e.Store),
+			registry.WithMountFrom(caseRes.Ref.Context().Name())}, e.RegistryOptions...)
+		if pushed, err = registry.PushImage(ctx, toolName, ti, popts...); err != nil {
 			return nil, err
 		}
 	}
@@ -168,8 +175,11 @@ func (e *Env) Tool(ctx context.Context, req ToolRequest) (*Built, error) {
 	if ti.Reused {
 		how = "reassembled (system and source layers reused)"
 	}
-	b := &Built{Name: toolName, Digest: d, How: how, Took: time.Since(start)}
+	b := &Built{Name: toolName, Digest: d, How: how, Took: time.Since(start), Push: pushed}
 	e.logf("%s %s in %s (tree %s)", how, toolName, b.Took.Round(time.Millisecond), ti.TreeID)
+	if pushed != nil {
+		e.logf("pushed %s: %s", toolName, pushed)
+	}
 	return b, nil
 }
 

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,19 +14,12 @@ import (
 
 	"github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
-	"github.com/google/go-containerregistry/pkg/name"
 
-	"github.com/42-b3yond-6ug/ssebench/assemble"
-	"github.com/42-b3yond-6ug/ssebench/buildkit"
-	"github.com/42-b3yond-6ug/ssebench/casebuild"
 	"github.com/42-b3yond-6ug/ssebench/internal/testenv"
 	"github.com/42-b3yond-6ug/ssebench/pipeline"
 	"github.com/42-b3yond-6ug/ssebench/registry"
 	"github.com/42-b3yond-6ug/ssebench/runner"
-	"github.com/42-b3yond-6ug/ssebench/runtimebin"
 )
-
-const e2eTask = "kvconf-12-afb9ee1"
 
 // snoop runs as the agent: it checks, as model, what SPEC.md section 12
 // and the tool image contract promise, and prints ALL GOOD when every check
@@ -69,63 +61,22 @@ func setup(t *testing.T) *e2e {
 	reg := testenv.RequireRegistry(t)
 	osImage := testenv.OSImage(t)
 	ctx := context.Background()
-	repo, err := filepath.Abs("..")
-	if err != nil {
-		t.Fatal(err)
-	}
+	repo := moduleDir(t)
 
-	home := t.TempDir()
-	ds := filepath.Join(home, "datasets", "examples")
-	if err := os.MkdirAll(ds, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range []string{"dataset.yaml", "manifest.json", e2eTask} {
-		cp(t, filepath.Join(repo, "datasets", "examples", f), filepath.Join(ds, f))
-	}
-	os.MkdirAll(filepath.Join(home, "agents"), 0o755)
+	home := exampleHome(t, repo)
 	cp(t, filepath.Join(repo, "agents", "dummy"), filepath.Join(home, "agents", "dummy"))
 	agentDir(t, home, "sleeper", "FROM ssebench-agent\nCMD [\"sleep 600\"]\n", nil)
 	agentDir(t, home, "patcher", "FROM ssebench-agent\nCOPY fix.diff /opt/fix.diff\nCMD [\"patch -p1 < /opt/fix.diff\"]\n",
 		map[string]string{"fix.diff": read(t, filepath.Join(repo, "datasets", "examples", e2eTask, "sse", "diffs", "patch.diff"))})
 	agentDir(t, home, "snooper", "FROM ssebench-agent\nCOPY --chmod=0755 snoop.sh /opt/snoop.sh\nCMD [\"/opt/snoop.sh\"]\n",
 		map[string]string{"snoop.sh": snoop})
-	os.WriteFile(filepath.Join(home, "VERSION"), []byte("0.1.0-dev\n"), 0o644)
 
-	st, err := registry.OpenStore(filepath.Join(home, "store"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	facts, err := assemble.NewFacts(filepath.Join(home, "facts"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	names := registry.NewNames(reg+"/ssebench-e2e", "0.1.0-dev")
-	e := &pipeline.Env{
-		Home: home, Names: names, Store: st, Facts: facts, Log: testWriter{t},
-		BuildKit: func(ctx context.Context) (*buildkit.Client, error) {
-			return buildkit.New(ctx, buildkit.WithAddress(bkAddr), buildkit.WithProgress(testWriter{t}), buildkit.WithTempDir(st.TempDir()))
-		},
-	}
-
+	e := newEnv(t, home, home, reg+"/ssebench-e2e", bkAddr)
 	// The Go base image, into the store: the case build takes it from there.
-	bk, err := e.BuildKit(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bk.Close()
-	b := &casebuild.Builder{BuildKit: bk, Store: st, Names: names, Log: testWriter{t}}
-	if _, err := b.BuildBase(ctx, repo, "go", osImage, ""); err != nil {
-		t.Fatalf("building the Go base image: %v", err)
-	}
+	buildGoBase(t, ctx, e, repo, osImage)
 	// Our own runtime, built from this checkout.
-	idx, err := runtimebin.Build(ctx, runtimebin.WithModuleDir(repo), runtimebin.WithTempDir(st.TempDir()))
-	if err != nil {
-		t.Fatalf("building the runtime: %v", err)
-	}
-	if err := st.WriteIndex(ctx, mustRef(t, names.Runtime()), idx); err != nil {
-		t.Fatal(err)
-	}
-	return &e2e{env: e, home: home, runs: filepath.Join(home, "runs"), store: st}
+	buildRuntime(t, ctx, e, repo)
+	return &e2e{env: e, home: home, runs: filepath.Join(home, "runs"), store: e.Store}
 }
 
 func (x *e2e) run(t *testing.T, ctx context.Context, agentFolder string, mod func(*pipeline.RunRequest)) (*pipeline.RunResult, string, error) {
@@ -201,7 +152,10 @@ func TestRun(t *testing.T) {
 		if err != nil || res2.Summary.ExitCode != 0 {
 			t.Fatalf("second run: %v\n%s", err, out)
 		}
-		t.Logf("start-up: first run %.2fs, second run %.2fs", s.Timings["startup"], res2.Summary.Timings["startup"])
+		t.Logf("start-up: first run %.2fs (%d layers unpacked), second run %.2fs", s.Timings["startup"], s.LayersUnpacked, res2.Summary.Timings["startup"])
+		if n := res2.Summary.LayersUnpacked; n != 0 {
+			t.Errorf("the second run of the same images unpacked %d layers, want 0", n)
+		}
 	})
 
 	t.Run("timeout", func(t *testing.T) {
@@ -316,29 +270,6 @@ func TestRun(t *testing.T) {
 	})
 }
 
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
-
-func cp(t *testing.T, src, dst string) {
-	t.Helper()
-	if out, err := exec.Command("cp", "-a", src, dst).CombinedOutput(); err != nil {
-		t.Fatalf("cp %s: %v\n%s", src, err, out)
-	}
-}
-
-func read(t *testing.T, p string) string {
-	t.Helper()
-	b, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
 func agentDir(t *testing.T, home, folder, dockerfile string, files map[string]string) {
 	t.Helper()
 	d := filepath.Join(home, "agents", folder)
@@ -348,13 +279,4 @@ func agentDir(t *testing.T, home, folder, dockerfile string, files map[string]st
 	for n, c := range files {
 		os.WriteFile(filepath.Join(d, n), []byte(c), 0o644)
 	}
-}
-
-func mustRef(t *testing.T, s string) name.Reference {
-	t.Helper()
-	r, err := name.ParseReference(s, name.WeakValidation)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
 }

@@ -1,0 +1,295 @@
+package pipeline_test
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/static"
+
+	"github.com/42-b3yond-6ug/ssebench/casebuild"
+	"github.com/42-b3yond-6ug/ssebench/internal/testenv"
+	"github.com/42-b3yond-6ug/ssebench/pipeline"
+	"github.com/42-b3yond-6ug/ssebench/registry"
+	"github.com/42-b3yond-6ug/ssebench/runtimebin"
+	"github.com/42-b3yond-6ug/ssebench/task"
+)
+
+// TestToolRebuildOnNewMachine is the runtime bump on CI: the tool image was
+// pushed with runtime A; a machine with an empty store and an empty facts
+// cache rebuilds it with runtime B (A plus one layer) and pushes it. It must
+// read no case layer, index only the runtime's layers, upload only the new
+// layer and the config, and make the image a full assembly makes.
+func TestToolRebuildOnNewMachine(t *testing.T) {
+	bkAddr := testenv.RequireBuildKit(t)
+	reg := testenv.RequireRegistry(t)
+	osImage := testenv.OSImage(t)
+	ctx := context.Background()
+	repo := moduleDir(t)
+	home := exampleHome(t, repo)
+	// A repository prefix of our own: nothing this test pushes is in the
+	// tool repository before it starts.
+	nonce := fmt.Sprintf("%x", time.Now().UnixNano())
+	prefix := reg + "/ssebench-rebuild-" + nonce
+	host := v1.Platform{OS: "linux", Architecture: runtime.GOARCH}
+
+	// Machine 1 builds the case image, pushes it, and pushes the tool
+	// image made with runtime A. Its case layers are read from its store,
+	// so only the case repository named to the push says where they are.
+	m1 := newEnv(t, home, t.TempDir(), prefix, bkAddr)
+	buildGoBase(t, ctx, m1, repo, osImage)
+	caseRef := buildCase(t, ctx, m1)
+	caseImg, err := m1.Store.Image(mustRef(t, caseRef))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := registry.Push(ctx, caseRef, caseImg); err != nil {
+		t.Fatal(err)
+	}
+	tk, err := task.Load(filepath.Join(home, "datasets", "examples", e2eTask))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := pipeline.ToolRequest{Case: caseRef, Task: e2eTask, SourceDir: tk.Config.Source, Push: true}
+	idxA := buildRuntime(t, ctx, m1, repo, host)
+	first, err := m1.Tool(ctx, req)
+	if err != nil {
+		t.Fatalf("assembling and pushing the tool image with runtime A: %v", err)
+	}
+	caseLayers := layerDigests(t, ctx, caseRef)
+	if first.Push == nil {
+		t.Fatal("Tool with Push returned no push report")
+	}
+	for _, ev := range first.Push.Blobs {
+		if caseLayers[ev.Digest] && ev.Action != registry.BlobMounted {
+			t.Errorf("first push: case layer %s was %s, want mounted from the case repository", ev.Digest, ev.Action)
+		}
+	}
+	t.Logf("first push: %s", first.Push)
+
+	// Runtime B: runtime A plus one layer.
+	imgA, err := runtimebin.Platform(m1.Names.Runtime(), idxA, host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bump := bumpLayer(t, imgA, nonce)
+	imgB, err := mutate.Append(imgA, mutate.Addendum{Layer: bump, History: v1.History{CreatedBy: "runtime bump"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	layersB, err := imgB.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Machine 2, as on CI: an empty store but for runtime B, which it has
+	// just built, and an empty facts cache.
+	m2 := newEnv(t, home, t.TempDir(), prefix, bkAddr)
+	if err := m2.Store.Write(ctx, mustRef(t, m2.Names.Runtime()), imgB); err != nil {
+		t.Fatal(err)
+	}
+	counter := &blobGets{}
+	m2.RegistryOptions = []registry.Option{registry.WithTransport(counter)}
+	req.NoStore = true
+	second, err := m2.Tool(ctx, req)
+	if err != nil {
+		t.Fatalf("rebuilding the tool image with runtime B: %v", err)
+	}
+	if !strings.Contains(second.How, "reused") {
+		t.Errorf("rebuild: %q, want the system and source layers reused", second.How)
+	}
+	if got, want := m2.Facts.Indexed(), len(layersB); got != want {
+		t.Errorf("rebuild indexed %d layers, want %d: runtime B's and no case layer", got, want)
+	}
+	// The counter sees the registry's traffic: the case config was read.
+	caseCfg, err := remoteImage(t, ctx, caseRef).ConfigName()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if counter.count(caseCfg) == 0 {
+		t.Errorf("the rebuild fetched no case config %s: the request counter sees nothing", caseCfg)
+	}
+	for d := range caseLayers {
+		if n := counter.count(d); n > 0 {
+			t.Errorf("rebuild fetched case layer %s %d times, want 0", d, n)
+		}
+	}
+
+	// What the push moved: the new runtime layer and the config, nothing
+	// else; everything else was in the tool repository already.
+	pushed := remoteImage(t, ctx, m2.Names.Tool(e2eTask))
+	if d, err := pushed.Digest(); err != nil || d != second.Digest {
+		t.Fatalf("the registry has %s (%v), want %s", d, err, second.Digest)
+	}
+	m, err := pushed.Manifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bumpDigest, _ := bump.Digest()
+	bumpSize, _ := bump.Size()
+	rep := second.Push
+	if rep == nil {
+		t.Fatal("Tool with Push returned no push report")
+	}
+	t.Logf("rebuild push: %s", rep)
+	if got, want := rep.Uploaded, bumpSize+m.Config.Size; got != want {
+		t.Errorf("rebuild uploaded %d bytes, want %d (the new layer, %d, and the config, %d): %s", got, want, bumpSize, m.Config.Size, rep)
+	}
+	if rep.Manifests != 1 {
+		t.Errorf("rebuild wrote %d manifests, want 1", rep.Manifests)
+	}
+	for _, ev := range rep.Blobs {
+		want := registry.BlobExists
+		if ev.Digest == bumpDigest || ev.Digest == m.Config.Digest {
+			want = registry.BlobPushed
+		}
+		if ev.Action != want {
+			t.Errorf("rebuild push: blob %s (%d bytes) was %s, want %s", ev.Digest, ev.Size, ev.Action, want)
+		}
+	}
+	unique := map[v1.Hash]bool{m.Config.Digest: true}
+	for _, l := range m.Layers {
+		unique[l.Digest] = true
+	}
+	if got, want := len(rep.Blobs), len(unique); got != want {
+		t.Errorf("rebuild push settled %d blobs, want %d (every unique layer and the config)", got, want)
+	}
+
+	// Machine 3 assembles from scratch with runtime B, under another
+	// name so that there is no earlier image to reuse: the same image.
+	m3 := newEnv(t, home, t.TempDir(), prefix+"/full", bkAddr)
+	m3.RuntimeRef = m1.Names.Runtime()
+	if err := m3.Store.Write(ctx, mustRef(t, m3.RuntimeRef), imgB); err != nil {
+		t.Fatal(err)
+	}
+	full, err := m3.Tool(ctx, pipeline.ToolRequest{Case: caseRef, Task: e2eTask, SourceDir: tk.Config.Source})
+	if err != nil {
+		t.Fatalf("assembling the tool image from scratch with runtime B: %v", err)
+	}
+	if full.How != "assembled" {
+		t.Errorf("machine 3: %q, want a full assembly", full.How)
+	}
+	if full.Digest != second.Digest {
+		t.Errorf("full assembly with runtime B made %s, the rebuild %s: want the same image", full.Digest, second.Digest)
+	}
+}
+
+// buildCase builds the case image of e2eTask into e's store and returns
+// its name.
+func buildCase(t *testing.T, ctx context.Context, e *pipeline.Env) string {
+	t.Helper()
+	bk, err := e.BuildKit(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bk.Close()
+	b := &casebuild.Builder{BuildKit: bk, Store: e.Store, Names: e.Names, Log: testWriter{t}}
+	out, err := b.BuildCases(ctx, filepath.Join(e.Home, "datasets", "examples"),
+		casebuild.CaseOptions{Tasks: []string{e2eTask}, HostArch: runtime.GOARCH})
+	if err != nil {
+		t.Fatalf("building the case image: %v", err)
+	}
+	return out[0].Image
+}
+
+// remoteImage reads ref's image from its registry, not any store.
+func remoteImage(t *testing.T, ctx context.Context, ref string) v1.Image {
+	t.Helper()
+	r, err := registry.NewResolver(registry.WithPullPolicy(registry.PullAlways))
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := r.Image(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img
+}
+
+// layerDigests returns the set of ref's layer digests.
+func layerDigests(t *testing.T, ctx context.Context, ref string) map[v1.Hash]bool {
+	t.Helper()
+	m, err := remoteImage(t, ctx, ref).Manifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[v1.Hash]bool{}
+	for _, l := range m.Layers {
+		out[l.Digest] = true
+	}
+	return out
+}
+
+// bumpLayer returns a layer adding one root-owned file, whose content is
+// nonce, with the media type of img's layers.
+func bumpLayer(t *testing.T, img v1.Image, nonce string) v1.Layer {
+	t.Helper()
+	ls, err := img.Layers()
+	if err != nil || len(ls) == 0 {
+		t.Fatalf("runtime image has no layers (%v)", err)
+	}
+	mt, err := ls[len(ls)-1].MediaType()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(zw)
+	body := []byte("runtime bump " + nonce + "\n")
+	hdr := &tar.Header{Name: "usr/local/share/ssebench-bump", Mode: 0o644, Size: int64(len(body)),
+		Typeflag: tar.TypeReg, ModTime: time.Unix(0, 0), Format: tar.FormatPAX}
+	if err := tw.WriteHeader(hdr); err != nil {
+		t.Fatal(err)
+	}
+	tw.Write(body)
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return static.NewLayer(buf.Bytes(), mt)
+}
+
+// blobGets is an http.RoundTripper that counts the GET requests for each
+// blob.
+type blobGets struct {
+	mu   sync.Mutex
+	gets map[string]int
+}
+
+var _ http.RoundTripper = (*blobGets)(nil)
+
+var blobPath = regexp.MustCompile(`/blobs/(sha256:[0-9a-f]{64})$`)
+
+// RoundTrip implements http.RoundTripper.
+func (c *blobGets) RoundTrip(req *http.Request) (*http.Response, error) {
+	if m := blobPath.FindStringSubmatch(req.URL.Path); m != nil && req.Method == http.MethodGet {
+		c.mu.Lock()
+		if c.gets == nil {
+			c.gets = map[string]int{}
+		}
+		c.gets[m[1]]++
+		c.mu.Unlock()
+	}
+	return remote.DefaultTransport.RoundTrip(req)
+}
+
+func (c *blobGets) count(d v1.Hash) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.gets[d.String()]
+}
