@@ -71,6 +71,8 @@ type Built struct {
 	// How says how it came to be, for the user: "assembled", "reused",
 	// "built with BuildKit".
 	How string
+	// Reused says a tool image took its own layers from the previous one.
+	Reused bool
 	// Took is how long the step took.
 	Took time.Duration
 	// Push says what pushing the image moved; nil when it was not pushed.
@@ -175,7 +177,7 @@ func (e *Env) Tool(ctx context.Context, req ToolRequest) (*Built, error) {
 	if ti.Reused {
 		how = "reassembled (system and source layers reused)"
 	}
-	b := &Built{Name: toolName, Digest: d, How: how, Took: time.Since(start), Push: pushed}
+	b := &Built{Name: toolName, Digest: d, How: how, Reused: ti.Reused, Took: time.Since(start), Push: pushed}
 	e.logf("%s %s in %s (tree %s)", how, toolName, b.Took.Round(time.Millisecond), ti.TreeID)
 	if pushed != nil {
 		e.logf("pushed %s: %s", toolName, pushed)
