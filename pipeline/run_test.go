@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/core/images"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 
 	"github.com/42-b3yond-6ug/ssebench/internal/testenv"
@@ -247,6 +248,79 @@ func TestRun(t *testing.T) {
 		nctx := namespaces.WithNamespace(ctx, runner.DefaultNamespace)
 		if _, err := c.LoadContainer(nctx, "ssebench-"+res.Summary.RunID); err == nil {
 			t.Errorf("container ssebench-%s is still there", res.Summary.RunID)
+		}
+	})
+
+	t.Run("save-load", func(t *testing.T) {
+		// Air-gapped: the agent image goes into an archive, the archive
+		// into a second registry under another prefix, and containerd
+		// pulls and runs it from there.
+		agentRef := x.env.Names.Agent("dummy", e2eTask, "")
+		if _, _, err := x.run(t, ctx, "dummy", nil); err != nil {
+			t.Fatal(err)
+		}
+		archive := filepath.Join(t.TempDir(), "agent.tar")
+		f, err := os.Create(archive)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := registry.Save(ctx, f, []string{agentRef}, registry.WithStore(x.store), registry.WithRegistryPrefix(x.env.Names.Registry)); err != nil {
+			t.Fatalf("Save() = %v", err)
+		}
+		f.Close()
+
+		mirror := testenv.StartRegistry(t)
+		other, err := registry.OpenStore(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		in, err := os.Open(archive)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer in.Close()
+		rep, err := registry.Load(ctx, in, registry.WithStore(other))
+		if err != nil {
+			t.Fatalf("Load() = %v", err)
+		}
+		prefix := mirror + "/airgap"
+		if _, err := registry.PushLoaded(ctx, rep, prefix, registry.WithStore(other)); err != nil {
+			t.Fatalf("PushLoaded() = %v", err)
+		}
+		moved, err := registry.Retarget(agentRef, x.env.Names.Registry, prefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		// A namespace of its own, so that containerd has none of the
+		// image and must fetch it all from the second registry.
+		ns := fmt.Sprintf("ssebench-airgap-%d", time.Now().UnixNano())
+		rn, err := runner.New(ctx, runner.WithNamespace(ns))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rn.Close()
+		defer func() {
+			nctx := namespaces.WithNamespace(ctx, ns)
+			is := rn.Client().ImageService()
+			imgs, _ := is.List(nctx)
+			for _, im := range imgs {
+				is.Delete(nctx, im.Name, images.SynchronousDelete())
+			}
+		}()
+		var out bytes.Buffer
+		res, err := rn.Run(ctx, runner.RunSpec{
+			Image: moved, Pull: true, Stdout: &out, Stderr: &out,
+			Entrypoint: []string{"/bin/sh", "-c", "id -u; ls /usr/local/bin/entrypoint"},
+		})
+		if err != nil {
+			t.Fatalf("running %s pulled from the second registry: %v", moved, err)
+		}
+		if res.ExitCode != 0 || !strings.Contains(out.String(), "/usr/local/bin/entrypoint") {
+			t.Errorf("exit %d, output %q", res.ExitCode, out.String())
+		}
+		if res.Image.Stats.BlobsWritten == 0 {
+			t.Error("containerd fetched nothing: the image did not come from the second registry")
 		}
 	})
 
