@@ -77,8 +77,8 @@ type RunRequest struct {
 	RunsDir string
 	// ContainerdAddr is containerd's socket; "" means the default.
 	ContainerdAddr string
-	// Stdout and Stderr receive the container's output.
-	Stdout, Stderr io.Writer
+	// Output receives the container's output (stdout and stderr).
+	Output io.Writer
 }
 
 // Summary is runs/<run-id>/summary.json.
@@ -246,8 +246,7 @@ func (e *Env) Run(ctx context.Context, req RunRequest) (_ *RunResult, retErr err
 		Env:     req.env(),
 		Network: req.Network,
 		Keep:    req.Keep,
-		Stdout:  req.Stdout,
-		Stderr:  req.Stderr,
+		Output:  req.Output,
 		Mounts: []runner.Mount{
 			{Source: dir, Target: ResultsPath},
 			{Source: filepath.Join(dir, "archive"), Target: ArchivePath},

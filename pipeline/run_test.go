@@ -85,7 +85,7 @@ func (x *e2e) run(t *testing.T, ctx context.Context, agentFolder string, mod fun
 	var out bytes.Buffer
 	req := pipeline.RunRequest{
 		Task: e2eTask, Agent: agentFolder, RunsDir: x.runs, Timeout: 300,
-		Stdout: &out, Stderr: &out,
+		Output: &out,
 	}
 	if mod != nil {
 		mod(&req)
@@ -310,14 +310,14 @@ func TestRun(t *testing.T) {
 		}()
 		var out bytes.Buffer
 		res, err := rn.Run(ctx, runner.RunSpec{
-			Image: moved, Pull: true, Stdout: &out, Stderr: &out,
+			Image: moved, Pull: true, Output: &out,
 			Entrypoint: []string{"/bin/sh", "-c", "id -u; ls /usr/local/bin/entrypoint"},
 		})
 		if err != nil {
 			t.Fatalf("running %s pulled from the second registry: %v", moved, err)
 		}
 		if res.ExitCode != 0 || !strings.Contains(out.String(), "/usr/local/bin/entrypoint") {
-			t.Errorf("exit %d, output %q", res.ExitCode, out.String())
+			t.Errorf("exit %d, output %q, stats %+v", res.ExitCode, out.String(), res.Image.Stats)
 		}
 		if res.Image.Stats.BlobsWritten == 0 {
 			t.Error("containerd fetched nothing: the image did not come from the second registry")

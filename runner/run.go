@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 
@@ -84,13 +87,23 @@ func (r *Runner) Run(ctx context.Context, spec RunSpec) (_ *Result, retErr error
 		}()
 	}
 
-	// Both streams always get a writer: containerd 1.6's shim fails to
-	// create a task that has a stdout but no stderr fifo (or the reverse).
-	stdout, stderr := orDiscard(spec.Stdout), orDiscard(spec.Stderr)
-	task, err := container.NewTask(ctx, cio.NewCreator(cio.WithStreams(nil, stdout, stderr)))
+	// The shim writes the output to a file that we follow, rather than to
+	// FIFOs: with FIFOs, containerd 1.6 lost the whole output of about one
+	// short-lived task in three (exit 0, nothing read), and a file also
+	// keeps what was printed while nobody read. Both streams go to one
+	// file.
+	logDir, err := os.MkdirTemp("", "ssebench-output-")
+	if err != nil {
+		return nil, fmt.Errorf("creating the output file of container %s: %w", spec.ID, err)
+	}
+	defer os.RemoveAll(logDir)
+	logPath := filepath.Join(logDir, "output.log")
+	task, err := container.NewTask(ctx, cio.LogFile(logPath))
 	if err != nil {
 		return nil, fmt.Errorf("creating the task of container %s: %w", spec.ID, err)
 	}
+	follow := newFollower(logPath, orDiscard(spec.Output))
+	defer follow.stop()
 	defer func() {
 		cctx, cancel := context.WithTimeout(cleanupCtx, cleanupTimeout)
 		defer cancel()
@@ -129,7 +142,12 @@ func (r *Runner) Run(ctx context.Context, spec RunSpec) (_ *Result, retErr error
 			return nil, fmt.Errorf("stopping container %s: %w", spec.ID, err)
 		}
 	}
-	drainOutput(task)
+	// Deleting the task makes the shim finish and close the output file;
+	// only then is all of it there to read.
+	if _, err := task.Delete(cleanupCtx); err != nil && !errdefs.IsNotFound(err) {
+		return nil, fmt.Errorf("deleting the task of container %s: %w", spec.ID, err)
+	}
+	follow.stop()
 	code, exitedAt, err := status.Result()
 	if err != nil {
 		return nil, fmt.Errorf("waiting for container %s: %w", spec.ID, err)
@@ -243,23 +261,51 @@ func orDiscard(w io.Writer) io.Writer {
 	return w
 }
 
-// drainOutput waits until the output of an exited task is copied.
-// task.Delete cancels the copy before it waits for it, which loses the last
-// output of a task that printed and exited at once; see
-// https://github.com/containerd/containerd/pull/13931 (ctr exec had the
-// same bug).
-func drainOutput(task client.Task) {
-	pio := task.IO()
-	if pio == nil {
-		return
-	}
-	done := make(chan struct{})
+// follower copies a growing file to a writer until stopped, then copies
+// what is left.
+type follower struct {
+	stopc chan struct{}
+	done  chan struct{}
+	once  sync.Once
+}
+
+// followInterval is how often the output file is read while the task runs.
+const followInterval = 50 * time.Millisecond
+
+func newFollower(path string, w io.Writer) *follower {
+	f := &follower{stopc: make(chan struct{}), done: make(chan struct{})}
 	go func() {
-		pio.Wait()
-		close(done)
+		defer close(f.done)
+		var fh *os.File
+		defer func() {
+			if fh != nil {
+				fh.Close()
+			}
+		}()
+		for {
+			stopping := false
+			select {
+			case <-f.stopc:
+				stopping = true
+			case <-time.After(followInterval):
+			}
+			if fh == nil {
+				fh, _ = os.Open(path)
+			}
+			if fh != nil {
+				io.Copy(w, fh)
+			}
+			if stopping {
+				return
+			}
+		}
 	}()
-	select {
-	case <-done:
-	case <-time.After(drainTimeout):
-	}
+	return f
+}
+
+// stop copies the rest of the file and ends the follower; it may be called
+// more than once.
+func (f *follower) stop() {
+	f.once.Do(func() { close(f.stopc) })
+	<-f.done
 }

@@ -84,10 +84,11 @@ type RunSpec struct {
 	// image's USER. Names are looked up in the image's /etc/passwd and
 	// /etc/group.
 	User string
-	// Stdout and Stderr receive the container's output as it is written;
-	// nil discards it. Run returns only after all output is delivered.
-	// The container's stdin is /dev/null.
-	Stdout, Stderr io.Writer
+	// Output receives the container's stdout and stderr, together, as
+	// they are written (read from the file the shim writes them to); nil
+	// discards them. Run returns only after all output is delivered. The
+	// container's stdin is /dev/null.
+	Output io.Writer
 	// Keep leaves the container and its snapshot in containerd after the
 	// run (the exited task is always deleted), for inspection with
 	// `ctr -n NAMESPACE containers info ID`.

@@ -68,7 +68,7 @@ SSE_BASE_URL and SSE_MODEL_NAME come from the environment or .env.`,
 				APIKey: g.Lookup("SSE_API_KEY"), BaseURL: g.Lookup("SSE_BASE_URL"), Model: model,
 				KeepAlive: o.KeepAlive, Network: network, Keep: o.Keep, RunsDir: o.RunsDir,
 				ContainerdAddr: g.ContainerdAddr,
-				Stdout:         cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr(),
+				Output:         cmd.OutOrStdout(),
 			}
 			res, err := e.Run(cmd.Context(), req)
 			if res != nil {
