@@ -1,6 +1,10 @@
 package assemble
 
 import (
+	"path"
+	"runtime"
+	"sync/atomic"
+
 	"compress/gzip"
 	"context"
 	"encoding/base64"
@@ -9,6 +13,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+
+	"golang.org/x/sync/errgroup"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
@@ -27,7 +33,7 @@ type Facts struct {
 	dir string
 	// indexed counts the layers that were read to index them, for tests and
 	// benchmarks that check the cache works.
-	indexed int
+	indexed atomic.Int64
 }
 
 // NewFacts returns a cache in dir, created if missing.
@@ -43,7 +49,7 @@ func (f *Facts) Indexed() int {
 	if f == nil {
 		return 0
 	}
-	return f.indexed
+	return int(f.indexed.Load())
 }
 
 type layerFacts struct {
@@ -68,26 +74,61 @@ func (f *Facts) Index(ctx context.Context, l v1.Layer) (*oci.LayerIndex, error) 
 			return &idx, nil
 		}
 	}
-	idx, err := oci.IndexLayer(ctx, l)
+	if f == nil {
+		return oci.IndexLayer(ctx, l)
+	}
+	// The small files the assembler reads come along with the index, so
+	// that no layer is read a second time for them.
+	idx, files, err := oci.IndexLayerCapture(ctx, l, wantSmall)
 	if err != nil {
 		return nil, err
 	}
-	if f != nil {
-		f.indexed++
-		f.store(f.path(d, "index"), idx)
+	f.indexed.Add(1)
+	f.store(f.path(d, "index"), idx)
+	if len(files) > 0 {
+		enc := make(map[string]string, len(files))
+		for k, v := range files {
+			enc[k] = base64.StdEncoding.EncodeToString(v)
+		}
+		f.store(f.path(d, "files"), enc)
 	}
 	return idx, nil
 }
 
-// View indexes every layer (bottom first) and merges them.
+// capturedFiles are the account files read from the case image.
+var capturedFiles = map[string]bool{
+	"etc/passwd": true, "etc/group": true, "etc/shadow": true, "etc/gshadow": true,
+	"etc/subuid": true, "etc/subgid": true, "etc/login.defs": true,
+}
+
+// maxCaptured bounds one captured file: account and ignore files are small.
+const maxCaptured = 256 << 10
+
+// wantSmall says which files Index keeps: the account files and every
+// .gitignore, when small.
+func wantSmall(name string, size int64) bool {
+	return size <= maxCaptured && (capturedFiles[name] || path.Base(name) == ".gitignore")
+}
+
+// indexJobs is how many layers View indexes at once: each decompresses a
+// stream on its own core.
+var indexJobs = runtime.GOMAXPROCS(0)
+
+// View indexes every layer (bottom first), several at once, and merges
+// them.
 func (f *Facts) View(ctx context.Context, layers []v1.Layer) (*oci.View, error) {
 	idxs := make([]*oci.LayerIndex, len(layers))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(indexJobs)
 	for i, l := range layers {
-		idx, err := f.Index(ctx, l)
-		if err != nil {
-			return nil, err
-		}
-		idxs[i] = idx
+		g.Go(func() error {
+			idx, err := f.Index(gctx, l)
+			idxs[i] = idx
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
 	}
 	return oci.Merge(idxs)
 }

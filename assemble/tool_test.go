@@ -197,8 +197,6 @@ func flatten(t *testing.T, img v1.Image) *flat {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var f Facts
-	_ = f
 	view, err := (*Facts)(nil).View(context.Background(), ls)
 	if err != nil {
 		t.Fatal(err)

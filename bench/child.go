@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -37,8 +38,20 @@ func runChild(ctx context.Context, args []string) error {
 	epoch := fs.Int64("time", 0, "build time, seconds since the epoch")
 	out := fs.String("out", "", "reference to store the tool image under")
 	previous := fs.Bool("previous", false, "offer the image already stored under -out to assemble.WithPrevious")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the assembly to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *cpuprofile != "" {
+		pf, err := os.Create(*cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer pf.Close()
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	start := time.Now()
 	s, err := registry.OpenStore(*store)

@@ -184,35 +184,71 @@ type LayerIndex struct {
 // naming the layer and the entry: a name or hard link target that climbs
 // above the root, a malformed whiteout, an unsupported entry type.
 func IndexLayer(ctx context.Context, l v1.Layer) (*LayerIndex, error) {
+	idx, _, err := IndexLayerCapture(ctx, l, nil)
+	return idx, err
+}
+
+// IndexLayerCapture is IndexLayer that also keeps the content of the
+// regular files want accepts (given the entry's clean name and size), keyed
+// by name; when one layer holds a name twice the last entry's content is
+// kept, as an applier would. It saves a second pass over a layer for the
+// few small files a caller needs (account files, .gitignore files); want
+// must bound what it accepts, since the content is held in memory.
+func IndexLayerCapture(ctx context.Context, l v1.Layer, want func(name string, size int64) bool) (*LayerIndex, map[string][]byte, error) {
+	idx, files, err := indexLayer(ctx, l, want)
+	if err != nil {
+		return nil, nil, err
+	}
+	return idx, files, nil
+}
+
+func indexLayer(ctx context.Context, l v1.Layer, want func(name string, size int64) bool) (*LayerIndex, map[string][]byte, error) {
+	var files map[string][]byte
 	s, err := openLayerStream(ctx, l)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer s.Close()
 	idx := &LayerIndex{Format: IndexFormat, Digest: s.digest.String()}
 	for {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		hdr, err := s.tr.Next()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			return nil, s.readError(err)
+			return nil, nil, s.readError(err)
 		}
 		e, keep, err := indexEntry(hdr)
 		if err != nil {
-			return nil, fmt.Errorf("layer %s: %w", s.digest, err)
+			return nil, nil, fmt.Errorf("layer %s: %w", s.digest, err)
 		}
-		if keep {
-			idx.Entries = append(idx.Entries, e)
+		if !keep {
+			continue
+		}
+		idx.Entries = append(idx.Entries, e)
+		if e.Marker == NotMarker && files != nil {
+			// A later entry of the same name replaces the earlier one,
+			// captured or not.
+			delete(files, e.Name)
+		}
+		if want != nil && e.Marker == NotMarker && e.Typeflag == tar.TypeReg && want(e.Name, e.Size) {
+			b, err := io.ReadAll(s.tr)
+			if err != nil {
+				return nil, nil, s.readError(err)
+			}
+			if files == nil {
+				files = map[string][]byte{}
+			}
+			files[e.Name] = b
 		}
 	}
 	if err := s.verify(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return idx, nil
+	return idx, files, nil
 }
 
 // indexEntry normalises one tar header. keep is false for entries an

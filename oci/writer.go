@@ -41,12 +41,13 @@ const (
 //
 // A LayerWriter is not safe for concurrent use. After an error, call Abort.
 type LayerWriter struct {
-	opts options
-	path string
-	f    *os.File
-	buf  *bufio.Writer
-	comp io.WriteCloser
-	tw   *tar.Writer
+	opts  options
+	path  string
+	f     *os.File
+	buf   *bufio.Writer
+	comp  io.WriteCloser
+	async *asyncSink // hashes and compresses in its own goroutine
+	tw    *tar.Writer
 
 	compressed   *countingHash // digest and size of the spool file
 	uncompressed *countingHash // diffID
@@ -106,7 +107,8 @@ func NewLayerWriter(dir string, opts ...Option) (*LayerWriter, error) {
 		gw.Header = gzip.Header{ModTime: time.Unix(0, 0), OS: 255}
 		w.comp = gw
 	}
-	w.tw = tar.NewWriter(io.MultiWriter(w.uncompressed, w.comp))
+	w.async = newAsyncSink(io.MultiWriter(w.uncompressed, w.comp))
+	w.tw = tar.NewWriter(w.async)
 	return w, nil
 }
 
@@ -182,6 +184,12 @@ func (w *LayerWriter) Finish() (v1.Layer, error) {
 	if err == nil {
 		err = w.tw.Close()
 	}
+	// The tar stream is complete only once the goroutine has taken all of
+	// it; the compressor may be closed after that, not before.
+	if cerr := w.async.Close(); err == nil {
+		err = cerr
+	}
+	w.async = nil
 	if err == nil {
 		err = w.comp.Close()
 	}
@@ -217,6 +225,11 @@ func (w *LayerWriter) Abort() {
 	w.done = true
 	if w.err == nil {
 		w.err = errors.New("layer writer was aborted")
+	}
+	if w.async != nil {
+		// Stop the goroutine before the encoder it writes to.
+		_ = w.async.Close()
+		w.async = nil
 	}
 	if w.comp != nil {
 		// Release the encoder; its output goes nowhere now.

@@ -604,8 +604,7 @@ func (s *Store) writeLayer(ctx context.Context, l v1.Layer) error {
 
 // adoptSpool moves a layer that was spooled to a file in the store's
 // temporary directory (as the assembler's layers are) into the pool by a
-// hard link and a rename: the bytes are read once to verify them, never
-// copied. It reports false when the layer is not such a file.
+// hard link and a rename: the bytes are neither copied nor read again. It reports false when the layer is not such a file.
 func (s *Store) adoptSpool(ctx context.Context, l v1.Layer, h v1.Hash, size int64) (bool, error) {
 	sp, ok := l.(interface{ Path() string })
 	if !ok {
@@ -620,11 +619,34 @@ func (s *Store) adoptSpool(ctx context.Context, l v1.Layer, h v1.Hash, size int6
 	if err := os.Link(p, link); err != nil {
 		return false, nil // another filesystem or no links: copy instead
 	}
-	if err := s.AdoptBlob(ctx, link, h, size); err != nil {
+	// The digest was computed from these very bytes as they were written,
+	// in this process, and every read of the store verifies them again:
+	// hashing them here too would only read them a second time.
+	if err := s.renameBlob(link, h); err != nil {
 		os.Remove(link)
 		return true, err
 	}
 	return true, nil
+}
+
+// renameBlob moves a complete file of TempDir into the pool as h, durably.
+func (s *Store) renameBlob(path string, h v1.Hash) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("adopting blob %s: %w", h, err)
+	}
+	err = f.Sync()
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("adopting blob %s: %w", h, err)
+	}
+	if err := os.Chmod(path, 0o644); err != nil {
+		return err
+	}
+	if err := os.Rename(path, s.BlobPath(h)); err != nil {
+		return fmt.Errorf("adopting blob %s: %w", h, err)
+	}
+	return syncDir(s.blobDir())
 }
 
 func (s *Store) ownLazyLayer(l v1.Layer) *lazyLayer {
