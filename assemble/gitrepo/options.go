@@ -1,10 +1,11 @@
 package gitrepo
 
 import (
-	"compress/zlib"
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/klauspost/compress/zlib"
 )
 
 // Defaults of the repository Builder writes: those of SPEC.md section 4,

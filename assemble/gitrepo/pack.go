@@ -3,7 +3,6 @@ package gitrepo
 import (
 	"bufio"
 	"bytes"
-	"compress/zlib"
 	"crypto/sha1"
 	"encoding/binary"
 	"encoding/hex"
@@ -14,6 +13,8 @@ import (
 	"io"
 	"os"
 	"sort"
+
+	"github.com/klauspost/compress/zlib"
 )
 
 // objectID is a SHA-1 object name.
