@@ -32,8 +32,12 @@ import (
 type Facts struct {
 	dir string
 	// indexed counts the layers that were read to index them, for tests and
-	// benchmarks that check the cache works.
-	indexed atomic.Int64
+	// benchmarks that check the cache works; fetched those whose facts
+	// came from the registry.
+	indexed, fetched atomic.Int64
+	// remote shares facts through a registry (see WithRemote); nil when
+	// there is none.
+	remote *remoteFacts
 }
 
 // NewFacts returns a cache in dir, created if missing.
@@ -77,6 +81,16 @@ func (f *Facts) Index(ctx context.Context, l v1.Layer) (*oci.LayerIndex, error) 
 	if f == nil {
 		return oci.IndexLayer(ctx, l)
 	}
+	if f.remote != nil {
+		if lf, ok := f.remote.fetch(d); ok {
+			f.fetched.Add(1)
+			f.store(f.path(d, "index"), lf.Index)
+			if len(lf.Files) > 0 {
+				f.store(f.path(d, "files"), lf.Files)
+			}
+			return lf.Index, nil
+		}
+	}
 	// The small files the assembler reads come along with the index, so
 	// that no layer is read a second time for them.
 	idx, files, err := oci.IndexLayerCapture(ctx, l, wantSmall)
@@ -91,6 +105,9 @@ func (f *Facts) Index(ctx context.Context, l v1.Layer) (*oci.LayerIndex, error) 
 			enc[k] = base64.StdEncoding.EncodeToString(v)
 		}
 		f.store(f.path(d, "files"), enc)
+	}
+	if f.remote != nil && f.remote.publish {
+		f.remote.push(d, idx, files)
 	}
 	return idx, nil
 }

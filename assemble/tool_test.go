@@ -1,6 +1,9 @@
 package assemble
 
 import (
+	"log"
+	"net/http/httptest"
+
 	"archive/tar"
 	"bytes"
 	"context"
@@ -11,6 +14,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
@@ -498,5 +504,51 @@ func TestToolReusesPreviousLayers(t *testing.T) {
 	third := assembleTool(t, c, rt2, WithPrevious(first), WithTime(time.Unix(1800000000, 0)))
 	if third.Reused {
 		t.Error("layers of another build time were reused")
+	}
+}
+
+func TestFactsThroughRegistry(t *testing.T) {
+	srv := httptest.NewServer(ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0))))
+	defer srv.Close()
+	repo, err := name.NewRepository(strings.TrimPrefix(srv.URL, "http://")+"/ssebench/facts", name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, rt := caseImage(t), runtimeImage(t)
+
+	// A first machine reads every layer and publishes what it learnt.
+	first := mustFacts(t)
+	if err := first.WithRemote(repo, true); err != nil {
+		t.Fatal(err)
+	}
+	a := assembleTool(t, c, rt, WithFacts(first))
+	if first.Indexed() != 4 || first.Fetched() != 0 {
+		t.Fatalf("first machine indexed %d and fetched %d layers, want 4 and 0", first.Indexed(), first.Fetched())
+	}
+
+	// A fresh machine reads no layer to index it: the facts come from the
+	// registry, and the image is the same.
+	fresh := mustFacts(t)
+	if err := fresh.WithRemote(repo, false); err != nil {
+		t.Fatal(err)
+	}
+	b := assembleTool(t, c, rt, WithFacts(fresh))
+	if fresh.Indexed() != 0 || fresh.Fetched() != 4 {
+		t.Errorf("fresh machine indexed %d and fetched %d layers, want 0 and 4", fresh.Indexed(), fresh.Fetched())
+	}
+	da, _ := a.Digest()
+	db, _ := b.Digest()
+	if da != db {
+		t.Errorf("with fetched facts the image is %s, want %s", db, da)
+	}
+
+	// Without the artifacts, a machine reads the layers as before.
+	other := mustFacts(t)
+	if err := other.WithRemote(repo.Registry.Repo("ssebench", "nothing"), false); err != nil {
+		t.Fatal(err)
+	}
+	assembleTool(t, c, rt, WithFacts(other))
+	if other.Indexed() != 4 {
+		t.Errorf("with no artifacts the machine indexed %d layers, want 4", other.Indexed())
 	}
 }

@@ -21,6 +21,7 @@ type childResult struct {
 	Tree    string  `json:"tree"`
 	Reused  bool    `json:"reused"`
 	Indexed int     `json:"layers_indexed"`
+	Fetched int     `json:"layers_fetched"`
 	Seconds float64 `json:"seconds"`
 }
 
@@ -39,6 +40,8 @@ func runChild(ctx context.Context, args []string) error {
 	out := fs.String("out", "", "reference to store the tool image under")
 	previous := fs.Bool("previous", false, "offer the image already stored under -out to assemble.WithPrevious")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the assembly to this file")
+	factsRepo := fs.String("facts-repo", "", "registry repository of layer facts to fetch from (and publish to, with -publish-facts)")
+	publishFacts := fs.Bool("publish-facts", false, "publish the facts of the layers read to -facts-repo")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -62,6 +65,15 @@ func runChild(ctx context.Context, args []string) error {
 	f, err := assemble.NewFacts(*facts)
 	if err != nil {
 		return err
+	}
+	if *factsRepo != "" {
+		repo, ropts, err := registry.RemoteRepository(ctx, *factsRepo)
+		if err != nil {
+			return err
+		}
+		if err := f.WithRemote(repo, *publishFacts, ropts...); err != nil {
+			return err
+		}
 	}
 	res, err := registry.NewResolver(registry.WithStore(s))
 	if err != nil {
@@ -107,7 +119,7 @@ func runChild(ctx context.Context, args []string) error {
 		return err
 	}
 	return json.NewEncoder(os.Stdout).Encode(childResult{
-		Digest: d.String(), Tree: tool.TreeID, Reused: tool.Reused, Indexed: f.Indexed(),
+		Digest: d.String(), Tree: tool.TreeID, Reused: tool.Reused, Indexed: f.Indexed(), Fetched: f.Fetched(),
 		Seconds: time.Since(start).Seconds(),
 	})
 }

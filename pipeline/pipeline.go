@@ -79,6 +79,10 @@ type Built struct {
 	Push *registry.PushReport
 }
 
+// FactsRepository is the repository under REGISTRY that holds the layer
+// facts artifacts (see assemble.Facts.WithRemote).
+const FactsRepository = "layer-facts"
+
 // ToolRequest asks for a tool image.
 type ToolRequest struct {
 	// Case is the case image reference. Required.
@@ -135,6 +139,18 @@ func (e *Env) Tool(ctx context.Context, req ToolRequest) (*Built, error) {
 	ref, err := name.ParseReference(toolName, name.WeakValidation)
 	if err != nil {
 		return nil, fmt.Errorf("tool image name %q is not a valid reference: check REGISTRY (--registry or %s): %w", toolName, registry.RegistryEnv, err)
+	}
+	// Layer facts travel through the registry the images come from or go
+	// to: a machine that pushes publishes what it learns, and one that
+	// pulls the case image fetches facts instead of reading base layers.
+	if e.Facts != nil && (req.Push || caseRes.Source == registry.SourceRegistry) {
+		repo, ropts, err := registry.RemoteRepository(ctx, e.Names.Registry+"/"+FactsRepository, e.RegistryOptions...)
+		if err == nil {
+			err = e.Facts.WithRemote(repo, req.Push, ropts...)
+		}
+		if err != nil {
+			e.logf("warning: layer facts will not be shared through the registry: %v", err)
+		}
 	}
 	opts := []assemble.ToolOption{
 		assemble.WithSourceDir(req.SourceDir), assemble.WithTempDir(e.Store.TempDir()),

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/google/go-containerregistry/pkg/name"
+
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 )
 
@@ -31,4 +33,20 @@ func Tag(ctx context.Context, src, dst string, opts ...Option) error {
 		return fmt.Errorf("tagging %s as %s: %w", s.Name(), d.Name(), err)
 	}
 	return nil
+}
+
+// RemoteRepository parses repo with the plain-HTTP rules of the options and
+// returns it with go-containerregistry options that carry their keychain,
+// transport and user agent, for code that talks to a registry directly
+// (the layer facts of package assemble). ctx bounds those requests.
+func RemoteRepository(ctx context.Context, repo string, opts ...Option) (name.Repository, []remote.Option, error) {
+	o, err := makeOptions(opts...)
+	if err != nil {
+		return name.Repository{}, nil, err
+	}
+	r, err := o.parseReference(repo + ":latest")
+	if err != nil {
+		return name.Repository{}, nil, err
+	}
+	return r.Context(), o.remoteOptions(ctx), nil
 }

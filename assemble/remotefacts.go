@@ -1,0 +1,129 @@
+package assemble
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/static"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/42-b3yond-6ug/ssebench/oci"
+)
+
+// Media types of a layer-facts artifact: a small image whose one layer is
+// the gzipped JSON of what a case layer teaches (its index and small files).
+const (
+	FactsArtifactType = "application/vnd.ssebench.layer-facts.v1"
+	factsConfigType   = types.MediaType("application/vnd.ssebench.layer-facts.config.v1+json")
+	factsLayerType    = types.MediaType("application/vnd.ssebench.layer-facts.v1+json+gzip")
+)
+
+// remoteFacts shares layer facts through a registry repository, one
+// artifact per layer digest, tagged "sha256-<hex>.facts-v<format>": a
+// fresh machine (CI with an empty cache) fetches a few hundred kilobytes
+// instead of decompressing a base layer that was analysed before.
+type remoteFacts struct {
+	repo    name.Repository
+	opts    []remote.Option
+	publish bool
+}
+
+// WithRemote makes f fetch the facts of a layer it has not seen from repo
+// (e.g. localhost:5000/ssebench/facts) before reading the layer, and, with
+// publish, push what it learns from layers it had to read. opts reach the
+// registry (auth, transport). A registry that cannot be reached or lacks an
+// artifact only costs the layer read it would have cost anyway.
+func (f *Facts) WithRemote(repo name.Repository, publish bool, opts ...remote.Option) error {
+	if f == nil {
+		return fmt.Errorf("layer facts from %s need a local facts cache", repo)
+	}
+	f.remote = &remoteFacts{repo: repo, opts: opts, publish: publish}
+	return nil
+}
+
+// Fetched returns how many layers' facts came from the registry.
+func (f *Facts) Fetched() int {
+	if f == nil {
+		return 0
+	}
+	return int(f.fetched.Load())
+}
+
+func (r *remoteFacts) tag(d v1.Hash) name.Tag {
+	return r.repo.Tag(fmt.Sprintf("%s-%s.facts-v%d", d.Algorithm, d.Hex, oci.IndexFormat))
+}
+
+// fetch returns the facts of layer d, or false.
+func (r *remoteFacts) fetch(d v1.Hash) (*layerFacts, bool) {
+	img, err := remote.Image(r.tag(d), r.opts...)
+	if err != nil {
+		return nil, false
+	}
+	ls, err := img.Layers()
+	if err != nil || len(ls) != 1 {
+		return nil, false
+	}
+	// The blob is the gzipped JSON, read as it is stored (remote checks
+	// it against its digest) and gunzipped here.
+	rc, err := ls[0].Compressed()
+	if err != nil {
+		return nil, false
+	}
+	defer rc.Close()
+	var lf layerFacts
+	zr, err := gzip.NewReader(rc)
+	if err != nil {
+		return nil, false
+	}
+	if err := json.NewDecoder(io.LimitReader(zr, maxFactsSize)).Decode(&lf); err != nil {
+		return nil, false
+	}
+	// Facts of another layer, or of another format, are no facts: Merge
+	// re-checks every entry anyway.
+	if lf.Index == nil || lf.Index.Format != oci.IndexFormat || lf.Index.Digest != d.String() {
+		return nil, false
+	}
+	return &lf, true
+}
+
+// maxFactsSize bounds a fetched artifact once decompressed.
+const maxFactsSize = 256 << 20
+
+// push publishes the facts of layer d; failures are ignored, as a later
+// run only pays a layer read for them.
+func (r *remoteFacts) push(d v1.Hash, idx *oci.LayerIndex, files map[string][]byte) {
+	lf := layerFacts{Index: idx}
+	if len(files) > 0 {
+		lf.Files = map[string]string{}
+		for k, v := range files {
+			lf.Files[k] = base64.StdEncoding.EncodeToString(v)
+		}
+	}
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	if err := json.NewEncoder(zw).Encode(lf); err != nil {
+		return
+	}
+	if err := zw.Close(); err != nil {
+		return
+	}
+	img, err := mutate.AppendLayers(empty.Image, static.NewLayer(buf.Bytes(), factsLayerType))
+	if err != nil {
+		return
+	}
+	img = mutate.MediaType(img, types.OCIManifestSchema1)
+	img = mutate.ConfigMediaType(img, factsConfigType)
+	img = mutate.Annotations(img, map[string]string{
+		"dev.ssebench.layer": d.String(),
+	}).(v1.Image)
+	_ = remote.Write(r.tag(d), img, r.opts...)
+}
