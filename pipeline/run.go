@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -176,7 +175,7 @@ func (e *Env) Run(ctx context.Context, req RunRequest) (_ *RunResult, retErr err
 	// The platform: the task's arches against the host's.
 	datasetDir := req.Dataset
 	if datasetDir == "" && req.Catalog == "" {
-		if datasetDir = findDataset(e.Home, req.Task); datasetDir == "" {
+		if datasetDir = task.FindDataset(e.Home, req.Task); datasetDir == "" {
 			return nil, fmt.Errorf("task %q is in no dataset under %s: pass --local DIR or --catalog PATH", req.Task, filepath.Join(e.Home, "datasets"))
 		}
 	}
@@ -373,14 +372,14 @@ func (e *Env) caseImage(ctx context.Context, req RunRequest, datasetDir string, 
 		if _, err := r.Resolve(ctx, ref); err == nil {
 			return ref, entry.Metadata.Source, nil
 		} else if datasetDir == "" {
-			if datasetDir = findDataset(e.Home, req.Task); datasetDir == "" {
+			if datasetDir = task.FindDataset(e.Home, req.Task); datasetDir == "" {
 				return "", "", fmt.Errorf("pulling the case image %s failed and no task folder can build it: %w", ref, err)
 			}
 			e.logf("warning: pulling %s failed (%v); building it from %s", ref, err, datasetDir)
 		}
 	}
 	if datasetDir == "" {
-		if datasetDir = findDataset(e.Home, req.Task); datasetDir == "" {
+		if datasetDir = task.FindDataset(e.Home, req.Task); datasetDir == "" {
 			return "", "", fmt.Errorf("no task folder for %q to build its case image from: pass --local DIR", req.Task)
 		}
 	}
@@ -406,23 +405,6 @@ func (e *Env) caseImage(ctx context.Context, req RunRequest, datasetDir string, 
 		return "", "", err
 	}
 	return out[0].Image, t.Config.Source, nil
-}
-
-// findDataset returns the folder of the only dataset under home that has
-// task, or "".
-func findDataset(home, id string) string {
-	matches, _ := filepath.Glob(filepath.Join(home, "datasets", "*", id))
-	var found []string
-	for _, m := range matches {
-		if st, err := os.Stat(m); err == nil && st.IsDir() {
-			found = append(found, filepath.Dir(m))
-		}
-	}
-	sort.Strings(found)
-	if len(found) == 1 {
-		return found[0]
-	}
-	return ""
 }
 
 func firstNonEmpty(s ...string) string {

@@ -161,3 +161,19 @@ func (d *Dataset) Task(id string) *Task {
 	}
 	return nil
 }
+
+// FindDataset returns the folder of the only dataset under home/datasets
+// that has a folder for task id, or "" when none or several do.
+func FindDataset(home, id string) string {
+	matches, _ := filepath.Glob(filepath.Join(home, "datasets", "*", id))
+	var found []string
+	for _, m := range matches {
+		if st, err := os.Stat(m); err == nil && st.IsDir() {
+			found = append(found, filepath.Dir(m))
+		}
+	}
+	if len(found) == 1 {
+		return found[0]
+	}
+	return ""
+}

@@ -3,13 +3,13 @@ package commands
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
 
 	"github.com/42-b3yond-6ug/ssebench/agent"
 	"github.com/42-b3yond-6ug/ssebench/internal/commands/options"
+	"github.com/42-b3yond-6ug/ssebench/task"
 )
 
 type namesOptions struct {
@@ -87,18 +87,11 @@ known from its dataset), case (when the dataset is known), tool, agent (with
 	return cmd
 }
 
-// findDataset returns the only dataset under home that has a folder for
-// task, or "" when none or several do.
-func findDataset(home, task string) string {
-	matches, _ := filepath.Glob(filepath.Join(home, "datasets", "*", task))
-	var found []string
-	for _, m := range matches {
-		if st, err := os.Stat(m); err == nil && st.IsDir() {
-			found = append(found, filepath.Base(filepath.Dir(m)))
-		}
-	}
-	if len(found) == 1 {
-		return found[0]
+// findDataset returns the name of the only dataset under home that has a
+// folder for task, or "".
+func findDataset(home, id string) string {
+	if dir := task.FindDataset(home, id); dir != "" {
+		return filepath.Base(dir)
 	}
 	return ""
 }
