@@ -59,23 +59,11 @@ it is (its history comment). Layers are not downloaded.`,
   ssebench inspect --platform linux/arm64 --json localhost:5000/ssebench/runtime:0.1.0-dev`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := options.ParsePlatform(o.Platform)
+			res, done, err := resolve(cmd, g, args[0], o.Platform)
 			if err != nil {
 				return err
 			}
-			s, ropts, err := g.StoreOptions(p)
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			r, err := registry.NewResolver(ropts...)
-			if err != nil {
-				return err
-			}
-			res, err := r.Resolve(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
+			defer done()
 			out, err := describe(res)
 			if err != nil {
 				return fmt.Errorf("inspecting %s: %w", args[0], err)

@@ -8,7 +8,6 @@ import (
 
 	"github.com/42-b3yond-6ug/ssebench/assemble"
 	"github.com/42-b3yond-6ug/ssebench/internal/commands/options"
-	"github.com/42-b3yond-6ug/ssebench/registry"
 )
 
 // errChecksFailed makes the command exit 1 after it printed the failures.
@@ -29,23 +28,12 @@ check and exits 1 if there is any.`,
   ssebench verify --source /src/kvconf localhost:5000/ssebench/tool/kvconf-12-afb9ee1:0.1.0-dev`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := options.ParsePlatform(platform)
+			res, done, err := resolve(cmd, g, args[0], platform)
 			if err != nil {
 				return err
 			}
-			s, ropts, err := g.StoreOptions(p)
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			r, err := registry.NewResolver(ropts...)
-			if err != nil {
-				return err
-			}
-			img, err := r.Image(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
+			defer done()
+			img := res.Image
 			fails, err := assemble.Verify(cmd.Context(), img, source)
 			if err != nil {
 				return fmt.Errorf("verifying %s: %w", args[0], err)
