@@ -16,7 +16,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -110,7 +109,7 @@ func TestOracleTool(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 
-	var progress lockedBuffer
+	var progress testenv.LockedBuffer
 	c, err := buildkit.New(ctx, buildkit.WithAddress(bkAddr), buildkit.WithProgress(&progress),
 		buildkit.WithProgressMode(buildkit.ProgressPlain), buildkit.WithTempDir(t.TempDir()))
 	if err != nil {
@@ -601,22 +600,4 @@ func tail(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
-}
-
-// lockedBuffer collects BuildKit's progress; it is shown when a build fails.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }

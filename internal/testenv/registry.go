@@ -63,7 +63,7 @@ http:
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var out lockedBuffer
+	var out LockedBuffer
 	cmd := exec.Command(bin, "serve", cfgPath)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
@@ -112,18 +112,20 @@ func freeLoopbackAddr(t testing.TB) string {
 	return l.Addr().String()
 }
 
-type lockedBuffer struct {
+// LockedBuffer is a bytes.Buffer safe for concurrent writers: a daemon's
+// log, or BuildKit's progress, shown when a test fails.
+type LockedBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
-func (b *lockedBuffer) Write(p []byte) (int, error) {
+func (b *LockedBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.b.Write(p)
 }
 
-func (b *lockedBuffer) String() string {
+func (b *LockedBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.b.String()
