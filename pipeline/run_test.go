@@ -205,13 +205,18 @@ func TestRun(t *testing.T) {
 		if err != nil || res.Summary.ExitCode != 0 {
 			t.Fatalf("Run() = %v\n%s", err, out)
 		}
-		// The image is in the registry under its name.
-		if _, err := registry.NewResolver(registry.WithPullPolicy(registry.PullAlways)); err != nil {
+		// The image is in the registry under its name, and what ran is it.
+		r, err := registry.NewResolver(registry.WithPullPolicy(registry.PullAlways))
+		if err != nil {
 			t.Fatal(err)
 		}
-		r, _ := registry.NewResolver(registry.WithPullPolicy(registry.PullAlways))
-		if _, err := r.Image(ctx, x.env.Names.Agent("dummy", e2eTask, "")); err != nil {
-			t.Errorf("the agent image is not in the registry: %v", err)
+		img, err := r.Image(ctx, x.env.Names.Agent("dummy", e2eTask, ""))
+		if err != nil {
+			t.Fatalf("the agent image is not in the registry: %v", err)
+		}
+		d, _ := img.Digest()
+		if got := res.Summary.Images["agent"]; !strings.HasSuffix(got, "@"+d.String()) {
+			t.Errorf("ran %s, the registry has %s", got, d)
 		}
 	})
 
