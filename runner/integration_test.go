@@ -111,6 +111,26 @@ func TestIntegration(t *testing.T) {
 		assertGone(t, r, res.ContainerID)
 	})
 
+	t.Run("the end of both streams arrives", func(t *testing.T) {
+		// Both streams end together as the process exits; a shim that
+		// closes the shared output when stdout ends drops stderr's tail.
+		for i := 0; i < 5; i++ {
+			var out bytes.Buffer
+			_, err := r.Run(ctx, RunSpec{
+				Image:  osImage,
+				Args:   []string{"sh", "-c", "seq 1 100000; seq 1 50000 >&2; echo last >&2"},
+				Output: &out,
+			})
+			if err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			// 588895 bytes of stdout, 288894 + 5 of stderr.
+			if out.Len() != 588895+288894+5 || !strings.Contains(out.String(), "\nlast\n") {
+				t.Fatalf("run %d: %d bytes of output, want 877794 ending with stderr's last line", i, out.Len())
+			}
+		}
+	})
+
 	t.Run("env, labels and keep", func(t *testing.T) {
 		id := "runner-test-keep"
 		labels := map[string]string{"ssebench.task-id": "t-1", "ssebench.run-id": "r-1"}

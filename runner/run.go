@@ -5,14 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/containerd/containerd/v2/client"
-	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/errdefs"
 )
 
@@ -87,23 +83,17 @@ func (r *Runner) Run(ctx context.Context, spec RunSpec) (_ *Result, retErr error
 		}()
 	}
 
-	// The shim writes the output to a file that we follow, rather than to
-	// FIFOs: with FIFOs, containerd 1.6 lost the whole output of about one
-	// short-lived task in three (exit 0, nothing read), and a file also
-	// keeps what was printed while nobody read. Both streams go to one
-	// file.
-	logDir, err := os.MkdirTemp("", "ssebench-output-")
+	// Both streams always get a FIFO: containerd 1.6's shim fails to
+	// create a task that has a stdout but no stderr (or the reverse).
+	out, err := newOutput(orDiscard(spec.Output))
 	if err != nil {
-		return nil, fmt.Errorf("creating the output file of container %s: %w", spec.ID, err)
+		return nil, fmt.Errorf("container %s: %w", spec.ID, err)
 	}
-	defer os.RemoveAll(logDir)
-	logPath := filepath.Join(logDir, "output.log")
-	task, err := container.NewTask(ctx, cio.LogFile(logPath))
+	defer out.close()
+	task, err := container.NewTask(ctx, out.creator())
 	if err != nil {
 		return nil, fmt.Errorf("creating the task of container %s: %w", spec.ID, err)
 	}
-	follow := newFollower(logPath, orDiscard(spec.Output))
-	defer follow.stop()
 	defer func() {
 		cctx, cancel := context.WithTimeout(cleanupCtx, cleanupTimeout)
 		defer cancel()
@@ -142,12 +132,14 @@ func (r *Runner) Run(ctx context.Context, spec RunSpec) (_ *Result, retErr error
 			return nil, fmt.Errorf("stopping container %s: %w", spec.ID, err)
 		}
 	}
-	// Deleting the task makes the shim finish and close the output file;
-	// only then is all of it there to read.
+	// Deleting the task makes the shim finish copying and close its ends
+	// of the FIFOs; only then is all the output there to read.
 	if _, err := task.Delete(cleanupCtx); err != nil && !errdefs.IsNotFound(err) {
 		return nil, fmt.Errorf("deleting the task of container %s: %w", spec.ID, err)
 	}
-	follow.stop()
+	if err := out.finish(drainTimeout); err != nil {
+		return nil, fmt.Errorf("container %s: %w", spec.ID, err)
+	}
 	code, exitedAt, err := status.Result()
 	if err != nil {
 		return nil, fmt.Errorf("waiting for container %s: %w", spec.ID, err)
@@ -259,53 +251,4 @@ func orDiscard(w io.Writer) io.Writer {
 		return io.Discard
 	}
 	return w
-}
-
-// follower copies a growing file to a writer until stopped, then copies
-// what is left.
-type follower struct {
-	stopc chan struct{}
-	done  chan struct{}
-	once  sync.Once
-}
-
-// followInterval is how often the output file is read while the task runs.
-const followInterval = 50 * time.Millisecond
-
-func newFollower(path string, w io.Writer) *follower {
-	f := &follower{stopc: make(chan struct{}), done: make(chan struct{})}
-	go func() {
-		defer close(f.done)
-		var fh *os.File
-		defer func() {
-			if fh != nil {
-				fh.Close()
-			}
-		}()
-		for {
-			stopping := false
-			select {
-			case <-f.stopc:
-				stopping = true
-			case <-time.After(followInterval):
-			}
-			if fh == nil {
-				fh, _ = os.Open(path)
-			}
-			if fh != nil {
-				io.Copy(w, fh)
-			}
-			if stopping {
-				return
-			}
-		}
-	}()
-	return f
-}
-
-// stop copies the rest of the file and ends the follower; it may be called
-// more than once.
-func (f *follower) stop() {
-	f.once.Do(func() { close(f.stopc) })
-	<-f.done
 }

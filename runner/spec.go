@@ -85,8 +85,7 @@ type RunSpec struct {
 	// /etc/group.
 	User string
 	// Output receives the container's stdout and stderr, together, as
-	// they are written (read from the file the shim writes them to); nil
-	// discards them. Run returns only after all output is delivered. The
+	// they are written; nil discards them. Run returns only after all output is delivered. The
 	// container's stdin is /dev/null.
 	Output io.Writer
 	// Keep leaves the container and its snapshot in containerd after the
