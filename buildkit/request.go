@@ -9,7 +9,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/containerd/containerd/v2/core/content"
 	"github.com/containerd/containerd/v2/plugins/content/local"
@@ -50,6 +52,11 @@ type Request struct {
 	ImageContexts map[string]string
 	// NoCache rebuilds every step instead of reusing BuildKit's cache.
 	NoCache bool
+	// SourceDateEpoch, when set, is the build's SOURCE_DATE_EPOCH: the
+	// image's creation time, and the time that newer files of the new
+	// layers are clamped to (the exporter's rewrite-timestamp), so that a
+	// fresh checkout's times do not reach the image.
+	SourceDateEpoch time.Time
 	// Push is the image reference to push the result to. When it is
 	// empty, the image is written to a fresh OCI image layout directory
 	// instead (see Result.LayoutDir). Pushes to localhost and loopback
@@ -222,6 +229,9 @@ func newSolveOpt(r Request, layoutDir string) (bkclient.SolveOpt, error) {
 	for k, v := range r.BuildArgs {
 		attrs["build-arg:"+k] = v
 	}
+	if !r.SourceDateEpoch.IsZero() {
+		attrs["build-arg:SOURCE_DATE_EPOCH"] = strconv.FormatInt(r.SourceDateEpoch.Unix(), 10)
+	}
 	for k, v := range r.Labels {
 		attrs["label:"+k] = v
 	}
@@ -300,6 +310,10 @@ func newSolveOpt(r Request, layoutDir string) (bkclient.SolveOpt, error) {
 		if insecure {
 			export.Attrs[string(exptypes.OptKeyInsecure)] = "true"
 		}
+	}
+
+	if !r.SourceDateEpoch.IsZero() {
+		export.Attrs[string(exptypes.OptKeyRewriteTimestamp)] = "true"
 	}
 
 	opt := bkclient.SolveOpt{

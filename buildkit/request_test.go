@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -199,6 +200,23 @@ func TestNewSolveOptLayoutOutput(t *testing.T) {
 	}
 	if !slices.Contains(names, "case.Dockerfile") {
 		t.Errorf("dockerfile mount holds %q, want case.Dockerfile among them", names)
+	}
+}
+
+func TestNewSolveOptSourceDateEpoch(t *testing.T) {
+	ctxDir := contextDir(t, "FROM scratch\n")
+	epoch := time.Unix(1750000000, 0)
+	for _, push := range []string{"", "127.0.0.1:5000/ssebench/x:1"} {
+		opt, err := newSolveOpt(Request{ContextDir: ctxDir, Push: push, SourceDateEpoch: epoch}, t.TempDir())
+		if err != nil {
+			t.Fatalf("newSolveOpt() = %v", err)
+		}
+		if got := opt.FrontendAttrs["build-arg:SOURCE_DATE_EPOCH"]; got != "1750000000" {
+			t.Errorf("push %q: build-arg:SOURCE_DATE_EPOCH = %q, want 1750000000", push, got)
+		}
+		if got := opt.Exports[0].Attrs["rewrite-timestamp"]; got != "true" {
+			t.Errorf("push %q: export rewrite-timestamp = %q, want true", push, got)
+		}
 	}
 }
 

@@ -245,12 +245,23 @@ func (e *Env) Agent(ctx context.Context, req AgentRequest) (*Built, error) {
 	if err != nil {
 		return nil, fmt.Errorf("finding the tool image: %w", err)
 	}
+	// One build time for both ways: SOURCE_DATE_EPOCH, else the tool
+	// image's creation time.
+	when, ok, err := SourceDateEpoch()
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		if when, err = agentimage.DefaultTime(toolRes.Image); err != nil {
+			return nil, err
+		}
+	}
 	start := time.Now()
 	var d v1.Hash
 	how := "assembled natively"
 	if plan.Native {
 		img, err := agentimage.Assemble(ctx, toolRes.Image, plan, a.Dir, e.Home,
-			agentimage.WithTempDir(e.Store.TempDir()), agentimage.WithFacts(e.Facts))
+			agentimage.WithTempDir(e.Store.TempDir()), agentimage.WithFacts(e.Facts), agentimage.WithTime(when))
 		switch {
 		case errors.Is(err, agentimage.ErrNeedsBuildKit):
 			plan.Native = false
@@ -292,7 +303,7 @@ func (e *Env) Agent(ctx context.Context, req AgentRequest) (*Built, error) {
 		plat := (&v1.Platform{OS: cf.OS, Architecture: cf.Architecture, Variant: cf.Variant}).String()
 		if d, err = agentimage.BuildKit(ctx, bk, agentimage.BuildRequest{
 			AgentDir: a.Dir, Home: e.Home, Tool: src, BuildArgs: req.BuildArgs,
-			Platform: plat, Store: e.Store, Ref: ref,
+			Platform: plat, Store: e.Store, Ref: ref, Time: when,
 		}); err != nil {
 			return nil, err
 		}

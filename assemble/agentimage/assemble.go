@@ -69,10 +69,7 @@ func Assemble(ctx context.Context, tool v1.Image, plan *Plan, contextDir, worksp
 		return nil, plan.lineError(0, fmt.Errorf("the tool image has ONBUILD triggers, which run commands: %w", ErrNeedsBuildKit))
 	}
 	if o.when.IsZero() {
-		o.when = cf.Created.UTC().Truncate(time.Second)
-		if cf.Created.IsZero() {
-			o.when = time.Unix(0, 0).UTC()
-		}
+		o.when = defaultTime(cf)
 	}
 	cfg, steps, err := plan.evaluate(cf, o.build, false)
 	if err != nil {
@@ -161,4 +158,22 @@ func (f *imageFS) layer(op *layerOp) (*oci.SpooledLayer, error) {
 		f.overlay[p] = e
 	}
 	return l.(*oci.SpooledLayer), nil
+}
+
+// DefaultTime is the build time of an agent image when none is given: the
+// tool image's creation time, so that the same inputs give the same image.
+// Pass it to BuildKit as BuildRequest.Time for the times to agree.
+func DefaultTime(tool v1.Image) (time.Time, error) {
+	cf, err := tool.ConfigFile()
+	if err != nil {
+		return time.Time{}, fmt.Errorf("reading the config of the tool image: %w", err)
+	}
+	return defaultTime(cf), nil
+}
+
+func defaultTime(cf *v1.ConfigFile) time.Time {
+	if cf.Created.IsZero() {
+		return time.Unix(0, 0).UTC()
+	}
+	return cf.Created.UTC().Truncate(time.Second)
 }

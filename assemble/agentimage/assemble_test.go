@@ -179,6 +179,22 @@ func TestAssembleFiles(t *testing.T) {
 	}
 }
 
+// A fresh checkout's files are newer than the build time: they take the
+// build time, so that two clones of one agent folder give one image.
+func TestAssembleClampsNewerFileTimes(t *testing.T) {
+	tool := toolImage(t)
+	dir, home := featuresContext(t)
+	when := srcTime.Add(-time.Hour)
+	got := flatten(t, newLayers(t, assembleT(t, tool, featuresDockerfile, dir, home, nil, WithTime(when)), tool))
+	for _, p := range []string{"/opt/single", "/opt/keep", "/srv/app/tree/sub/link", "/ws/ws.txt"} {
+		if fi, ok := got[p]; !ok {
+			t.Errorf("%s is missing from the new layers", p)
+		} else if !fi.MTime.Equal(when) {
+			t.Errorf("%s: mtime %s, want the build time %s (the source's %s is newer)", p, fi.MTime, when, srcTime)
+		}
+	}
+}
+
 func TestAssembleDeterministic(t *testing.T) {
 	tool := toolImage(t)
 	dir, home := featuresContext(t)

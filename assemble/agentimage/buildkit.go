@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -38,6 +39,10 @@ type BuildRequest struct {
 	Platform string
 	// NoCache rebuilds every step.
 	NoCache bool
+	// Time, when set, is the build's SOURCE_DATE_EPOCH: the image's
+	// creation time and the time newer copied files are clamped to, as
+	// Assemble does with WithTime (see DefaultTime).
+	Time time.Time
 	// Store and Ref say where the image goes: the local store under Ref.
 	// Either these or Push are required.
 	Store *registry.Store
@@ -82,13 +87,14 @@ func BuildKit(ctx context.Context, b Builder, req BuildRequest) (v1.Hash, error)
 		return v1.Hash{}, errors.New("building the agent image: say where it goes (Store and Ref, or Push)")
 	}
 	breq := buildkit.Request{
-		Dockerfile:    filepath.Join(req.AgentDir, "Dockerfile"),
-		ContextDir:    req.AgentDir,
-		Platform:      req.Platform,
-		BuildArgs:     req.BuildArgs,
-		LocalContexts: map[string]string{WorkspaceContext: req.Home},
-		NoCache:       req.NoCache,
-		Push:          req.Push,
+		Dockerfile:      filepath.Join(req.AgentDir, "Dockerfile"),
+		ContextDir:      req.AgentDir,
+		Platform:        req.Platform,
+		BuildArgs:       req.BuildArgs,
+		LocalContexts:   map[string]string{WorkspaceContext: req.Home},
+		NoCache:         req.NoCache,
+		SourceDateEpoch: req.Time,
+		Push:            req.Push,
 	}
 	if req.Tool.Layout.Dir != "" {
 		breq.LayoutContexts = map[string]buildkit.LayoutImage{BaseContext: req.Tool.Layout}

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/moby/sys/user"
@@ -328,12 +329,24 @@ func (c *copier) mode(fi fs.FileInfo) int64 {
 	return m
 }
 
+// mtime is a copied entry's modification time: the source's, clamped to
+// the build time, as BuildKit's rewrite-timestamp does with
+// SOURCE_DATE_EPOCH. A checkout's files carry the time of the clone, so
+// without the clamp the same agent folder gave a different image on every
+// machine.
+func (c *copier) mtime(fi fs.FileInfo) time.Time {
+	if t := fi.ModTime(); t.Before(c.f.o.when) {
+		return t
+	}
+	return c.f.o.when
+}
+
 func (c *copier) copyTree(rel string, fi fs.FileInfo, dst string, overwrite bool) error {
 	ex, exists, err := c.f.lookup(dst, c.cur)
 	if err != nil {
 		return err
 	}
-	hdr := tar.Header{Mode: c.mode(fi), Uid: c.own.uid, Gid: c.own.gid, ModTime: fi.ModTime()}
+	hdr := tar.Header{Mode: c.mode(fi), Uid: c.own.uid, Gid: c.own.gid, ModTime: c.mtime(fi)}
 	switch {
 	case fi.IsDir():
 		if exists && !ex.isDir() {
@@ -360,7 +373,7 @@ func (c *copier) copyTree(rel string, fi fs.FileInfo, dst string, overwrite bool
 		// The top directory of a COPY that exists already keeps its mode
 		// and owner, and takes the source's time.
 		e := &entry{hdr: ex.hdr, node: ex.node}
-		e.hdr.ModTime = fi.ModTime()
+		e.hdr.ModTime = c.mtime(fi)
 		c.cur[dst] = e
 		return nil
 	case exists && ex.isDir():

@@ -54,7 +54,8 @@ func WithTempDir(dir string) Option {
 // of its history entries, and the modification time of the directories a
 // layer creates or adds to. The default value is the tool image's creation
 // time, so that the same inputs always give the same image; callers pass
-// SOURCE_DATE_EPOCH here. Copied files keep their own times either way.
+// SOURCE_DATE_EPOCH here. Copied files keep their own times when these
+// are older, and take this time when newer (BuildKit's rewrite-timestamp).
 func WithTime(t time.Time) Option {
 	return func(o *options) error {
 		if t.IsZero() {

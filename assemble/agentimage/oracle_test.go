@@ -170,6 +170,10 @@ func TestOracleNativeMatchesBuildKit(t *testing.T) {
 	}
 	root := repoRoot(t)
 	fdir, fhome := featuresContext(t)
+	when, err := DefaultTime(tool)
+	if err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name      string
 		dir, home string
@@ -203,7 +207,10 @@ func TestOracleNativeMatchesBuildKit(t *testing.T) {
 				t.Fatal(err)
 			}
 			start = time.Now()
-			if _, err := BuildKit(ctx, client, BuildRequest{AgentDir: tc.dir, Home: tc.home, Tool: toolSrc, Platform: testPlatform, Store: store, Ref: ref}); err != nil {
+			// NoCache: BuildKit keys a COPY by content, so a cached result
+			// would carry the file times of an earlier checkout.
+			if _, err := BuildKit(ctx, client, BuildRequest{AgentDir: tc.dir, Home: tc.home, Tool: toolSrc, Platform: testPlatform,
+				Store: store, Ref: ref, Time: when, NoCache: true}); err != nil {
 				t.Fatalf("BuildKit() = %v", err)
 			}
 			t.Logf("%s: native %v, BuildKit %v", tc.name, nativeTime, time.Since(start))
