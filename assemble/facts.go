@@ -118,13 +118,18 @@ var capturedFiles = map[string]bool{
 	"etc/subuid": true, "etc/subgid": true, "etc/login.defs": true,
 }
 
-// maxCaptured bounds one captured file: account and ignore files are small.
+// maxCaptured bounds one captured file: account, ignore and attributes
+// files are small.
 const maxCaptured = 256 << 10
 
 // wantSmall says which files Index keeps: the account files and every
-// .gitignore, when small.
+// .gitignore and .gitattributes, when small.
 func wantSmall(name string, size int64) bool {
-	return size <= maxCaptured && (capturedFiles[name] || path.Base(name) == ".gitignore")
+	if size > maxCaptured {
+		return false
+	}
+	base := path.Base(name)
+	return capturedFiles[name] || base == ".gitignore" || base == ".gitattributes"
 }
 
 // indexJobs is how many layers View indexes at once: each decompresses a
@@ -181,7 +186,7 @@ func (f *Facts) ReadSmall(ctx context.Context, layers []v1.Layer, nodes []oci.No
 			return err
 		}
 		if len(b) > maxSmallFile {
-			return fmt.Errorf("/%s is larger than %d bytes: it cannot be an account or ignore file", n.Path, maxSmallFile)
+			return fmt.Errorf("/%s is larger than %d bytes: it cannot be an account, ignore or attributes file", n.Path, maxSmallFile)
 		}
 		out[n.Path] = b
 		if read[n.Layer] == nil {

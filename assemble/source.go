@@ -106,9 +106,9 @@ func (b *toolBuild) copySource(n oci.Node, r io.Reader, git *gitrepo.Builder, gi
 	return nil
 }
 
-// ignoreRules feeds every .gitignore under SOURCE_DIR (outside .git
-// directories) to git.
-func (b *toolBuild) ignoreRules(ctx context.Context, git *gitrepo.Builder) error {
+// gitRules feeds every .gitignore and .gitattributes under SOURCE_DIR
+// (outside .git directories) to git.
+func (b *toolBuild) gitRules(ctx context.Context, git *gitrepo.Builder) error {
 	src := b.o.sourceDir
 	var nodes []oci.Node
 	err := b.view.Walk(func(n oci.Node) error {
@@ -123,7 +123,7 @@ func (b *toolBuild) ignoreRules(ctx context.Context, git *gitrepo.Builder) error
 		if path.Base(n.Path) == ".git" && n.Header.IsDir() {
 			return fs.SkipDir
 		}
-		if path.Base(n.Path) == ".gitignore" && n.Header.Typeflag == tar.TypeReg && !n.Implicit {
+		if base := path.Base(n.Path); (base == ".gitignore" || base == ".gitattributes") && n.Header.Typeflag == tar.TypeReg && !n.Implicit {
 			nodes = append(nodes, n)
 		}
 		return nil
@@ -133,11 +133,15 @@ func (b *toolBuild) ignoreRules(ctx context.Context, git *gitrepo.Builder) error
 	}
 	contents, err := b.o.facts.ReadSmall(ctx, b.layers, nodes)
 	if err != nil {
-		return fmt.Errorf("reading .gitignore files of %s: %w", b.o.caseRef, err)
+		return fmt.Errorf("reading .gitignore and .gitattributes files of %s: %w", b.o.caseRef, err)
 	}
 	for _, n := range nodes {
 		dir := strings.TrimPrefix(strings.TrimPrefix(path.Dir(n.Path), src), "/")
-		if err := git.AddIgnoreFile(dir, contents[n.Path]); err != nil {
+		add := git.AddIgnoreFile
+		if path.Base(n.Path) == ".gitattributes" {
+			add = git.AddAttributesFile
+		}
+		if err := add(dir, contents[n.Path]); err != nil {
 			return fmt.Errorf("reading /%s: %w", n.Path, err)
 		}
 	}

@@ -199,7 +199,7 @@ func Tool(ctx context.Context, caseImg, runtimeImg v1.Image, opts ...ToolOption)
 // AssemblerVersion changes whenever the system, repo or source layers that
 // Tool writes for the same inputs change, so that a tool image made by an
 // older assembler is never reused.
-const AssemblerVersion = "1"
+const AssemblerVersion = "2"
 
 // toolKey names everything the system, repo and source layers depend on.
 func toolKey(caseDigest v1.Hash, o *toolOptions) string {
@@ -319,7 +319,7 @@ func (b *toolBuild) build(ctx context.Context, t *ToolImage) (sys, repo, src *oc
 	t.RunnerUID, t.RunnerGID = acct.res.RunnerUID, acct.res.RunnerGID
 
 	// The ignore rules must be known before the first file is looked at.
-	if err := b.ignoreRules(ctx, git); err != nil {
+	if err := b.gitRules(ctx, git); err != nil {
 		return nil, nil, nil, err
 	}
 

@@ -26,8 +26,8 @@ const (
 // Builder writes a fresh one-commit repository as tar entries, without
 // running git and without the working tree on disk.
 //
-// Use it in two phases: first AddIgnoreFile for every .gitignore of the
-// tree, then Ignored, AddFile and AddSymlink for the files, in any order,
+// Use it in two phases: first AddIgnoreFile for every .gitignore and
+// AddAttributesFile for every .gitattributes of the tree, then Ignored, AddFile and AddSymlink for the files, in any order,
 // then Finish. The result depends only on the set of files, not on the order
 // they came in. A Builder is not safe for concurrent use; Close it to remove
 // its temporary files.
@@ -40,6 +40,10 @@ type Builder struct {
 
 	ignores    map[string]*ignoreList
 	dirIgnored map[string]bool
+	// attrs are the .gitattributes files by directory, and macros the
+	// macro attributes the top-level one defines.
+	attrs  map[string]*attrList
+	macros map[string][]attrAssign
 	// sealed is set once files are looked at: from then on the ignore
 	// rules must not change.
 	sealed bool
@@ -84,13 +88,16 @@ func NewBuilder(tmpDir string, opts ...Option) (_ *Builder, retErr error) {
 		blobs:      map[objectID]*object{},
 		ignores:    map[string]*ignoreList{},
 		dirIgnored: map[string]bool{},
+		attrs:      map[string]*attrList{},
+		macros:     map[string][]attrAssign{},
 		files:      map[string]*fileEntry{},
 		dirs:       map[string]bool{},
 	}, nil
 }
 
-// errSealed is returned by AddIgnoreFile once files have been looked at.
-var errSealed = errors.New("ignore rules must all be added before the first Ignored, AddFile or AddSymlink")
+// errSealed is returned by AddIgnoreFile and AddAttributesFile once files
+// have been looked at.
+var errSealed = errors.New("ignore rules and attributes must all be added before the first Ignored, AddFile or AddSymlink")
 
 // AddIgnoreFile adds the rules of the .gitignore file in dir (relative to
 // the repository root; "" or "." is the root). content is the file's
@@ -102,28 +109,48 @@ var errSealed = errors.New("ignore rules must all be added before the first Igno
 // the repository is fresh and the model user's home holds no
 // core.excludesFile nor $HOME/.config/git/ignore.
 func (b *Builder) AddIgnoreFile(dir string, content []byte) error {
-	if b.sealed {
-		return errSealed
-	}
-	if dir == "." {
-		dir = ""
-	}
-	if dir != "" {
-		if err := checkPath(dir); err != nil {
-			return err
-		}
-		if hasGitComponent(dir) {
-			return nil
-		}
+	dir, base, skip, err := b.rulesDir(dir)
+	if err != nil || skip {
+		return err
 	}
 	if _, ok := b.ignores[dir]; ok {
 		return fmt.Errorf("ignore rules of %q added twice", dir)
 	}
-	base := ""
-	if dir != "" {
-		base = dir + "/"
-	}
 	b.ignores[dir] = parseIgnore(base, content)
+	return nil
+}
+
+// rulesDir checks the directory of a .gitignore or .gitattributes file and
+// returns it ("" at the root) and its prefix ("dir/"); skip is set inside a
+// ".git" directory, where git never reads them.
+func (b *Builder) rulesDir(dir string) (_, base string, skip bool, err error) {
+	if b.sealed {
+		return "", "", false, errSealed
+	}
+	if dir == "." || dir == "" {
+		return "", "", false, nil
+	}
+	if err := checkPath(dir); err != nil {
+		return "", "", false, err
+	}
+	return dir, dir + "/", hasGitComponent(dir), nil
+}
+
+// AddAttributesFile adds the .gitattributes file in dir (relative to the
+// repository root; "" or "." is the root), whose line-ending attributes
+// (text, eol, crlf and the macros that set them, binary among them) decide
+// whether AddFile stores a file with LF endings, as `git add` does. As for
+// AddIgnoreFile, only a regular file counts and one inside a ".git"
+// directory is skipped.
+func (b *Builder) AddAttributesFile(dir string, content []byte) error {
+	dir, base, skip, err := b.rulesDir(dir)
+	if err != nil || skip {
+		return err
+	}
+	if _, ok := b.attrs[dir]; ok {
+		return fmt.Errorf("attributes of %q added twice", dir)
+	}
+	b.attrs[dir] = parseAttributes(base, content, b.macros)
 	return nil
 }
 
@@ -244,16 +271,34 @@ func (b *Builder) add(p string, mode uint32, size int64, r io.Reader) error {
 			return fmt.Errorf("adding %q: %q is a file, not a directory", p, d)
 		}
 	}
-	id, off, n, err := b.spool.addBlob(size, r)
+	action := crlfKeep
+	if mode != modeSymlink {
+		action = b.crlfActionOf(p)
+	}
+	var stats *textStats
+	if action != crlfKeep {
+		stats = &textStats{}
+	}
+	id, off, n, err := b.spool.addBlob(size, r, stats)
 	if err != nil {
 		return fmt.Errorf("adding %q: %w", p, err)
+	}
+	blobSize := size
+	if stats != nil && stats.convert(action) {
+		// The content is only known to need converting once it is read:
+		// read it back from the spool, without its CRs, as a new blob.
+		// The first one stays in the spool, unreferenced.
+		blobSize = size - stats.crlf
+		if id, off, n, err = b.spool.reAdd(off, n, blobSize); err != nil {
+			return fmt.Errorf("adding %q with LF line endings: %w", p, err)
+		}
 	}
 	if _, dup := b.blobs[id]; dup {
 		if err := b.spool.rewind(off); err != nil {
 			return fmt.Errorf("writing object spool: %w", err)
 		}
 	} else {
-		b.blobs[id] = &object{id: id, typ: typeBlob, size: size, off: off, n: n}
+		b.blobs[id] = &object{id: id, typ: typeBlob, size: blobSize, off: off, n: n}
 	}
 	b.files[p] = &fileEntry{path: p, mode: mode, size: size, id: id}
 	for d := parentDir(p); d != "" && !b.dirs[d]; d = parentDir(d) {

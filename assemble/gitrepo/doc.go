@@ -5,7 +5,9 @@
 //
 // The commit holds what `git add -A` of git 2.39 would add: .gitignore files
 // at every depth apply with git's own matching rules (see Builder.Ignored),
-// ".git" entries are left out, and file modes are 100644, 100755 (the
+// .gitattributes files decide which files are stored with LF line endings
+// (text, text=auto with git's binary heuristics, eol, crlf, macros; see
+// Builder.AddAttributesFile), ".git" entries are left out, and file modes are 100644, 100755 (the
 // owner's executable bit, as git reads it) or 120000 (symlinks). The tree
 // id therefore equals what `git init && git add -A && git write-tree` gives
 // on the same checkout; the tests check that against git itself.
@@ -17,14 +19,14 @@
 // The same files and options give the same bytes (for one Go version: zlib
 // output is Go's).
 //
-// Known differences from real git, all outside what `git add -A` reads from
-// the tree: .gitattributes conversions (text/eol normalisation, ident,
-// filters, working-tree-encoding) are not applied, so a file that git would
-// normalise on add is stored as it is; a subdirectory whose .git file points
-// to a repository that exists would be a gitlink for git, and is an ordinary
-// directory here (in the tool image every .git directory is gone, so such
-// links point nowhere, and git too treats those as ordinary directories);
-// the system gitconfig of the case image (init.defaultBranch,
-// core.excludesFile) is not read: pass WithBranch if it matters; a file the
-// model user cannot read makes `git add -A` fail, and is added here.
+// Known differences from real git: of the .gitattributes conversions,
+// ident and working-tree-encoding are not applied (filters are not
+// configured in a fresh repository, so git does not run them either); a
+// subdirectory whose .git file points to a repository that exists would be
+// a gitlink for git, and is an ordinary directory here (in the tool image
+// every .git directory is gone, so such links point nowhere, and git too
+// treats those as ordinary directories); the system gitconfig of the case
+// image (init.defaultBranch, core.excludesFile) is not read: pass
+// WithBranch if it matters; a file the model user cannot read makes `git
+// add -A` fail, and is added here.
 package gitrepo

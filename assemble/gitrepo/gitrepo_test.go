@@ -90,7 +90,7 @@ func realGit(t *testing.T, tree string) (files map[string]string, treeID string)
 }
 
 // feed gives the tree on disk to a new Builder the way the assembler does:
-// .gitignore files first, then every file and symlink in a shuffled order.
+// .gitignore and .gitattributes files first, then every file and symlink in a shuffled order.
 func feed(t *testing.T, tree string, seed int64, opts ...Option) *Builder {
 	t.Helper()
 	b, err := NewBuilder(t.TempDir(), opts...)
@@ -115,13 +115,17 @@ func feed(t *testing.T, tree string, seed int64, opts ...Option) *Builder {
 		if err != nil {
 			return err
 		}
-		if d.Name() == ".gitignore" && info.Mode().IsRegular() {
+		if (d.Name() == ".gitignore" || d.Name() == ".gitattributes") && info.Mode().IsRegular() {
 			content, err := os.ReadFile(p)
 			if err != nil {
 				return err
 			}
-			if err := b.AddIgnoreFile(filepath.ToSlash(filepath.Dir(rel)), content); err != nil {
-				t.Fatalf("AddIgnoreFile(%q): %v", filepath.Dir(rel), err)
+			add := b.AddIgnoreFile
+			if d.Name() == ".gitattributes" {
+				add = b.AddAttributesFile
+			}
+			if err := add(filepath.ToSlash(filepath.Dir(rel)), content); err != nil {
+				t.Fatalf("adding %s: %v", rel, err)
 			}
 		}
 		items = append(items, item{filepath.ToSlash(rel), info})

@@ -35,16 +35,7 @@ type ignoreList struct {
 // with "#" are skipped, and unescaped trailing spaces are trimmed.
 func parseIgnore(base string, content []byte) *ignoreList {
 	l := &ignoreList{base: base}
-	content = bytes.TrimPrefix(content, []byte("\xef\xbb\xbf"))
-	for len(content) > 0 {
-		var line []byte
-		if i := bytes.IndexByte(content, '\n'); i >= 0 {
-			line, content = content[:i], content[i+1:]
-		} else {
-			// git appends a newline to the buffer, so a last line
-			// without one still counts.
-			line, content = content, nil
-		}
+	for _, line := range lines(content) {
 		if len(line) == 0 || line[0] == '#' {
 			continue
 		}
@@ -57,6 +48,23 @@ func parseIgnore(base string, content []byte) *ignoreList {
 		l.patterns = append(l.patterns, parsePattern(s))
 	}
 	return l
+}
+
+// lines splits a .gitignore or .gitattributes file as git reads it: a UTF-8
+// byte order mark is skipped and lines end at "\n"; git appends a newline
+// to the buffer, so a last line without one still counts.
+func lines(content []byte) [][]byte {
+	content = bytes.TrimPrefix(content, []byte("\xef\xbb\xbf"))
+	var out [][]byte
+	for len(content) > 0 {
+		i := bytes.IndexByte(content, '\n')
+		if i < 0 {
+			return append(out, content)
+		}
+		out = append(out, content[:i])
+		content = content[i+1:]
+	}
+	return out
 }
 
 // trimTrailingSpaces removes trailing spaces unless they are escaped with a

@@ -86,14 +86,19 @@ func (s *spool) Write(p []byte) (int, error) {
 var errSizeMismatch = errors.New("content size does not match")
 
 // addBlob streams size bytes of r into the spool and returns the blob's id
-// and where its zlib stream is. The content is read exactly once.
-func (s *spool) addBlob(size int64, r io.Reader) (objectID, int64, int64, error) {
+// and where its zlib stream is. The content is read exactly once; stats,
+// when not nil, counts it too.
+func (s *spool) addBlob(size int64, r io.Reader, stats *textStats) (objectID, int64, int64, error) {
 	var id objectID
 	start := s.n
 	s.h.Reset()
 	fmt.Fprintf(s.h, "blob %d\x00", size)
 	s.zw.Reset(s)
-	n, err := io.CopyBuffer(io.MultiWriter(s.h, s.zw), io.LimitReader(r, size), s.buf)
+	var w io.Writer = io.MultiWriter(s.h, s.zw)
+	if stats != nil {
+		w = io.MultiWriter(s.h, s.zw, stats)
+	}
+	n, err := io.CopyBuffer(w, io.LimitReader(r, size), s.buf)
 	if err != nil {
 		return id, 0, 0, fmt.Errorf("reading content: %w", err)
 	}
@@ -108,6 +113,20 @@ func (s *spool) addBlob(size int64, r io.Reader) (objectID, int64, int64, error)
 	}
 	copy(id[:], s.h.Sum(nil))
 	return id, start, s.n - start, nil
+}
+
+// reAdd adds the blob whose zlib stream is at off (n bytes) again, with
+// every CRLF turned into LF: size bytes.
+func (s *spool) reAdd(off, n, size int64) (objectID, int64, int64, error) {
+	if err := s.w.Flush(); err != nil {
+		return objectID{}, 0, 0, err
+	}
+	zr, err := zlib.NewReader(io.NewSectionReader(s.f, off, n))
+	if err != nil {
+		return objectID{}, 0, 0, err
+	}
+	defer zr.Close()
+	return s.addBlob(size, &crlfToLF{r: zr}, nil)
 }
 
 // rewind drops what was written since off: a blob that turned out to be a

@@ -1,10 +1,10 @@
 #!/bin/sh
 # make-proj.sh DIR creates the oracle test's project at DIR with one commit:
 # ignore rules at several depths (negations, directory-only rules, ignored
-# files present), symlinks (relative, absolute, dangling, to a directory),
-# hard links, executables, set-id bits, world-writable entries, names with
-# spaces and non-ASCII characters, empty directories, a nested repository
-# and a submodule-style .git file. Run by case/Dockerfile.
+# files present), .gitattributes with CRLF files, symlinks (relative,
+# absolute, dangling, to a directory), hard links, executables, set-id
+# bits, world-writable entries, names with spaces and non-ASCII characters,
+# empty directories, a nested repository and a submodule-style .git file. Run by case/Dockerfile.
 set -eux
 D=$1
 mkdir -p "$D"
@@ -69,6 +69,16 @@ ln data/ww.txt data/ww-hard.txt
 
 # Empty directories.
 mkdir -p empty nested/empty/deeper
+
+# Line endings: CRLF files that .gitattributes make git add store with LF
+# (text=auto, eol=crlf), and others it keeps (binary, -text deeper down).
+printf '* text=auto\n*.bat text eol=crlf\n*.bin binary\n' > .gitattributes
+printf 'int a;\r\nint b;\r\n' > crlf.c
+printf '@echo off\r\necho hi\r\n' > run.bat
+printf 'a\r\nb\r\n' > data.bin
+mkdir -p sub/attrs
+printf '*.txt -text\n' > sub/attrs/.gitattributes
+printf 'a\r\nb\r\n' > sub/attrs/raw.txt
 
 # A nested repository and a submodule-style .git file.
 mkdir -p vendor/lib
