@@ -18,11 +18,14 @@
 //
 // Where the native path and BuildKit differ on purpose:
 //
-//   - New directories (created parents of a COPY destination, WORKDIR) and
-//     directories a COPY adds entries to get the build time (WithTime)
-//     rather than the wall clock, so that the same inputs give the same
-//     layer; copied files and directories keep their source times, as with
-//     BuildKit.
+//   - Times: new directories (created parents of a COPY destination,
+//     WORKDIR) and directories a COPY adds entries to get the build time
+//     (WithTime) rather than the wall clock, and copied files keep their
+//     source times only when older than the build time, so that the same
+//     inputs give the same layer on any checkout. BuildKit gives the same
+//     times when given SOURCE_DATE_EPOCH and rewrite-timestamp, which the
+//     BuildKit function passes for BuildRequest.Time; the oracle test
+//     compares every time.
 //   - History entries carry BuildKit's created_by text, but their comment
 //     names this package, not BuildKit.
 //   - A COPY source that climbs out of its context ("../x", or a symlink
