@@ -108,6 +108,15 @@ type result struct {
 		OK   bool `json:"ok"`
 		Exit int  `json:"exit"`
 	} `json:"poc"`
+	FutureTest   *check `json:"future_test"`
+	SecurityTest *check `json:"security_test"`
+	IntentTest   *check `json:"intent_test"`
+}
+
+type check struct {
+	OK   bool   `json:"ok"`
+	Exit int    `json:"exit"`
+	Log  string `json:"log"`
 }
 
 func readResult(t *testing.T, dir string) result {
@@ -140,6 +149,13 @@ func TestRun(t *testing.T) {
 		r := readResult(t, res.Dir)
 		if r.Build == nil || !r.Build.OK || r.PoC == nil || r.PoC.OK || r.Passed {
 			t.Errorf("result.json of the buggy tree = %+v: want the build to pass and the PoC to fail", r)
+		}
+		// The hidden security test is the bug's own test: it fails on the
+		// buggy tree, and says why in its log.
+		if r.SecurityTest == nil || r.SecurityTest.OK || r.SecurityTest.Log != "security_test.log" {
+			t.Errorf("security_test of the buggy tree = %+v, want a failure with its log", r.SecurityTest)
+		} else if log := read(t, filepath.Join(res.Dir, "security_test.log")); !strings.Contains(log, "FAIL") {
+			t.Errorf("security_test.log = %q, want the failing test's output", log)
 		}
 		if s.Config.ToolLayer != "sandbox" || s.Images["tool"] == "" || s.Images["agent"] == "" {
 			t.Errorf("summary = %+v", s)
@@ -182,6 +198,11 @@ func TestRun(t *testing.T) {
 		r := readResult(t, res.Dir)
 		if !r.Passed || r.Test == nil || !r.Test.OK || r.PoC == nil || !r.PoC.OK {
 			t.Errorf("result.json of the fixed tree = %+v, want every check to pass", r)
+		}
+		for name, c := range map[string]*check{"future_test": r.FutureTest, "security_test": r.SecurityTest, "intent_test": r.IntentTest} {
+			if c == nil || !c.OK {
+				t.Errorf("%s of the fixed tree = %+v, want it to pass", name, c)
+			}
 		}
 		patch := read(t, filepath.Join(res.Dir, "final.patch"))
 		if !strings.Contains(patch, "diff --git") {

@@ -244,9 +244,9 @@ func (d *Daemon) run(ctx context.Context, op string) Response {
 	return Response{Result: r}
 }
 
-// grade runs every check that applies on one copy of the tree. Test and
-// proofs of concept are skipped when the build fails: they would only fail
-// again, slowly.
+// grade runs every check that applies on one copy of the tree, then each
+// hidden test on a copy of its own. Everything after the build is skipped
+// when the build fails: it would only fail again, slowly.
 func (d *Daemon) grade(ctx context.Context, s *scratch, start time.Time) Response {
 	var g Grade
 	c := d.cfg
@@ -273,12 +273,21 @@ func (d *Daemon) grade(ctx context.Context, s *scratch, start time.Time) Respons
 			g.PoC = &r
 		}
 	}
+	for _, h := range c.HiddenTests() {
+		r := skip()
+		if !buildFailed {
+			hr := d.hiddenTest(ctx, h)
+			r = &hr
+		}
+		*g.hidden(h.Name) = r
+	}
 	sum := Result{OK: true, DurationMS: time.Since(start).Milliseconds()}
 	var parts []string
 	for _, ch := range []struct {
 		name string
 		r    *Result
-	}{{OpBuild, g.Build}, {OpTest, g.Test}, {OpPoC, g.PoC}} {
+	}{{OpBuild, g.Build}, {OpTest, g.Test}, {OpPoC, g.PoC},
+		{"future_test", g.FutureTest}, {"security_test", g.SecurityTest}, {"intent_test", g.IntentTest}} {
 		if ch.r == nil {
 			continue
 		}
@@ -297,6 +306,29 @@ func (d *Daemon) grade(ctx context.Context, s *scratch, start time.Time) Respons
 	}
 	sum.Output = strings.Join(parts, "\n")
 	return Response{Result: sum, Grade: &g}
+}
+
+// hiddenTest applies one hidden test diff to a fresh copy of the agent's
+// tree and runs the test script there. A diff that does not apply (the
+// agent changed the lines it touches) fails the check.
+func (d *Daemon) hiddenTest(ctx context.Context, h HiddenTest) Result {
+	if d.cfg.Scripts.Test == "" {
+		return Result{Exit: -1, Skipped: "the task has no test script to run it with"}
+	}
+	patch, err := os.ReadFile(filepath.Join(d.root, filepath.FromSlash(h.File)))
+	if err != nil {
+		return Result{Exit: -1, Output: fmt.Sprintf("reading %s: %v\n", h.File, err)}
+	}
+	s, err := d.newScratch(false)
+	if err != nil {
+		return Result{Exit: -1, Output: fmt.Sprintf("preparing a copy of the tree: %v\n", err)}
+	}
+	defer s.remove()
+	uid, gid := d.runnerIDs()
+	if err := applyDiff(patch, s.src, uid, gid); err != nil {
+		return Result{Exit: -1, Output: fmt.Sprintf("%s does not apply to the agent's tree: %v\n", h.File, err)}
+	}
+	return d.script(ctx, s, d.cfg.Scripts.Test)
 }
 
 // pocs runs the run script once per proof of concept, with the copy's

@@ -73,11 +73,29 @@ type Response struct {
 }
 
 // Grade holds the checks of a grade. A nil check does not apply to the
-// task (no script for it, or no proof of concept).
+// task (no script for it, no proof of concept, no such hidden test).
 type Grade struct {
 	Build *Result `json:"build"`
 	Test  *Result `json:"test"`
 	PoC   *Result `json:"poc"`
+	// The hidden tests: each diff applied to its own copy of the agent's
+	// tree, then the test script run there.
+	FutureTest   *Result `json:"future_test,omitempty"`
+	SecurityTest *Result `json:"security_test,omitempty"`
+	IntentTest   *Result `json:"intent_test,omitempty"`
+}
+
+// hidden returns where the result of the hidden test named name goes.
+func (g *Grade) hidden(name string) **Result {
+	switch name {
+	case "future_test":
+		return &g.FutureTest
+	case "security_test":
+		return &g.SecurityTest
+	case "intent_test":
+		return &g.IntentTest
+	}
+	return nil
 }
 
 // Call sends one request to the daemon listening on socket and returns its
