@@ -276,7 +276,7 @@ func (d *Daemon) grade(ctx context.Context, s *scratch, start time.Time) Respons
 	for _, h := range c.HiddenTests() {
 		r := skip()
 		if !buildFailed {
-			hr := d.hiddenTest(ctx, h)
+			hr := d.hiddenTest(ctx, h, s)
 			r = &hr
 		}
 		*g.hidden(h.Name) = r
@@ -310,8 +310,12 @@ func (d *Daemon) grade(ctx context.Context, s *scratch, start time.Time) Respons
 
 // hiddenTest applies one hidden test diff to a fresh copy of the agent's
 // tree and runs the test script there. A diff that does not apply (the
-// agent changed the lines it touches) fails the check.
-func (d *Daemon) hiddenTest(ctx context.Context, h HiddenTest) Result {
+// agent changed the lines it touches) fails the check. The script gets the
+// home and temporary directory of the grade's own copy, where the build
+// left its caches (Go's build cache is in HOME): each hidden test then
+// compiles only what its diff changed, not the whole toolchain's packages
+// again.
+func (d *Daemon) hiddenTest(ctx context.Context, h HiddenTest, grade *scratch) Result {
 	if d.cfg.Scripts.Test == "" {
 		return Result{Exit: -1, Skipped: "the task has no test script to run it with"}
 	}
@@ -324,6 +328,7 @@ func (d *Daemon) hiddenTest(ctx context.Context, h HiddenTest) Result {
 		return Result{Exit: -1, Output: fmt.Sprintf("preparing a copy of the tree: %v\n", err)}
 	}
 	defer s.remove()
+	s.home, s.tmp = grade.home, grade.tmp
 	uid, gid := d.runnerIDs()
 	if err := applyDiff(patch, s.src, uid, gid); err != nil {
 		return Result{Exit: -1, Output: fmt.Sprintf("%s does not apply to the agent's tree: %v\n", h.File, err)}
