@@ -27,7 +27,8 @@ const (
 	// agent's tree (building first when the script does).
 	OpPoC = "poc"
 	// OpGrade runs build, test and every proof of concept on one copy of
-	// the agent's tree. Only the admin socket accepts it.
+	// the agent's tree, then each hidden test on a copy of its own. Only
+	// the admin socket accepts it: the hidden tests never reach the agent.
 	OpGrade = "grade"
 )
 
