@@ -3,6 +3,7 @@ package sserun
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -63,21 +64,12 @@ func TestApplyDiff(t *testing.T) {
 				}
 			}
 			for p, s := range before {
-				if _, changed := tt.want[p]; !changed && !contains(tt.gone, p) && after[p] != s {
+				if _, changed := tt.want[p]; !changed && !slices.Contains(tt.gone, p) && after[p] != s {
 					t.Errorf("%s changed: %+v, was %+v", p, after[p], s)
 				}
 			}
 		})
 	}
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func TestApplyDiffRefuses(t *testing.T) {
