@@ -108,9 +108,7 @@ type result struct {
 		OK   bool `json:"ok"`
 		Exit int  `json:"exit"`
 	} `json:"poc"`
-	FutureTest   *check `json:"future_test"`
-	SecurityTest *check `json:"security_test"`
-	IntentTest   *check `json:"intent_test"`
+	IntentTest *check `json:"intent_test"`
 }
 
 type check struct {
@@ -150,12 +148,12 @@ func TestRun(t *testing.T) {
 		if r.Build == nil || !r.Build.OK || r.PoC == nil || r.PoC.OK || r.Passed {
 			t.Errorf("result.json of the buggy tree = %+v: want the build to pass and the PoC to fail", r)
 		}
-		// The hidden security test is the bug's own test: it fails on the
-		// buggy tree, and says why in its log.
-		if r.SecurityTest == nil || r.SecurityTest.OK || r.SecurityTest.Log != "security_test.log" {
-			t.Errorf("security_test of the buggy tree = %+v, want a failure with its log", r.SecurityTest)
-		} else if log := read(t, filepath.Join(res.Dir, "security_test.log")); !strings.Contains(log, "FAIL") {
-			t.Errorf("security_test.log = %q, want the failing test's output", log)
+		// The hidden tests (the task's future_test) test the fix: they
+		// fail on the buggy tree, and the log says why.
+		if r.IntentTest == nil || r.IntentTest.OK || r.IntentTest.Log != "intent_test.log" {
+			t.Errorf("intent_test of the buggy tree = %+v, want a failure with its log", r.IntentTest)
+		} else if log := read(t, filepath.Join(res.Dir, "intent_test.log")); !strings.Contains(log, "FAIL") {
+			t.Errorf("intent_test.log = %q, want the failing test's output", log)
 		}
 		if s.Config.ToolLayer != "sandbox" || s.Images["tool"] == "" || s.Images["agent"] == "" {
 			t.Errorf("summary = %+v", s)
@@ -199,10 +197,8 @@ func TestRun(t *testing.T) {
 		if !r.Passed || r.Test == nil || !r.Test.OK || r.PoC == nil || !r.PoC.OK {
 			t.Errorf("result.json of the fixed tree = %+v, want every check to pass", r)
 		}
-		for name, c := range map[string]*check{"future_test": r.FutureTest, "security_test": r.SecurityTest, "intent_test": r.IntentTest} {
-			if c == nil || !c.OK {
-				t.Errorf("%s of the fixed tree = %+v, want it to pass", name, c)
-			}
+		if r.IntentTest == nil || !r.IntentTest.OK {
+			t.Errorf("intent_test of the fixed tree = %+v, want it to pass", r.IntentTest)
 		}
 		patch := read(t, filepath.Join(res.Dir, "final.patch"))
 		if !strings.Contains(patch, "diff --git") {

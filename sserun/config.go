@@ -28,40 +28,15 @@ type TaskConfig struct {
 	} `yaml:"scripts"`
 	Files struct {
 		PoC []string `yaml:"poc"`
-		// The hidden tests: diffs that add or change tests, applied to a
-		// copy of the agent's tree for the grade, never shown to the agent.
-		FutureTest   string `yaml:"future_test"`
-		SecurityTest string `yaml:"security_test"`
-		IntentTest   string `yaml:"intent_test"`
+		// FutureTest is the hidden tests: a diff that adds or changes
+		// tests, applied to a copy of the agent's tree for the grade's
+		// intent_test check, never shown to the agent.
+		FutureTest string `yaml:"future_test"`
 	} `yaml:"files"`
 }
 
-// HiddenTest is one test diff of a task that the grade applies.
-type HiddenTest struct {
-	// Name is the config key, "future_test", "security_test" or
-	// "intent_test"; the check's name in result.json.
-	Name string
-	// File is the diff, relative to the task root.
-	File string
-}
-
-// HiddenTests lists the task's test diffs in the order the grade runs them.
-func (c *TaskConfig) HiddenTests() []HiddenTest {
-	var out []HiddenTest
-	for _, h := range []HiddenTest{
-		{"future_test", c.Files.FutureTest},
-		{"security_test", c.Files.SecurityTest},
-		{"intent_test", c.Files.IntentTest},
-	} {
-		if h.File != "" {
-			out = append(out, h)
-		}
-	}
-	return out
-}
-
 // ReadTaskConfig reads root/config.yaml. Script, proof-of-concept and
-// hidden-test paths must be relative paths that stay inside root; source must be absolute.
+// future-test paths must be relative paths that stay inside root; source must be absolute.
 // A missing file is an error for which errors.Is(err, fs.ErrNotExist)
 // holds.
 func ReadTaskConfig(root string) (*TaskConfig, error) {
@@ -112,8 +87,6 @@ func ParseTaskConfig(data []byte) (*TaskConfig, error) {
 		check(fmt.Sprintf("files.poc[%d]", i), &c.Files.PoC[i])
 	}
 	check("files.future_test", &c.Files.FutureTest)
-	check("files.security_test", &c.Files.SecurityTest)
-	check("files.intent_test", &c.Files.IntentTest)
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}

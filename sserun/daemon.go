@@ -244,8 +244,8 @@ func (d *Daemon) run(ctx context.Context, op string) Response {
 	return Response{Result: r}
 }
 
-// grade runs every check that applies on one copy of the tree, then each
-// hidden test on a copy of its own. Everything after the build is skipped
+// grade runs every check that applies on one copy of the tree, then the
+// hidden tests on a copy of their own. Everything after the build is skipped
 // when the build fails: it would only fail again, slowly.
 func (d *Daemon) grade(ctx context.Context, s *scratch, start time.Time) Response {
 	var g Grade
@@ -273,21 +273,21 @@ func (d *Daemon) grade(ctx context.Context, s *scratch, start time.Time) Respons
 			g.PoC = &r
 		}
 	}
-	for _, h := range c.HiddenTests() {
-		r := skip()
+	// The hidden tests run through the test script: without one, the
+	// check does not apply (task.Config.Checks agrees).
+	if c.Files.FutureTest != "" && c.Scripts.Test != "" {
+		g.IntentTest = skip()
 		if !buildFailed {
-			hr := d.hiddenTest(ctx, h, s)
-			r = &hr
+			r := d.intentTest(ctx, s)
+			g.IntentTest = &r
 		}
-		*g.hidden(h.Name) = r
 	}
 	sum := Result{OK: true, DurationMS: time.Since(start).Milliseconds()}
 	var parts []string
 	for _, ch := range []struct {
 		name string
 		r    *Result
-	}{{OpBuild, g.Build}, {OpTest, g.Test}, {OpPoC, g.PoC},
-		{"future_test", g.FutureTest}, {"security_test", g.SecurityTest}, {"intent_test", g.IntentTest}} {
+	}{{OpBuild, g.Build}, {OpTest, g.Test}, {OpPoC, g.PoC}, {"intent_test", g.IntentTest}} {
 		if ch.r == nil {
 			continue
 		}
@@ -308,20 +308,17 @@ func (d *Daemon) grade(ctx context.Context, s *scratch, start time.Time) Respons
 	return Response{Result: sum, Grade: &g}
 }
 
-// hiddenTest applies one hidden test diff to a fresh copy of the agent's
-// tree and runs the test script there. A diff that does not apply (the
-// agent changed the lines it touches) fails the check. The script gets the
-// home and temporary directory of the grade's own copy, where the build
-// left its caches (Go's build cache is in HOME): each hidden test then
-// compiles only what its diff changed, not the whole toolchain's packages
-// again.
-func (d *Daemon) hiddenTest(ctx context.Context, h HiddenTest, grade *scratch) Result {
-	if d.cfg.Scripts.Test == "" {
-		return Result{Exit: -1, Skipped: "the task has no test script to run it with"}
-	}
-	patch, err := os.ReadFile(filepath.Join(d.root, filepath.FromSlash(h.File)))
+// intentTest applies the task's future_test diff (the hidden tests) to a
+// fresh copy of the agent's tree and runs the test script there. A diff
+// that does not apply (the agent changed the lines it touches) fails the
+// check. The script gets the home and temporary directory of the grade's
+// own copy, where the build left its caches (Go's build cache is in HOME):
+// it then compiles only what the diff changed.
+func (d *Daemon) intentTest(ctx context.Context, grade *scratch) Result {
+	file := d.cfg.Files.FutureTest
+	patch, err := os.ReadFile(filepath.Join(d.root, filepath.FromSlash(file)))
 	if err != nil {
-		return Result{Exit: -1, Output: fmt.Sprintf("reading %s: %v\n", h.File, err)}
+		return Result{Exit: -1, Output: fmt.Sprintf("reading %s: %v\n", file, err)}
 	}
 	s, err := d.newScratch(false)
 	if err != nil {
@@ -331,7 +328,7 @@ func (d *Daemon) hiddenTest(ctx context.Context, h HiddenTest, grade *scratch) R
 	s.home, s.tmp = grade.home, grade.tmp
 	uid, gid := d.runnerIDs()
 	if err := applyDiff(patch, s.src, uid, gid); err != nil {
-		return Result{Exit: -1, Output: fmt.Sprintf("%s does not apply to the agent's tree: %v\n", h.File, err)}
+		return Result{Exit: -1, Output: fmt.Sprintf("%s does not apply to the agent's tree: %v\n", file, err)}
 	}
 	return d.script(ctx, s, d.cfg.Scripts.Test)
 }

@@ -196,20 +196,18 @@ func TestDaemonGrade(t *testing.T) {
 	}
 }
 
-// withHiddenTests gives the task three hidden tests, run by the test
-// script as tests/*.sh: future and security add a test each (security
-// fails while main.txt has "bug"), intent changes tests/base.sh, which the
-// source tree has.
-func (ft *fakeTask) withHiddenTests(t *testing.T) {
+// withFutureTest gives the task hidden tests, run by the test script as
+// tests/*.sh: the future_test diff adds tests/future.sh, which fails while
+// main.txt has "bug", and changes tests/base.sh, which the source tree has.
+func (ft *fakeTask) withFutureTest(t *testing.T) {
 	t.Helper()
 	write(t, filepath.Join(ft.src, "tests", "base.sh"), "true\n", 0o644)
-	write(t, filepath.Join(ft.root, "diffs", "future.diff"), "--- /dev/null\n+++ b/tests/future.sh\n@@ -0,0 +1 @@\n+grep -q good main.txt\n", 0o644)
-	write(t, filepath.Join(ft.root, "diffs", "security.diff"), "--- /dev/null\n+++ b/tests/security.sh\n@@ -0,0 +1 @@\n+! grep -q bug main.txt\n", 0o644)
-	write(t, filepath.Join(ft.root, "diffs", "intent.diff"), "--- a/tests/base.sh\n+++ b/tests/base.sh\n@@ -1 +1 @@\n-true\n+test -f main.txt\n", 0o644)
+	write(t, filepath.Join(ft.root, "diffs", "future.diff"), "--- /dev/null\n+++ b/tests/future.sh\n@@ -0,0 +1 @@\n+! grep -q bug main.txt\n"+
+		"--- a/tests/base.sh\n+++ b/tests/base.sh\n@@ -1 +1 @@\n-true\n+test -f main.txt\n", 0o644)
 	cfg := `id: fake-1
 source: ` + ft.src + `
 scripts: {build: scripts/build.sh, test: scripts/test.sh, run: scripts/run.sh}
-files: {patch: diffs/patch.diff, poc: [pocs/crash.txt], future_test: diffs/future.diff, security_test: diffs/security.diff, intent_test: diffs/intent.diff}
+files: {patch: diffs/patch.diff, poc: [pocs/crash.txt], future_test: diffs/future.diff}
 `
 	write(t, filepath.Join(ft.root, ConfigName), cfg, 0o644)
 	c, err := ReadTaskConfig(ft.root)
@@ -219,7 +217,7 @@ files: {patch: diffs/patch.diff, poc: [pocs/crash.txt], future_test: diffs/futur
 	ft.cfg = c
 }
 
-func TestDaemonHiddenTests(t *testing.T) {
+func TestDaemonIntentTest(t *testing.T) {
 	ignore := cmpopts.IgnoreFields(Result{}, "DurationMS", "Output")
 	ok := &Result{OK: true}
 	skipped := &Result{Exit: -1, Skipped: "the build failed"}
@@ -228,22 +226,22 @@ func TestDaemonHiddenTests(t *testing.T) {
 		main    string
 		base    string // tests/base.sh as the agent left it
 		want    Grade
-		wantOut map[string]string
+		wantOut string
 	}{
 		{name: "fixed", main: "good fixed\n", base: "true\n",
-			want: Grade{Build: ok, Test: ok, PoC: ok, FutureTest: ok, SecurityTest: ok, IntentTest: ok}},
+			want: Grade{Build: ok, Test: ok, PoC: ok, IntentTest: ok}},
 		{name: "still buggy", main: "good bug\n", base: "true\n",
-			want: Grade{Build: ok, Test: ok, PoC: &Result{Exit: 86}, FutureTest: ok, SecurityTest: &Result{Exit: 1}, IntentTest: ok}},
-		{name: "the agent changed what a hidden test changes", main: "good fixed\n", base: "echo mine\n",
-			want:    Grade{Build: ok, Test: ok, PoC: ok, FutureTest: ok, SecurityTest: ok, IntentTest: &Result{Exit: -1}},
-			wantOut: map[string]string{"intent_test": "diffs/intent.diff does not apply to the agent's tree"}},
+			want: Grade{Build: ok, Test: ok, PoC: &Result{Exit: 86}, IntentTest: &Result{Exit: 1}}},
+		{name: "the agent changed what the hidden tests change", main: "good fixed\n", base: "echo mine\n",
+			want:    Grade{Build: ok, Test: ok, PoC: ok, IntentTest: &Result{Exit: -1}},
+			wantOut: "diffs/future.diff does not apply to the agent's tree"},
 		{name: "does not build", base: "true\n",
-			want: Grade{Build: &Result{Exit: 1}, Test: skipped, PoC: skipped, FutureTest: skipped, SecurityTest: skipped, IntentTest: skipped}},
+			want: Grade{Build: &Result{Exit: 1}, Test: skipped, PoC: skipped, IntentTest: skipped}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ft := newFakeTask(t, tt.main)
-			ft.withHiddenTests(t)
+			ft.withFutureTest(t)
 			if tt.main == "" {
 				os.Remove(filepath.Join(ft.src, "main.txt"))
 			}
@@ -255,17 +253,15 @@ func TestDaemonHiddenTests(t *testing.T) {
 			if diff := cmp.Diff(tt.want, *got.Grade, ignore); diff != "" {
 				t.Errorf("grade (-want +got):\n%s", diff)
 			}
-			for name, want := range tt.wantOut {
-				if r := *got.Grade.hidden(name); r == nil || !strings.Contains(r.Output, want) {
-					t.Errorf("%s output = %+v, want it to say %q", name, r, want)
-				}
+			if r := got.Grade.IntentTest; tt.wantOut != "" && (r == nil || !strings.Contains(r.Output, tt.wantOut)) {
+				t.Errorf("intent_test = %+v, want its output to say %q", r, tt.wantOut)
 			}
 			wantOK := tt.name == "fixed"
 			if got.OK != wantOK {
 				t.Errorf("grade ok = %t, want %t (%s)", got.OK, wantOK, got.Output)
 			}
 			// The hidden tests never reach the agent's tree.
-			if _, err := os.Stat(filepath.Join(ft.src, "tests", "security.sh")); err == nil {
+			if _, err := os.Stat(filepath.Join(ft.src, "tests", "future.sh")); err == nil {
 				t.Error("a hidden test was written into the agent's tree")
 			}
 			ft.checkClean(t)

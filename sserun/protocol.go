@@ -27,7 +27,7 @@ const (
 	// agent's tree (building first when the script does).
 	OpPoC = "poc"
 	// OpGrade runs build, test and every proof of concept on one copy of
-	// the agent's tree, then each hidden test on a copy of its own. Only
+	// the agent's tree, then the hidden tests on a copy of their own. Only
 	// the admin socket accepts it: the hidden tests never reach the agent.
 	OpGrade = "grade"
 )
@@ -74,29 +74,15 @@ type Response struct {
 }
 
 // Grade holds the checks of a grade. A nil check does not apply to the
-// task (no script for it, no proof of concept, no such hidden test).
+// task (no script for it, no proof of concept, no future_test).
 type Grade struct {
 	Build *Result `json:"build"`
 	Test  *Result `json:"test"`
 	PoC   *Result `json:"poc"`
-	// The hidden tests: each diff applied to its own copy of the agent's
-	// tree, then the test script run there.
-	FutureTest   *Result `json:"future_test,omitempty"`
-	SecurityTest *Result `json:"security_test,omitempty"`
-	IntentTest   *Result `json:"intent_test,omitempty"`
-}
-
-// hidden returns where the result of the hidden test named name goes.
-func (g *Grade) hidden(name string) **Result {
-	switch name {
-	case "future_test":
-		return &g.FutureTest
-	case "security_test":
-		return &g.SecurityTest
-	case "intent_test":
-		return &g.IntentTest
-	}
-	return nil
+	// IntentTest is the hidden tests: the task's future_test diff applied
+	// to a copy of the agent's tree of its own, then the test script run
+	// there (the manifest's "intent_test" check).
+	IntentTest *Result `json:"intent_test,omitempty"`
 }
 
 // Call sends one request to the daemon listening on socket and returns its

@@ -14,7 +14,7 @@ const (
 	PatchFile   = "final.patch"
 	AgentLog    = "agent.log"
 	DaemonLog   = "daemon.log"
-	checkLogFmt = "%s.log" // build.log, test.log, poc.log, security_test.log...: each check's output
+	checkLogFmt = "%s.log" // build.log, test.log, poc.log, intent_test.log: each check's output
 )
 
 // CheckLog returns the name of the file that holds a check's output.
@@ -41,12 +41,10 @@ type RunResult struct {
 	Build *Check `json:"build"`
 	Test  *Check `json:"test"`
 	PoC   *Check `json:"poc"`
-	// FutureTest, SecurityTest and IntentTest are the hidden tests: each
-	// test diff of the task applied to a copy of the agent's tree, and the
-	// test script run there; absent when the task has no such diff.
-	FutureTest   *Check `json:"future_test,omitempty"`
-	SecurityTest *Check `json:"security_test,omitempty"`
-	IntentTest   *Check `json:"intent_test,omitempty"`
+	// IntentTest is the hidden tests: the task's future_test diff applied
+	// to a copy of the agent's tree, and the test script run there; absent
+	// when the task has no future_test.
+	IntentTest *Check `json:"intent_test,omitempty"`
 	// Passed is true when every check that applies passed.
 	Passed     bool   `json:"passed"`
 	GradeError string `json:"grade_error,omitempty"`

@@ -119,9 +119,9 @@ func (c *Config) Paths() []ConfigPath {
 	return out
 }
 
-// Checks returns the checks the grader can run for the task, in the order
-// it runs them, as the daemon derives them from the config (and as the
-// original implementation records them in the manifest):
+// Checks returns the checks the grader runs for the task, as the daemon
+// derives them from the config (and as the original implementation
+// records them in the manifest); result.json names function_test "test":
 //
 //   - "build" when scripts.build is set;
 //   - "poc", the security check, when scripts.run is set and files.poc is

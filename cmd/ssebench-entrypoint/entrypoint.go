@@ -487,8 +487,6 @@ func (e *entrypoint) grade(ctx context.Context, res *sserun.RunResult, note func
 	res.Build = check(sserun.OpBuild, resp.Grade.Build)
 	res.Test = check(sserun.OpTest, resp.Grade.Test)
 	res.PoC = check(sserun.OpPoC, resp.Grade.PoC)
-	res.FutureTest = check("future_test", resp.Grade.FutureTest)
-	res.SecurityTest = check("security_test", resp.Grade.SecurityTest)
 	res.IntentTest = check("intent_test", resp.Grade.IntentTest)
 	res.Passed = resp.OK
 }
