@@ -28,7 +28,7 @@ import (
 	"github.com/42-b3yond-6ug/ssebench/buildkit"
 	"github.com/42-b3yond-6ug/ssebench/internal/testenv"
 	"github.com/42-b3yond-6ug/ssebench/oci"
-	"github.com/42-b3yond-6ug/ssebench/registry"
+	"github.com/42-b3yond-6ug/ssebench/remote"
 )
 
 // The oracle test builds the tool image twice from one case image and one
@@ -139,7 +139,7 @@ func TestOracleTool(t *testing.T) {
 		BuildArgs:     map[string]string{"SOURCE_DIR": oracleSourceDir, "SOURCE_DATE_EPOCH": strconv.Itoa(oracleEpoch)},
 	})
 
-	res, err := registry.NewResolver(registry.WithInsecureRegistries(reg))
+	res, err := remote.NewResolver(remote.WithInsecureRegistries(reg))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 
 	"github.com/42-b3yond-6ug/ssebench/assemble"
-	"github.com/42-b3yond-6ug/ssebench/registry"
+	"github.com/42-b3yond-6ug/ssebench/remote"
+	"github.com/42-b3yond-6ug/ssebench/store"
 )
 
 // childResult is what assemble-child prints, as JSON, on stdout.
@@ -31,7 +32,7 @@ type childResult struct {
 // store's temporary directory and the image is written to the store.
 func runChild(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("assemble-child", flag.ContinueOnError)
-	store := fs.String("store", "", "image store directory")
+	storeDir := fs.String("store", "", "image store directory")
 	facts := fs.String("facts", "", "layer facts cache directory")
 	caseRef := fs.String("case", "", "case image reference")
 	runtimeRef := fs.String("runtime", "", "runtime image reference")
@@ -57,7 +58,7 @@ func runChild(ctx context.Context, args []string) error {
 		defer pprof.StopCPUProfile()
 	}
 	start := time.Now()
-	s, err := registry.OpenStore(*store)
+	s, err := store.Open(*storeDir)
 	if err != nil {
 		return err
 	}
@@ -67,7 +68,7 @@ func runChild(ctx context.Context, args []string) error {
 		return err
 	}
 	if *factsRepo != "" {
-		repo, ropts, err := registry.RemoteRepository(ctx, *factsRepo)
+		repo, ropts, err := remote.RemoteRepository(ctx, *factsRepo)
 		if err != nil {
 			return err
 		}
@@ -75,7 +76,7 @@ func runChild(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	res, err := registry.NewResolver(registry.WithStore(s))
+	res, err := remote.NewResolver(remote.WithStore(s))
 	if err != nil {
 		return err
 	}

@@ -14,13 +14,15 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
+	ggremote "github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/42-b3yond-6ug/ssebench/agent"
 	"github.com/42-b3yond-6ug/ssebench/assemble"
+	"github.com/42-b3yond-6ug/ssebench/naming"
 	"github.com/42-b3yond-6ug/ssebench/pipeline"
-	"github.com/42-b3yond-6ug/ssebench/registry"
+	"github.com/42-b3yond-6ug/ssebench/remote"
 	"github.com/42-b3yond-6ug/ssebench/runtimebin"
+	"github.com/42-b3yond-6ug/ssebench/store"
 	"github.com/42-b3yond-6ug/ssebench/task"
 )
 
@@ -62,7 +64,7 @@ func runMirror(ctx context.Context, args []string) error {
 		return err
 	}
 	prefix := *reg + "/" + benchRepo + "/mirror"
-	names := registry.NewNames(prefix, *version)
+	names := naming.NewNames(prefix, *version)
 
 	// Inputs: within the registry, mounted, when the prefix lacks them.
 	var inputs []string
@@ -79,7 +81,7 @@ func runMirror(ctx context.Context, args []string) error {
 	var missing []string
 	for _, ref := range inputs {
 		if !exists(ctx, ref) {
-			src, err := registry.Retarget(ref, prefix, *from)
+			src, err := remote.Retarget(ref, prefix, *from)
 			if err != nil {
 				return err
 			}
@@ -88,12 +90,12 @@ func runMirror(ctx context.Context, args []string) error {
 	}
 	if len(missing) > 0 {
 		say("copying %d images from %s to %s", len(missing), *from, prefix)
-		rep, err := registry.Mirror(ctx, missing, *from, prefix)
-		var me *registry.MissingError
+		rep, err := remote.Mirror(ctx, missing, *from, prefix)
+		var me *remote.MissingError
 		switch {
 		case errors.As(err, &me):
 			for _, m := range rep.Missing {
-				if m != registry.NewNames(*from, *version).Runtime() {
+				if m != naming.NewNames(*from, *version).Runtime() {
 					return fmt.Errorf("%s is missing: build the example dataset's base and case images first (scripts/setup.sh): %w", m, err)
 				}
 			}
@@ -109,7 +111,7 @@ func runMirror(ctx context.Context, args []string) error {
 			if err != nil {
 				return err
 			}
-			if err := registry.Push(ctx, names.Runtime(), idx); err != nil {
+			if err := remote.Push(ctx, names.Runtime(), idx); err != nil {
 				return err
 			}
 		}
@@ -117,7 +119,7 @@ func runMirror(ctx context.Context, args []string) error {
 
 	// Tool and agent images, made by the pipeline when missing.
 	storeDir := filepath.Join(*work, "mirror-store")
-	st, err := registry.OpenStore(filepath.Join(storeDir, "store"))
+	st, err := store.Open(filepath.Join(storeDir, "store"))
 	if err != nil {
 		return err
 	}
@@ -153,7 +155,7 @@ func runMirror(ctx context.Context, args []string) error {
 	defer stop()
 	say("mirroring %d images to %s", len(refs), dst)
 	start := time.Now()
-	rep, err := registry.Mirror(ctx, refs, prefix, dst+"/ssebench")
+	rep, err := remote.Mirror(ctx, refs, prefix, dst+"/ssebench")
 	if err != nil {
 		return err
 	}
@@ -167,7 +169,7 @@ func runMirror(ctx context.Context, args []string) error {
 	fmt.Printf("  bytes moved %d / unique blob bytes %d = %.2f (target %.2f: %s)\n", rep.Push.Uploaded, rep.UniqueBytes, rep.Ratio(), targetMirrorRatio, mark)
 
 	start = time.Now()
-	same, err := registry.Mirror(ctx, refs, prefix, fmt.Sprintf("%s/%s/mirror-copy-%s", *reg, benchRepo, strconv.FormatInt(time.Now().UnixNano(), 36)))
+	same, err := remote.Mirror(ctx, refs, prefix, fmt.Sprintf("%s/%s/mirror-copy-%s", *reg, benchRepo, strconv.FormatInt(time.Now().UnixNano(), 36)))
 	if err != nil {
 		return err
 	}
@@ -181,7 +183,7 @@ func exists(ctx context.Context, ref string) bool {
 	if err != nil {
 		return false
 	}
-	_, err = remote.Head(r, remote.WithContext(ctx))
+	_, err = ggremote.Head(r, ggremote.WithContext(ctx))
 	return err == nil
 }
 

@@ -18,8 +18,9 @@ import (
 
 	"github.com/42-b3yond-6ug/ssebench/assemble"
 	"github.com/42-b3yond-6ug/ssebench/buildkit"
+	"github.com/42-b3yond-6ug/ssebench/naming"
 	"github.com/42-b3yond-6ug/ssebench/pipeline"
-	"github.com/42-b3yond-6ug/ssebench/registry"
+	"github.com/42-b3yond-6ug/ssebench/store"
 )
 
 // targetRebuildRatio is how much faster than BuildKit with a registry cache
@@ -306,7 +307,7 @@ type pushChildResult struct {
 // case, runtime and previous tool image coming from the registry.
 func runPushChild(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("tool-push-child", flag.ContinueOnError)
-	store := fs.String("store", "", "image store directory")
+	storeDir := fs.String("store", "", "image store directory")
 	facts := fs.String("facts", "", "layer facts cache directory")
 	prefix := fs.String("registry", "", "REGISTRY")
 	caseRef := fs.String("case", "", "case image reference")
@@ -316,7 +317,7 @@ func runPushChild(ctx context.Context, args []string) error {
 		return err
 	}
 	os.Setenv("SOURCE_DATE_EPOCH", strconv.FormatInt(*epoch, 10))
-	s, err := registry.OpenStore(*store)
+	s, err := store.Open(*storeDir)
 	if err != nil {
 		return err
 	}
@@ -325,7 +326,7 @@ func runPushChild(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	e := &pipeline.Env{Names: registry.NewNames(*prefix, benchVersion), Store: s, Facts: fc,
+	e := &pipeline.Env{Names: naming.NewNames(*prefix, benchVersion), Store: s, Facts: fc,
 		RuntimeRef: *runtimeRef, Log: os.Stderr}
 	b, err := e.Tool(ctx, pipeline.ToolRequest{Case: *caseRef, Task: benchTask, SourceDir: "/src/proj", Push: true, NoStore: true})
 	if err != nil {

@@ -19,10 +19,10 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
+	ggremote "github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/42-b3yond-6ug/ssebench/buildkit"
-	"github.com/42-b3yond-6ug/ssebench/registry"
+	"github.com/42-b3yond-6ug/ssebench/remote"
 )
 
 // Targets the benchmark reports against.
@@ -303,7 +303,7 @@ func runTool(ctx context.Context, args []string) error {
 // ensureCase returns the case image's digest reference, building and
 // pushing it only when the registry lacks its tag.
 func ensureCase(ctx context.Context, c *buildkit.Client, f *toolFlags, res *Results) (string, error) {
-	reg, err := registry.NewResolver(registry.WithInsecureRegistries(f.registry))
+	reg, err := remote.NewResolver(remote.WithInsecureRegistries(f.registry))
 	if err != nil {
 		return "", err
 	}
@@ -317,7 +317,7 @@ func ensureCase(ctx context.Context, c *buildkit.Client, f *toolFlags, res *Resu
 	if err != nil {
 		return "", err
 	}
-	desc, err := remote.Head(ref, remote.WithContext(ctx))
+	desc, err := ggremote.Head(ref, ggremote.WithContext(ctx))
 	if err != nil {
 		dir := filepath.Join(f.work, "case-ctx-"+key)
 		say("generating the case context (%d files, %d MB) in %s", f.files, f.mb, dir)
@@ -332,7 +332,7 @@ func ensureCase(ctx context.Context, c *buildkit.Client, f *toolFlags, res *Resu
 		if err != nil {
 			return "", err
 		}
-		if desc, err = remote.Head(ref, remote.WithContext(ctx)); err != nil {
+		if desc, err = ggremote.Head(ref, ggremote.WithContext(ctx)); err != nil {
 			return "", err
 		}
 		if desc.Digest != r.Digest {

@@ -17,7 +17,9 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/42-b3yond-6ug/ssebench/buildkit"
-	"github.com/42-b3yond-6ug/ssebench/registry"
+	"github.com/42-b3yond-6ug/ssebench/naming"
+	"github.com/42-b3yond-6ug/ssebench/remote"
+	"github.com/42-b3yond-6ug/ssebench/store"
 	"github.com/42-b3yond-6ug/ssebench/task"
 )
 
@@ -33,11 +35,11 @@ type Builder struct {
 	// Store receives the images unless Push is set. Its images also stand
 	// in for the bases that case Dockerfiles name, so a locally built base
 	// needs no registry.
-	Store *registry.Store
+	Store *store.Store
 	// Resolver finds existing case images to check their label.
-	Resolver *registry.Resolver
+	Resolver *remote.Resolver
 	// Names gives REGISTRY and VERSION.
-	Names registry.Names
+	Names naming.Names
 	// Push sends the images to their registry instead of the store.
 	Push bool
 	// Log receives one line per decision (skip, rebuild, built).
@@ -139,7 +141,7 @@ func (b *Builder) build(ctx context.Context, req buildkit.Request, names []strin
 		// The other tags name the same manifest: pushing it again moves
 		// no blob.
 		for _, n := range names[1:] {
-			if err := registry.Tag(ctx, names[0], n); err != nil {
+			if err := remote.Tag(ctx, names[0], n); err != nil {
 				return v1.Hash{}, err
 			}
 		}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/42-b3yond-6ug/ssebench/registry"
+	"github.com/42-b3yond-6ug/ssebench/naming"
 )
 
 func TestBaseNames(t *testing.T) {
@@ -26,7 +26,7 @@ func TestBaseNames(t *testing.T) {
  {"id":"d","base":"base-generic-go@sha256:0000000000000000000000000000000000000000000000000000000000000000","arch":["amd64"]}]}`
 	os.WriteFile(filepath.Join(home, "datasets", "pilot", "manifest.json"), []byte(manifest), 0o644)
 
-	b := &Builder{Names: registry.NewNames("localhost:5000/sse", "1.0.0")}
+	b := &Builder{Names: naming.NewNames("localhost:5000/sse", "1.0.0")}
 	got, err := b.BaseNames(home, "go")
 	if err != nil {
 		t.Fatal(err)
@@ -46,7 +46,7 @@ func TestBaseNames(t *testing.T) {
 }
 
 func TestBuildBaseNeedsOSImage(t *testing.T) {
-	b := &Builder{Names: registry.NewNames("localhost:5000/sse", "1.0.0")}
+	b := &Builder{Names: naming.NewNames("localhost:5000/sse", "1.0.0")}
 	_, err := b.BuildBase(t.Context(), t.TempDir(), "go", "", "")
 	if err == nil || !strings.Contains(err.Error(), "--os-image") {
 		t.Errorf("BuildBase without an OS image: %v, want a hint about --os-image", err)

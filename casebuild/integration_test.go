@@ -16,7 +16,9 @@ import (
 	"github.com/42-b3yond-6ug/ssebench/buildkit"
 	"github.com/42-b3yond-6ug/ssebench/casebuild"
 	"github.com/42-b3yond-6ug/ssebench/internal/testenv"
-	"github.com/42-b3yond-6ug/ssebench/registry"
+	"github.com/42-b3yond-6ug/ssebench/naming"
+	"github.com/42-b3yond-6ug/ssebench/remote"
+	"github.com/42-b3yond-6ug/ssebench/store"
 	"github.com/42-b3yond-6ug/ssebench/task"
 )
 
@@ -39,7 +41,7 @@ func TestBaseAndCaseImages(t *testing.T) {
 	osImage := testenv.OSImage(t)
 	ctx := context.Background()
 
-	st, err := registry.OpenStore(t.TempDir())
+	st, err := store.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,13 +50,13 @@ func TestBaseAndCaseImages(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer bk.Close()
-	r, err := registry.NewResolver(registry.WithStore(st), registry.WithPullPolicy(registry.PullNever))
+	r, err := remote.NewResolver(remote.WithStore(st), remote.WithPullPolicy(remote.PullNever))
 	if err != nil {
 		t.Fatal(err)
 	}
 	// A registry prefix nobody pushes to: every image must come from the
 	// store, none from a registry.
-	names := registry.NewNames("127.0.0.1:1/ssebench-test", "0.1.0-dev")
+	names := naming.NewNames("127.0.0.1:1/ssebench-test", "0.1.0-dev")
 	var log strings.Builder
 	b := &casebuild.Builder{BuildKit: bk, Store: st, Resolver: r, Names: names, Log: &log}
 

@@ -14,9 +14,10 @@ import (
 	"github.com/42-b3yond-6ug/ssebench/assemble"
 	"github.com/42-b3yond-6ug/ssebench/buildkit"
 	"github.com/42-b3yond-6ug/ssebench/casebuild"
+	"github.com/42-b3yond-6ug/ssebench/naming"
 	"github.com/42-b3yond-6ug/ssebench/pipeline"
-	"github.com/42-b3yond-6ug/ssebench/registry"
 	"github.com/42-b3yond-6ug/ssebench/runtimebin"
+	"github.com/42-b3yond-6ug/ssebench/store"
 )
 
 // e2eTask is the example task the end-to-end tests build and run.
@@ -61,7 +62,7 @@ func exampleHome(t *testing.T, repo string) string {
 // go) and buildkitd at bkAddr.
 func newEnv(t *testing.T, home, dir, prefix, bkAddr string) *pipeline.Env {
 	t.Helper()
-	st, err := registry.OpenStore(filepath.Join(dir, "store"))
+	st, err := store.Open(filepath.Join(dir, "store"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +71,7 @@ func newEnv(t *testing.T, home, dir, prefix, bkAddr string) *pipeline.Env {
 		t.Fatal(err)
 	}
 	return &pipeline.Env{
-		Home: home, Names: registry.NewNames(prefix, e2eVersion), Store: st, Facts: facts, Log: testWriter{t},
+		Home: home, Names: naming.NewNames(prefix, e2eVersion), Store: st, Facts: facts, Log: testWriter{t},
 		BuildKit: func(ctx context.Context) (*buildkit.Client, error) {
 			return buildkit.New(ctx, buildkit.WithAddress(bkAddr), buildkit.WithProgress(testWriter{t}), buildkit.WithTempDir(st.TempDir()))
 		},

@@ -21,8 +21,10 @@ import (
 	"github.com/42-b3yond-6ug/ssebench/assemble"
 	"github.com/42-b3yond-6ug/ssebench/assemble/agentimage"
 	"github.com/42-b3yond-6ug/ssebench/buildkit"
-	"github.com/42-b3yond-6ug/ssebench/registry"
+	"github.com/42-b3yond-6ug/ssebench/naming"
+	"github.com/42-b3yond-6ug/ssebench/remote"
 	"github.com/42-b3yond-6ug/ssebench/runtimebin"
+	"github.com/42-b3yond-6ug/ssebench/store"
 )
 
 // Env is what every step needs: where images live and how to reach the
@@ -31,12 +33,12 @@ type Env struct {
 	// Home is the SSEBench home (datasets/, agents/).
 	Home string
 	// Names gives REGISTRY and VERSION.
-	Names registry.Names
+	Names naming.Names
 	// Store is the local image store.
-	Store *registry.Store
+	Store *store.Store
 	// RegistryOptions are the pull policy, plain-HTTP hosts and the like;
 	// the platform is added per step.
-	RegistryOptions []registry.Option
+	RegistryOptions []remote.Option
 	// RuntimeRef is the runtime image: --runtime, else
 	// SSEBENCH_RUNTIME_IMAGE, else "" for REGISTRY/runtime:VERSION.
 	RuntimeRef string
@@ -55,12 +57,12 @@ func (e *Env) logf(format string, args ...any) {
 }
 
 // Resolver returns a resolver for platform p (nil: the host's).
-func (e *Env) Resolver(p *v1.Platform) (*registry.Resolver, error) {
-	opts := append([]registry.Option{registry.WithStore(e.Store)}, e.RegistryOptions...)
+func (e *Env) Resolver(p *v1.Platform) (*remote.Resolver, error) {
+	opts := append([]remote.Option{remote.WithStore(e.Store)}, e.RegistryOptions...)
 	if p != nil {
-		opts = append(opts, registry.WithPlatform(p))
+		opts = append(opts, remote.WithPlatform(p))
 	}
-	return registry.NewResolver(opts...)
+	return remote.NewResolver(opts...)
 }
 
 // Built is an image a step made.
@@ -76,7 +78,7 @@ type Built struct {
 	// Took is how long the step took.
 	Took time.Duration
 	// Push says what pushing the image moved; nil when it was not pushed.
-	Push *registry.PushReport
+	Push *remote.PushReport
 }
 
 // FactsRepository is the repository under REGISTRY that holds the layer
@@ -138,13 +140,13 @@ func (e *Env) Tool(ctx context.Context, req ToolRequest) (*Built, error) {
 	toolName := e.Names.Tool(req.Task)
 	ref, err := name.ParseReference(toolName, name.WeakValidation)
 	if err != nil {
-		return nil, fmt.Errorf("tool image name %q is not a valid reference: check REGISTRY (--registry or %s): %w", toolName, registry.RegistryEnv, err)
+		return nil, fmt.Errorf("tool image name %q is not a valid reference: check REGISTRY (--registry or %s): %w", toolName, naming.RegistryEnv, err)
 	}
 	// Layer facts travel through the registry the images come from or go
 	// to: a machine that pushes publishes what it learns, and one that
 	// pulls the case image fetches facts instead of reading base layers.
-	if e.Facts != nil && (req.Push || caseRes.Source == registry.SourceRegistry) {
-		repo, ropts, err := registry.RemoteRepository(ctx, e.Names.Registry+"/"+FactsRepository, e.RegistryOptions...)
+	if e.Facts != nil && (req.Push || caseRes.Source == remote.SourceRegistry) {
+		repo, ropts, err := remote.RemoteRepository(ctx, e.Names.Registry+"/"+FactsRepository, e.RegistryOptions...)
 		if err == nil {
 			err = e.Facts.WithRemote(repo, req.Push, ropts...)
 		}
@@ -175,13 +177,13 @@ func (e *Env) Tool(ctx context.Context, req ToolRequest) (*Built, error) {
 			return nil, err
 		}
 	}
-	var pushed *registry.PushReport
+	var pushed *remote.PushReport
 	if req.Push {
 		// The case layers are in the case image's repository: on the same
 		// registry they are mounted from there, not uploaded again.
-		popts := append([]registry.Option{registry.WithStore(e.Store),
-			registry.WithMountFrom(caseRes.Ref.Context().Name())}, e.RegistryOptions...)
-		if pushed, err = registry.PushImage(ctx, toolName, ti, popts...); err != nil {
+		popts := append([]remote.Option{remote.WithStore(e.Store),
+			remote.WithMountFrom(caseRes.Ref.Context().Name())}, e.RegistryOptions...)
+		if pushed, err = remote.PushImage(ctx, toolName, ti, popts...); err != nil {
 			return nil, err
 		}
 	}
@@ -313,7 +315,7 @@ func (e *Env) Agent(ctx context.Context, req AgentRequest) (*Built, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := registry.Push(ctx, agentName, img, e.RegistryOptions...); err != nil {
+		if err := remote.Push(ctx, agentName, img, e.RegistryOptions...); err != nil {
 			return nil, err
 		}
 	}

@@ -17,13 +17,13 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
+	ggremote "github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/static"
 
 	"github.com/42-b3yond-6ug/ssebench/casebuild"
 	"github.com/42-b3yond-6ug/ssebench/internal/testenv"
 	"github.com/42-b3yond-6ug/ssebench/pipeline"
-	"github.com/42-b3yond-6ug/ssebench/registry"
+	"github.com/42-b3yond-6ug/ssebench/remote"
 	"github.com/42-b3yond-6ug/ssebench/runtimebin"
 	"github.com/42-b3yond-6ug/ssebench/task"
 )
@@ -56,7 +56,7 @@ func TestToolRebuildOnNewMachine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := registry.Push(ctx, caseRef, caseImg); err != nil {
+	if err := remote.Push(ctx, caseRef, caseImg); err != nil {
 		t.Fatal(err)
 	}
 	tk, err := task.Load(filepath.Join(home, "datasets", "examples", e2eTask))
@@ -74,7 +74,7 @@ func TestToolRebuildOnNewMachine(t *testing.T) {
 		t.Fatal("Tool with Push returned no push report")
 	}
 	for _, ev := range first.Push.Blobs {
-		if caseLayers[ev.Digest] && ev.Action != registry.BlobMounted {
+		if caseLayers[ev.Digest] && ev.Action != remote.BlobMounted {
 			t.Errorf("first push: case layer %s was %s, want mounted from the case repository", ev.Digest, ev.Action)
 		}
 	}
@@ -102,7 +102,7 @@ func TestToolRebuildOnNewMachine(t *testing.T) {
 		t.Fatal(err)
 	}
 	counter := &blobGets{}
-	m2.RegistryOptions = []registry.Option{registry.WithTransport(counter)}
+	m2.RegistryOptions = []remote.Option{remote.WithTransport(counter)}
 	req.NoStore = true
 	second, err := m2.Tool(ctx, req)
 	if err != nil {
@@ -160,9 +160,9 @@ func TestToolRebuildOnNewMachine(t *testing.T) {
 		t.Errorf("rebuild wrote %d manifests, want 1", rep.Manifests)
 	}
 	for _, ev := range rep.Blobs {
-		want := registry.BlobExists
+		want := remote.BlobExists
 		if ev.Digest == bumpDigest || ev.Digest == m.Config.Digest {
-			want = registry.BlobPushed
+			want = remote.BlobPushed
 		}
 		if ev.Action != want {
 			t.Errorf("rebuild push: blob %s (%d bytes) was %s, want %s", ev.Digest, ev.Size, ev.Action, want)
@@ -216,7 +216,7 @@ func buildCase(t *testing.T, ctx context.Context, e *pipeline.Env) string {
 // remoteImage reads ref's image from its registry, not any store.
 func remoteImage(t *testing.T, ctx context.Context, ref string) v1.Image {
 	t.Helper()
-	r, err := registry.NewResolver(registry.WithPullPolicy(registry.PullAlways))
+	r, err := remote.NewResolver(remote.WithPullPolicy(remote.PullAlways))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,7 +293,7 @@ func (c *blobGets) RoundTrip(req *http.Request) (*http.Response, error) {
 		c.gets[m[1]]++
 		c.mu.Unlock()
 	}
-	return remote.DefaultTransport.RoundTrip(req)
+	return ggremote.DefaultTransport.RoundTrip(req)
 }
 
 func (c *blobGets) count(d v1.Hash) int {

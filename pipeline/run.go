@@ -19,8 +19,8 @@ import (
 
 	"github.com/42-b3yond-6ug/ssebench/agent"
 	"github.com/42-b3yond-6ug/ssebench/casebuild"
-	"github.com/42-b3yond-6ug/ssebench/registry"
 	"github.com/42-b3yond-6ug/ssebench/runner"
+	"github.com/42-b3yond-6ug/ssebench/store"
 	"github.com/42-b3yond-6ug/ssebench/task"
 )
 
@@ -269,7 +269,7 @@ func (e *Env) Run(ctx context.Context, req RunRequest) (_ *RunResult, retErr err
 		e.logf("warning: pulling the prebuilt image %s failed (%v); using the local copy", agentName, err)
 		spec.Pull = false
 		res, err = rn.Run(ctx, spec)
-		if errors.Is(err, registry.ErrNotFound) {
+		if errors.Is(err, store.ErrNotFound) {
 			return nil, fmt.Errorf("The prebuilt image %s is not in the registry or on this machine", agentName)
 		}
 	}

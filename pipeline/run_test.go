@@ -16,10 +16,12 @@ import (
 	"github.com/containerd/containerd/v2/core/images"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 
+	"github.com/42-b3yond-6ug/ssebench/archive"
 	"github.com/42-b3yond-6ug/ssebench/internal/testenv"
 	"github.com/42-b3yond-6ug/ssebench/pipeline"
-	"github.com/42-b3yond-6ug/ssebench/registry"
+	"github.com/42-b3yond-6ug/ssebench/remote"
 	"github.com/42-b3yond-6ug/ssebench/runner"
+	"github.com/42-b3yond-6ug/ssebench/store"
 )
 
 // snoop runs as the agent: it checks, as model, what SPEC.md section 12
@@ -52,7 +54,7 @@ type e2e struct {
 	env   *pipeline.Env
 	home  string
 	runs  string
-	store *registry.Store
+	store *store.Store
 }
 
 func setup(t *testing.T) *e2e {
@@ -223,7 +225,7 @@ func TestRun(t *testing.T) {
 			t.Fatalf("Run() = %v\n%s", err, out)
 		}
 		// The image is in the registry under its name, and what ran is it.
-		r, err := registry.NewResolver(registry.WithPullPolicy(registry.PullAlways))
+		r, err := remote.NewResolver(remote.WithPullPolicy(remote.PullAlways))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -281,35 +283,35 @@ func TestRun(t *testing.T) {
 		if _, _, err := x.run(t, ctx, "dummy", nil); err != nil {
 			t.Fatal(err)
 		}
-		archive := filepath.Join(t.TempDir(), "agent.tar")
-		f, err := os.Create(archive)
+		tarball := filepath.Join(t.TempDir(), "agent.tar")
+		f, err := os.Create(tarball)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := registry.Save(ctx, f, []string{agentRef}, registry.WithStore(x.store), registry.WithRegistryPrefix(x.env.Names.Registry)); err != nil {
+		if _, err := archive.Save(ctx, f, []string{agentRef}, archive.WithStore(x.store), archive.WithRegistryPrefix(x.env.Names.Registry)); err != nil {
 			t.Fatalf("Save() = %v", err)
 		}
 		f.Close()
 
 		mirror := testenv.StartRegistry(t)
-		other, err := registry.OpenStore(t.TempDir())
+		other, err := store.Open(t.TempDir())
 		if err != nil {
 			t.Fatal(err)
 		}
-		in, err := os.Open(archive)
+		in, err := os.Open(tarball)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer in.Close()
-		rep, err := registry.Load(ctx, in, registry.WithStore(other))
+		rep, err := archive.Load(ctx, in, archive.WithStore(other))
 		if err != nil {
 			t.Fatalf("Load() = %v", err)
 		}
 		prefix := mirror + "/airgap"
-		if _, err := registry.PushLoaded(ctx, rep, prefix, registry.WithStore(other)); err != nil {
+		if _, err := archive.PushLoaded(ctx, rep, prefix, archive.WithStore(other)); err != nil {
 			t.Fatalf("PushLoaded() = %v", err)
 		}
-		moved, err := registry.Retarget(agentRef, x.env.Names.Registry, prefix)
+		moved, err := remote.Retarget(agentRef, x.env.Names.Registry, prefix)
 		if err != nil {
 			t.Fatal(err)
 		}

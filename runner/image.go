@@ -26,7 +26,7 @@ import (
 	"github.com/opencontainers/image-spec/identity"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
-	"github.com/42-b3yond-6ug/ssebench/registry"
+	"github.com/42-b3yond-6ug/ssebench/store"
 )
 
 // leaseExpiry bounds how long content written by a run that crashed stays
@@ -134,24 +134,24 @@ func (r *Runner) matcher() platforms.MatchComparer { return platforms.Only(r.opt
 
 func (r *Runner) importImage(ctx context.Context, ref string) (*Image, error) {
 	start := time.Now()
-	store := r.opts.store
-	if store == nil {
+	st := r.opts.store
+	if st == nil {
 		return nil, fmt.Errorf("importing %s: no local image store is configured (pull it from a registry instead)", ref)
 	}
 	parsed, err := name.ParseReference(ref)
 	if err != nil {
 		return nil, fmt.Errorf("importing %s: %w", ref, err)
 	}
-	desc, err := store.Descriptor(parsed)
-	if errors.Is(err, registry.ErrNotFound) {
-		return nil, fmt.Errorf("image %s is not in the local store %s: build or pull it first: %w", ref, store.Dir(), err)
+	desc, err := st.Descriptor(parsed)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("image %s is not in the local store %s: build or pull it first: %w", ref, st.Dir(), err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("importing %s: %w", ref, err)
 	}
 	target := ociDescriptor(desc)
 	cs := r.client.ContentStore()
-	src := &storeProvider{s: store}
+	src := &storeProvider{s: st}
 
 	var stats ImportStats
 	ensure := images.HandlerFunc(func(ctx context.Context, d ocispec.Descriptor) ([]ocispec.Descriptor, error) {
@@ -432,7 +432,7 @@ func ociDescriptor(d v1.Descriptor) ocispec.Descriptor {
 // storeProvider reads blobs from the local image store for containerd's
 // image handlers.
 type storeProvider struct {
-	s *registry.Store
+	s *store.Store
 }
 
 var _ content.Provider = (*storeProvider)(nil)

@@ -11,12 +11,12 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
-	"github.com/42-b3yond-6ug/ssebench/registry"
+	"github.com/42-b3yond-6ug/ssebench/store"
 )
 
 func TestStoreProvider(t *testing.T) {
 	ctx := context.Background()
-	store, err := registry.OpenStore(t.TempDir())
+	store, err := store.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/42-b3yond-6ug/ssebench/internal/testenv"
-	"github.com/42-b3yond-6ug/ssebench/registry"
+	"github.com/42-b3yond-6ug/ssebench/store"
 )
 
 // TestIntegration runs the OS image with the shared containerd. One test
@@ -39,7 +39,7 @@ func TestIntegration(t *testing.T) {
 	osImage := testenv.OSImage(t)
 	ctx := context.Background()
 
-	store, err := registry.OpenStore(t.TempDir())
+	st, err := store.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,12 +51,12 @@ func TestIntegration(t *testing.T) {
 	if err != nil {
 		t.Fatalf("reading %s: %v", osImage, err)
 	}
-	if err := store.Write(ctx, ref, img); err != nil {
+	if err := st.Write(ctx, ref, img); err != nil {
 		t.Fatalf("writing %s to the store: %v", osImage, err)
 	}
 
 	ns := testNamespace(t, addr)
-	r := newTestRunner(t, addr, WithNamespace(ns), WithStore(store))
+	r := newTestRunner(t, addr, WithNamespace(ns), WithStore(st))
 	t.Logf("containerd %s, snapshotter %s, platform %s", r.ServerVersion(), r.Snapshotter(), r.Platform())
 
 	t.Run("import writes only what is missing", func(t *testing.T) {
@@ -222,7 +222,7 @@ func TestIntegration(t *testing.T) {
 	})
 
 	t.Run("cancel kills with SIGKILL after the stop timeout", func(t *testing.T) {
-		fast := newTestRunner(t, addr, WithNamespace(ns), WithStore(store), WithStopTimeout(time.Second))
+		fast := newTestRunner(t, addr, WithNamespace(ns), WithStore(st), WithStopTimeout(time.Second))
 		// sleep is PID 1 and has no SIGTERM handler, so the kernel ignores
 		// SIGTERM and only SIGKILL ends it.
 		res, err, elapsed := runUntilReady(t, fast, RunSpec{
@@ -299,14 +299,14 @@ func TestIntegration(t *testing.T) {
 			mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: host}},
 		)
 		iref := name.MustParseReference("localhost:5000/ssebench-runner-test/multi:1")
-		if err := store.WriteIndex(ctx, iref, idx); err != nil {
+		if err := st.WriteIndex(ctx, iref, idx); err != nil {
 			t.Fatal(err)
 		}
 		otherDigest, err := other.Digest()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.Remove(store.BlobPath(otherDigest)); err != nil {
+		if err := os.Remove(st.BlobPath(otherDigest)); err != nil {
 			t.Fatal(err)
 		}
 		var stdout bytes.Buffer
@@ -325,7 +325,7 @@ func TestIntegration(t *testing.T) {
 	})
 
 	t.Run("native snapshotter", func(t *testing.T) {
-		nr := newTestRunner(t, addr, WithNamespace(ns), WithStore(store), WithSnapshotter(SnapshotterNative))
+		nr := newTestRunner(t, addr, WithNamespace(ns), WithStore(st), WithSnapshotter(SnapshotterNative))
 		if got := run(t, nr, RunSpec{Image: osImage, Args: []string{"echo", "native"}}, 0); got != "native\n" {
 			t.Errorf("output = %q, want %q", got, "native\n")
 		}
@@ -333,8 +333,8 @@ func TestIntegration(t *testing.T) {
 
 	t.Run("image not in the store", func(t *testing.T) {
 		_, err := r.Run(ctx, RunSpec{Image: "127.0.0.1:5000/ssebench/missing:1", Args: []string{"true"}})
-		if !errors.Is(err, registry.ErrNotFound) {
-			t.Errorf("Run of a missing image: error %v, want one matching registry.ErrNotFound", err)
+		if !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("Run of a missing image: error %v, want one matching store.ErrNotFound", err)
 		}
 	})
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
-	"github.com/42-b3yond-6ug/ssebench/registry"
+	"github.com/42-b3yond-6ug/ssebench/store"
 )
 
 // AddressEnv is the environment variable that names containerd's socket
@@ -54,7 +54,7 @@ type options struct {
 	address     string
 	namespace   string
 	snapshotter string // "" means overlayfs, falling back to native
-	store       *registry.Store
+	store       *store.Store
 	platform    ocispec.Platform
 	keychain    authn.Keychain
 	stopTimeout time.Duration
@@ -136,7 +136,7 @@ func WithSnapshotter(name string) Option {
 
 // WithStore sets the local image store that Run and Import take images
 // from. Without a store, only RunSpec.Pull runs (and Pull) work.
-func WithStore(s *registry.Store) Option {
+func WithStore(s *store.Store) Option {
 	return func(o *options) error {
 		if s == nil {
 			return errors.New("image store is nil")

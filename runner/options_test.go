@@ -12,7 +12,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 
-	"github.com/42-b3yond-6ug/ssebench/registry"
+	"github.com/42-b3yond-6ug/ssebench/store"
 )
 
 func TestMakeOptionsDefaults(t *testing.T) {
@@ -47,7 +47,7 @@ func TestMakeOptionsDefaults(t *testing.T) {
 }
 
 func TestOptions(t *testing.T) {
-	store, err := registry.OpenStore(t.TempDir())
+	store, err := store.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/42-b3yond-6ug/ssebench/buildkit"
-	"github.com/42-b3yond-6ug/ssebench/registry"
+	"github.com/42-b3yond-6ug/ssebench/store"
 )
 
 // Builder runs a Dockerfile build; *buildkit.Client is one. Unit tests put
@@ -45,7 +45,7 @@ type BuildRequest struct {
 	Time time.Time
 	// Store and Ref say where the image goes: the local store under Ref.
 	// Either these or Push are required.
-	Store *registry.Store
+	Store *store.Store
 	Ref   name.Reference
 	// Push is a reference buildkitd pushes the image to instead.
 	Push string
@@ -62,7 +62,7 @@ type ToolSource struct {
 }
 
 // ToolFromStore returns the ToolSource of the store's entry ref.
-func ToolFromStore(s *registry.Store, ref name.Reference) (ToolSource, error) {
+func ToolFromStore(s *store.Store, ref name.Reference) (ToolSource, error) {
 	desc, err := s.Descriptor(ref)
 	if err != nil {
 		return ToolSource{}, err

@@ -13,7 +13,7 @@ import (
 
 	"github.com/42-b3yond-6ug/ssebench/internal/testenv"
 	"github.com/42-b3yond-6ug/ssebench/oci"
-	"github.com/42-b3yond-6ug/ssebench/registry"
+	"github.com/42-b3yond-6ug/ssebench/store"
 )
 
 // TestIntegrationAptDemo builds the apt-demo agent (a RUN with apt-get) with
@@ -37,7 +37,7 @@ func TestIntegrationAptDemo(t *testing.T) {
 	if err != nil {
 		t.Fatalf("pulling %s: %v", osRef, err)
 	}
-	store, err := registry.OpenStore(t.TempDir())
+	store, err := store.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/42-b3yond-6ug/ssebench/buildkit"
 	"github.com/42-b3yond-6ug/ssebench/internal/testenv"
-	"github.com/42-b3yond-6ug/ssebench/registry"
+	"github.com/42-b3yond-6ug/ssebench/store"
 )
 
 // The oracle tests build the same Dockerfiles natively and with BuildKit
@@ -46,9 +46,9 @@ func newBuildKit(t testing.TB) *buildkit.Client {
 
 // storeTool writes the stand-in tool image to a fresh store and returns the
 // store, the entry's reference and the image as the store gives it back.
-func storeTool(t testing.TB) (*registry.Store, name.Reference, v1.Image) {
+func storeTool(t testing.TB) (*store.Store, name.Reference, v1.Image) {
 	t.Helper()
-	s, err := registry.OpenStore(t.TempDir())
+	s, err := store.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

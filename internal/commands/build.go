@@ -11,7 +11,7 @@ import (
 	"github.com/42-b3yond-6ug/ssebench/buildkit"
 	"github.com/42-b3yond-6ug/ssebench/casebuild"
 	"github.com/42-b3yond-6ug/ssebench/internal/commands/options"
-	"github.com/42-b3yond-6ug/ssebench/registry"
+	"github.com/42-b3yond-6ug/ssebench/remote"
 )
 
 // OSImageEnv names the OS image base images start from.
@@ -42,7 +42,7 @@ func newBuilder(ctx context.Context, g *options.Global, push bool, cmd *cobra.Co
 		bk.Close()
 		return nil, nil, err
 	}
-	r, err := registry.NewResolver(ropts...)
+	r, err := remote.NewResolver(ropts...)
 	if err != nil {
 		bk.Close()
 		return nil, nil, err

@@ -12,7 +12,7 @@ import (
 	"github.com/42-b3yond-6ug/ssebench/buildkit"
 	"github.com/42-b3yond-6ug/ssebench/internal/commands/options"
 	"github.com/42-b3yond-6ug/ssebench/pipeline"
-	"github.com/42-b3yond-6ug/ssebench/registry"
+	"github.com/42-b3yond-6ug/ssebench/remote"
 	"github.com/42-b3yond-6ug/ssebench/runtimebin"
 )
 
@@ -76,7 +76,7 @@ func openFacts() (*assemble.Facts, error) {
 // resolve finds ref (store first, then its registry, as --pull says) for
 // platform ("" = the default). The store stays open, since lazily pulled
 // layers are written to it as they are read; call done afterwards.
-func resolve(cmd *cobra.Command, g *options.Global, ref, platform string) (_ *registry.Resolved, done func(), err error) {
+func resolve(cmd *cobra.Command, g *options.Global, ref, platform string) (_ *remote.Resolved, done func(), err error) {
 	p, err := options.ParsePlatform(platform)
 	if err != nil {
 		return nil, nil, err
@@ -85,9 +85,9 @@ func resolve(cmd *cobra.Command, g *options.Global, ref, platform string) (_ *re
 	if err != nil {
 		return nil, nil, err
 	}
-	r, err := registry.NewResolver(ropts...)
+	r, err := remote.NewResolver(ropts...)
 	if err == nil {
-		var res *registry.Resolved
+		var res *remote.Resolved
 		if res, err = r.Resolve(cmd.Context(), ref); err == nil {
 			return res, func() { s.Close() }, nil
 		}

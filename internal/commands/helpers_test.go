@@ -20,7 +20,7 @@ import (
 
 	"github.com/42-b3yond-6ug/ssebench/assemble"
 	"github.com/42-b3yond-6ug/ssebench/internal/commands"
-	"github.com/42-b3yond-6ug/ssebench/registry"
+	"github.com/42-b3yond-6ug/ssebench/store"
 )
 
 // repoRoot is the checkout this package lives in: VERSION, datasets/ and
@@ -248,7 +248,7 @@ func toolImage(t *testing.T) v1.Image {
 // storeImage writes img into the test's store as ref.
 func (c *cli) storeImage(t *testing.T, ref string, img v1.Image) {
 	t.Helper()
-	s, err := registry.OpenStore(c.store)
+	s, err := store.Open(c.store)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +265,7 @@ func (c *cli) storeImage(t *testing.T, ref string, img v1.Image) {
 // storedImage reads ref from the test's store.
 func (c *cli) storedImage(t *testing.T, ref string) v1.Image {
 	t.Helper()
-	s, err := registry.OpenStore(c.store)
+	s, err := store.Open(c.store)
 	if err != nil {
 		t.Fatal(err)
 	}

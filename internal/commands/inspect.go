@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/42-b3yond-6ug/ssebench/internal/commands/options"
-	"github.com/42-b3yond-6ug/ssebench/registry"
+	"github.com/42-b3yond-6ug/ssebench/remote"
 )
 
 type inspectOptions struct {
@@ -82,7 +82,7 @@ it is (its history comment). Layers are not downloaded.`,
 	return cmd
 }
 
-func describe(res *registry.Resolved) (*inspectResult, error) {
+func describe(res *remote.Resolved) (*inspectResult, error) {
 	img := res.Image
 	d, err := img.Digest()
 	if err != nil {

@@ -11,7 +11,8 @@ import (
 
 	"github.com/42-b3yond-6ug/ssebench/agent"
 	"github.com/42-b3yond-6ug/ssebench/internal/commands/options"
-	"github.com/42-b3yond-6ug/ssebench/registry"
+	"github.com/42-b3yond-6ug/ssebench/naming"
+	"github.com/42-b3yond-6ug/ssebench/remote"
 	"github.com/42-b3yond-6ug/ssebench/task"
 )
 
@@ -70,9 +71,9 @@ exist are listed together at the end, and the command then fails.`,
 				return err
 			}
 			defer s.Close()
-			pp := registry.NewProgressPrinter(cmd.ErrOrStderr())
-			ropts = append(ropts, registry.WithJobs(o.Jobs), registry.WithBlobProgress(pp), registry.WithIndexPlatform(p))
-			rep, err := registry.Mirror(cmd.Context(), refs, names.Registry, o.To, ropts...)
+			pp := NewProgressPrinter(cmd.ErrOrStderr())
+			ropts = append(ropts, remote.WithJobs(o.Jobs), remote.WithBlobProgress(pp), remote.WithIndexPlatform(p))
+			rep, err := remote.Mirror(cmd.Context(), refs, names.Registry, o.To, ropts...)
 			pp.Finish(nil)
 			if rep != nil {
 				for _, im := range rep.Images {
@@ -98,7 +99,7 @@ exist are listed together at the end, and the command then fails.`,
 // each task pins, its case image (tagged with the dataset version), its tool
 // image, its agent images, and the runtime image. The result is sorted and
 // without duplicates.
-func mirrorSet(home string, names registry.Names, o *mirrorOptions) ([]string, error) {
+func mirrorSet(home string, names naming.Names, o *mirrorOptions) ([]string, error) {
 	if o.NoTaskImages {
 		return nil, nil
 	}

@@ -5,11 +5,12 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
+	ggremote "github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/spf13/cobra"
 
 	"github.com/42-b3yond-6ug/ssebench/internal/commands/options"
-	"github.com/42-b3yond-6ug/ssebench/registry"
+	"github.com/42-b3yond-6ug/ssebench/remote"
+	"github.com/42-b3yond-6ug/ssebench/store"
 )
 
 type pushOptions struct {
@@ -40,9 +41,9 @@ mounted and skipped.`,
 				return err
 			}
 			defer s.Close()
-			pp := registry.NewProgressPrinter(cmd.ErrOrStderr())
-			ropts = append(ropts, registry.WithJobs(o.Jobs), registry.WithMountFrom(o.MountFrom...), registry.WithBlobProgress(pp))
-			total := &registry.PushReport{}
+			pp := NewProgressPrinter(cmd.ErrOrStderr())
+			ropts = append(ropts, remote.WithJobs(o.Jobs), remote.WithMountFrom(o.MountFrom...), remote.WithBlobProgress(pp))
+			total := &remote.PushReport{}
 			defer func() { pp.Finish(total) }()
 			for _, a := range args {
 				ref, err := name.ParseReference(a)
@@ -53,7 +54,7 @@ mounted and skipped.`,
 				if err != nil {
 					return err
 				}
-				rep, err := registry.PushImage(ctx, ref.Name(), content, ropts...)
+				rep, err := remote.PushImage(ctx, ref.Name(), content, ropts...)
 				total.Merge(rep)
 				if err != nil {
 					return err
@@ -74,7 +75,7 @@ mounted and skipped.`,
 }
 
 // storeContent returns the store's image or image index for ref.
-func storeContent(s *registry.Store, ref name.Reference) (remote.Taggable, error) {
+func storeContent(s *store.Store, ref name.Reference) (ggremote.Taggable, error) {
 	desc, err := s.Descriptor(ref)
 	if err != nil {
 		return nil, err

@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/42-b3yond-6ug/ssebench/internal/commands/options"
-	"github.com/42-b3yond-6ug/ssebench/registry"
+	"github.com/42-b3yond-6ug/ssebench/remote"
 	"github.com/42-b3yond-6ug/ssebench/runtimebin"
 )
 
@@ -88,7 +88,7 @@ the Go toolchain. The index goes to the local store (and the registry with
 				if err != nil {
 					return err
 				}
-				if err := registry.Push(ctx, rname, idx, ropts...); err != nil {
+				if err := remote.Push(ctx, rname, idx, ropts...); err != nil {
 					return err
 				}
 			}

@@ -7,8 +7,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/42-b3yond-6ug/ssebench/archive"
 	"github.com/42-b3yond-6ug/ssebench/internal/commands/options"
-	"github.com/42-b3yond-6ug/ssebench/registry"
+	"github.com/42-b3yond-6ug/ssebench/remote"
 )
 
 type saveOptions struct {
@@ -48,7 +49,8 @@ The archive records REGISTRY, which load --push replaces.`,
 				return err
 			}
 			defer s.Close()
-			ropts = append(ropts, registry.WithSince(o.Since...), registry.WithRegistryPrefix(names.Registry), registry.WithIndexPlatform(p))
+			aopts := []archive.Option{archive.WithStore(s), archive.WithRemote(ropts...),
+				archive.WithSince(o.Since...), archive.WithRegistryPrefix(names.Registry), archive.WithPlatform(p)}
 			// Written beside the target and renamed at the end, so that
 			// FILE is either the old file or a complete archive.
 			abs, err := filepath.Abs(o.Output)
@@ -60,7 +62,13 @@ The archive records REGISTRY, which load --push replaces.`,
 				return fmt.Errorf("writing the archive: %w", err)
 			}
 			defer os.Remove(tmp.Name())
-			rep, err := registry.Save(cmd.Context(), tmp, args, ropts...)
+			// CreateTemp makes the file 0600; an archive is for others
+			// to read, as any file this command would create.
+			if err := tmp.Chmod(0o644); err != nil {
+				tmp.Close()
+				return fmt.Errorf("writing the archive: %w", err)
+			}
+			rep, err := archive.Save(cmd.Context(), tmp, args, aopts...)
 			if err != nil {
 				tmp.Close()
 				return err
@@ -116,7 +124,7 @@ get PREFIX instead, other names keep their repository path under PREFIX.`,
 				return err
 			}
 			defer s.Close()
-			rep, err := registry.Load(ctx, f, ropts...)
+			rep, err := archive.Load(ctx, f, archive.WithStore(s))
 			if err != nil {
 				return fmt.Errorf("loading %s: %w", args[0], err)
 			}
@@ -127,15 +135,15 @@ get PREFIX instead, other names keep their repository path under PREFIX.`,
 				}
 				return nil
 			}
-			pp := registry.NewProgressPrinter(cmd.ErrOrStderr())
-			ropts = append(ropts, registry.WithJobs(o.Jobs), registry.WithBlobProgress(pp))
-			prep, err := registry.PushLoaded(ctx, rep, o.Push, ropts...)
+			pp := NewProgressPrinter(cmd.ErrOrStderr())
+			ropts = append(ropts, remote.WithJobs(o.Jobs), remote.WithBlobProgress(pp))
+			prep, err := archive.PushLoaded(ctx, rep, o.Push, archive.WithStore(s), archive.WithRemote(ropts...))
 			pp.Finish(prep)
 			if err != nil {
 				return err
 			}
 			for _, im := range rep.Images {
-				t, err := registry.Retarget(im.Name, rep.Registry, o.Push)
+				t, err := remote.Retarget(im.Name, rep.Registry, o.Push)
 				if err != nil {
 					return err
 				}

@@ -10,7 +10,9 @@ import (
 	"github.com/spf13/cobra"
 
 	ssebench "github.com/42-b3yond-6ug/ssebench"
-	"github.com/42-b3yond-6ug/ssebench/registry"
+	"github.com/42-b3yond-6ug/ssebench/naming"
+	"github.com/42-b3yond-6ug/ssebench/remote"
+	"github.com/42-b3yond-6ug/ssebench/store"
 )
 
 // HomeEnv names the SSEBench home: the folder holding datasets/, agents/ and
@@ -36,7 +38,7 @@ type Global struct {
 // AddGlobal binds the shared flags to cmd's persistent flags.
 func AddGlobal(cmd *cobra.Command, g *Global) {
 	f := cmd.PersistentFlags()
-	f.StringVar(&g.Registry, "registry", "", "image name prefix (default $SSEBENCH_REGISTRY, then .env, then "+registry.DefaultRegistry+")")
+	f.StringVar(&g.Registry, "registry", "", "image name prefix (default $SSEBENCH_REGISTRY, then .env, then "+naming.DefaultRegistry+")")
 	f.StringVar(&g.Store, "store", "", "local OCI layout store (default $SSEBENCH_STORE, else ${XDG_DATA_HOME:-~/.local/share}/ssebench/store)")
 	f.StringVar(&g.Home, "home", "", "SSEBench home holding datasets/ and agents/ (default $"+HomeEnv+", else found from the working directory)")
 	f.StringVar(&g.Pull, "pull", "missing", "when to pull images from the registry: missing, always or never")
@@ -89,19 +91,19 @@ func isHome(d string) bool {
 
 // Settings returns the environment-then-.env lookup for this invocation:
 // the working directory's .env, then the home's.
-func (g *Global) Settings() *registry.Settings {
+func (g *Global) Settings() *naming.Settings {
 	wd, _ := os.Getwd()
 	home, _ := g.HomeDir()
-	return registry.NewSettings(wd, home)
+	return naming.NewSettings(wd, home)
 }
 
 // Names returns the image names for this invocation's REGISTRY and VERSION.
-func (g *Global) Names() (registry.Names, error) {
+func (g *Global) Names() (naming.Names, error) {
 	reg, err := g.Settings().Registry(g.Registry)
 	if err != nil {
-		return registry.Names{}, err
+		return naming.Names{}, err
 	}
-	return registry.NewNames(reg, ssebench.Version()), nil
+	return naming.NewNames(reg, ssebench.Version()), nil
 }
 
 // Lookup reads a setting from the environment or a .env file.
@@ -118,34 +120,34 @@ var ErrUsage = errors.New("usage")
 
 // OpenStore opens the local image store: --store, else SSEBENCH_STORE,
 // else the default under XDG_DATA_HOME.
-func (g *Global) OpenStore() (*registry.Store, error) {
+func (g *Global) OpenStore() (*store.Store, error) {
 	dir := g.Store
 	if dir == "" {
 		var err error
-		if dir, err = registry.DefaultStoreDir(); err != nil {
+		if dir, err = store.DefaultDir(); err != nil {
 			return nil, err
 		}
 	}
-	return registry.OpenStore(dir)
+	return store.Open(dir)
 }
 
 // RegistryOptions turns the shared flags into registry options: the store,
 // the pull policy, plain-HTTP hosts and, when p is not nil, the platform.
-func (g *Global) RegistryOptions(s *registry.Store, p *v1.Platform) ([]registry.Option, error) {
-	policy, err := registry.ParsePullPolicy(g.Pull)
+func (g *Global) RegistryOptions(s *store.Store, p *v1.Platform) ([]remote.Option, error) {
+	policy, err := remote.ParsePullPolicy(g.Pull)
 	if err != nil {
 		return nil, err
 	}
-	opts := []registry.Option{
-		registry.WithPullPolicy(policy),
-		registry.WithInsecureRegistries(g.Insecure...),
-		registry.WithUserAgent("ssebench/" + ssebench.Version()),
+	opts := []remote.Option{
+		remote.WithPullPolicy(policy),
+		remote.WithInsecureRegistries(g.Insecure...),
+		remote.WithUserAgent("ssebench/" + ssebench.Version()),
 	}
 	if s != nil {
-		opts = append(opts, registry.WithStore(s))
+		opts = append(opts, remote.WithStore(s))
 	}
 	if p != nil {
-		opts = append(opts, registry.WithPlatform(p))
+		opts = append(opts, remote.WithPlatform(p))
 	}
 	return opts, nil
 }
@@ -165,7 +167,7 @@ func ParsePlatform(s string) (*v1.Platform, error) {
 
 // StoreOptions opens the local store and returns it with the registry
 // options of RegistryOptions (p may be nil). The caller closes the store.
-func (g *Global) StoreOptions(p *v1.Platform) (*registry.Store, []registry.Option, error) {
+func (g *Global) StoreOptions(p *v1.Platform) (*store.Store, []remote.Option, error) {
 	s, err := g.OpenStore()
 	if err != nil {
 		return nil, nil, err

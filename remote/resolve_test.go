@@ -1,4 +1,4 @@
-package registry
+package remote
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/42-b3yond-6ug/ssebench/internal/imagetest"
+	"github.com/42-b3yond-6ug/ssebench/store"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/authn"
 	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
@@ -173,7 +175,7 @@ func layerDigests(t *testing.T, img v1.Image) []v1.Hash {
 	}
 	var hs []v1.Hash
 	for _, l := range ls {
-		hs = append(hs, digestOf(t, l))
+		hs = append(hs, imagetest.Digest(t, l))
 	}
 	return hs
 }
@@ -199,11 +201,11 @@ func readLayers(t *testing.T, img v1.Image) {
 func TestResolveLazyPull(t *testing.T) {
 	ctx := context.Background()
 	reg := startTestRegistry(t)
-	img := randomImage(t, 4096, 3)
+	img := imagetest.RandomImage(t, 4096, 3)
 	ref := reg.host + "/ssebench/tool/x:1.0.0"
 	push(t, ref, img)
 
-	s := openStore(t)
+	s := imagetest.Store(t)
 	res, err := newResolver(t, WithStore(s)).Resolve(ctx, ref)
 	if err != nil {
 		t.Fatalf("Resolve: %v", err)
@@ -211,11 +213,11 @@ func TestResolveLazyPull(t *testing.T) {
 	if res.Source != SourceRegistry {
 		t.Errorf("Source = %s, want %s", res.Source, SourceRegistry)
 	}
-	if got, want := digestOf(t, res.Image), digestOf(t, img); got != want {
+	if got, want := imagetest.Digest(t, res.Image), imagetest.Digest(t, img); got != want {
 		t.Fatalf("resolved digest %s, want %s", got, want)
 	}
 	cfg, _ := img.ConfigName()
-	for what, h := range map[string]v1.Hash{"manifest": digestOf(t, img), "config": cfg} {
+	for what, h := range map[string]v1.Hash{"manifest": imagetest.Digest(t, img), "config": cfg} {
 		if !s.HasBlob(h) {
 			t.Errorf("the %s is not in the store right after Resolve", what)
 		}
@@ -225,9 +227,12 @@ func TestResolveLazyPull(t *testing.T) {
 			t.Errorf("layer %s was fetched before anything read it", h)
 		}
 	}
-	if _, err := s.Descriptor(res.Ref); !errors.Is(err, ErrNotFound) {
-		t.Errorf("the store has an entry for %s before its layers are there (%v)", ref, err)
+	// The entry is there at once, recorded without the layers' bytes:
+	// the store knows where to fetch them, and verify accepts it.
+	if d, err := s.Descriptor(res.Ref); err != nil || d.Digest != imagetest.Digest(t, img) {
+		t.Errorf("the store has no entry for %s right after Resolve (%v)", ref, err)
 	}
+	imagetest.Verified(t, s.Dir())
 
 	// A layer read halfway and closed leaves nothing behind.
 	ls, _ := res.Image.Layers()
@@ -237,7 +242,7 @@ func TestResolveLazyPull(t *testing.T) {
 	}
 	io.CopyN(io.Discard, rc, 10)
 	rc.Close()
-	if s.HasBlob(digestOf(t, ls[0])) {
+	if s.HasBlob(imagetest.Digest(t, ls[0])) {
 		t.Error("a layer read halfway is in the blob pool")
 	}
 
@@ -247,7 +252,7 @@ func TestResolveLazyPull(t *testing.T) {
 			t.Errorf("layer %s is not in the store after it was read", h)
 		}
 	}
-	checkStore(t, s.Dir())
+	imagetest.Verified(t, s.Dir())
 
 	before := reg.requests.Load()
 	again, err := newResolver(t, WithStore(s), WithPullPolicy(PullNever)).Resolve(ctx, ref)
@@ -268,12 +273,12 @@ func TestResolveLazyPull(t *testing.T) {
 func TestResolvePolicies(t *testing.T) {
 	ctx := context.Background()
 	reg := startTestRegistry(t)
-	remoteImg := randomImage(t, 100, 1)
+	remoteImg := imagetest.RandomImage(t, 100, 1)
 	ref := reg.host + "/p/x:1"
 	push(t, ref, remoteImg)
-	s := openStore(t)
-	localImg := randomImage(t, 100, 1)
-	if err := s.Write(ctx, mustRef(t, ref), localImg); err != nil {
+	s := imagetest.Store(t)
+	localImg := imagetest.RandomImage(t, 100, 1)
+	if err := s.Write(ctx, imagetest.Ref(t, ref), localImg); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -292,8 +297,8 @@ func TestResolvePolicies(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if res.Source != tc.wantSource || digestOf(t, res.Image) != digestOf(t, tc.want) {
-				t.Errorf("Resolve = %s from %s, want %s from %s", digestOf(t, res.Image), res.Source, digestOf(t, tc.want), tc.wantSource)
+			if res.Source != tc.wantSource || imagetest.Digest(t, res.Image) != imagetest.Digest(t, tc.want) {
+				t.Errorf("Resolve = %s from %s, want %s from %s", imagetest.Digest(t, res.Image), res.Source, imagetest.Digest(t, tc.want), tc.wantSource)
 			}
 			if called := reg.requests.Load() != before; called != tc.wantCalls {
 				t.Errorf("registry called = %v, want %v", called, tc.wantCalls)
@@ -303,10 +308,10 @@ func TestResolvePolicies(t *testing.T) {
 }
 
 func TestResolveNeverMissing(t *testing.T) {
-	s := openStore(t)
+	s := imagetest.Store(t)
 	_, err := newResolver(t, WithStore(s), WithPullPolicy(PullNever)).Resolve(context.Background(), "localhost:5000/ssebench/tool/x:0.1.0-dev")
-	if !errors.Is(err, ErrNotFound) {
-		t.Fatalf("Resolve = %v, want ErrNotFound", err)
+	if !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("Resolve = %v, want store.ErrNotFound", err)
 	}
 	for _, want := range []string{"image localhost:5000/ssebench/tool/x:0.1.0-dev is not in the local store", s.Dir(), "pull it with --pull=missing or build it first"} {
 		if !strings.Contains(err.Error(), want) {
@@ -317,7 +322,7 @@ func TestResolveNeverMissing(t *testing.T) {
 
 func TestResolveWithoutStore(t *testing.T) {
 	reg := startTestRegistry(t)
-	img := randomImage(t, 100, 2)
+	img := imagetest.RandomImage(t, 100, 2)
 	ref := reg.host + "/a:1"
 	push(t, ref, img)
 	res, err := newResolver(t).Resolve(context.Background(), ref)
@@ -335,7 +340,7 @@ func platformIndex(t *testing.T) (v1.ImageIndex, map[string]v1.Image) {
 	imgs := map[string]v1.Image{}
 	idx := v1.ImageIndex(empty.Index)
 	for _, p := range []v1.Platform{{OS: "linux", Architecture: "amd64"}, {OS: "linux", Architecture: "arm64", Variant: "v8"}} {
-		img := randomImage(t, 200, 1)
+		img := imagetest.RandomImage(t, 200, 1)
 		imgs[p.Architecture] = img
 		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: &p}})
 	}
@@ -349,16 +354,16 @@ func TestResolvePlatform(t *testing.T) {
 	ref := reg.host + "/ssebench/runtime:1.0.0"
 	push(t, ref, idx)
 
-	s := openStore(t)
+	s := imagetest.Store(t)
 	arm := &v1.Platform{OS: "linux", Architecture: "arm64"}
 	res, err := newResolver(t, WithStore(s), WithPlatform(arm)).Resolve(ctx, ref)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := digestOf(t, res.Image), digestOf(t, imgs["arm64"]); got != want {
+	if got, want := imagetest.Digest(t, res.Image), imagetest.Digest(t, imgs["arm64"]); got != want {
 		t.Errorf("image for linux/arm64 = %s, want %s", got, want)
 	}
-	if res.Index == nil || digestOf(t, res.Index) != digestOf(t, idx) {
+	if res.Index == nil || imagetest.Digest(t, res.Index) != imagetest.Digest(t, idx) {
 		t.Error("Resolved.Index is not the pushed index")
 	}
 	if res.Descriptor.Platform == nil || res.Descriptor.Platform.Architecture != "arm64" {
@@ -375,33 +380,43 @@ func TestResolvePlatform(t *testing.T) {
 		}
 	}
 
-	// Once read, the store holds the arm64 image under the index's name,
-	// and knows it is only for arm64.
+	// The store holds what the name means in the registry: the whole
+	// index, not the arm64 image under the index's name (a later push of
+	// that name would replace the registry's index with one platform).
 	readLayers(t, res.Image)
 	desc, err := s.Descriptor(res.Ref)
 	if err != nil {
-		t.Fatalf("no store entry after reading every layer: %v", err)
+		t.Fatalf("no store entry after the pull: %v", err)
 	}
-	if desc.Digest != digestOf(t, imgs["arm64"]) || desc.Platform == nil {
-		t.Errorf("store entry = %s (platform %v), want the arm64 image with its platform", desc.Digest, desc.Platform)
+	if desc.Digest != imagetest.Digest(t, idx) || !desc.MediaType.IsIndex() {
+		t.Errorf("store entry = %s (%s), want the index %s", desc.Digest, desc.MediaType, imagetest.Digest(t, idx))
 	}
+	imagetest.Verified(t, s.Dir())
 	amd := &v1.Platform{OS: "linux", Architecture: "amd64"}
-	_, err = newResolver(t, WithStore(s), WithPullPolicy(PullNever), WithPlatform(amd)).Resolve(ctx, ref)
-	if !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "only for linux/arm64") {
-		t.Errorf("Resolve for amd64 from a store holding arm64 = %v, want ErrNotFound naming linux/arm64", err)
+	before := reg.requests.Load()
+	res, err = newResolver(t, WithStore(s), WithPullPolicy(PullNever), WithPlatform(amd)).Resolve(ctx, ref)
+	if err != nil || imagetest.Digest(t, res.Image) != imagetest.Digest(t, imgs["amd64"]) || res.Source != SourceStore {
+		t.Fatalf("Resolve for amd64 from the store = %v, want the amd64 image of the stored index", err)
 	}
-	res, err = newResolver(t, WithStore(s), WithPlatform(amd)).Resolve(ctx, ref)
-	if err != nil || digestOf(t, res.Image) != digestOf(t, imgs["amd64"]) || res.Source != SourceRegistry {
-		t.Errorf("Resolve for amd64 with PullMissing did not pull the amd64 image: %v", err)
+	if n := reg.requests.Load() - before; n != 0 {
+		t.Errorf("resolving the other platform from the store made %d registry requests", n)
+	}
+	// Its layers were never read: they come from the registry on first
+	// read, verified, and stay.
+	readLayers(t, res.Image)
+	for _, h := range layerDigests(t, imgs["amd64"]) {
+		if !s.HasBlob(h) {
+			t.Errorf("amd64 layer %s is not in the store after it was read", h)
+		}
 	}
 }
 
 func TestResolveStoredIndex(t *testing.T) {
 	ctx := context.Background()
-	s := openStore(t)
+	s := imagetest.Store(t)
 	idx, imgs := platformIndex(t)
 	ref := "localhost:5000/ssebench/runtime:1.0.0"
-	if err := s.WriteIndex(ctx, mustRef(t, ref), idx); err != nil {
+	if err := s.WriteIndex(ctx, imagetest.Ref(t, ref), idx); err != nil {
 		t.Fatal(err)
 	}
 	for _, arch := range []string{"amd64", "arm64"} {
@@ -409,7 +424,7 @@ func TestResolveStoredIndex(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Resolve %s: %v", arch, err)
 		}
-		if diff := cmp.Diff(digestOf(t, imgs[arch]), digestOf(t, res.Image)); diff != "" {
+		if diff := cmp.Diff(imagetest.Digest(t, imgs[arch]), imagetest.Digest(t, res.Image)); diff != "" {
 			t.Errorf("image for %s (-want +got):\n%s", arch, diff)
 		}
 		if err := validate.Image(res.Image); err != nil {
@@ -423,10 +438,10 @@ func TestResolveStoredIndex(t *testing.T) {
 func TestStoreWriteOfLazyImage(t *testing.T) {
 	ctx := context.Background()
 	reg := startTestRegistry(t)
-	img := randomImage(t, 1000, 3)
+	img := imagetest.RandomImage(t, 1000, 3)
 	ref := reg.host + "/w:1"
 	push(t, ref, img)
-	s := openStore(t)
+	s := imagetest.Store(t)
 	res, err := newResolver(t, WithStore(s)).Resolve(ctx, ref)
 	if err != nil {
 		t.Fatal(err)
@@ -434,7 +449,7 @@ func TestStoreWriteOfLazyImage(t *testing.T) {
 	if err := s.Write(ctx, res.Ref, res.Image); err != nil {
 		t.Fatalf("Write of a lazy image: %v", err)
 	}
-	checkStore(t, s.Dir())
+	imagetest.Verified(t, s.Dir())
 	if _, err := s.Image(res.Ref); err != nil {
 		t.Errorf("Image after Write: %v", err)
 	}

@@ -1,4 +1,4 @@
-package registry
+package remote
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/validate"
 
+	"github.com/42-b3yond-6ug/ssebench/internal/imagetest"
 	"github.com/42-b3yond-6ug/ssebench/internal/testenv"
 )
 
@@ -34,13 +35,13 @@ func TestIntegrationDockerRegistry(t *testing.T) {
 	host := testenv.StartRegistry(t)
 	ctx := context.Background()
 	keys := WithKeychain(authn.NewMultiKeychain())
-	img := randomImage(t, 1<<20, 3)
+	img := imagetest.RandomImage(t, 1<<20, 3)
 	ref := host + "/ssebench/tool/gjson-196-bf4efcb:1.0.0"
 	if err := Push(ctx, ref, img, keys); err != nil {
 		t.Fatalf("Push: %v", err)
 	}
 
-	s := openStore(t)
+	s := imagetest.Store(t)
 	res, err := newResolver(t, WithStore(s)).Resolve(ctx, ref)
 	if err != nil {
 		t.Fatalf("Resolve: %v", err)
@@ -78,7 +79,7 @@ func TestIntegrationDockerRegistry(t *testing.T) {
 		t.Fatalf("pulled %d layers, want %d", len(gotLayers), len(wantLayers))
 	}
 	for i := range wantLayers {
-		h := digestOf(t, wantLayers[i])
+		h := imagetest.Digest(t, wantLayers[i])
 		if s.HasBlob(h) {
 			t.Errorf("layer %d is in the store before anything read it", i)
 		}
@@ -97,7 +98,7 @@ func TestIntegrationDockerRegistry(t *testing.T) {
 	if err := validate.Image(stored); err != nil {
 		t.Errorf("validate.Image of the stored copy: %v", err)
 	}
-	checkStore(t, s.Dir())
+	imagetest.Verified(t, s.Dir())
 
 	// An index round-trips too, and Pull picks the platform.
 	idx, imgs := platformIndex(t)
@@ -105,11 +106,11 @@ func TestIntegrationDockerRegistry(t *testing.T) {
 	if err := Push(ctx, idxRef, idx, keys); err != nil {
 		t.Fatalf("Push index: %v", err)
 	}
-	pulled, err := Pull(ctx, idxRef, WithStore(openStore(t)), keys, WithPlatform(&v1.Platform{OS: "linux", Architecture: "arm64"}))
+	pulled, err := Pull(ctx, idxRef, WithStore(imagetest.Store(t)), keys, WithPlatform(&v1.Platform{OS: "linux", Architecture: "arm64"}))
 	if err != nil {
 		t.Fatalf("Pull index: %v", err)
 	}
-	if digestOf(t, pulled.Image) != digestOf(t, imgs["arm64"]) {
+	if imagetest.Digest(t, pulled.Image) != imagetest.Digest(t, imgs["arm64"]) {
 		t.Error("Pull of the index did not give the arm64 image")
 	}
 }

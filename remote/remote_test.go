@@ -1,4 +1,4 @@
-package registry
+package remote
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/42-b3yond-6ug/ssebench/internal/imagetest"
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -19,7 +20,7 @@ func nilLogger() *log.Logger { return log.New(io.Discard, "", 0) }
 
 func TestPushImageAndIndex(t *testing.T) {
 	reg := startTestRegistry(t)
-	img := randomImage(t, 512, 2)
+	img := imagetest.RandomImage(t, 512, 2)
 	idx, err := random.Index(256, 1, 2)
 	if err != nil {
 		t.Fatal(err)
@@ -30,8 +31,8 @@ func TestPushImageAndIndex(t *testing.T) {
 		content remote.Taggable
 		digest  v1.Hash
 	}{
-		{name: "image", ref: reg.host + "/a/img:1", content: img, digest: digestOf(t, img)},
-		{name: "index", ref: reg.host + "/a/idx:1", content: idx, digest: digestOf(t, idx)},
+		{name: "image", ref: reg.host + "/a/img:1", content: img, digest: imagetest.Digest(t, img)},
+		{name: "index", ref: reg.host + "/a/idx:1", content: idx, digest: imagetest.Digest(t, idx)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			push(t, tc.ref, tc.content)
@@ -52,7 +53,7 @@ func TestPushImageAndIndex(t *testing.T) {
 
 func TestPushProgress(t *testing.T) {
 	reg := startTestRegistry(t)
-	img := randomImage(t, 4096, 2)
+	img := imagetest.RandomImage(t, 4096, 2)
 	ch := make(chan v1.Update, 100)
 	done := make(chan []v1.Update)
 	go func() {
@@ -83,7 +84,7 @@ func TestPushRejects(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "neither an image nor an image index") {
 		t.Errorf("Push of a non-image = %v, want an error saying so", err)
 	}
-	err = Push(context.Background(), "Not A Reference", randomImage(t, 10, 1))
+	err = Push(context.Background(), "Not A Reference", imagetest.RandomImage(t, 10, 1))
 	if err == nil || !strings.Contains(err.Error(), `"Not A Reference"`) {
 		t.Errorf("Push to a bad reference = %v, want an error quoting it", err)
 	}
@@ -91,10 +92,10 @@ func TestPushRejects(t *testing.T) {
 
 func TestPullWritesWholeImage(t *testing.T) {
 	reg := startTestRegistry(t)
-	img := randomImage(t, 2048, 3)
+	img := imagetest.RandomImage(t, 2048, 3)
 	ref := reg.host + "/pull/x:1"
 	push(t, ref, img)
-	s := openStore(t)
+	s := imagetest.Store(t)
 	res, err := Pull(context.Background(), ref, WithStore(s), WithKeychain(authn.NewMultiKeychain()))
 	if err != nil {
 		t.Fatalf("Pull: %v", err)
@@ -111,7 +112,7 @@ func TestPullWritesWholeImage(t *testing.T) {
 	if err := validate.Image(stored); err != nil {
 		t.Errorf("validate.Image: %v", err)
 	}
-	if digestOf(t, stored) != digestOf(t, img) {
-		t.Errorf("stored digest %s, want %s", digestOf(t, stored), digestOf(t, img))
+	if imagetest.Digest(t, stored) != imagetest.Digest(t, img) {
+		t.Errorf("stored digest %s, want %s", imagetest.Digest(t, stored), imagetest.Digest(t, img))
 	}
 }

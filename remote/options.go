@@ -1,4 +1,4 @@
-package registry
+package remote
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strings"
 
+	"github.com/42-b3yond-6ug/ssebench/store"
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -57,7 +58,7 @@ const (
 )
 
 type options struct {
-	store     *Store
+	store     *store.Store
 	policy    PullPolicy
 	insecure  []string
 	keychain  authn.Keychain
@@ -91,13 +92,18 @@ func makeOptions(opts ...Option) (*options, error) {
 			return nil, err
 		}
 	}
+	if o.store != nil {
+		// What the store recorded without its bytes is fetched with
+		// these very options: one policy for every registry request.
+		o.store = o.store.Fetching(&Access{o: o})
+	}
 	return o, nil
 }
 
 // WithStore names the local image store that Resolve reads first and that
 // pulled images are recorded in. The default is no store: every image comes
 // from its registry and nothing is kept.
-func WithStore(s *Store) Option {
+func WithStore(s *store.Store) Option {
 	return func(o *options) error {
 		o.store = s
 		return nil

@@ -1,7 +1,6 @@
-package registry
+package remote
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"net/http"
@@ -17,13 +16,10 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/types"
-	"github.com/google/go-containerregistry/pkg/v1/validate"
 
+	"github.com/42-b3yond-6ug/ssebench/internal/imagetest"
 	"github.com/42-b3yond-6ug/ssebench/internal/testenv"
 )
 
@@ -31,25 +27,6 @@ var noAuth = WithKeychain(authn.NewMultiKeychain())
 
 // fastRetries keeps retry tests quick.
 var fastRetries = WithRetries(3, time.Millisecond)
-
-func randomLayer(t testing.TB, size int64) v1.Layer {
-	t.Helper()
-	l, err := random.Layer(size, types.OCILayer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l
-}
-
-// imageOf stacks layers into an image.
-func imageOf(t testing.TB, layers ...v1.Layer) v1.Image {
-	t.Helper()
-	img, err := mutate.AppendLayers(empty.Image, layers...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return img
-}
 
 func sizeOf(t testing.TB, ls ...v1.Layer) int64 {
 	t.Helper()
@@ -82,41 +59,6 @@ func pushImage(t testing.TB, ref string, content remote.Taggable, opts ...Option
 	return rep
 }
 
-// pulledDigest pulls ref whole, validates it and returns its digest.
-func pulledDigest(t testing.TB, ref string) v1.Hash {
-	t.Helper()
-	r, err := name.ParseReference(ref)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := remote.Get(r)
-	if err != nil {
-		t.Fatalf("remote.Get(%s): %v", ref, err)
-	}
-	if d.MediaType.IsIndex() {
-		idx, err := d.ImageIndex()
-		if err != nil {
-			t.Fatal(err)
-		}
-		im, err := idx.IndexManifest()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, c := range im.Manifests {
-			pulledDigest(t, r.Context().Digest(c.Digest.String()).String())
-		}
-		return d.Digest
-	}
-	img, err := d.Image()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := validate.Image(img); err != nil {
-		t.Fatalf("%s is not a complete image: %v", ref, err)
-	}
-	return d.Digest
-}
-
 type counts struct {
 	Uploaded, Mounted, Skipped                int64
 	UploadedBlobs, MountedBlobs, SkippedBlobs int
@@ -128,8 +70,8 @@ func countsOf(r *PushReport) counts {
 
 func TestPushSkipsWhatTheRegistryHas(t *testing.T) {
 	reg := startTestRegistry(t)
-	a, b := randomLayer(t, 3000), randomLayer(t, 5000)
-	img := imageOf(t, a, b)
+	a, b := imagetest.Layer(t, 3000), imagetest.Layer(t, 5000)
+	img := imagetest.ImageOf(t, a, b)
 	ref := reg.host + "/skip/img:1"
 	cfg := configSize(t, img)
 
@@ -145,8 +87,8 @@ func TestPushSkipsWhatTheRegistryHas(t *testing.T) {
 	if diff := cmp.Diff(counts{Skipped: all, SkippedBlobs: 3}, countsOf(again)); diff != "" {
 		t.Errorf("second push of the same image (-want +got):\n%s", diff)
 	}
-	if got := pulledDigest(t, ref); got != digestOf(t, img) {
-		t.Errorf("registry has %s, want %s", got, digestOf(t, img))
+	if got := imagetest.Pulled(t, ref); got != imagetest.Digest(t, img) {
+		t.Errorf("registry has %s, want %s", got, imagetest.Digest(t, img))
 	}
 }
 
@@ -158,8 +100,8 @@ func TestPushIndex(t *testing.T) {
 	if want := len(imgs) + 1; rep.Manifests != want {
 		t.Errorf("wrote %d manifests, want %d (each child, then the index)", rep.Manifests, want)
 	}
-	if got := pulledDigest(t, ref); got != digestOf(t, idx) {
-		t.Errorf("registry has %s, want the index %s", got, digestOf(t, idx))
+	if got := imagetest.Pulled(t, ref); got != imagetest.Digest(t, idx) {
+		t.Errorf("registry has %s, want the index %s", got, imagetest.Digest(t, idx))
 	}
 }
 
@@ -198,8 +140,8 @@ func TestPushRetries(t *testing.T) {
 			srv := httptest.NewServer(f)
 			t.Cleanup(srv.Close)
 			host := strings.TrimPrefix(srv.URL, "http://")
-			l := randomLayer(t, 4000)
-			img := imageOf(t, l)
+			l := imagetest.Layer(t, 4000)
+			img := imagetest.ImageOf(t, l)
 			ref := host + "/retry/img:1"
 			rep, err := PushImage(context.Background(), ref, img, noAuth, fastRetries, WithChunkSize(tc.chunk), WithJobs(1))
 			if tc.wantError != "" {
@@ -218,8 +160,8 @@ func TestPushRetries(t *testing.T) {
 			if want := sizeOf(t, l) + configSize(t, img); rep.Uploaded != want {
 				t.Errorf("uploaded %d bytes, want %d", rep.Uploaded, want)
 			}
-			if got := pulledDigest(t, ref); got != digestOf(t, img) {
-				t.Errorf("registry has %s, want %s", got, digestOf(t, img))
+			if got := imagetest.Pulled(t, ref); got != imagetest.Digest(t, img) {
+				t.Errorf("registry has %s, want %s", got, imagetest.Digest(t, img))
 			}
 		})
 	}
@@ -235,14 +177,14 @@ func TestPushChunked(t *testing.T) {
 		h.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
-	img := imageOf(t, randomLayer(t, 10_000))
+	img := imagetest.ImageOf(t, imagetest.Layer(t, 10_000))
 	ref := strings.TrimPrefix(srv.URL, "http://") + "/chunk/img:1"
 	pushImage(t, ref, img, WithChunkSize(4096))
 	if got := patches.Load(); got != 3 {
 		t.Errorf("%d PATCH requests for a 10000-byte layer in 4096-byte chunks, want 3", got)
 	}
-	if got := pulledDigest(t, ref); got != digestOf(t, img) {
-		t.Errorf("registry has %s, want %s", got, digestOf(t, img))
+	if got := imagetest.Pulled(t, ref); got != imagetest.Digest(t, img) {
+		t.Errorf("registry has %s, want %s", got, imagetest.Digest(t, img))
 	}
 }
 
@@ -266,43 +208,15 @@ func (r *recordingProgress) Done(e BlobEvent) {
 
 func TestPushReportsEachBlob(t *testing.T) {
 	reg := startTestRegistry(t)
-	l := randomLayer(t, 2048)
-	img := imageOf(t, l)
+	l := imagetest.Layer(t, 2048)
+	img := imagetest.ImageOf(t, l)
 	rp := &recordingProgress{bytes: map[v1.Hash]int64{}}
-	var out bytes.Buffer
-	pp := NewProgressPrinter(&out)
-	rep := pushImage(t, reg.host+"/progress/img:1", img, WithBlobProgress(multiProgress{rp, pp}))
-	pp.Finish(rep)
+	pushImage(t, reg.host+"/progress/img:1", img, WithBlobProgress(rp))
 	if len(rp.events) != 2 {
 		t.Fatalf("%d blob events, want 2 (layer and config)", len(rp.events))
 	}
-	if got, want := rp.bytes[digestOf(t, l)], sizeOf(t, l); got != want {
+	if got, want := rp.bytes[imagetest.Digest(t, l)], sizeOf(t, l); got != want {
 		t.Errorf("progress counted %d bytes of the layer, want %d", got, want)
-	}
-	want := "pushed " + ShortDigest(digestOf(t, l)) + " " + HumanBytes(sizeOf(t, l)) + "\n"
-	if !strings.Contains(out.String(), want) {
-		t.Errorf("output %q lacks the line %q", out.String(), want)
-	}
-	if !strings.HasSuffix(out.String(), rep.String()+"\n") || strings.Contains(out.String(), "\033") {
-		t.Errorf("output %q should end with the summary and draw no bar off a terminal", out.String())
-	}
-}
-
-type multiProgress []Progress
-
-func (m multiProgress) Start(e BlobEvent) {
-	for _, p := range m {
-		p.Start(e)
-	}
-}
-func (m multiProgress) Advance(d v1.Hash, n int64) {
-	for _, p := range m {
-		p.Advance(d, n)
-	}
-}
-func (m multiProgress) Done(e BlobEvent) {
-	for _, p := range m {
-		p.Done(e)
 	}
 }
 
@@ -361,33 +275,33 @@ func (*netErr) Temporary() bool { return true }
 func TestIntegrationPushMounts(t *testing.T) {
 	host := testenv.StartRegistry(t)
 	ctx := context.Background()
-	base1, base2 := randomLayer(t, 300_000), randomLayer(t, 200_000)
-	base := imageOf(t, base1, base2)
+	base1, base2 := imagetest.Layer(t, 300_000), imagetest.Layer(t, 200_000)
+	base := imagetest.ImageOf(t, base1, base2)
 	pushImage(t, host+"/ssebench/base-generic-go:1", base)
 
 	t.Run("hint: only the new layer and config are uploaded", func(t *testing.T) {
-		own := randomLayer(t, 50_000)
-		tool := imageOf(t, base1, base2, own)
+		own := imagetest.Layer(t, 50_000)
+		tool := imagetest.ImageOf(t, base1, base2, own)
 		rep := pushImage(t, host+"/ssebench/tool/a:1", tool, WithMountFrom(host+"/ssebench/base-generic-go"))
 		want := counts{Uploaded: sizeOf(t, own) + configSize(t, tool), UploadedBlobs: 2, Mounted: sizeOf(t, base1, base2), MountedBlobs: 2}
 		if diff := cmp.Diff(want, countsOf(rep)); diff != "" {
 			t.Errorf("push (-want +got):\n%s", diff)
 		}
-		pulledDigest(t, host+"/ssebench/tool/a:1")
+		imagetest.Pulled(t, host+"/ssebench/tool/a:1")
 	})
 
 	t.Run("store record: blobs pushed before are mounted without a hint", func(t *testing.T) {
-		s := openStore(t)
-		rt1, rt2 := randomLayer(t, 100_000), randomLayer(t, 100_000)
-		runtime := imageOf(t, rt1, rt2)
+		s := imagetest.Store(t)
+		rt1, rt2 := imagetest.Layer(t, 100_000), imagetest.Layer(t, 100_000)
+		runtime := imagetest.ImageOf(t, rt1, rt2)
 		pushImage(t, host+"/ssebench/runtime:1", runtime, WithStore(s))
-		own := randomLayer(t, 10_000)
-		tool := imageOf(t, own, rt1, rt2)
+		own := imagetest.Layer(t, 10_000)
+		tool := imagetest.ImageOf(t, own, rt1, rt2)
 		rep := pushImage(t, host+"/ssebench/tool/b:1", tool, WithStore(s))
 		if rep.Mounted != sizeOf(t, rt1, rt2) || rep.MountedBlobs != 2 || rep.Uploaded != sizeOf(t, own)+configSize(t, tool) {
 			t.Errorf("push of a second image with the runtime layers: %s; want the runtime layers mounted", rep)
 		}
-		pulledDigest(t, host+"/ssebench/tool/b:1")
+		imagetest.Pulled(t, host+"/ssebench/tool/b:1")
 	})
 
 	t.Run("origin: a registry layer mounts from its repository", func(t *testing.T) {
@@ -399,7 +313,7 @@ func TestIntegrationPushMounts(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tool, err := mutate.AppendLayers(res.Image, randomLayer(t, 1000))
+		tool, err := mutate.AppendLayers(res.Image, imagetest.Layer(t, 1000))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -433,9 +347,9 @@ func (c *cancelAfterTransport) RoundTrip(r *http.Request) (*http.Response, error
 
 func TestIntegrationPushResumes(t *testing.T) {
 	host := testenv.StartRegistry(t)
-	s := openStore(t)
-	small, big := randomLayer(t, 1000), randomLayer(t, 400_000)
-	img := imageOf(t, small, big)
+	s := imagetest.Store(t)
+	small, big := imagetest.Layer(t, 1000), imagetest.Layer(t, 400_000)
+	img := imagetest.ImageOf(t, small, big)
 	ref := host + "/ssebench/tool/resume:1"
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -453,7 +367,7 @@ func TestIntegrationPushResumes(t *testing.T) {
 	rep := pushImage(t, ref, img, WithStore(s), WithChunkSize(64<<10), WithJobs(1))
 	var resumed int64
 	for _, e := range rep.Blobs {
-		if e.Digest == digestOf(t, big) {
+		if e.Digest == imagetest.Digest(t, big) {
 			resumed = e.Resumed
 		}
 	}
@@ -466,7 +380,7 @@ func TestIntegrationPushResumes(t *testing.T) {
 	if rep.Uploaded+rep.Skipped+resumed != total || rep.Uploaded >= 400_000 {
 		t.Errorf("rerun: %s, resumed %d; want only what was missing uploaded", rep, resumed)
 	}
-	if got := pulledDigest(t, ref); got != digestOf(t, img) {
-		t.Errorf("registry has %s, want %s", got, digestOf(t, img))
+	if got := imagetest.Pulled(t, ref); got != imagetest.Digest(t, img) {
+		t.Errorf("registry has %s, want %s", got, imagetest.Digest(t, img))
 	}
 }

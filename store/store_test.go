@@ -1,4 +1,4 @@
-package registry
+package store
 
 import (
 	"archive/tar"
@@ -43,7 +43,7 @@ func mustRef(t testing.TB, s string) name.Reference {
 
 func openStore(t testing.TB) *Store {
 	t.Helper()
-	s, err := OpenStore(filepath.Join(t.TempDir(), "store"))
+	s, err := Open(filepath.Join(t.TempDir(), "store"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func digestOf(t testing.TB, d interface{ Digest() (v1.Hash, error) }) v1.Hash {
 // and every entry is complete and verifies.
 func checkStore(t *testing.T, dir string) {
 	t.Helper()
-	s, err := OpenStore(dir)
+	s, err := Open(dir)
 	if err != nil {
 		t.Fatalf("OpenStore after failure: %v", err)
 	}
@@ -693,7 +693,7 @@ func TestOpenStore(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("mine"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := OpenStore(dir); err == nil {
+		if _, err := Open(dir); err == nil {
 			t.Error("OpenStore of a non-empty non-layout directory succeeded")
 		}
 	})
@@ -703,7 +703,7 @@ func TestOpenStore(t *testing.T) {
 		if err := s.Write(context.Background(), ref, randomImage(t, 10, 1)); err != nil {
 			t.Fatal(err)
 		}
-		again, err := OpenStore(s.Dir())
+		again, err := Open(s.Dir())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -716,7 +716,7 @@ func TestOpenStore(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, "oci-layout"), []byte(`{"imageLayoutVersion":"9.9.9"}`), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := OpenStore(dir); err == nil {
+		if _, err := Open(dir); err == nil {
 			t.Error("OpenStore of a layout version 9.9.9 succeeded")
 		}
 	})
@@ -732,15 +732,15 @@ func TestDefaultStoreDir(t *testing.T) {
 		{name: "relative XDG_DATA_HOME is ignored", xdg: "rel", home: "/home/u", want: "/home/u/.local/share/ssebench/store"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Setenv(StoreDirEnv, tc.store)
+			t.Setenv(DirEnv, tc.store)
 			t.Setenv("XDG_DATA_HOME", tc.xdg)
 			t.Setenv("HOME", tc.home)
-			got, err := DefaultStoreDir()
+			got, err := DefaultDir()
 			if err != nil {
 				t.Fatal(err)
 			}
 			if got != tc.want {
-				t.Errorf("DefaultStoreDir() = %q, want %q", got, tc.want)
+				t.Errorf("DefaultDir() = %q, want %q", got, tc.want)
 			}
 		})
 	}
@@ -760,7 +760,7 @@ func TestStoreConcurrentGoroutines(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			// Each writer opens its own Store, as separate commands would.
-			s, err := OpenStore(dir)
+			s, err := Open(dir)
 			if err == nil {
 				err = s.Write(context.Background(), mustRef(t, ref), img)
 			}
@@ -774,7 +774,7 @@ func TestStoreConcurrentGoroutines(t *testing.T) {
 			t.Errorf("concurrent Write: %v", err)
 		}
 	}
-	s, err := OpenStore(dir)
+	s, err := Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -794,7 +794,7 @@ func TestHelperProcess(t *testing.T) {
 		t.Skip("helper process for other tests")
 	}
 	dir := os.Getenv(helperEnv + "_DIR")
-	s, err := OpenStore(dir)
+	s, err := Open(dir)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
@@ -881,7 +881,7 @@ func TestStoreConcurrentProcesses(t *testing.T) {
 			t.Fatalf("writer process %d: %v: %s", i+1, err, outs[i])
 		}
 	}
-	s, err := OpenStore(dir)
+	s, err := Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -924,7 +924,7 @@ func TestStoreSurvivesSIGKILL(t *testing.T) {
 	cmd.Wait()
 
 	checkStore(t, dir)
-	s, err := OpenStore(dir)
+	s, err := Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package registry
+package remote
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
+	"github.com/42-b3yond-6ug/ssebench/internal/imagetest"
 	"github.com/42-b3yond-6ug/ssebench/internal/testenv"
 )
 
@@ -28,7 +29,7 @@ func taskImages(t testing.TB, prefix string, n int, layerSize int64) (refs []str
 			t.Fatal(err)
 		}
 		for _, l := range ls {
-			if d := digestOf(t, l); !seen[d] {
+			if d := imagetest.Digest(t, l); !seen[d] {
 				seen[d] = true
 				unique += sizeOf(t, l)
 			}
@@ -43,15 +44,15 @@ func taskImages(t testing.TB, prefix string, n int, layerSize int64) (refs []str
 		refs = append(refs, ref)
 		count(img)
 	}
-	baseLayers := []v1.Layer{randomLayer(t, layerSize), randomLayer(t, layerSize)}
-	rtLayers := []v1.Layer{randomLayer(t, layerSize/2), randomLayer(t, layerSize/4)}
-	add(prefix+"/base-generic-go:1.0.0", imageOf(t, baseLayers...))
-	add(prefix+"/runtime:1.0.0", imageOf(t, rtLayers...))
+	baseLayers := []v1.Layer{imagetest.Layer(t, layerSize), imagetest.Layer(t, layerSize)}
+	rtLayers := []v1.Layer{imagetest.Layer(t, layerSize/2), imagetest.Layer(t, layerSize/4)}
+	add(prefix+"/base-generic-go:1.0.0", imagetest.ImageOf(t, baseLayers...))
+	add(prefix+"/runtime:1.0.0", imagetest.ImageOf(t, rtLayers...))
 	for i := range n {
-		caseLayers := append(append([]v1.Layer{}, baseLayers...), randomLayer(t, layerSize/2))
-		add(fmt.Sprintf("%s/case/examples/task-%d:v1", prefix, i), imageOf(t, caseLayers...))
-		tool := append(append(caseLayers, randomLayer(t, layerSize/8)), rtLayers...)
-		add(fmt.Sprintf("%s/tool/task-%d:1.0.0", prefix, i), imageOf(t, tool...))
+		caseLayers := append(append([]v1.Layer{}, baseLayers...), imagetest.Layer(t, layerSize/2))
+		add(fmt.Sprintf("%s/case/examples/task-%d:v1", prefix, i), imagetest.ImageOf(t, caseLayers...))
+		tool := append(append(caseLayers, imagetest.Layer(t, layerSize/8)), rtLayers...)
+		add(fmt.Sprintf("%s/tool/task-%d:1.0.0", prefix, i), imagetest.ImageOf(t, tool...))
 	}
 	return refs, unique
 }
@@ -80,8 +81,8 @@ func TestMirrorKeepsDigestsAndMovesEachBlobOnce(t *testing.T) {
 		if im.Target != want {
 			t.Errorf("%s went to %s, want %s", im.Source, im.Target, want)
 		}
-		if got := pulledDigest(t, im.Target); got != im.Digest || got != pulledDigest(t, im.Source) {
-			t.Errorf("%s has digest %s, the source %s", im.Target, got, pulledDigest(t, im.Source))
+		if got := imagetest.Pulled(t, im.Target); got != im.Digest || got != imagetest.Pulled(t, im.Source) {
+			t.Errorf("%s has digest %s, the source %s", im.Target, got, imagetest.Pulled(t, im.Source))
 		}
 	}
 	if rep.UniqueBytes != unique || rep.Push.Uploaded != unique {
@@ -109,7 +110,7 @@ func TestIntegrationMirror(t *testing.T) {
 			t.Errorf("mirror: %s; want the shared blobs mounted between target repositories", rep)
 		}
 		for _, im := range rep.Images {
-			if got := pulledDigest(t, im.Target); got != im.Digest {
+			if got := imagetest.Pulled(t, im.Target); got != im.Digest {
 				t.Errorf("%s has digest %s, want %s", im.Target, got, im.Digest)
 			}
 		}
@@ -124,7 +125,7 @@ func TestIntegrationMirror(t *testing.T) {
 			t.Errorf("mirror within a registry: %s; want every blob mounted", rep)
 		}
 		for _, im := range rep.Images {
-			if got := pulledDigest(t, im.Target); got != im.Digest {
+			if got := imagetest.Pulled(t, im.Target); got != im.Digest {
 				t.Errorf("%s has digest %s, want %s", im.Target, got, im.Digest)
 			}
 		}
@@ -139,8 +140,8 @@ func TestIntegrationMirror(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Mirror: %v", err)
 		}
-		if got := pulledDigest(t, dst+"/plat/runtime:2.0.0"); got != digestOf(t, imgs["arm64"]) || rep.Images[0].Digest != got {
-			t.Errorf("mirrored %s, want the arm64 image %s", got, digestOf(t, imgs["arm64"]))
+		if got := imagetest.Pulled(t, dst+"/plat/runtime:2.0.0"); got != imagetest.Digest(t, imgs["arm64"]) || rep.Images[0].Digest != got {
+			t.Errorf("mirrored %s, want the arm64 image %s", got, imagetest.Digest(t, imgs["arm64"]))
 		}
 	})
 }
@@ -166,4 +167,21 @@ func BenchmarkMirrorRatio(b *testing.B) {
 	}
 	b.ReportMetric(ratio, "moved/unique")
 	b.ReportMetric(float64(unique), "unique-bytes")
+}
+
+func TestRetarget(t *testing.T) {
+	for _, tc := range []struct {
+		ref, from, to, want string
+	}{
+		{ref: "localhost:5000/ssebench/tool/x:1.0.0", from: "localhost:5000/ssebench", to: "mirror.lan/sse", want: "mirror.lan/sse/tool/x:1.0.0"},
+		{ref: "localhost:5000/ssebench/case/d/t", from: "localhost:5000/ssebench/", to: "mirror.lan/sse/", want: "mirror.lan/sse/case/d/t"},
+		{ref: "docker.io/library/debian:12", from: "localhost:5000/ssebench", to: "mirror.lan/sse", want: "mirror.lan/sse/library/debian:12"},
+		{ref: "localhost:5000/ssebench2/x:1", from: "localhost:5000/ssebench", to: "m/p", want: "m/p/ssebench2/x:1"},
+		{ref: "localhost:5000/other/x@sha256:" + strings.Repeat("a", 64), from: "", to: "m:1/p", want: "m:1/p/other/x@sha256:" + strings.Repeat("a", 64)},
+	} {
+		got, err := Retarget(tc.ref, tc.from, tc.to)
+		if err != nil || got != tc.want {
+			t.Errorf("Retarget(%q, %q, %q) = %q, %v; want %q", tc.ref, tc.from, tc.to, got, err, tc.want)
+		}
+	}
 }

@@ -1,4 +1,4 @@
-package registry
+package archive
 
 import (
 	"archive/tar"
@@ -16,9 +16,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/42-b3yond-6ug/ssebench/internal/units"
+	"github.com/42-b3yond-6ug/ssebench/remote"
+	"github.com/42-b3yond-6ug/ssebench/store"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
+	ggremote "github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
 const (
@@ -32,28 +36,35 @@ const (
 	AnnotationArchiveOmitted = "dev.ssebench.archive.omitted"
 )
 
+// The files of an OCI image layout (image-spec's image-layout.md).
+const (
+	layoutFile = "oci-layout"
+	layoutJSON = `{"imageLayoutVersion":"1.0.0"}`
+	indexFile  = "index.json"
+	// maxManifestSize bounds what is read into memory as index.json.
+	maxManifestSize = 32 << 20
+)
+
+func emptyIndex() *v1.IndexManifest {
+	return &v1.IndexManifest{SchemaVersion: 2, MediaType: types.OCIImageIndex, Manifests: []v1.Descriptor{}}
+}
+
+// ctxReader stops a copy when ctx ends.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (r *ctxReader) Read(p []byte) (int, error) {
+	if err := r.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return r.r.Read(p)
+}
+
 // archiveTime is every entry's modification time: fixed, so that the same
 // images give the same archive bytes.
 var archiveTime = time.Unix(0, 0).UTC()
-
-// WithSince makes Save leave out the blobs that the archives at paths
-// carried (or themselves left out): an archive of what changed since.
-func WithSince(paths ...string) Option {
-	return func(o *options) error {
-		o.move.since = append(o.move.since, paths...)
-		return nil
-	}
-}
-
-// WithRegistryPrefix tells Save the REGISTRY prefix the names it saves start
-// with; it is recorded in the archive so that a push after Load can replace
-// it (see Retarget).
-func WithRegistryPrefix(prefix string) Option {
-	return func(o *options) error {
-		o.move.prefix = strings.TrimRight(prefix, "/")
-		return nil
-	}
-}
 
 // ArchivedImage is one image of an archive.
 type ArchivedImage struct {
@@ -82,9 +93,9 @@ type ArchiveReport struct {
 
 // String is the summary line.
 func (r *ArchiveReport) String() string {
-	s := fmt.Sprintf("%s, %s in %s", plural(len(r.Images), "image"), HumanBytes(r.Bytes), plural(r.Blobs, "blob"))
+	s := fmt.Sprintf("%s, %s in %s", units.Plural(len(r.Images), "image"), units.Bytes(r.Bytes), units.Plural(r.Blobs, "blob"))
 	if r.Omitted > 0 {
-		s += fmt.Sprintf(", %s (%s) left out as already carried", plural(r.Omitted, "blob"), HumanBytes(r.OmittedBytes))
+		s += fmt.Sprintf(", %s (%s) left out as already carried", units.Plural(r.Omitted, "blob"), units.Bytes(r.OmittedBytes))
 	}
 	return s
 }
@@ -106,13 +117,10 @@ type archiveBlob struct {
 // (org.opencontainers.image.ref.name), and records WithRegistryPrefix and
 // the blobs WithSince left out.
 func Save(ctx context.Context, w io.Writer, refs []string, opts ...Option) (*ArchiveReport, error) {
-	o, err := makeOptions(opts...)
-	if err != nil {
-		return nil, err
-	}
-	rep := &ArchiveReport{Registry: o.move.prefix}
+	o := makeOptions(opts...)
+	rep := &ArchiveReport{Registry: o.prefix}
 	since := map[v1.Hash]bool{}
-	for _, p := range o.move.since {
+	for _, p := range o.since {
 		if err := archiveBlobs(p, since); err != nil {
 			return nil, err
 		}
@@ -121,9 +129,9 @@ func Save(ctx context.Context, w io.Writer, refs []string, opts ...Option) (*Arc
 	index := emptyIndex()
 	seen := map[string]bool{}
 	for _, s := range refs {
-		ref, err := o.parseReference(s)
+		ref, err := name.ParseReference(s)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("parsing image reference %q: %w", s, err)
 		}
 		if seen[ref.Name()] {
 			continue
@@ -136,12 +144,12 @@ func Save(ctx context.Context, w io.Writer, refs []string, opts ...Option) (*Arc
 		if err := addArchiveBlobs(content, blobs); err != nil {
 			return nil, fmt.Errorf("saving %s: %w", ref.Name(), err)
 		}
-		desc.Annotations = map[string]string{AnnotationRefName: ref.Name(), annotationContainerdName: ref.Name()}
+		desc.Annotations = map[string]string{store.AnnotationRefName: ref.Name(), store.AnnotationContainerdName: ref.Name()}
 		index.Manifests = append(index.Manifests, desc)
 		rep.Images = append(rep.Images, ArchivedImage{Name: ref.Name(), Descriptor: desc})
 	}
 	sort.SliceStable(index.Manifests, func(i, j int) bool {
-		return entryName(index.Manifests[i]) < entryName(index.Manifests[j])
+		return store.EntryName(index.Manifests[i]) < store.EntryName(index.Manifests[j])
 	})
 	sort.SliceStable(rep.Images, func(i, j int) bool { return rep.Images[i].Name < rep.Images[j].Name })
 
@@ -161,8 +169,8 @@ func Save(ctx context.Context, w io.Writer, refs []string, opts ...Option) (*Arc
 	sort.Slice(digests, func(i, j int) bool { return digests[i].String() < digests[j].String() })
 	sort.Strings(omitted)
 	index.Annotations = map[string]string{}
-	if o.move.prefix != "" {
-		index.Annotations[AnnotationArchiveRegistry] = o.move.prefix
+	if o.prefix != "" {
+		index.Annotations[AnnotationArchiveRegistry] = o.prefix
 	}
 	if len(omitted) > 0 {
 		index.Annotations[AnnotationArchiveOmitted] = strings.Join(omitted, " ")
@@ -239,54 +247,33 @@ func writeArchiveBlob(ctx context.Context, tw *tar.Writer, h v1.Hash, b *archive
 
 // saveSource finds ref in the store, else in its registry, and returns it
 // with its index.json descriptor.
-func (o *options) saveSource(ctx context.Context, ref name.Reference) (remote.Taggable, v1.Descriptor, error) {
+func (o *options) saveSource(ctx context.Context, ref name.Reference) (ggremote.Taggable, v1.Descriptor, error) {
 	if s := o.store; s != nil {
 		desc, err := s.Descriptor(ref)
 		if err == nil {
 			desc.Annotations = nil
 			if desc.MediaType.IsIndex() {
-				idx, err := s.index(desc, ref.Name())
+				idx, err := s.IndexAt(desc, ref.Name())
 				if err != nil {
 					return nil, desc, err
 				}
 				return o.pickSaved(idx, desc, ref)
 			}
-			img, err := s.image(desc, ref.Name())
+			img, err := s.ImageAt(desc, ref.Name())
 			return img, desc, err
 		}
-		if !errors.Is(err, ErrNotFound) {
+		if !errors.Is(err, store.ErrNotFound) {
 			return nil, desc, err
 		}
 	}
-	content, err := o.fetch(ctx, ref)
-	if err != nil {
-		return nil, v1.Descriptor{}, err
-	}
-	raw, err := content.RawManifest()
-	if err != nil {
-		return nil, v1.Descriptor{}, err
-	}
-	mt, err := mediaTypeOf(content, raw)
-	if err != nil {
-		return nil, v1.Descriptor{}, err
-	}
-	h, _, err := v1.SHA256(bytes.NewReader(raw))
-	if err != nil {
-		return nil, v1.Descriptor{}, err
-	}
-	desc := v1.Descriptor{MediaType: mt, Digest: h, Size: int64(len(raw))}
-	if o.move.indexPlatform != nil && mt.IsImage() {
-		p := *o.move.indexPlatform
-		desc.Platform = &p
-	}
-	return content, desc, nil
+	return remote.Fetch(ctx, ref.String(), o.remoteOptions()...)
 }
 
-func (o *options) pickSaved(idx v1.ImageIndex, desc v1.Descriptor, ref name.Reference) (remote.Taggable, v1.Descriptor, error) {
-	if o.move.indexPlatform == nil {
+func (o *options) pickSaved(idx v1.ImageIndex, desc v1.Descriptor, ref name.Reference) (ggremote.Taggable, v1.Descriptor, error) {
+	if o.platform == nil {
 		return idx, desc, nil
 	}
-	child, err := pickPlatform(idx, *o.move.indexPlatform, ref.Name())
+	child, err := remote.PickPlatform(idx, *o.platform, ref.Name())
 	if err != nil {
 		return nil, desc, err
 	}
@@ -296,7 +283,7 @@ func (o *options) pickSaved(idx v1.ImageIndex, desc v1.Descriptor, ref name.Refe
 }
 
 // addArchiveBlobs adds every blob of content (manifests included) to bs.
-func addArchiveBlobs(content remote.Taggable, bs map[v1.Hash]*archiveBlob) error {
+func addArchiveBlobs(content ggremote.Taggable, bs map[v1.Hash]*archiveBlob) error {
 	raw, err := content.RawManifest()
 	if err != nil {
 		return err
@@ -315,7 +302,7 @@ func addArchiveBlobs(content remote.Taggable, bs map[v1.Hash]*archiveBlob) error
 			return err
 		}
 		for _, d := range im.Manifests {
-			var child remote.Taggable
+			var child ggremote.Taggable
 			if d.MediaType.IsIndex() {
 				child, err = c.ImageIndex(d.Digest)
 			} else {
@@ -427,15 +414,12 @@ func blobName(n string) (v1.Hash, bool) {
 // nothing and fails with one line naming the blob. Blobs the archive left
 // out (save --since) must be in the store already.
 func Load(ctx context.Context, r io.Reader, opts ...Option) (*ArchiveReport, error) {
-	o, err := makeOptions(opts...)
-	if err != nil {
-		return nil, err
-	}
+	o := makeOptions(opts...)
 	s := o.store
 	if s == nil {
 		return nil, errors.New("loading an archive needs a local image store: see WithStore")
 	}
-	unlock, err := s.lock(ctx, gcLock, false)
+	unlock, err := s.HoldGC(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -514,9 +498,9 @@ func Load(ctx context.Context, r io.Reader, opts ...Option) (*ArchiveReport, err
 	}
 	var entries []entry
 	for _, d := range index.Manifests {
-		n := entryName(d)
+		n := store.EntryName(d)
 		if n == "" {
-			return nil, fmt.Errorf("index.json entry %s has no %s annotation: cannot tell which name to load it under", d.Digest, AnnotationRefName)
+			return nil, fmt.Errorf("index.json entry %s has no %s annotation: cannot tell which name to load it under", d.Digest, store.AnnotationRefName)
 		}
 		ref, err := name.ParseReference(n)
 		if err != nil {
@@ -530,7 +514,7 @@ func Load(ctx context.Context, r io.Reader, opts ...Option) (*ArchiveReport, err
 	for _, e := range entries {
 		d := e.desc
 		d.Annotations = nil
-		if err := s.setEntry(ctx, e.ref, d); err != nil {
+		if err := s.SetEntry(ctx, e.ref, d); err != nil {
 			return nil, err
 		}
 		rep.Images = append(rep.Images, ArchivedImage{Name: e.ref.Name(), Descriptor: d})
@@ -541,7 +525,7 @@ func Load(ctx context.Context, r io.Reader, opts ...Option) (*ArchiveReport, err
 
 // loadBlob verifies one blob of the archive and puts it into the store. It
 // reports whether the store lacked it.
-func loadBlob(ctx context.Context, s *Store, r io.Reader, h v1.Hash, size int64) (bool, error) {
+func loadBlob(ctx context.Context, s *store.Store, r io.Reader, h v1.Hash, size int64) (bool, error) {
 	if s.HasBlob(h) {
 		// Still read and check it: a tampered archive is an error
 		// even when the store could do without its copy.
@@ -555,21 +539,11 @@ func loadBlob(ctx context.Context, s *Store, r io.Reader, h v1.Hash, size int64)
 		}
 		return false, nil
 	}
-	w, err := s.newIngest()
-	if err != nil {
-		return false, err
-	}
-	if _, err := io.Copy(w, &ctxReader{ctx: ctx, r: r}); err != nil {
-		w.abort()
+	if _, _, err := s.PutBlob(ctx, r, h, size); err != nil {
+		if errors.Is(err, store.ErrCorruptBlob) {
+			return false, fmt.Errorf("blob %s in the archive is corrupt (%v)", h, err)
+		}
 		return false, archiveBlobError(h, err)
-	}
-	got := v1.Hash{Algorithm: "sha256", Hex: hex.EncodeToString(w.h.Sum(nil))}
-	if got != h {
-		w.abort()
-		return false, fmt.Errorf("blob %s in the archive is corrupt (it has digest %s)", h, got)
-	}
-	if _, _, err := w.commit(h, size); err != nil {
-		return false, err
 	}
 	return true, nil
 }
@@ -582,7 +556,7 @@ func archiveBlobError(h v1.Hash, err error) error {
 }
 
 // checkComplete makes sure every blob the entry d needs is in the store.
-func checkComplete(s *Store, d v1.Descriptor, image string, omitted map[string]bool) error {
+func checkComplete(s *store.Store, d v1.Descriptor, image string, omitted map[string]bool) error {
 	missing := func(h v1.Hash) error {
 		if s.HasBlob(h) {
 			return nil
@@ -595,7 +569,7 @@ func checkComplete(s *Store, d v1.Descriptor, image string, omitted map[string]b
 	if err := missing(d.Digest); err != nil {
 		return err
 	}
-	raw, err := s.readBlob(d.Digest, d.Size, image)
+	raw, err := s.ReadBlob(d.Digest, d.Size, image)
 	if err != nil {
 		return err
 	}
@@ -637,38 +611,28 @@ func checkComplete(s *Store, d v1.Descriptor, image string, omitted map[string]b
 // prefix instead, any other keeps its repository path under prefix (see
 // Retarget). Blobs shared between the images are uploaded once and
 // mounted for the others.
-func PushLoaded(ctx context.Context, rep *ArchiveReport, prefix string, opts ...Option) (*PushReport, error) {
-	o, err := makeOptions(opts...)
-	if err != nil {
-		return nil, err
-	}
+func PushLoaded(ctx context.Context, rep *ArchiveReport, prefix string, opts ...Option) (*remote.PushReport, error) {
+	o := makeOptions(opts...)
 	s := o.store
 	if s == nil {
 		return nil, errors.New("pushing loaded images needs the local image store they were loaded into: see WithStore")
 	}
-	p := newPusher(o)
-	defer p.close()
+	var targets []remote.Target
 	for _, im := range rep.Images {
-		t, err := Retarget(im.Name, rep.Registry, prefix)
+		t, err := remote.Retarget(im.Name, rep.Registry, prefix)
 		if err != nil {
-			return p.report(), err
+			return nil, err
 		}
-		dst, err := o.parseReference(t)
-		if err != nil {
-			return p.report(), err
-		}
-		var content remote.Taggable
+		var content ggremote.Taggable
 		if im.Descriptor.MediaType.IsIndex() {
-			content, err = s.index(im.Descriptor, im.Name)
+			content, err = s.IndexAt(im.Descriptor, im.Name)
 		} else {
-			content, err = s.image(im.Descriptor, im.Name)
+			content, err = s.ImageAt(im.Descriptor, im.Name)
 		}
 		if err != nil {
-			return p.report(), err
+			return nil, err
 		}
-		if err := p.push(ctx, dst, content, nil); err != nil {
-			return p.report(), err
-		}
+		targets = append(targets, remote.Target{Ref: t, Content: content})
 	}
-	return p.report(), nil
+	return remote.PushAll(ctx, targets, o.remoteOptions()...)
 }

@@ -1,4 +1,4 @@
-package registry
+package remote
 
 import (
 	"bytes"
@@ -10,8 +10,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -19,8 +17,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/gofrs/flock"
+	"github.com/42-b3yond-6ug/ssebench/store"
 	"github.com/google/go-containerregistry/pkg/authn"
+
+	"github.com/42-b3yond-6ug/ssebench/internal/units"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/partial"
@@ -205,16 +205,9 @@ func (r *PushReport) Merge(o *PushReport) {
 // 40.0 MiB (3 blobs), skipped 1.2 GiB already there (10 blobs)".
 func (r *PushReport) String() string {
 	return fmt.Sprintf("uploaded %s (%s), mounted %s (%s), skipped %s already there (%s)",
-		HumanBytes(r.Uploaded), plural(r.UploadedBlobs, "blob"),
-		HumanBytes(r.Mounted), plural(r.MountedBlobs, "blob"),
-		HumanBytes(r.Skipped), plural(r.SkippedBlobs, "blob"))
-}
-
-func plural(n int, what string) string {
-	if n == 1 {
-		return "1 " + what
-	}
-	return fmt.Sprintf("%d %ss", n, what)
+		units.Bytes(r.Uploaded), units.Plural(r.UploadedBlobs, "blob"),
+		units.Bytes(r.Mounted), units.Plural(r.MountedBlobs, "blob"),
+		units.Bytes(r.Skipped), units.Plural(r.SkippedBlobs, "blob"))
 }
 
 // Push uploads an image or an image index to ref; see PushImage.
@@ -291,7 +284,7 @@ type pusher struct {
 	clients map[string]*http.Client
 	keys    map[string]*sync.Mutex
 	holders map[string][]name.Repository // registry|digest → repositories that have it
-	records map[string]*mountRecord      // registry → record in the store
+	records map[string]*store.Holders    // registry → record in the store
 	scopes  []name.Repository            // extra repositories to ask pull access for
 	rep     PushReport
 	total   int64
@@ -305,7 +298,7 @@ func newPusher(o *options) *pusher {
 		clients: map[string]*http.Client{},
 		keys:    map[string]*sync.Mutex{},
 		holders: map[string][]name.Repository{},
-		records: map[string]*mountRecord{},
+		records: map[string]*store.Holders{},
 	}
 }
 
@@ -629,7 +622,7 @@ func (p *pusher) mountCandidates(dst name.Repository, b blob) []name.Repository 
 		}
 	}
 	if rec := p.record(dst.Registry); rec != nil {
-		for _, s := range rec.holders(b.digest) {
+		for _, s := range rec.Repositories(b.digest) {
 			if r, err := p.o.parseRepository(dst.RegistryStr() + "/" + s); err == nil {
 				add(r)
 			}
@@ -832,11 +825,11 @@ func (p *pusher) upload(ctx context.Context, c *http.Client, dst name.Repository
 	if rec != nil {
 		// The location changes with every chunk (the distribution
 		// registry signs the offset into it): keep the latest.
-		save = func(l string) { rec.setUpload(dst, b.digest, l) }
+		save = func(l string) { rec.SetUpload(dst, b.digest, l) }
 	}
 	var offset int64
 	if rec != nil {
-		if old := rec.upload(dst, b.digest); old != "" {
+		if old := rec.Upload(dst, b.digest); old != "" {
 			if n, ok := p.uploadStatus(ctx, c, old); ok {
 				loc, offset = old, n
 			}
@@ -864,7 +857,7 @@ func (p *pusher) upload(ctx context.Context, c *http.Client, dst name.Repository
 		return 0, err
 	}
 	if rec != nil {
-		rec.setUpload(dst, b.digest, "")
+		rec.SetUpload(dst, b.digest, "")
 	}
 	return resumed, nil
 }
@@ -1123,10 +1116,10 @@ func (p *pusher) remember(dst name.Repository, blobs []blob) {
 	for _, b := range blobs {
 		ds = append(ds, b.digest)
 	}
-	rec.add(dst.RepositoryStr(), ds)
+	rec.Add(dst.RepositoryStr(), ds...)
 }
 
-func (p *pusher) record(reg name.Registry) *mountRecord {
+func (p *pusher) record(reg name.Registry) *store.Holders {
 	if p.o.store == nil {
 		return nil
 	}
@@ -1134,7 +1127,7 @@ func (p *pusher) record(reg name.Registry) *mountRecord {
 	defer p.mu.Unlock()
 	r := p.records[reg.RegistryStr()]
 	if r == nil {
-		r = openMountRecord(p.o.store, reg.RegistryStr())
+		r = p.o.store.Holders(reg.RegistryStr())
 		p.records[reg.RegistryStr()] = r
 	}
 	return r
@@ -1223,139 +1216,4 @@ func (c *countingReader) Read(b []byte) (int, error) {
 		c.add(int64(n))
 	}
 	return n, err
-}
-
-// mountRecord is the store's memory of which repositories of one registry
-// hold which blobs (from earlier pushes and pulls: candidates for a mount),
-// and of uploads left unfinished (to resume). It lives in
-// .mounts/<registry>.json in the store and is only ever a hint: a stale
-// entry costs one refused mount or one restarted upload.
-type mountRecord struct {
-	path string
-	mu   sync.Mutex
-	data recordData
-}
-
-type recordData struct {
-	// Blobs maps a digest to repositories (without the registry), the
-	// most recent first.
-	Blobs map[string][]string `json:"blobs"`
-	// Uploads maps "<repository>@<digest>" to an upload's location.
-	Uploads map[string]string `json:"uploads,omitempty"`
-}
-
-const (
-	mountsDir = ".mounts"
-	// maxHolders bounds the repositories remembered per blob.
-	maxHolders = 8
-)
-
-func openMountRecord(s *Store, registry string) *mountRecord {
-	safe := strings.Map(func(r rune) rune {
-		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '-' {
-			return r
-		}
-		return '_'
-	}, registry)
-	r := &mountRecord{path: filepath.Join(s.Dir(), mountsDir, safe+".json")}
-	r.data = r.read()
-	return r
-}
-
-func (r *mountRecord) read() recordData {
-	var d recordData
-	if b, err := os.ReadFile(r.path); err == nil {
-		_ = json.Unmarshal(b, &d) // a damaged record is an empty one
-	}
-	if d.Blobs == nil {
-		d.Blobs = map[string][]string{}
-	}
-	if d.Uploads == nil {
-		d.Uploads = map[string]string{}
-	}
-	return d
-}
-
-func (r *mountRecord) holders(d v1.Hash) []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]string(nil), r.data.Blobs[d.String()]...)
-}
-
-func (r *mountRecord) upload(repo name.Repository, d v1.Hash) string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.data.Uploads[repo.RepositoryStr()+"@"+d.String()]
-}
-
-func (r *mountRecord) setUpload(repo name.Repository, d v1.Hash, loc string) {
-	k := repo.RepositoryStr() + "@" + d.String()
-	r.update(func(data *recordData) {
-		if loc == "" {
-			delete(data.Uploads, k)
-		} else {
-			data.Uploads[k] = loc
-		}
-	})
-}
-
-// add records that repo holds the blobs ds.
-func (r *mountRecord) add(repo string, ds []v1.Hash) {
-	r.update(func(data *recordData) {
-		for _, d := range ds {
-			k := d.String()
-			hs := []string{repo}
-			for _, h := range data.Blobs[k] {
-				if h != repo && len(hs) < maxHolders {
-					hs = append(hs, h)
-				}
-			}
-			data.Blobs[k] = hs
-		}
-	})
-}
-
-// update applies f to the record on disk, under a file lock so that
-// concurrent commands merge rather than overwrite each other. Failing to
-// record is not an error: the record is only a hint.
-func (r *mountRecord) update(f func(*recordData)) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if err := os.MkdirAll(filepath.Dir(r.path), 0o755); err != nil {
-		return
-	}
-	fl := flock.New(r.path + ".lock")
-	if err := fl.Lock(); err != nil {
-		return
-	}
-	defer fl.Close()
-	d := r.read()
-	f(&d)
-	r.data = d
-	b, err := json.Marshal(d)
-	if err != nil {
-		return
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(r.path), ".record-*")
-	if err != nil {
-		return
-	}
-	_, werr := tmp.Write(b)
-	cerr := tmp.Close()
-	if werr != nil || cerr != nil || os.Rename(tmp.Name(), r.path) != nil {
-		os.Remove(tmp.Name())
-	}
-}
-
-// recordPull notes that ref's repository holds img's blobs.
-func recordPull(s *Store, ref name.Reference, img v1.Image) {
-	m, err := img.Manifest()
-	if err != nil {
-		return
-	}
-	ds := []v1.Hash{m.Config.Digest}
-	for _, l := range m.Layers {
-		ds = append(ds, l.Digest)
-	}
-	openMountRecord(s, ref.Context().RegistryStr()).add(ref.Context().RepositoryStr(), ds)
 }

@@ -1,6 +1,7 @@
-package registry
+package remote
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/42-b3yond-6ug/ssebench/internal/units"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -49,14 +51,14 @@ func (r *MirrorReport) Ratio() float64 {
 // String is the summary line.
 func (r *MirrorReport) String() string {
 	return fmt.Sprintf("mirrored %s: %s; %s unique in %s, moved/unique %.2f",
-		plural(len(r.Images), "image"), r.Push.String(), HumanBytes(r.UniqueBytes), plural(r.UniqueBlobs, "blob"), r.Ratio())
+		units.Plural(len(r.Images), "image"), r.Push.String(), units.Bytes(r.UniqueBytes), units.Plural(r.UniqueBlobs, "blob"), r.Ratio())
 }
 
 // MissingError lists the source images a Mirror did not find.
 type MissingError struct{ Refs []string }
 
 func (e *MissingError) Error() string {
-	return fmt.Sprintf("%s missing from the source registry: %s", plural(len(e.Refs), "image is"), strings.Join(e.Refs, ", "))
+	return fmt.Sprintf("%s missing from the source registry: %s", units.Plural(len(e.Refs), "image is"), strings.Join(e.Refs, ", "))
 }
 
 // Retarget returns ref with the prefix from replaced by to: a reference
@@ -228,4 +230,74 @@ func isNotFound(err error) bool {
 		}
 	}
 	return false
+}
+
+// Fetch returns the image or index ref names in its registry (with
+// WithIndexPlatform, an index's image for that platform), without the
+// store, and the descriptor of its manifest.
+func Fetch(ctx context.Context, ref string, opts ...Option) (remote.Taggable, v1.Descriptor, error) {
+	o, err := makeOptions(opts...)
+	if err != nil {
+		return nil, v1.Descriptor{}, err
+	}
+	r, err := o.parseReference(ref)
+	if err != nil {
+		return nil, v1.Descriptor{}, err
+	}
+	content, err := o.fetch(ctx, r)
+	if err != nil {
+		return nil, v1.Descriptor{}, err
+	}
+	raw, err := content.RawManifest()
+	if err != nil {
+		return nil, v1.Descriptor{}, err
+	}
+	mt, err := mediaTypeOf(content, raw)
+	if err != nil {
+		return nil, v1.Descriptor{}, err
+	}
+	h, _, err := v1.SHA256(bytes.NewReader(raw))
+	if err != nil {
+		return nil, v1.Descriptor{}, err
+	}
+	desc := v1.Descriptor{MediaType: mt, Digest: h, Size: int64(len(raw))}
+	if o.move.indexPlatform != nil && mt.IsImage() {
+		p := *o.move.indexPlatform
+		desc.Platform = &p
+	}
+	return content, desc, nil
+}
+
+// PickPlatform returns the child of idx for platform p, or an error that
+// names what (the index's reference) and lists the platforms idx has.
+func PickPlatform(idx v1.ImageIndex, p v1.Platform, what string) (v1.Descriptor, error) {
+	return pickPlatform(idx, p, what)
+}
+
+// Target is one image of PushAll: where it goes and what it is.
+type Target struct {
+	Ref     string
+	Content remote.Taggable
+}
+
+// PushAll pushes each target in turn with one pusher, so that blobs shared
+// between them are uploaded once and mounted for the others (see
+// PushImage).
+func PushAll(ctx context.Context, targets []Target, opts ...Option) (*PushReport, error) {
+	o, err := makeOptions(opts...)
+	if err != nil {
+		return nil, err
+	}
+	p := newPusher(o)
+	defer p.close()
+	for _, t := range targets {
+		dst, err := o.parseReference(t.Ref)
+		if err != nil {
+			return p.report(), err
+		}
+		if err := p.push(ctx, dst, t.Content, nil); err != nil {
+			return p.report(), err
+		}
+	}
+	return p.report(), nil
 }

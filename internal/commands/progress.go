@@ -1,4 +1,4 @@
-package registry
+package commands
 
 import (
 	"fmt"
@@ -8,22 +8,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/42-b3yond-6ug/ssebench/internal/units"
+	"github.com/42-b3yond-6ug/ssebench/remote"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 )
 
-// Progress receives what Push, Mirror and Load do with each blob. Its
-// methods are called from several goroutines at once.
-type Progress interface {
-	// Start says an upload of e.Digest (e.Size bytes) begins.
-	Start(e BlobEvent)
-	// Advance says n more bytes of d were sent (n < 0 takes back bytes
-	// of an attempt that failed and will be sent again).
-	Advance(d v1.Hash, n int64)
-	// Done says a blob is settled: pushed, mounted or already there.
-	Done(e BlobEvent)
-}
-
-// ProgressPrinter is a Progress that writes one line per blob ("pushed
+// ProgressPrinter is a remote.Progress that writes one line per blob ("pushed
 // sha256:0123456789ab… 12.3 MiB"), and on a terminal keeps a progress bar
 // of the bytes in flight below them.
 type ProgressPrinter struct {
@@ -38,7 +28,7 @@ type ProgressPrinter struct {
 
 type transfer struct{ size, done int64 }
 
-var _ Progress = (*ProgressPrinter)(nil)
+var _ remote.Progress = (*ProgressPrinter)(nil)
 
 // NewProgressPrinter returns a printer writing to w; it draws a bar only
 // when w is a terminal.
@@ -56,7 +46,7 @@ func isTerminal(w io.Writer) bool {
 }
 
 // Start implements Progress.
-func (p *ProgressPrinter) Start(e BlobEvent) {
+func (p *ProgressPrinter) Start(e remote.BlobEvent) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.active[e.Digest] = &transfer{size: e.Size}
@@ -74,7 +64,7 @@ func (p *ProgressPrinter) Advance(d v1.Hash, n int64) {
 }
 
 // Done implements Progress.
-func (p *ProgressPrinter) Done(e BlobEvent) {
+func (p *ProgressPrinter) Done(e remote.BlobEvent) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.active, e.Digest)
@@ -84,7 +74,7 @@ func (p *ProgressPrinter) Done(e BlobEvent) {
 }
 
 // Finish clears the bar and prints the summary line of r.
-func (p *ProgressPrinter) Finish(r *PushReport) {
+func (p *ProgressPrinter) Finish(r *remote.PushReport) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.clearBarLocked()
@@ -120,43 +110,19 @@ func (p *ProgressPrinter) drawBarLocked(force bool) {
 		fill = int(done * width / size)
 	}
 	bar := strings.Repeat("=", fill) + strings.Repeat(" ", width-fill)
-	fmt.Fprintf(p.w, "\r\033[K[%s] %s / %s, %s uploading", bar, HumanBytes(done), HumanBytes(size), plural(len(p.active), "blob"))
+	fmt.Fprintf(p.w, "\r\033[K[%s] %s / %s, %s uploading", bar, units.Bytes(done), units.Bytes(size), units.Plural(len(p.active), "blob"))
 	p.drawn = true
 }
 
 // BlobLine is the plain line for a settled blob, e.g. "mounted
 // sha256:0123456789ab… 12.3 MiB from ssebench/case/x".
-func BlobLine(e BlobEvent) string {
-	s := fmt.Sprintf("%s %s %s", e.Action, ShortDigest(e.Digest), HumanBytes(e.Size))
+func BlobLine(e remote.BlobEvent) string {
+	s := fmt.Sprintf("%s %s %s", e.Action, units.Digest(e.Digest), units.Bytes(e.Size))
 	switch {
-	case e.Action == BlobMounted && e.From != "":
+	case e.Action == remote.BlobMounted && e.From != "":
 		s += " from " + e.From
-	case e.Action == BlobPushed && e.Resumed > 0:
-		s += fmt.Sprintf(" (resumed after %s)", HumanBytes(e.Resumed))
+	case e.Action == remote.BlobPushed && e.Resumed > 0:
+		s += fmt.Sprintf(" (resumed after %s)", units.Bytes(e.Resumed))
 	}
 	return s
-}
-
-// ShortDigest is "sha256:" and the first 12 hex digits, then "…".
-func ShortDigest(h v1.Hash) string {
-	if len(h.Hex) <= 12 {
-		return h.String()
-	}
-	return h.Algorithm + ":" + h.Hex[:12] + "…"
-}
-
-// HumanBytes formats n bytes with binary units: "512 B", "12.3 MiB".
-func HumanBytes(n int64) string {
-	const unit = 1024
-	if n < unit && n > -unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	f := float64(n)
-	for _, u := range []string{"KiB", "MiB", "GiB", "TiB"} {
-		f /= unit
-		if f < unit && f > -unit {
-			return fmt.Sprintf("%.1f %s", f, u)
-		}
-	}
-	return fmt.Sprintf("%.1f PiB", f/unit)
 }

@@ -1,4 +1,4 @@
-package registry
+package archive
 
 import (
 	"archive/tar"
@@ -12,15 +12,19 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-containerregistry/pkg/authn"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/validate"
 
+	"github.com/42-b3yond-6ug/ssebench/internal/imagetest"
 	"github.com/42-b3yond-6ug/ssebench/internal/testenv"
+	"github.com/42-b3yond-6ug/ssebench/remote"
+	"github.com/42-b3yond-6ug/ssebench/store"
 )
 
 // archiveFixture is a store with two images sharing two layers.
 type archiveFixture struct {
-	store        *Store
+	store        *store.Store
 	shared       []v1.Layer
 	a, b         v1.Image
 	refA, refB   string
@@ -29,23 +33,23 @@ type archiveFixture struct {
 
 func newArchiveFixture(t *testing.T) *archiveFixture {
 	t.Helper()
-	f := &archiveFixture{store: openStore(t)}
-	f.shared = []v1.Layer{randomLayer(t, 5000), randomLayer(t, 4000)}
-	f.onlyA, f.onlyB = randomLayer(t, 3000), randomLayer(t, 2000)
-	f.a = imageOf(t, append(append([]v1.Layer{}, f.shared...), f.onlyA)...)
-	f.b = imageOf(t, append(append([]v1.Layer{}, f.shared...), f.onlyB)...)
+	f := &archiveFixture{store: imagetest.Store(t)}
+	f.shared = []v1.Layer{imagetest.Layer(t, 5000), imagetest.Layer(t, 4000)}
+	f.onlyA, f.onlyB = imagetest.Layer(t, 3000), imagetest.Layer(t, 2000)
+	f.a = imagetest.ImageOf(t, append(append([]v1.Layer{}, f.shared...), f.onlyA)...)
+	f.b = imagetest.ImageOf(t, append(append([]v1.Layer{}, f.shared...), f.onlyB)...)
 	f.refA = "localhost:5000/ssebench/tool/a:1.0.0"
 	f.refB = "localhost:5000/ssebench/tool/b:1.0.0"
 	ctx := context.Background()
 	for ref, img := range map[string]v1.Image{f.refA: f.a, f.refB: f.b} {
-		if err := f.store.Write(ctx, mustRef(t, ref), img); err != nil {
+		if err := f.store.Write(ctx, imagetest.Ref(t, ref), img); err != nil {
 			t.Fatal(err)
 		}
 	}
 	return f
 }
 
-func save(t *testing.T, s *Store, refs []string, opts ...Option) ([]byte, *ArchiveReport) {
+func save(t *testing.T, s *store.Store, refs []string, opts ...Option) ([]byte, *ArchiveReport) {
 	t.Helper()
 	var buf bytes.Buffer
 	rep, err := Save(context.Background(), &buf, refs, append([]Option{noAuth, WithStore(s), WithRegistryPrefix("localhost:5000/ssebench")}, opts...)...)
@@ -108,19 +112,19 @@ func TestSaveArchive(t *testing.T) {
 	// open it as our store.
 	dir := filepath.Join(t.TempDir(), "layout")
 	untar(t, b, dir)
-	s, err := OpenStore(dir)
+	s, err := store.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	img, err := s.Image(mustRef(t, f.refA))
+	img, err := s.Image(imagetest.Ref(t, f.refA))
 	if err != nil {
 		t.Fatalf("the unpacked archive has no %s: %v", f.refA, err)
 	}
 	if err := validate.Image(img); err != nil {
 		t.Errorf("validate.Image: %v", err)
 	}
-	if digestOf(t, img) != digestOf(t, f.a) {
-		t.Errorf("archived %s has digest %s, want %s", f.refA, digestOf(t, img), digestOf(t, f.a))
+	if imagetest.Digest(t, img) != imagetest.Digest(t, f.a) {
+		t.Errorf("archived %s has digest %s, want %s", f.refA, imagetest.Digest(t, img), imagetest.Digest(t, f.a))
 	}
 }
 
@@ -148,9 +152,9 @@ func untar(t *testing.T, b []byte, dir string) {
 	}
 }
 
-func load(t *testing.T, b []byte) (*Store, *ArchiveReport, error) {
+func load(t *testing.T, b []byte) (*store.Store, *ArchiveReport, error) {
 	t.Helper()
-	s := openStore(t)
+	s := imagetest.Store(t)
 	rep, err := Load(context.Background(), bytes.NewReader(b), WithStore(s))
 	return s, rep, err
 }
@@ -165,16 +169,16 @@ func TestLoadArchive(t *testing.T) {
 	if rep.Registry != "localhost:5000/ssebench" || rep.Stored != 8 {
 		t.Errorf("Load: registry %q, %d blobs stored; want localhost:5000/ssebench and 8", rep.Registry, rep.Stored)
 	}
-	if diff := cmp.Diff([]string{f.refA, f.refB}, entryNames(t, s)); diff != "" {
+	if diff := cmp.Diff([]string{f.refA, f.refB}, imagetest.Names(t, s)); diff != "" {
 		t.Errorf("store entries (-want +got):\n%s", diff)
 	}
-	checkStore(t, s.Dir())
+	imagetest.Verified(t, s.Dir())
 }
 
 func TestLoadRejectsDamagedArchives(t *testing.T) {
 	f := newArchiveFixture(t)
 	b, _ := save(t, f.store, []string{f.refA})
-	shared := digestOf(t, f.shared[0])
+	shared := imagetest.Digest(t, f.shared[0])
 	// Find where the shared layer's content starts in the tar.
 	off := blobOffset(t, b, shared)
 
@@ -197,7 +201,7 @@ func TestLoadRejectsDamagedArchives(t *testing.T) {
 			if strings.Contains(err.Error(), "\n") {
 				t.Errorf("error %q is not one line", err)
 			}
-			if names := entryNames(t, s); len(names) != 0 {
+			if names := imagetest.Names(t, s); len(names) != 0 {
 				t.Errorf("a failed load tagged %v", names)
 			}
 		})
@@ -248,12 +252,12 @@ func TestSaveSince(t *testing.T) {
 	next, rep := save(t, f.store, []string{f.refB}, WithSince(oldPath))
 	// B's shared layers travelled in old.tar: only B's own layer, config
 	// and manifest are in the new archive.
-	if rep.Blobs != 3 || rep.Omitted != 2 || rep.OmittedBytes != sizeOf(t, f.shared...) {
+	if rep.Blobs != 3 || rep.Omitted != 2 || rep.OmittedBytes != layerSize(t, f.shared...) {
 		t.Errorf("archive since old.tar: %s; want 3 blobs, the 2 shared layers left out", rep)
 	}
 	for _, e := range tarEntries(t, next) {
 		for _, l := range f.shared {
-			if e.Name == "blobs/sha256/"+digestOf(t, l).Hex {
+			if e.Name == "blobs/sha256/"+imagetest.Digest(t, l).Hex {
 				t.Errorf("shared layer %s is in the archive made --since", e.Name)
 			}
 		}
@@ -264,18 +268,18 @@ func TestSaveSince(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "load the earlier archive first") {
 			t.Fatalf("Load = %v, want an error asking for the earlier archive", err)
 		}
-		if names := entryNames(t, s); len(names) != 0 {
+		if names := imagetest.Names(t, s); len(names) != 0 {
 			t.Errorf("a failed load tagged %v", names)
 		}
 	})
 	t.Run("after the earlier one it does", func(t *testing.T) {
-		s := openStore(t)
+		s := imagetest.Store(t)
 		for _, b := range [][]byte{old, next} {
 			if _, err := Load(context.Background(), bytes.NewReader(b), WithStore(s)); err != nil {
 				t.Fatalf("Load: %v", err)
 			}
 		}
-		img, err := s.Image(mustRef(t, f.refB))
+		img, err := s.Image(imagetest.Ref(t, f.refB))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -296,23 +300,6 @@ func TestSaveSince(t *testing.T) {
 	})
 }
 
-func TestRetarget(t *testing.T) {
-	for _, tc := range []struct {
-		ref, from, to, want string
-	}{
-		{ref: "localhost:5000/ssebench/tool/x:1.0.0", from: "localhost:5000/ssebench", to: "mirror.lan/sse", want: "mirror.lan/sse/tool/x:1.0.0"},
-		{ref: "localhost:5000/ssebench/case/d/t", from: "localhost:5000/ssebench/", to: "mirror.lan/sse/", want: "mirror.lan/sse/case/d/t"},
-		{ref: "docker.io/library/debian:12", from: "localhost:5000/ssebench", to: "mirror.lan/sse", want: "mirror.lan/sse/library/debian:12"},
-		{ref: "localhost:5000/ssebench2/x:1", from: "localhost:5000/ssebench", to: "m/p", want: "m/p/ssebench2/x:1"},
-		{ref: "localhost:5000/other/x@sha256:" + strings.Repeat("a", 64), from: "", to: "m:1/p", want: "m:1/p/other/x@sha256:" + strings.Repeat("a", 64)},
-	} {
-		got, err := Retarget(tc.ref, tc.from, tc.to)
-		if err != nil || got != tc.want {
-			t.Errorf("Retarget(%q, %q, %q) = %q, %v; want %q", tc.ref, tc.from, tc.to, got, err, tc.want)
-		}
-	}
-}
-
 // TestIntegrationSaveLoadPush saves two images from one registry, loads the
 // archive and pushes it to a second registry under another prefix: the
 // images arrive with the same digests, the shared layers uploaded once.
@@ -321,15 +308,18 @@ func TestIntegrationSaveLoadPush(t *testing.T) {
 	ctx := context.Background()
 	f := newArchiveFixture(t)
 	refs := []string{src + "/ssebench/tool/a:1.0.0", src + "/ssebench/tool/b:1.0.0"}
-	pushImage(t, refs[0], f.a)
-	pushImage(t, refs[1], f.b)
+	for i, img := range []v1.Image{f.a, f.b} {
+		if err := remote.Push(ctx, refs[i], img, remote.WithKeychain(authn.NewMultiKeychain())); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	var buf bytes.Buffer
 	// No store: the images come from the registry.
 	if _, err := Save(ctx, &buf, refs, noAuth, WithRegistryPrefix(src+"/ssebench")); err != nil {
 		t.Fatalf("Save from the registry: %v", err)
 	}
-	s := openStore(t)
+	s := imagetest.Store(t)
 	rep, err := Load(ctx, bytes.NewReader(buf.Bytes()), WithStore(s))
 	if err != nil {
 		t.Fatalf("Load: %v", err)
@@ -338,12 +328,12 @@ func TestIntegrationSaveLoadPush(t *testing.T) {
 	if err != nil {
 		t.Fatalf("PushLoaded: %v", err)
 	}
-	if prep.MountedBlobs != 2 || prep.Mounted != sizeOf(t, f.shared...) {
+	if prep.MountedBlobs != 2 || prep.Mounted != layerSize(t, f.shared...) {
 		t.Errorf("push after load: %s; want the 2 shared layers mounted for the second image", prep)
 	}
 	for ref, img := range map[string]v1.Image{dst + "/mirror/tool/a:1.0.0": f.a, dst + "/mirror/tool/b:1.0.0": f.b} {
-		if got := pulledDigest(t, ref); got != digestOf(t, img) {
-			t.Errorf("%s has digest %s, want %s", ref, got, digestOf(t, img))
+		if got := imagetest.Pulled(t, ref); got != imagetest.Digest(t, img) {
+			t.Errorf("%s has digest %s, want %s", ref, got, imagetest.Digest(t, img))
 		}
 	}
 }
@@ -353,7 +343,23 @@ func TestLoadNeedsAStore(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "WithStore") {
 		t.Errorf("Load without a store = %v, want an error saying so", err)
 	}
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		t.Error("wrong error kind")
 	}
+}
+
+// noAuth keeps the tests off the machine's Docker credentials.
+var noAuth = WithRemote(remote.WithKeychain(authn.NewMultiKeychain()))
+
+func layerSize(t testing.TB, ls ...v1.Layer) int64 {
+	t.Helper()
+	var n int64
+	for _, l := range ls {
+		size, err := l.Size()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += size
+	}
+	return n
 }

@@ -1,4 +1,4 @@
-package registry
+package store
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -22,23 +23,22 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/partial"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/stream"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"golang.org/x/sync/errgroup"
 )
 
-// StoreDirEnv is the environment variable that overrides the default store
-// directory (see DefaultStoreDir).
-const StoreDirEnv = "SSEBENCH_STORE"
+// DirEnv is the environment variable that overrides the default store
+// directory (see DefaultDir).
+const DirEnv = "SSEBENCH_STORE"
 
 const (
 	// AnnotationRefName carries an entry's full image reference in
 	// index.json, e.g. localhost:5000/ssebench/tool/x:1.0.0.
 	AnnotationRefName = "org.opencontainers.image.ref.name"
-	// annotationContainerdName is what `ctr import` reads for the image
+	// AnnotationContainerdName is what `ctr import` reads for the image
 	// name; we write it too so an import keeps the full reference.
-	annotationContainerdName = "io.containerd.image.name"
+	AnnotationContainerdName = "io.containerd.image.name"
 
 	layoutFile   = "oci-layout"
 	layoutJSON   = `{"imageLayoutVersion":"1.0.0"}`
@@ -78,7 +78,8 @@ var ErrCorruptBlob = errors.New("corrupt blob")
 // replaced by rename, under a file lock, and only once every blob an entry
 // needs is present. Several processes may use one store at once.
 type Store struct {
-	dir string
+	dir     string
+	fetcher Fetcher
 }
 
 // Entry is one image in the store.
@@ -97,10 +98,10 @@ type GCResult struct {
 	Bytes int64
 }
 
-// DefaultStoreDir returns $SSEBENCH_STORE when set, else
+// DefaultDir returns $SSEBENCH_STORE when set, else
 // ${XDG_DATA_HOME:-~/.local/share}/ssebench/store.
-func DefaultStoreDir() (string, error) {
-	if d := strings.TrimSpace(os.Getenv(StoreDirEnv)); d != "" {
+func DefaultDir() (string, error) {
+	if d := strings.TrimSpace(os.Getenv(DirEnv)); d != "" {
 		return d, nil
 	}
 	if d := os.Getenv("XDG_DATA_HOME"); d != "" && filepath.IsAbs(d) {
@@ -108,19 +109,22 @@ func DefaultStoreDir() (string, error) {
 	}
 	home, err := os.UserHomeDir()
 	if err != nil {
-		return "", fmt.Errorf("finding the image store: %w (set %s)", err, StoreDirEnv)
+		return "", fmt.Errorf("finding the image store: %w (set %s)", err, DirEnv)
 	}
 	return filepath.Join(home, ".local", "share", "ssebench", "store"), nil
 }
 
-// OpenStore opens the image layout at dir, creating it when dir is missing
+// Open opens the image layout at dir, creating it when dir is missing
 // or empty. A non-empty directory without an oci-layout file is refused.
-func OpenStore(dir string) (*Store, error) {
+func Open(dir string, opts ...Option) (*Store, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fmt.Errorf("opening image store %s: %w", dir, err)
 	}
 	s := &Store{dir: abs}
+	for _, opt := range opts {
+		opt(s)
+	}
 	if err := s.init(); err != nil {
 		return nil, fmt.Errorf("opening image store %s: %w", abs, err)
 	}
@@ -172,7 +176,7 @@ func (s *Store) create() error {
 	}
 	for _, e := range ents {
 		if n := e.Name(); !strings.HasPrefix(n, ".") && n != "blobs" && n != indexFile {
-			return fmt.Errorf("the directory is not empty and is not an OCI image layout (no %s file); choose another directory with --store or %s", layoutFile, StoreDirEnv)
+			return fmt.Errorf("the directory is not empty and is not an OCI image layout (no %s file); choose another directory with --store or %s", layoutFile, DirEnv)
 		}
 	}
 	for _, d := range []string{s.blobDir(), s.TempDir()} {
@@ -230,7 +234,7 @@ func (s *Store) openBlob(h v1.Hash, size int64, image string) (io.ReadCloser, er
 	}
 	f, err := os.Open(s.BlobPath(h))
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, &blobError{store: s, digest: h, image: image, missing: true}
+		return s.remoteBlob(h, size, image)
 	}
 	if err != nil {
 		return nil, err
@@ -238,8 +242,8 @@ func (s *Store) openBlob(h v1.Hash, size int64, image string) (io.ReadCloser, er
 	return &verifyingReader{f: f, h: sha256.New(), want: h, size: size, store: s, image: image}, nil
 }
 
-// readBlob reads and verifies a small blob (manifest or config).
-func (s *Store) readBlob(h v1.Hash, size int64, image string) ([]byte, error) {
+// ReadBlob reads and verifies a small blob (manifest or config).
+func (s *Store) ReadBlob(h v1.Hash, size int64, image string) ([]byte, error) {
 	if size > maxManifestSize {
 		return nil, fmt.Errorf("blob %s of image %s is %d bytes, too large for a manifest or config", h, image, size)
 	}
@@ -262,6 +266,10 @@ type blobError struct {
 	gotSize   int64
 	wantSize  int64
 	sizeError bool
+	// sources are the repositories a missing blob was recorded from;
+	// fetchErr is why fetching it from them failed.
+	sources  []string
+	fetchErr error
 }
 
 func (e *blobError) Error() string {
@@ -270,6 +278,12 @@ func (e *blobError) Error() string {
 		of = " of image " + e.image
 	}
 	if e.missing {
+		if e.fetchErr != nil {
+			return fmt.Sprintf("blob %s%s is not in the image store %s and could not be fetched%s: %v", e.digest, of, e.store.dir, sourcesLine(e.sources), e.fetchErr)
+		}
+		if len(e.sources) > 0 {
+			return fmt.Sprintf("blob %s%s is not in the image store %s%s: run the command with --pull=missing so that it can be fetched", e.digest, of, e.store.dir, sourcesLine(e.sources))
+		}
 		return fmt.Sprintf("blob %s%s is missing from the image store %s: pull or build the image again", e.digest, of, e.store.dir)
 	}
 	what := fmt.Sprintf("has digest %s", e.got)
@@ -351,11 +365,11 @@ func (w *ingest) commit(want v1.Hash, size int64) (v1.Hash, int64, error) {
 	got := v1.Hash{Algorithm: "sha256", Hex: hex.EncodeToString(w.h.Sum(nil))}
 	if size >= 0 && w.n != size {
 		w.abort()
-		return v1.Hash{}, 0, fmt.Errorf("writing blob %s: expected %d bytes, but got %d", want, size, w.n)
+		return v1.Hash{}, 0, fmt.Errorf("writing blob %s: expected %d bytes, but got %d: %w", want, size, w.n, ErrCorruptBlob)
 	}
 	if want.Hex != "" && got != want {
 		w.abort()
-		return v1.Hash{}, 0, fmt.Errorf("writing blob %s: content has digest %s", want, got)
+		return v1.Hash{}, 0, fmt.Errorf("writing blob %s: content has digest %s: %w", want, got, ErrCorruptBlob)
 	}
 	// Sync before rename: after a crash the blob path must hold either
 	// nothing or the whole blob, never a file whose data never hit disk.
@@ -378,9 +392,9 @@ func (w *ingest) commit(want v1.Hash, size int64) (v1.Hash, int64, error) {
 	return got, w.n, syncDir(w.s.blobDir())
 }
 
-// putBlob streams r into the pool. want may be zero when the digest is not
+// PutBlob streams r into the pool, verified. want may be zero when the digest is not
 // known in advance (a stream.Layer); size may be -1.
-func (s *Store) putBlob(ctx context.Context, r io.Reader, want v1.Hash, size int64) (v1.Hash, int64, error) {
+func (s *Store) PutBlob(ctx context.Context, r io.Reader, want v1.Hash, size int64) (v1.Hash, int64, error) {
 	w, err := s.newIngest()
 	if err != nil {
 		return v1.Hash{}, 0, err
@@ -397,7 +411,7 @@ func (s *Store) putBytes(ctx context.Context, b []byte, want v1.Hash) error {
 	if s.HasBlob(want) {
 		return nil
 	}
-	_, _, err := s.putBlob(ctx, bytes.NewReader(b), want, int64(len(b)))
+	_, _, err := s.PutBlob(ctx, bytes.NewReader(b), want, int64(len(b)))
 	return err
 }
 
@@ -459,7 +473,7 @@ func (s *Store) Write(ctx context.Context, ref name.Reference, img v1.Image) err
 	if err != nil {
 		return fmt.Errorf("writing %s to the image store: %w", ref.Name(), err)
 	}
-	return s.setEntry(ctx, ref, desc)
+	return s.SetEntry(ctx, ref, desc)
 }
 
 // WriteIndex stores idx, every child manifest and all their blobs under ref,
@@ -474,7 +488,7 @@ func (s *Store) WriteIndex(ctx context.Context, ref name.Reference, idx v1.Image
 	if err != nil {
 		return fmt.Errorf("writing %s to the image store: %w", ref.Name(), err)
 	}
-	return s.setEntry(ctx, ref, desc)
+	return s.SetEntry(ctx, ref, desc)
 }
 
 func (s *Store) writeImageBlobs(ctx context.Context, img v1.Image) (v1.Descriptor, error) {
@@ -577,11 +591,6 @@ func (s *Store) writeLayer(ctx context.Context, l v1.Layer) error {
 	case s.HasBlob(want):
 		return nil
 	}
-	if ll := s.ownLazyLayer(l); ll != nil {
-		// Reading a lazy layer of this store tees it into the pool
-		// already; a second copy would only write it twice.
-		return ll.fetch(ctx)
-	}
 	size := int64(-1)
 	if want.Hex != "" {
 		if size, err = l.Size(); err != nil {
@@ -590,13 +599,18 @@ func (s *Store) writeLayer(ctx context.Context, l v1.Layer) error {
 		if done, err := s.adoptSpool(ctx, l, want, size); done || err != nil {
 			return err
 		}
+		// A layer a registry holds is recorded without its bytes:
+		// they come when something reads it (see remoteBlob).
+		if recordedRemote(s, l, want) {
+			return nil
+		}
 	}
 	rc, err := l.Compressed()
 	if err != nil {
 		return err
 	}
 	defer rc.Close()
-	if _, _, err := s.putBlob(ctx, rc, want, size); err != nil {
+	if _, _, err := s.PutBlob(ctx, rc, want, size); err != nil {
 		return fmt.Errorf("writing layer %s: %w", want, err)
 	}
 	return nil
@@ -614,8 +628,9 @@ func (s *Store) adoptSpool(ctx context.Context, l v1.Layer, h v1.Hash, size int6
 	if filepath.Dir(p) != s.TempDir() {
 		return false, nil
 	}
-	link := filepath.Join(s.TempDir(), "adopt-"+h.Hex)
-	os.Remove(link)
+	// A name of this call's own: two assemblies of one task adopt the
+	// same digest at once.
+	link := filepath.Join(s.TempDir(), fmt.Sprintf("adopt-%s-%d-%d", h.Hex[:16], os.Getpid(), adoptSeq.Add(1)))
 	if err := os.Link(p, link); err != nil {
 		return false, nil // another filesystem or no links: copy instead
 	}
@@ -649,14 +664,23 @@ func (s *Store) renameBlob(path string, h v1.Hash) error {
 	return syncDir(s.blobDir())
 }
 
-func (s *Store) ownLazyLayer(l v1.Layer) *lazyLayer {
-	if ml, ok := l.(*remote.MountableLayer); ok {
-		l = ml.Layer
+// adoptSeq numbers adoptSpool's links within this process.
+var adoptSeq atomic.Int64
+
+// lockFile takes an exclusive lock on path, waiting for it.
+func lockFile(path string) (func(), error) {
+	fl := flock.New(path)
+	if err := fl.Lock(); err != nil {
+		return nil, err
 	}
-	if ll, ok := l.(*lazyLayer); ok && ll.store.dir == s.dir {
-		return ll
-	}
-	return nil
+	return func() { fl.Close() }, nil
+}
+
+// HoldGC keeps GC from running until the returned release is called: a
+// writer that adds blobs before it names them in index.json (as Load does)
+// holds it throughout.
+func (s *Store) HoldGC(ctx context.Context) (func(), error) {
+	return s.lock(ctx, gcLock, false)
 }
 
 // lock takes the lock file name, exclusive or shared, and returns its
@@ -703,7 +727,7 @@ func (s *Store) writeIndexFile(im *v1.IndexManifest) error {
 	// Sorted by name so that the same set of entries gives the same bytes
 	// whatever order concurrent writers committed in.
 	sort.SliceStable(im.Manifests, func(i, j int) bool {
-		return entryName(im.Manifests[i]) < entryName(im.Manifests[j])
+		return EntryName(im.Manifests[i]) < EntryName(im.Manifests[j])
 	})
 	b, err := json.MarshalIndent(im, "", "  ")
 	if err != nil {
@@ -753,11 +777,12 @@ func syncDir(dir string) error {
 	return nil
 }
 
-func entryName(d v1.Descriptor) string {
+// EntryName is the image name an index.json entry carries.
+func EntryName(d v1.Descriptor) string {
 	if n := d.Annotations[AnnotationRefName]; n != "" {
 		return n
 	}
-	return d.Annotations[annotationContainerdName]
+	return d.Annotations[AnnotationContainerdName]
 }
 
 // matches reports whether index entry d is ref: its ref.name (or
@@ -767,7 +792,7 @@ func matches(d v1.Descriptor, ref name.Reference) bool {
 	if dg, ok := ref.(name.Digest); ok && d.Digest.String() == dg.DigestStr() {
 		return true
 	}
-	for _, k := range []string{AnnotationRefName, annotationContainerdName} {
+	for _, k := range []string{AnnotationRefName, AnnotationContainerdName} {
 		v := d.Annotations[k]
 		if v == "" {
 			continue
@@ -783,7 +808,9 @@ func matches(d v1.Descriptor, ref name.Reference) bool {
 	return false
 }
 
-func (s *Store) setEntry(ctx context.Context, ref name.Reference, desc v1.Descriptor) error {
+// SetEntry points ref at desc in index.json. The caller has made sure the
+// blobs desc needs are in the pool (or recorded with a holder).
+func (s *Store) SetEntry(ctx context.Context, ref name.Reference, desc v1.Descriptor) error {
 	unlock, err := s.lock(ctx, indexLock, true)
 	if err != nil {
 		return err
@@ -795,16 +822,16 @@ func (s *Store) setEntry(ctx context.Context, ref name.Reference, desc v1.Descri
 	}
 	desc.Annotations = map[string]string{
 		AnnotationRefName:        ref.Name(),
-		annotationContainerdName: ref.Name(),
+		AnnotationContainerdName: ref.Name(),
 	}
 	if _, ok := ref.(name.Digest); ok {
 		// A digest names content, not an entry: keep the other
 		// entries with this digest.
-		delete(desc.Annotations, annotationContainerdName)
+		delete(desc.Annotations, AnnotationContainerdName)
 	}
 	kept := im.Manifests[:0]
 	for _, d := range im.Manifests {
-		if entryName(d) != ref.Name() {
+		if EntryName(d) != ref.Name() {
 			kept = append(kept, d)
 		}
 	}
@@ -823,7 +850,7 @@ func (s *Store) List() ([]Entry, error) {
 	}
 	es := make([]Entry, 0, len(im.Manifests))
 	for _, d := range im.Manifests {
-		es = append(es, Entry{Name: entryName(d), Descriptor: d})
+		es = append(es, Entry{Name: EntryName(d), Descriptor: d})
 	}
 	sort.SliceStable(es, func(i, j int) bool { return es[i].Name < es[j].Name })
 	return es, nil
@@ -854,7 +881,7 @@ func (s *Store) Image(ref name.Reference) (v1.Image, error) {
 	if desc.MediaType.IsIndex() {
 		return nil, fmt.Errorf("%s in the image store is an image index, not an image: pick a platform (see Resolver)", ref.Name())
 	}
-	return s.image(desc, ref.Name())
+	return s.ImageAt(desc, ref.Name())
 }
 
 // Index returns the image index stored under ref.
@@ -866,7 +893,7 @@ func (s *Store) Index(ref name.Reference) (v1.ImageIndex, error) {
 	if !desc.MediaType.IsIndex() {
 		return nil, fmt.Errorf("%s in the image store is an image, not an image index", ref.Name())
 	}
-	return s.index(desc, ref.Name())
+	return s.IndexAt(desc, ref.Name())
 }
 
 // Tag points dst at the entry of src.
@@ -875,7 +902,7 @@ func (s *Store) Tag(ctx context.Context, src, dst name.Reference) error {
 	if err != nil {
 		return err
 	}
-	return s.setEntry(ctx, dst, desc)
+	return s.SetEntry(ctx, dst, desc)
 }
 
 // Delete removes the entry of ref (for a digest reference, every entry
@@ -923,7 +950,7 @@ func (s *Store) GC(ctx context.Context) (GCResult, error) {
 	}
 	keep := map[string]bool{}
 	for _, d := range im.Manifests {
-		if err := s.mark(d, entryName(d), keep); err != nil {
+		if err := s.mark(d, EntryName(d), keep); err != nil {
 			return res, fmt.Errorf("collecting garbage: %w", err)
 		}
 	}
@@ -973,7 +1000,7 @@ func (s *Store) mark(d v1.Descriptor, image string, keep map[string]bool) error 
 	keep[d.Digest.Hex] = true
 	switch {
 	case d.MediaType.IsIndex():
-		b, err := s.readBlob(d.Digest, d.Size, image)
+		b, err := s.ReadBlob(d.Digest, d.Size, image)
 		if errors.Is(err, ErrCorruptBlob) && !s.HasBlob(d.Digest) {
 			return nil
 		}
@@ -990,7 +1017,7 @@ func (s *Store) mark(d v1.Descriptor, image string, keep map[string]bool) error 
 			}
 		}
 	case d.MediaType.IsImage():
-		b, err := s.readBlob(d.Digest, d.Size, image)
+		b, err := s.ReadBlob(d.Digest, d.Size, image)
 		if errors.Is(err, ErrCorruptBlob) && !s.HasBlob(d.Digest) {
 			return nil
 		}
@@ -1012,9 +1039,10 @@ func (s *Store) mark(d v1.Descriptor, image string, keep map[string]bool) error 
 	return nil
 }
 
-// image returns a store-backed image for the manifest desc.
-func (s *Store) image(desc v1.Descriptor, image string) (v1.Image, error) {
-	raw, err := s.readBlob(desc.Digest, desc.Size, image)
+// ImageAt returns a store-backed image for the manifest desc; name is
+// the image named in errors.
+func (s *Store) ImageAt(desc v1.Descriptor, image string) (v1.Image, error) {
+	raw, err := s.ReadBlob(desc.Digest, desc.Size, image)
 	if err != nil {
 		return nil, err
 	}
@@ -1022,7 +1050,7 @@ func (s *Store) image(desc v1.Descriptor, image string) (v1.Image, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parsing manifest %s of image %s: %w", desc.Digest, image, err)
 	}
-	cfg, err := s.readBlob(m.Config.Digest, m.Config.Size, image)
+	cfg, err := s.ReadBlob(m.Config.Digest, m.Config.Size, image)
 	if err != nil {
 		return nil, err
 	}
@@ -1131,9 +1159,9 @@ func (l *storeLayer) DiffID() (v1.Hash, error) {
 // compressedOnly hides DiffID so partial computes it from the content.
 type compressedOnly struct{ partial.CompressedLayer }
 
-// index returns a store-backed image index for desc.
-func (s *Store) index(desc v1.Descriptor, image string) (v1.ImageIndex, error) {
-	raw, err := s.readBlob(desc.Digest, desc.Size, image)
+// IndexAt returns a store-backed image index for desc.
+func (s *Store) IndexAt(desc v1.Descriptor, image string) (v1.ImageIndex, error) {
+	raw, err := s.ReadBlob(desc.Digest, desc.Size, image)
 	if err != nil {
 		return nil, err
 	}
@@ -1197,7 +1225,7 @@ func (x *storeIndex) Image(h v1.Hash) (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	return x.s.image(d, x.name)
+	return x.s.ImageAt(d, x.name)
 }
 
 // ImageIndex implements v1.ImageIndex.
@@ -1206,5 +1234,5 @@ func (x *storeIndex) ImageIndex(h v1.Hash) (v1.ImageIndex, error) {
 	if err != nil {
 		return nil, err
 	}
-	return x.s.index(d, x.name)
+	return x.s.IndexAt(d, x.name)
 }

@@ -1,0 +1,214 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+)
+
+// Fetcher reads a blob from a registry repository. The store asks it for
+// the layers it recorded without their bytes (see Write): the store says
+// which repository holds the blob, the Fetcher knows how to reach it
+// (credentials, plain HTTP, retries). remote.Access is one.
+type Fetcher interface {
+	// FetchBlob opens the blob d of repo (a full repository name such as
+	// localhost:5000/ssebench/case/examples/gocsv-1).
+	FetchBlob(ctx context.Context, repo string, d v1.Descriptor) (io.ReadCloser, error)
+}
+
+// Option configures a Store (see Open).
+type Option func(*Store)
+
+// WithFetcher lets the store fetch the blobs it recorded without their
+// bytes when they are read. Without one, reading such a blob fails with
+// ErrCorruptBlob, naming the repository it can be pulled from.
+func WithFetcher(f Fetcher) Option {
+	return func(s *Store) { s.fetcher = f }
+}
+
+// Fetching returns a Store of the same directory that fetches the blobs
+// it recorded without their bytes through f. The two share everything on
+// disk; only how they reach registries differs.
+func (s *Store) Fetching(f Fetcher) *Store {
+	c := *s
+	c.fetcher = f
+	return &c
+}
+
+// remoteBlob reads a blob the pool lacks from a repository recorded as
+// holding it, storing it as it is read: the reader commits the blob
+// (verified against h and size) when it reaches the end, and discards it
+// when closed earlier. It returns the "missing" error when no holder is
+// known or none can be reached.
+func (s *Store) remoteBlob(h v1.Hash, size int64, image string) (io.ReadCloser, error) {
+	missing := &blobError{store: s, digest: h, image: image, missing: true}
+	srcs := s.sources(h)
+	if len(srcs) == 0 {
+		return nil, missing
+	}
+	missing.sources = srcs
+	if s.fetcher == nil {
+		return nil, missing
+	}
+	var errs []error
+	for _, repo := range srcs {
+		rc, err := s.fetcher.FetchBlob(context.Background(), repo, v1.Descriptor{Digest: h, Size: size})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", repo, err))
+			continue
+		}
+		w, err := s.newIngest()
+		if err != nil {
+			rc.Close()
+			return nil, err
+		}
+		return &teeReader{rc: rc, w: w, digest: h, size: size}, nil
+	}
+	missing.fetchErr = errors.Join(errs...)
+	return nil, missing
+}
+
+// teeReader passes a registry blob through while writing it to an ingest;
+// at the end it commits the blob, verified, into the pool.
+type teeReader struct {
+	rc     io.ReadCloser
+	w      *ingest
+	digest v1.Hash
+	size   int64
+}
+
+func (t *teeReader) Read(p []byte) (int, error) {
+	n, err := t.rc.Read(p)
+	if t.w == nil {
+		return n, err
+	}
+	if n > 0 {
+		if _, werr := t.w.Write(p[:n]); werr != nil {
+			t.w.abort()
+			t.w = nil
+			return n, fmt.Errorf("storing blob %s: %w", t.digest, werr)
+		}
+	}
+	if err == io.EOF {
+		w := t.w
+		t.w = nil
+		if _, _, cerr := w.commit(t.digest, t.size); cerr != nil {
+			return n, fmt.Errorf("storing blob %s fetched from its registry: %w", t.digest, cerr)
+		}
+	}
+	return n, err
+}
+
+// Close discards an unfinished blob: the pool never sees part of a blob.
+func (t *teeReader) Close() error {
+	if t.w != nil {
+		t.w.abort()
+		t.w = nil
+	}
+	return t.rc.Close()
+}
+
+// Complete fetches every blob the entry desc needs and the pool lacks,
+// for readers that take the layout's files directly (BuildKit's
+// oci-layout contexts, containerd's import, skopeo): after it, the entry
+// is whole on disk.
+func (s *Store) Complete(ctx context.Context, desc v1.Descriptor) error {
+	unlock, err := s.lock(ctx, gcLock, false)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return s.walk(desc, "", func(d v1.Descriptor, _ string) error {
+		if s.HasBlob(d.Digest) {
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		rc, err := s.openBlob(d.Digest, d.Size, "")
+		if err != nil {
+			return err
+		}
+		defer rc.Close()
+		if _, err := io.Copy(io.Discard, &ctxReader{ctx: ctx, r: rc}); err != nil {
+			return err
+		}
+		return nil
+	})
+}
+
+// walk calls f for desc and every descriptor it reaches (child manifests,
+// configs, layers), parents before children. Manifests it cannot read
+// stop the walk with their error.
+func (s *Store) walk(desc v1.Descriptor, image string, f func(d v1.Descriptor, image string) error) error {
+	if err := f(desc, image); err != nil {
+		return err
+	}
+	switch {
+	case desc.MediaType.IsIndex():
+		raw, err := s.ReadBlob(desc.Digest, desc.Size, image)
+		if err != nil {
+			return err
+		}
+		im, err := v1.ParseIndexManifest(bytes.NewReader(raw))
+		if err != nil {
+			return fmt.Errorf("parsing index %s of %s: %w", desc.Digest, image, err)
+		}
+		for _, c := range im.Manifests {
+			if err := s.walk(c, image, f); err != nil {
+				return err
+			}
+		}
+	case desc.MediaType.IsImage():
+		raw, err := s.ReadBlob(desc.Digest, desc.Size, image)
+		if err != nil {
+			return err
+		}
+		m, err := v1.ParseManifest(bytes.NewReader(raw))
+		if err != nil {
+			return fmt.Errorf("parsing manifest %s of %s: %w", desc.Digest, image, err)
+		}
+		if err := f(m.Config, image); err != nil {
+			return err
+		}
+		for _, l := range m.Layers {
+			if !l.MediaType.IsDistributable() {
+				continue
+			}
+			if err := f(l, image); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// sourcesLine is the hint of a missing blob's error: where it was
+// recorded from.
+func sourcesLine(srcs []string) string {
+	if len(srcs) == 0 {
+		return ""
+	}
+	return " (it was recorded without its bytes from " + strings.Join(srcs, ", ") + ")"
+}
+
+// recordedRemote reports whether Write may record layer l (digest h, not
+// in the pool) without its bytes, because a registry holds it: either the
+// store already knows a repository that holds h (the layer of an image
+// resolved from a registry, or one pushed before), or l is a registry
+// layer (go-containerregistry's MountableLayer), whose repository is then
+// recorded as its holder. The bytes come when something reads the layer.
+func recordedRemote(s *Store, l v1.Layer, h v1.Hash) bool {
+	if ml, ok := l.(*remote.MountableLayer); ok {
+		repo := ml.Reference.Context()
+		s.Holders(repo.RegistryStr()).Add(repo.RepositoryStr(), h)
+		return true
+	}
+	return len(s.sources(h)) > 0
+}
