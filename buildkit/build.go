@@ -132,6 +132,7 @@ func (c *Client) Build(ctx context.Context, req Request) (_ *Result, retErr erro
 			}
 		}()
 	}
+	req.plainHTTP = c.opts.plainHTTP
 	opt, err := newSolveOpt(req, layoutDir)
 	if err != nil {
 		return nil, err

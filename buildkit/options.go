@@ -46,6 +46,7 @@ type options struct {
 	progressMode   ProgressMode
 	connectTimeout time.Duration
 	tempDir        string
+	plainHTTP      func(host string) bool
 
 	// solver replaces the daemon connection in unit tests.
 	solver solver
@@ -154,4 +155,14 @@ func resolveAddress(getenv func(string) string) string {
 		return v
 	}
 	return DefaultAddress
+}
+
+// WithPlainHTTP says which registries BuildKit pushes to over plain HTTP
+// (registry.insecure on the image exporter): the same policy as the rest
+// of ssebench (remote.Access.PlainHTTP). Loopback hosts always are.
+func WithPlainHTTP(f func(host string) bool) Option {
+	return func(o *options) error {
+		o.plainHTTP = f
+		return nil
+	}
 }

@@ -62,6 +62,9 @@ type Request struct {
 	// instead (see Result.LayoutDir). Pushes to localhost and loopback
 	// addresses use plain HTTP.
 	Push string
+
+	// plainHTTP is the client's WithPlainHTTP.
+	plainHTTP func(host string) bool
 }
 
 // LayoutImage names one image in an OCI image layout directory.
@@ -306,6 +309,11 @@ func newSolveOpt(r Request, layoutDir string) (bkclient.SolveOpt, error) {
 		insecure, err := isLoopbackRegistry(r.Push)
 		if err != nil {
 			return bkclient.SolveOpt{}, err
+		}
+		if r.plainHTTP != nil {
+			if ref, err := name.ParseReference(r.Push); err == nil && r.plainHTTP(ref.Context().RegistryStr()) {
+				insecure = true
+			}
 		}
 		if insecure {
 			export.Attrs[string(exptypes.OptKeyInsecure)] = "true"

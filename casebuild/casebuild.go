@@ -266,14 +266,14 @@ func (b *Builder) buildCase(ctx context.Context, ds *task.Dataset, t *task.Task,
 		BuildArgs:  map[string]string{task.RegistryArg: b.Names.Registry},
 		Labels:     map[string]string{LabelTaskFiles: digest},
 	}
-	// A base built locally is in the store, not in a registry: hand it to
-	// BuildKit under the name the Dockerfile uses.
+	// The base comes to BuildKit from the store, under the name the
+	// Dockerfile uses: a base built locally is only there, and one from a
+	// registry is fetched by our own client first, so that BuildKit never
+	// reaches a registry with a policy (plain HTTP, credentials) of its own.
 	if base := t.Base; base != "" && b.Store != nil {
 		baseRef := b.Names.Prefixed(base)
-		if ref, err := name.ParseReference(baseRef, name.WeakValidation); err == nil {
-			if desc, err := b.Store.Descriptor(ref); err == nil {
-				req.LayoutContexts = map[string]buildkit.LayoutImage{baseRef: {Dir: b.Store.Dir(), Digest: desc.Digest}}
-			}
+		if li, ok := b.baseContext(ctx, baseRef, req.Platform); ok {
+			req.LayoutContexts = map[string]buildkit.LayoutImage{baseRef: li}
 		}
 	}
 	b.logf("building %s (%s)", imgName, req.Platform)
@@ -308,4 +308,44 @@ func short(d string) string {
 		return d[:12]
 	}
 	return d
+}
+
+// baseContext makes sure the store holds baseRef's image for platform
+// whole (resolving it from its registry when the store lacks it) and
+// returns it as a BuildKit layout context. It reports false when the base
+// cannot be had that way; BuildKit then pulls it itself.
+func (b *Builder) baseContext(ctx context.Context, baseRef, platform string) (buildkit.LayoutImage, bool) {
+	ref, err := name.ParseReference(baseRef, name.WeakValidation)
+	if err != nil {
+		return buildkit.LayoutImage{}, false
+	}
+	desc, err := b.Store.Descriptor(ref)
+	if err != nil && b.Resolver != nil {
+		if _, rerr := b.Resolver.Resolve(ctx, baseRef); rerr == nil {
+			desc, err = b.Store.Descriptor(ref)
+		}
+	}
+	if err != nil {
+		return buildkit.LayoutImage{}, false
+	}
+	// Fetch what BuildKit will read: the platform's image of an index.
+	whole := desc
+	if desc.MediaType.IsIndex() {
+		idx, err := b.Store.IndexAt(desc, ref.Name())
+		if err != nil {
+			return buildkit.LayoutImage{}, false
+		}
+		p, err := v1.ParsePlatform(platform)
+		if err != nil {
+			return buildkit.LayoutImage{}, false
+		}
+		if whole, err = remote.PickPlatform(idx, *p, ref.Name()); err != nil {
+			return buildkit.LayoutImage{}, false
+		}
+	}
+	if err := b.Store.Complete(ctx, whole); err != nil {
+		b.logf("warning: base %s: %v; BuildKit pulls it itself", baseRef, err)
+		return buildkit.LayoutImage{}, false
+	}
+	return buildkit.LayoutImage{Dir: b.Store.Dir(), Digest: desc.Digest}, true
 }

@@ -315,7 +315,11 @@ func (e *Env) Agent(ctx context.Context, req AgentRequest) (*Built, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := remote.Push(ctx, agentName, img, e.RegistryOptions...); err != nil {
+		// With the store, the push knows which repositories hold the
+		// tool's layers (the case and tool repositories it pushed or
+		// pulled) and mounts them instead of uploading them again.
+		popts := append([]remote.Option{remote.WithStore(e.Store), remote.WithMountFrom(toolRes.Ref.Context().Name())}, e.RegistryOptions...)
+		if _, err := remote.PushImage(ctx, agentName, img, popts...); err != nil {
 			return nil, err
 		}
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/42-b3yond-6ug/ssebench/agent"
 	"github.com/42-b3yond-6ug/ssebench/casebuild"
+	"github.com/42-b3yond-6ug/ssebench/remote"
 	"github.com/42-b3yond-6ug/ssebench/runner"
 	"github.com/42-b3yond-6ug/ssebench/store"
 	"github.com/42-b3yond-6ug/ssebench/task"
@@ -229,6 +230,10 @@ func (e *Env) Run(ctx context.Context, req RunRequest) (_ *RunResult, retErr err
 	}
 
 	ropts := []runner.Option{runner.WithStore(e.Store), runner.WithPlatform(platform)}
+	// containerd pulls with ssebench's own plain-HTTP policy.
+	if acc, err := remote.New(e.RegistryOptions...); err == nil {
+		ropts = append(ropts, runner.WithPlainHTTP(acc.PlainHTTP))
+	}
 	if req.ContainerdAddr != "" {
 		ropts = append(ropts, runner.WithAddress(req.ContainerdAddr))
 	}

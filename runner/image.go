@@ -299,12 +299,18 @@ func (r *Runner) pullImage(ctx context.Context, ref string) (*Image, error) {
 }
 
 // resolver talks plain HTTP to registries on this machine (the test and
-// development registry listens on 127.0.0.1) and HTTPS elsewhere.
+// development registry listens on 127.0.0.1) and to those of
+// WithPlainHTTP, and HTTPS elsewhere.
 func (r *Runner) resolver() remotes.Resolver {
 	auth := docker.NewDockerAuthorizer(docker.WithAuthCreds(r.credentials))
 	return docker.NewResolver(docker.ResolverOptions{
 		Hosts: docker.ConfigureDefaultRegistries(
-			docker.WithPlainHTTP(docker.MatchLocalhost),
+			docker.WithPlainHTTP(func(host string) (bool, error) {
+				if local, err := docker.MatchLocalhost(host); local || err != nil {
+					return local, err
+				}
+				return r.opts.plainHTTP != nil && r.opts.plainHTTP(host), nil
+			}),
 			docker.WithAuthorizer(auth),
 		),
 	})

@@ -55,6 +55,7 @@ type options struct {
 	namespace   string
 	snapshotter string // "" means overlayfs, falling back to native
 	store       *store.Store
+	plainHTTP   func(host string) bool
 	platform    ocispec.Platform
 	keychain    authn.Keychain
 	stopTimeout time.Duration
@@ -196,6 +197,16 @@ func WithConnectTimeout(d time.Duration) Option {
 			return fmt.Errorf("connect timeout must be positive, got %s", d)
 		}
 		o.timeout = d
+		return nil
+	}
+}
+
+// WithPlainHTTP says which registries containerd pulls from over plain
+// HTTP: the same policy as the rest of ssebench (remote.Access.PlainHTTP).
+// Loopback hosts always are.
+func WithPlainHTTP(f func(host string) bool) Option {
+	return func(o *options) error {
+		o.plainHTTP = f
 		return nil
 	}
 }

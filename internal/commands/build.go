@@ -32,7 +32,11 @@ func newBuilder(ctx context.Context, g *options.Global, push bool, cmd *cobra.Co
 	if g.BuildKitAddr != "" {
 		bopts = append(bopts, buildkit.WithAddress(g.BuildKitAddr))
 	}
-	bopts = append(bopts, buildkit.WithProgress(cmd.ErrOrStderr()), buildkit.WithTempDir(s.TempDir()))
+	acc, err := g.Access()
+	if err != nil {
+		return nil, nil, err
+	}
+	bopts = append(bopts, buildkit.WithProgress(cmd.ErrOrStderr()), buildkit.WithTempDir(s.TempDir()), buildkit.WithPlainHTTP(acc.PlainHTTP))
 	bk, err := buildkit.New(ctx, bopts...)
 	if err != nil {
 		return nil, nil, err

@@ -37,6 +37,11 @@ func newEnv(g *options.Global, cmd *cobra.Command, runtime string) (*pipeline.En
 		s.Close()
 		return nil, nil, err
 	}
+	acc, err := g.Access()
+	if err != nil {
+		s.Close()
+		return nil, nil, err
+	}
 	facts, err := openFacts()
 	if err != nil {
 		s.Close()
@@ -49,7 +54,7 @@ func newEnv(g *options.Global, cmd *cobra.Command, runtime string) (*pipeline.En
 		Home: home, Names: names, Store: s, RegistryOptions: ropts,
 		RuntimeRef: runtime, Facts: facts, Log: cmd.ErrOrStderr(),
 		BuildKit: func(ctx context.Context) (*buildkit.Client, error) {
-			opts := []buildkit.Option{buildkit.WithProgress(cmd.ErrOrStderr()), buildkit.WithTempDir(s.TempDir())}
+			opts := []buildkit.Option{buildkit.WithProgress(cmd.ErrOrStderr()), buildkit.WithTempDir(s.TempDir()), buildkit.WithPlainHTTP(acc.PlainHTTP)}
 			if g.BuildKitAddr != "" {
 				opts = append(opts, buildkit.WithAddress(g.BuildKitAddr))
 			}

@@ -54,6 +54,7 @@ pushed to a registry, and run with containerd.`,
 		newCmdMirror(g),
 		newCmdSave(g),
 		newCmdLoad(g),
+		newCmdStore(g),
 	)
 	return root
 }

@@ -128,7 +128,24 @@ func (g *Global) OpenStore() (*store.Store, error) {
 			return nil, err
 		}
 	}
-	return store.Open(dir)
+	acc, err := g.Access()
+	if err != nil {
+		return nil, err
+	}
+	// Layers the store recorded without their bytes come through the
+	// same registry policy as everything else.
+	return store.Open(dir, store.WithFetcher(acc))
+}
+
+// Access is this invocation's one way to reach registries (plain-HTTP
+// hosts, credentials, retries): the resolver, pushes, the store's fetches,
+// BuildKit's pushes and containerd's pulls all take it from here.
+func (g *Global) Access() (*remote.Access, error) {
+	opts, err := g.RegistryOptions(nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	return remote.New(opts...)
 }
 
 // RegistryOptions turns the shared flags into registry options: the store,
