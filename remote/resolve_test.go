@@ -454,3 +454,72 @@ func TestStoreWriteOfLazyImage(t *testing.T) {
 		t.Errorf("Image after Write: %v", err)
 	}
 }
+
+// TestPushAfterPlatformPullKeepsIndex is the path every CI machine takes:
+// an assembly resolves one platform of a two-platform runtime index, then
+// `ssebench push` (and mirror, and save/load) of that name. The registry
+// must keep its index; before the store recorded the index it got the
+// amd64 manifest in its place.
+func TestPushAfterPlatformPullKeepsIndex(t *testing.T) {
+	ctx := context.Background()
+	reg := startTestRegistry(t)
+	idx, _ := platformIndex(t)
+	ref := reg.host + "/ssebench/runtime:1.0.0"
+	push(t, ref, idx)
+	want := imagetest.Digest(t, idx)
+
+	s := imagetest.Store(t)
+	amd := &v1.Platform{OS: "linux", Architecture: "amd64"}
+	res, err := newResolver(t, WithStore(s), WithPlatform(amd)).Resolve(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readLayers(t, res.Image) // as the assembler does
+
+	// `ssebench push REF` takes the store's entry for REF.
+	desc, err := s.Descriptor(imagetest.Ref(t, ref))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !desc.MediaType.IsIndex() {
+		t.Fatalf("the store holds %s for %s, want the index", desc.MediaType, ref)
+	}
+	// The CLI's store fetches what it lacks through the invocation's
+	// Access (options.Global.OpenStore).
+	acc, err := New(noAuth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := s.Fetching(acc).IndexAt(desc, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := reg.requests.Load()
+	if _, err := PushImage(ctx, ref, stored, WithStore(s), noAuth); err != nil {
+		t.Fatalf("pushing %s back from the store: %v", ref, err)
+	}
+	if n := reg.requests.Load() - before; n > 12 {
+		t.Errorf("pushing the unchanged index back made %d requests, want only HEADs", n)
+	}
+	if got := imagetest.Pulled(t, ref); got != want {
+		t.Errorf("after push from the store the registry has %s for %s, want its index %s", got, ref, want)
+	}
+	// Mirror of the name keeps it an index too, arm64 layers included
+	// though this machine never read them.
+	mirror := startTestRegistry(t)
+	if _, err := Mirror(ctx, []string{ref}, reg.host+"/ssebench", mirror.host+"/copy", noAuth); err != nil {
+		t.Fatal(err)
+	}
+	if got := imagetest.Pulled(t, mirror.host+"/copy/runtime:1.0.0"); got != want {
+		t.Errorf("mirror gave %s, want the index %s", got, want)
+	}
+	// A push of the stored index to another registry fetches the layers
+	// the store recorded without their bytes.
+	other := startTestRegistry(t)
+	if _, err := PushImage(ctx, other.host+"/x/runtime:1.0.0", stored, WithStore(s), noAuth); err != nil {
+		t.Fatalf("pushing the stored index to another registry: %v", err)
+	}
+	if got := imagetest.Pulled(t, other.host+"/x/runtime:1.0.0"); got != want {
+		t.Errorf("the other registry has %s, want the index %s", got, want)
+	}
+}
