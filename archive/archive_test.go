@@ -309,7 +309,7 @@ func TestIntegrationSaveLoadPush(t *testing.T) {
 	f := newArchiveFixture(t)
 	refs := []string{src + "/ssebench/tool/a:1.0.0", src + "/ssebench/tool/b:1.0.0"}
 	for i, img := range []v1.Image{f.a, f.b} {
-		if err := remote.Push(ctx, refs[i], img, remote.WithKeychain(authn.NewMultiKeychain())); err != nil {
+		if _, err := remote.Push(ctx, refs[i], img, remote.WithKeychain(authn.NewMultiKeychain())); err != nil {
 			t.Fatal(err)
 		}
 	}

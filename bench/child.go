@@ -68,7 +68,11 @@ func runChild(ctx context.Context, args []string) error {
 		return err
 	}
 	if *factsRepo != "" {
-		repo, ropts, err := remote.RemoteRepository(ctx, *factsRepo)
+		acc, err := remote.New()
+		if err != nil {
+			return err
+		}
+		repo, ropts, err := acc.Repository(ctx, *factsRepo)
 		if err != nil {
 			return err
 		}

@@ -111,7 +111,7 @@ func runMirror(ctx context.Context, args []string) error {
 			if err != nil {
 				return err
 			}
-			if err := remote.Push(ctx, names.Runtime(), idx); err != nil {
+			if _, err := remote.Push(ctx, names.Runtime(), idx); err != nil {
 				return err
 			}
 		}

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	ggremote "github.com/google/go-containerregistry/pkg/v1/remote"
+
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
@@ -145,10 +147,14 @@ func (e *Env) Tool(ctx context.Context, req ToolRequest) (*Built, error) {
 	// Layer facts travel through the registry the images come from or go
 	// to: a machine that pushes publishes what it learns, and one that
 	// pulls the case image fetches facts instead of reading base layers.
-	if e.Facts != nil && (req.Push || caseRes.Source == remote.SourceRegistry) {
-		repo, ropts, err := remote.RemoteRepository(ctx, e.Names.Registry+"/"+FactsRepository, e.RegistryOptions...)
+	if e.Facts != nil && (req.Push || caseRes.FromRegistry) {
+		acc, err := remote.New(e.RegistryOptions...)
 		if err == nil {
-			err = e.Facts.WithRemote(repo, req.Push, ropts...)
+			var repo name.Repository
+			var ropts []ggremote.Option
+			if repo, ropts, err = acc.Repository(ctx, e.Names.Registry+"/"+FactsRepository); err == nil {
+				err = e.Facts.WithRemote(repo, req.Push, ropts...)
+			}
 		}
 		if err != nil {
 			e.logf("warning: layer facts will not be shared through the registry: %v", err)
@@ -183,7 +189,7 @@ func (e *Env) Tool(ctx context.Context, req ToolRequest) (*Built, error) {
 		// registry they are mounted from there, not uploaded again.
 		popts := append([]remote.Option{remote.WithStore(e.Store),
 			remote.WithMountFrom(caseRes.Ref.Context().Name())}, e.RegistryOptions...)
-		if pushed, err = remote.PushImage(ctx, toolName, ti, popts...); err != nil {
+		if pushed, err = remote.Push(ctx, toolName, ti, popts...); err != nil {
 			return nil, err
 		}
 	}
@@ -319,7 +325,7 @@ func (e *Env) Agent(ctx context.Context, req AgentRequest) (*Built, error) {
 		// tool's layers (the case and tool repositories it pushed or
 		// pulled) and mounts them instead of uploading them again.
 		popts := append([]remote.Option{remote.WithStore(e.Store), remote.WithMountFrom(toolRes.Ref.Context().Name())}, e.RegistryOptions...)
-		if _, err := remote.PushImage(ctx, agentName, img, popts...); err != nil {
+		if _, err := remote.Push(ctx, agentName, img, popts...); err != nil {
 			return nil, err
 		}
 	}

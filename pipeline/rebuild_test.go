@@ -56,7 +56,7 @@ func TestToolRebuildOnNewMachine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := remote.Push(ctx, caseRef, caseImg); err != nil {
+	if _, err := remote.Push(ctx, caseRef, caseImg); err != nil {
 		t.Fatal(err)
 	}
 	tk, err := task.Load(filepath.Join(home, "datasets", "examples", e2eTask))

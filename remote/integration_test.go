@@ -37,7 +37,7 @@ func TestIntegrationDockerRegistry(t *testing.T) {
 	keys := WithKeychain(authn.NewMultiKeychain())
 	img := imagetest.RandomImage(t, 1<<20, 3)
 	ref := host + "/ssebench/tool/gjson-196-bf4efcb:1.0.0"
-	if err := Push(ctx, ref, img, keys); err != nil {
+	if _, err := Push(ctx, ref, img, keys); err != nil {
 		t.Fatalf("Push: %v", err)
 	}
 
@@ -103,10 +103,10 @@ func TestIntegrationDockerRegistry(t *testing.T) {
 	// An index round-trips too, and Pull picks the platform.
 	idx, imgs := platformIndex(t)
 	idxRef := host + "/ssebench/runtime:1.0.0"
-	if err := Push(ctx, idxRef, idx, keys); err != nil {
+	if _, err := Push(ctx, idxRef, idx, keys); err != nil {
 		t.Fatalf("Push index: %v", err)
 	}
-	pulled, err := Pull(ctx, idxRef, WithStore(imagetest.Store(t)), keys, WithPlatform(&v1.Platform{OS: "linux", Architecture: "arm64"}))
+	pulled, err := pull(ctx, idxRef, WithStore(imagetest.Store(t)), keys, WithPlatform(&v1.Platform{OS: "linux", Architecture: "arm64"}))
 	if err != nil {
 		t.Fatalf("Pull index: %v", err)
 	}

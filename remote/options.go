@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"runtime"
 	"strings"
+	"time"
 
 	"github.com/42-b3yond-6ug/ssebench/store"
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -95,14 +96,16 @@ func makeOptions(opts ...Option) (*options, error) {
 	if o.store != nil {
 		// What the store recorded without its bytes is fetched with
 		// these very options: one policy for every registry request.
-		o.store = o.store.Fetching(&Access{o: o})
+		o.store.Lend(&Access{o: o})
 	}
 	return o, nil
 }
 
 // WithStore names the local image store that Resolve reads first and that
-// pulled images are recorded in. The default is no store: every image comes
-// from its registry and nothing is kept.
+// pulled images are recorded in, and lends the store these options'
+// registry access for the layers it records without their bytes (see
+// store.Store.Lend). The default is no store: every image comes from its
+// registry and nothing is kept.
 func WithStore(s *store.Store) Option {
 	return func(o *options) error {
 		o.store = s
@@ -201,10 +204,10 @@ func WithJobs(n int) Option {
 	}
 }
 
-// WithProgress makes Push send upload progress to ch. Push closes ch when it
+// withProgress makes Push send upload progress to ch. Push closes ch when it
 // returns; give ch a buffer or read it from another goroutine. The default is
 // no progress.
-func WithProgress(ch chan<- v1.Update) Option {
+func withProgress(ch chan<- v1.Update) Option {
 	return func(o *options) error {
 		o.progress = ch
 		return nil
@@ -318,4 +321,70 @@ func (g *httpGuard) RoundTrip(req *http.Request) (*http.Response, error) {
 		return g.skipVerify.RoundTrip(req)
 	}
 	return g.base.RoundTrip(req)
+}
+
+// WithMountFrom names repositories (full names, e.g.
+// localhost:5000/ssebench/case/examples/gocsv-1) that probably hold some of
+// the blobs Push uploads, such as the case image's repository for a tool
+// image. Push asks the registry to mount a missing blob from them before
+// uploading it; a repository of another registry is ignored.
+func WithMountFrom(repos ...string) Option {
+	return func(o *options) error {
+		for _, r := range repos {
+			if _, err := name.NewRepository(r); err != nil {
+				return fmt.Errorf("mount source %q is not a repository name: %w", r, err)
+			}
+			o.move.mountFrom = append(o.move.mountFrom, r)
+		}
+		return nil
+	}
+}
+
+// WithBlobProgress makes Push, Mirror and Load report each blob to p as it
+// is checked, mounted or uploaded (see NewProgressPrinter). The default is
+// no reports.
+func WithBlobProgress(p Progress) Option {
+	return func(o *options) error {
+		o.move.reporter = p
+		return nil
+	}
+}
+
+// withChunkSize sets the size of one request of a chunked upload; blobs up
+// to n bytes go in a single request. The default value is 8 MiB.
+func withChunkSize(n int64) Option {
+	return func(o *options) error {
+		if n < 1024 {
+			return fmt.Errorf("chunk size must be at least 1024 bytes, got %d", n)
+		}
+		o.move.chunkSize = n
+		return nil
+	}
+}
+
+// withRetries sets how many times a registry request is tried when the
+// registry answers 5xx or 429 or the connection breaks, and the wait before
+// the first retry, which doubles each time. The default is 5 attempts,
+// 500ms apart at first.
+func withRetries(attempts int, backoff time.Duration) Option {
+	return func(o *options) error {
+		if attempts < 1 || backoff < 0 {
+			return fmt.Errorf("retries need at least 1 attempt and a backoff of 0 or more, got %d and %s", attempts, backoff)
+		}
+		o.move.attempts, o.move.backoff = attempts, backoff
+		return nil
+	}
+}
+
+// WithIndexPlatform makes Mirror and Save take only p's image out of an
+// image index; the copied name then names that image. The default copies
+// whole indexes.
+func WithIndexPlatform(p *v1.Platform) Option {
+	return func(o *options) error {
+		if p != nil && (p.OS == "" || p.Architecture == "") {
+			return fmt.Errorf("platform %q needs an OS and an architecture, as in linux/amd64", p.String())
+		}
+		o.move.indexPlatform = p
+		return nil
+	}
 }

@@ -63,72 +63,6 @@ func defaultMoveOptions() moveOptions {
 	return moveOptions{chunkSize: defaultChunkSize, attempts: defaultAttempts, backoff: defaultBackoff}
 }
 
-// WithMountFrom names repositories (full names, e.g.
-// localhost:5000/ssebench/case/examples/gocsv-1) that probably hold some of
-// the blobs Push uploads, such as the case image's repository for a tool
-// image. Push asks the registry to mount a missing blob from them before
-// uploading it; a repository of another registry is ignored.
-func WithMountFrom(repos ...string) Option {
-	return func(o *options) error {
-		for _, r := range repos {
-			if _, err := name.NewRepository(r); err != nil {
-				return fmt.Errorf("mount source %q is not a repository name: %w", r, err)
-			}
-			o.move.mountFrom = append(o.move.mountFrom, r)
-		}
-		return nil
-	}
-}
-
-// WithBlobProgress makes Push, Mirror and Load report each blob to p as it
-// is checked, mounted or uploaded (see NewProgressPrinter). The default is
-// no reports.
-func WithBlobProgress(p Progress) Option {
-	return func(o *options) error {
-		o.move.reporter = p
-		return nil
-	}
-}
-
-// WithChunkSize sets the size of one request of a chunked upload; blobs up
-// to n bytes go in a single request. The default value is 8 MiB.
-func WithChunkSize(n int64) Option {
-	return func(o *options) error {
-		if n < 1024 {
-			return fmt.Errorf("chunk size must be at least 1024 bytes, got %d", n)
-		}
-		o.move.chunkSize = n
-		return nil
-	}
-}
-
-// WithRetries sets how many times a registry request is tried when the
-// registry answers 5xx or 429 or the connection breaks, and the wait before
-// the first retry, which doubles each time. The default is 5 attempts,
-// 500ms apart at first.
-func WithRetries(attempts int, backoff time.Duration) Option {
-	return func(o *options) error {
-		if attempts < 1 || backoff < 0 {
-			return fmt.Errorf("retries need at least 1 attempt and a backoff of 0 or more, got %d and %s", attempts, backoff)
-		}
-		o.move.attempts, o.move.backoff = attempts, backoff
-		return nil
-	}
-}
-
-// WithIndexPlatform makes Mirror and Save take only p's image out of an
-// image index; the copied name then names that image. The default copies
-// whole indexes.
-func WithIndexPlatform(p *v1.Platform) Option {
-	return func(o *options) error {
-		if p != nil && (p.OS == "" || p.Architecture == "") {
-			return fmt.Errorf("platform %q needs an OS and an architecture, as in linux/amd64", p.String())
-		}
-		o.move.indexPlatform = p
-		return nil
-	}
-}
-
 // BlobAction says what Push did with a blob.
 type BlobAction string
 
@@ -210,13 +144,7 @@ func (r *PushReport) String() string {
 		units.Bytes(r.Skipped), units.Plural(r.SkippedBlobs, "blob"))
 }
 
-// Push uploads an image or an image index to ref; see PushImage.
-func Push(ctx context.Context, ref string, content remote.Taggable, opts ...Option) error {
-	_, err := PushImage(ctx, ref, content, opts...)
-	return err
-}
-
-// PushImage uploads an image or an image index to ref and says what it
+// Push uploads an image or an image index to ref and says what it
 // moved. Each blob is checked first (HEAD) and skipped when the repository
 // has it; else mounted from another repository of the same registry that
 // has it (the repository a registry layer came from, WithMountFrom, and the
@@ -230,7 +158,7 @@ func Push(ctx context.Context, ref string, content remote.Taggable, opts ...Opti
 // Loopback hosts and WithInsecureRegistries may use plain HTTP; credentials
 // come from WithKeychain. WithProgress receives byte counts and is closed
 // when PushImage returns; WithBlobProgress receives each blob.
-func PushImage(ctx context.Context, ref string, content remote.Taggable, opts ...Option) (*PushReport, error) {
+func Push(ctx context.Context, ref string, content remote.Taggable, opts ...Option) (*PushReport, error) {
 	o, err := makeOptions(opts...)
 	if err != nil {
 		if ch := progressOf(opts); ch != nil {

@@ -26,7 +26,7 @@ import (
 var noAuth = WithKeychain(authn.NewMultiKeychain())
 
 // fastRetries keeps retry tests quick.
-var fastRetries = WithRetries(3, time.Millisecond)
+var fastRetries = withRetries(3, time.Millisecond)
 
 func sizeOf(t testing.TB, ls ...v1.Layer) int64 {
 	t.Helper()
@@ -52,9 +52,9 @@ func configSize(t testing.TB, img v1.Image) int64 {
 
 func pushImage(t testing.TB, ref string, content remote.Taggable, opts ...Option) *PushReport {
 	t.Helper()
-	rep, err := PushImage(context.Background(), ref, content, append([]Option{noAuth, fastRetries}, opts...)...)
+	rep, err := Push(context.Background(), ref, content, append([]Option{noAuth, fastRetries}, opts...)...)
 	if err != nil {
-		t.Fatalf("PushImage(%s): %v", ref, err)
+		t.Fatalf("Push(%s): %v", ref, err)
 	}
 	return rep
 }
@@ -143,7 +143,7 @@ func TestPushRetries(t *testing.T) {
 			l := imagetest.Layer(t, 4000)
 			img := imagetest.ImageOf(t, l)
 			ref := host + "/retry/img:1"
-			rep, err := PushImage(context.Background(), ref, img, noAuth, fastRetries, WithChunkSize(tc.chunk), WithJobs(1))
+			rep, err := Push(context.Background(), ref, img, noAuth, fastRetries, withChunkSize(tc.chunk), WithJobs(1))
 			if tc.wantError != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantError) || !strings.Contains(err.Error(), "try later") {
 					t.Fatalf("PushImage = %v, want an error with %q and the status", err, tc.wantError)
@@ -179,7 +179,7 @@ func TestPushChunked(t *testing.T) {
 	t.Cleanup(srv.Close)
 	img := imagetest.ImageOf(t, imagetest.Layer(t, 10_000))
 	ref := strings.TrimPrefix(srv.URL, "http://") + "/chunk/img:1"
-	pushImage(t, ref, img, WithChunkSize(4096))
+	pushImage(t, ref, img, withChunkSize(4096))
 	if got := patches.Load(); got != 3 {
 		t.Errorf("%d PATCH requests for a 10000-byte layer in 4096-byte chunks, want 3", got)
 	}
@@ -355,7 +355,7 @@ func TestIntegrationPushResumes(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	tr := &cancelAfterTransport{n: 3, cancel: cancel}
-	_, err := PushImage(ctx, ref, img, noAuth, WithStore(s), WithChunkSize(64<<10), WithJobs(1), WithTransport(tr))
+	_, err := Push(ctx, ref, img, noAuth, WithStore(s), withChunkSize(64<<10), WithJobs(1), WithTransport(tr))
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("interrupted push = %v, want context.Canceled", err)
 	}
@@ -364,7 +364,7 @@ func TestIntegrationPushResumes(t *testing.T) {
 		t.Fatal("the tag exists after an interrupted push")
 	}
 
-	rep := pushImage(t, ref, img, WithStore(s), WithChunkSize(64<<10), WithJobs(1))
+	rep := pushImage(t, ref, img, WithStore(s), withChunkSize(64<<10), WithJobs(1))
 	var resumed int64
 	for _, e := range rep.Blobs {
 		if e.Digest == imagetest.Digest(t, big) {

@@ -12,13 +12,13 @@ import (
 	"github.com/42-b3yond-6ug/ssebench/store"
 )
 
-// Pull fetches ref from its registry, whatever the pull policy, and, with
+// pull fetches ref from its registry, whatever the pull policy, and, with
 // WithStore, writes the whole image (every layer of the platform's image)
 // into the store under ref before returning, and records which blobs ref's
 // repository holds (so that a later push to that registry can mount them).
 // For an index the store keeps the index; the image returned is the
 // platform's (see WithPlatform).
-func Pull(ctx context.Context, ref string, opts ...Option) (*Resolved, error) {
+func pull(ctx context.Context, ref string, opts ...Option) (*Resolved, error) {
 	r, err := NewResolver(append(opts, WithPullPolicy(PullAlways))...)
 	if err != nil {
 		return nil, err
@@ -52,12 +52,11 @@ func recordHolders(s *store.Store, ref name.Reference, img v1.Image) {
 // flags (see New): credentials, which hosts may use plain HTTP (or skip
 // certificate checks), retries, the platform and the store. Every client
 // of a registry takes its policy from here: the resolver and pusher of
-// this package (with Options), BuildKit's pushes and containerd's pulls
-// (with PlainHTTP), and the store, which fetches through it the layers it
+// this package (with the same options), BuildKit's pushes and containerd's pulls
+// (with PlainHTTP), the layer facts (Repository), and the store, which fetches through it the layers it
 // recorded without their bytes (FetchBlob).
 type Access struct {
-	o    *options
-	opts []Option
+	o *options
 }
 
 // New returns the Access of opts.
@@ -66,23 +65,12 @@ func New(opts ...Option) (*Access, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Access{o: o, opts: append([]Option(nil), opts...)}, nil
-}
-
-// Options returns the options Access was made of, for NewResolver,
-// PushImage, Mirror and the other entry points of this package; extra
-// options are applied after them.
-func (a *Access) Options(extra ...Option) []Option {
-	return append(append([]Option(nil), a.opts...), extra...)
+	return &Access{o: o}, nil
 }
 
 // PlainHTTP reports whether host (host or host:port) is reached over plain
 // HTTP: a loopback host, or one named with WithInsecureRegistries.
 func (a *Access) PlainHTTP(host string) bool { return a.o.allowHTTP(host) }
-
-// Insecure reports whether host was named with WithInsecureRegistries
-// (plain HTTP, or HTTPS without certificate checks).
-func (a *Access) Insecure(host string) bool { return a.o.isInsecure(host) }
 
 // FetchBlob implements store.Fetcher: it opens blob d of repo, verified
 // against d's digest as it is read.

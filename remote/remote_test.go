@@ -63,7 +63,7 @@ func TestPushProgress(t *testing.T) {
 		}
 		done <- us
 	}()
-	if err := Push(context.Background(), reg.host+"/p:1", img, WithProgress(ch), WithJobs(2), WithKeychain(authn.NewMultiKeychain())); err != nil {
+	if _, err := Push(context.Background(), reg.host+"/p:1", img, withProgress(ch), WithJobs(2), WithKeychain(authn.NewMultiKeychain())); err != nil {
 		t.Fatal(err)
 	}
 	us := <-done // Push closed the channel, or this would hang.
@@ -80,11 +80,11 @@ type notAnImage struct{}
 func (notAnImage) RawManifest() ([]byte, error) { return []byte("{}"), nil }
 
 func TestPushRejects(t *testing.T) {
-	err := Push(context.Background(), "localhost:5000/x:1", notAnImage{})
+	_, err := Push(context.Background(), "localhost:5000/x:1", notAnImage{})
 	if err == nil || !strings.Contains(err.Error(), "neither an image nor an image index") {
 		t.Errorf("Push of a non-image = %v, want an error saying so", err)
 	}
-	err = Push(context.Background(), "Not A Reference", imagetest.RandomImage(t, 10, 1))
+	_, err = Push(context.Background(), "Not A Reference", imagetest.RandomImage(t, 10, 1))
 	if err == nil || !strings.Contains(err.Error(), `"Not A Reference"`) {
 		t.Errorf("Push to a bad reference = %v, want an error quoting it", err)
 	}
@@ -96,7 +96,7 @@ func TestPullWritesWholeImage(t *testing.T) {
 	ref := reg.host + "/pull/x:1"
 	push(t, ref, img)
 	s := imagetest.Store(t)
-	res, err := Pull(context.Background(), ref, WithStore(s), WithKeychain(authn.NewMultiKeychain()))
+	res, err := pull(context.Background(), ref, WithStore(s), WithKeychain(authn.NewMultiKeychain()))
 	if err != nil {
 		t.Fatalf("Pull: %v", err)
 	}

@@ -12,22 +12,14 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 )
 
-// Source says where Resolve found an image.
-type Source string
-
-const (
-	// SourceStore is the local image store.
-	SourceStore Source = "store"
-	// SourceRegistry is the image's registry.
-	SourceRegistry Source = "registry"
-)
-
 // Resolved is what a reference resolved to.
 type Resolved struct {
 	// Ref is the parsed reference.
 	Ref name.Reference
-	// Source says where the manifest came from.
-	Source Source
+	// FromRegistry is true when the manifest came from the registry
+	// (and was recorded in the store, when there is one), false when it
+	// came from the store.
+	FromRegistry bool
 	// Descriptor describes Image's manifest; when Image was picked from
 	// an index it carries the platform.
 	Descriptor v1.Descriptor
@@ -113,7 +105,7 @@ func (r *Resolver) fromStore(ref name.Reference) (*Resolved, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &Resolved{Ref: ref, Source: SourceStore}
+	res := &Resolved{Ref: ref}
 	if desc.MediaType.IsIndex() {
 		idx, err := s.IndexAt(desc, ref.Name())
 		if err != nil {
@@ -174,7 +166,7 @@ func (r *Resolver) fromRegistry(ctx context.Context, ref name.Reference) (*Resol
 	if err != nil {
 		return nil, fmt.Errorf("fetching %s from its registry: %w", ref.Name(), err)
 	}
-	res := &Resolved{Ref: ref, Source: SourceRegistry}
+	res := &Resolved{Ref: ref, FromRegistry: true}
 	switch mt := rd.MediaType; {
 	case mt.IsIndex():
 		idx, err := rd.ImageIndex()
@@ -222,7 +214,7 @@ func (r *Resolver) fromRegistry(ctx context.Context, ref name.Reference) (*Resol
 	if err != nil {
 		return nil, fmt.Errorf("reading %s back from the local store: %w", ref.Name(), err)
 	}
-	stored.Source = SourceRegistry
+	stored.FromRegistry = true
 	recordHolders(s, ref, res.Image)
 	return stored, nil
 }

@@ -43,7 +43,7 @@ func startTestRegistry(t *testing.T) *testRegistry {
 
 func push(t *testing.T, ref string, content interface{ RawManifest() ([]byte, error) }) {
 	t.Helper()
-	if err := Push(context.Background(), ref, content, WithKeychain(authn.NewMultiKeychain())); err != nil {
+	if _, err := Push(context.Background(), ref, content, WithKeychain(authn.NewMultiKeychain())); err != nil {
 		t.Fatalf("Push(%s): %v", ref, err)
 	}
 }
@@ -210,8 +210,8 @@ func TestResolveLazyPull(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Resolve: %v", err)
 	}
-	if res.Source != SourceRegistry {
-		t.Errorf("Source = %s, want %s", res.Source, SourceRegistry)
+	if !res.FromRegistry {
+		t.Error("FromRegistry = false after a pull")
 	}
 	if got, want := imagetest.Digest(t, res.Image), imagetest.Digest(t, img); got != want {
 		t.Fatalf("resolved digest %s, want %s", got, want)
@@ -259,8 +259,8 @@ func TestResolveLazyPull(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Resolve with PullNever after the pull: %v", err)
 	}
-	if again.Source != SourceStore {
-		t.Errorf("Source = %s, want %s", again.Source, SourceStore)
+	if again.FromRegistry {
+		t.Error("FromRegistry = true for an image read from the store")
 	}
 	if err := validate.Image(again.Image); err != nil {
 		t.Errorf("validate.Image of the stored image: %v", err)
@@ -282,14 +282,14 @@ func TestResolvePolicies(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
-		policy     PullPolicy
-		want       v1.Image
-		wantSource Source
-		wantCalls  bool
+		policy       PullPolicy
+		want         v1.Image
+		wantRegistry bool
+		wantCalls    bool
 	}{
-		{policy: PullMissing, want: localImg, wantSource: SourceStore},
-		{policy: PullNever, want: localImg, wantSource: SourceStore},
-		{policy: PullAlways, want: remoteImg, wantSource: SourceRegistry, wantCalls: true},
+		{policy: PullMissing, want: localImg, wantRegistry: false},
+		{policy: PullNever, want: localImg, wantRegistry: false},
+		{policy: PullAlways, want: remoteImg, wantRegistry: true, wantCalls: true},
 	} {
 		t.Run(string(tc.policy), func(t *testing.T) {
 			before := reg.requests.Load()
@@ -297,8 +297,8 @@ func TestResolvePolicies(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if res.Source != tc.wantSource || imagetest.Digest(t, res.Image) != imagetest.Digest(t, tc.want) {
-				t.Errorf("Resolve = %s from %s, want %s from %s", imagetest.Digest(t, res.Image), res.Source, imagetest.Digest(t, tc.want), tc.wantSource)
+			if res.FromRegistry != tc.wantRegistry || imagetest.Digest(t, res.Image) != imagetest.Digest(t, tc.want) {
+				t.Errorf("Resolve = %s from %s, want %s from %s", imagetest.Digest(t, res.Image), where(res.FromRegistry), imagetest.Digest(t, tc.want), where(tc.wantRegistry))
 			}
 			if called := reg.requests.Load() != before; called != tc.wantCalls {
 				t.Errorf("registry called = %v, want %v", called, tc.wantCalls)
@@ -395,7 +395,7 @@ func TestResolvePlatform(t *testing.T) {
 	amd := &v1.Platform{OS: "linux", Architecture: "amd64"}
 	before := reg.requests.Load()
 	res, err = newResolver(t, WithStore(s), WithPullPolicy(PullNever), WithPlatform(amd)).Resolve(ctx, ref)
-	if err != nil || imagetest.Digest(t, res.Image) != imagetest.Digest(t, imgs["amd64"]) || res.Source != SourceStore {
+	if err != nil || imagetest.Digest(t, res.Image) != imagetest.Digest(t, imgs["amd64"]) || res.FromRegistry {
 		t.Fatalf("Resolve for amd64 from the store = %v, want the amd64 image of the stored index", err)
 	}
 	if n := reg.requests.Load() - before; n != 0 {
@@ -484,18 +484,12 @@ func TestPushAfterPlatformPullKeepsIndex(t *testing.T) {
 	if !desc.MediaType.IsIndex() {
 		t.Fatalf("the store holds %s for %s, want the index", desc.MediaType, ref)
 	}
-	// The CLI's store fetches what it lacks through the invocation's
-	// Access (options.Global.OpenStore).
-	acc, err := New(noAuth)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stored, err := s.Fetching(acc).IndexAt(desc, ref)
+	stored, err := s.IndexAt(desc, ref)
 	if err != nil {
 		t.Fatal(err)
 	}
 	before := reg.requests.Load()
-	if _, err := PushImage(ctx, ref, stored, WithStore(s), noAuth); err != nil {
+	if _, err := Push(ctx, ref, stored, WithStore(s), noAuth); err != nil {
 		t.Fatalf("pushing %s back from the store: %v", ref, err)
 	}
 	if n := reg.requests.Load() - before; n > 12 {
@@ -514,12 +508,20 @@ func TestPushAfterPlatformPullKeepsIndex(t *testing.T) {
 		t.Errorf("mirror gave %s, want the index %s", got, want)
 	}
 	// A push of the stored index to another registry fetches the layers
-	// the store recorded without their bytes.
+	// the store recorded without their bytes, through the access the
+	// resolver lent the store.
 	other := startTestRegistry(t)
-	if _, err := PushImage(ctx, other.host+"/x/runtime:1.0.0", stored, WithStore(s), noAuth); err != nil {
+	if _, err := Push(ctx, other.host+"/x/runtime:1.0.0", stored, WithStore(s), noAuth); err != nil {
 		t.Fatalf("pushing the stored index to another registry: %v", err)
 	}
 	if got := imagetest.Pulled(t, other.host+"/x/runtime:1.0.0"); got != want {
 		t.Errorf("the other registry has %s, want the index %s", got, want)
 	}
+}
+
+func where(fromRegistry bool) string {
+	if fromRegistry {
+		return "the registry"
+	}
+	return "the store"
 }

@@ -35,18 +35,14 @@ func Tag(ctx context.Context, src, dst string, opts ...Option) error {
 	return nil
 }
 
-// RemoteRepository parses repo with the plain-HTTP rules of the options and
-// returns it with go-containerregistry options that carry their keychain,
-// transport and user agent, for code that talks to a registry directly
-// (the layer facts of package assemble). ctx bounds those requests.
-func RemoteRepository(ctx context.Context, repo string, opts ...Option) (name.Repository, []remote.Option, error) {
-	o, err := makeOptions(opts...)
+// Repository parses repo with the plain-HTTP rules of a and returns it
+// with go-containerregistry options that carry a's keychain, transport and
+// user agent, for code that talks to a registry directly (the layer facts
+// of package assemble). ctx bounds those requests.
+func (a *Access) Repository(ctx context.Context, repo string) (name.Repository, []remote.Option, error) {
+	r, err := a.o.parseReference(repo + ":latest")
 	if err != nil {
 		return name.Repository{}, nil, err
 	}
-	r, err := o.parseReference(repo + ":latest")
-	if err != nil {
-		return name.Repository{}, nil, err
-	}
-	return r.Context(), o.remoteOptions(ctx), nil
+	return r.Context(), a.o.remoteOptions(ctx), nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -22,23 +23,29 @@ type Fetcher interface {
 	FetchBlob(ctx context.Context, repo string, d v1.Descriptor) (io.ReadCloser, error)
 }
 
-// Option configures a Store (see Open).
-type Option func(*Store)
-
-// WithFetcher lets the store fetch the blobs it recorded without their
-// bytes when they are read. Without one, reading such a blob fails with
-// ErrCorruptBlob, naming the repository it can be pulled from.
-func WithFetcher(f Fetcher) Option {
-	return func(s *Store) { s.fetcher = f }
+// Lend makes f the store's Fetcher unless it has one already (see
+// WithFetcher): a resolver or pusher given the store lends it its own
+// registry access, so that whoever else holds the store (the containerd
+// runner, say) can read what the resolver recorded without its bytes.
+func (s *Store) Lend(f Fetcher) {
+	s.fetch.mu.Lock()
+	defer s.fetch.mu.Unlock()
+	if s.fetch.f == nil {
+		s.fetch.f = f
+	}
 }
 
-// Fetching returns a Store of the same directory that fetches the blobs
-// it recorded without their bytes through f. The two share everything on
-// disk; only how they reach registries differs.
-func (s *Store) Fetching(f Fetcher) *Store {
-	c := *s
-	c.fetcher = f
-	return &c
+// fetcher returns the store's Fetcher, or nil.
+func (s *Store) fetcher() Fetcher {
+	s.fetch.mu.Lock()
+	defer s.fetch.mu.Unlock()
+	return s.fetch.f
+}
+
+// fetchState is the Fetcher of a Store, set once.
+type fetchState struct {
+	mu sync.Mutex
+	f  Fetcher
 }
 
 // remoteBlob reads a blob the pool lacks from a repository recorded as
@@ -53,12 +60,13 @@ func (s *Store) remoteBlob(h v1.Hash, size int64, image string) (io.ReadCloser, 
 		return nil, missing
 	}
 	missing.sources = srcs
-	if s.fetcher == nil {
+	f := s.fetcher()
+	if f == nil {
 		return nil, missing
 	}
 	var errs []error
 	for _, repo := range srcs {
-		rc, err := s.fetcher.FetchBlob(context.Background(), repo, v1.Descriptor{Digest: h, Size: size})
+		rc, err := f.FetchBlob(context.Background(), repo, v1.Descriptor{Digest: h, Size: size})
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", repo, err))
 			continue
@@ -203,8 +211,12 @@ func sourcesLine(srcs []string) string {
 // store already knows a repository that holds h (the layer of an image
 // resolved from a registry, or one pushed before), or l is a registry
 // layer (go-containerregistry's MountableLayer), whose repository is then
-// recorded as its holder. The bytes come when something reads the layer.
+// recorded as its holder. The bytes come when something reads the layer,
+// so a store without a Fetcher records nothing this way.
 func recordedRemote(s *Store, l v1.Layer, h v1.Hash) bool {
+	if s.fetcher() == nil {
+		return false // it could never be read: store the bytes now
+	}
 	if ml, ok := l.(*remote.MountableLayer); ok {
 		repo := ml.Reference.Context()
 		s.Holders(repo.RegistryStr()).Add(repo.RepositoryStr(), h)

@@ -78,8 +78,8 @@ var ErrCorruptBlob = errors.New("corrupt blob")
 // replaced by rename, under a file lock, and only once every blob an entry
 // needs is present. Several processes may use one store at once.
 type Store struct {
-	dir     string
-	fetcher Fetcher
+	dir   string
+	fetch *fetchState
 }
 
 // Entry is one image in the store.
@@ -121,7 +121,7 @@ func Open(dir string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening image store %s: %w", dir, err)
 	}
-	s := &Store{dir: abs}
+	s := &Store{dir: abs, fetch: &fetchState{}}
 	for _, opt := range opts {
 		opt(s)
 	}

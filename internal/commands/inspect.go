@@ -99,7 +99,7 @@ func describe(res *remote.Resolved) (*inspectResult, error) {
 	out := &inspectResult{
 		Name:        res.Ref.Name(),
 		Digest:      d.String(),
-		Source:      string(res.Source),
+		Source:      sourceName(res.FromRegistry),
 		Platform:    (&v1.Platform{OS: cf.OS, Architecture: cf.Architecture, Variant: cf.Variant}).String(),
 		Entrypoint:  cf.Config.Entrypoint,
 		Cmd:         cf.Config.Cmd,
@@ -211,4 +211,12 @@ func humanSize(n int64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// sourceName is where inspect says an image came from.
+func sourceName(fromRegistry bool) string {
+	if fromRegistry {
+		return "registry"
+	}
+	return "store"
 }

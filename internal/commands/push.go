@@ -54,7 +54,7 @@ mounted and skipped.`,
 				if err != nil {
 					return err
 				}
-				rep, err := remote.PushImage(ctx, ref.Name(), content, ropts...)
+				rep, err := remote.Push(ctx, ref.Name(), content, ropts...)
 				total.Merge(rep)
 				if err != nil {
 					return err

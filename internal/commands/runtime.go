@@ -88,7 +88,7 @@ the Go toolchain. The index goes to the local store (and the registry with
 				if err != nil {
 					return err
 				}
-				if err := remote.Push(ctx, rname, idx, ropts...); err != nil {
+				if _, err := remote.Push(ctx, rname, idx, ropts...); err != nil {
 					return err
 				}
 			}

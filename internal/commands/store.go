@@ -50,7 +50,9 @@ never needed here): they are fetched, verified and kept when first read.`,
 	}
 
 	cmd.AddCommand(&cobra.Command{
-		Use:   "ls",
+		Use: "ls",
+		Example: `  ssebench store ls
+  ssebench store ls --json`,
 		Short: "List the store's images",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -85,7 +87,9 @@ never needed here): they are fetched, verified and kept when first read.`,
 	})
 
 	cmd.AddCommand(&cobra.Command{
-		Use:   "du",
+		Use: "du",
+		Example: `  ssebench store du
+  ssebench store du --json`,
 		Short: "Show how much each image takes, and what removing it would free",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -132,7 +136,9 @@ never needed here): they are fetched, verified and kept when first read.`,
 	})
 
 	cmd.AddCommand(&cobra.Command{
-		Use:   "gc",
+		Use: "gc",
+		Example: `  ssebench store gc
+  ssebench store gc --json`,
 		Short: "Delete the blobs no name needs, and files abandoned by killed commands",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -151,7 +157,9 @@ never needed here): they are fetched, verified and kept when first read.`,
 	})
 
 	cmd.AddCommand(&cobra.Command{
-		Use:   "verify",
+		Use: "verify",
+		Example: `  ssebench store verify
+  ssebench store verify --json`,
 		Short: "Check every blob against its digest and every name against its blobs",
 		Long: `Read every blob of the store and check it against its digest, and check
 that every name's manifests, configs and layers are there (a layer may be
