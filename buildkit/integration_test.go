@@ -5,13 +5,16 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -443,4 +446,40 @@ func listTree(t *testing.T, dir string) map[string]int64 {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// TestIntegrationPushInsecureRegistry pushes to a plain-HTTP registry under
+// a name that is not loopback (registry.test, a second name of 127.0.0.1):
+// BuildKit reaches it only when ssebench's plain-HTTP policy (the hosts of
+// --insecure-registry) says so.
+func TestIntegrationPushInsecureRegistry(t *testing.T) {
+	reg := testenv.HostAlias(t, "registry.test")
+	host, _, _ := net.SplitHostPort(reg)
+	dir := contextDir(t, "FROM scratch\nCOPY a.txt /\n")
+	writeFile(t, dir, "a.txt", "insecure\n")
+	ref := reg + "/ssebench/buildkit-test/insecure:" + fmt.Sprint(time.Now().UnixNano())
+
+	plain := newIntegrationClient(t)
+	if _, err := plain.Build(context.Background(), Request{ContextDir: dir, Platform: testPlatform, Push: ref}); err == nil {
+		t.Fatalf("pushing to %s without the policy succeeded: the test cannot tell", ref)
+	}
+	addr := testenv.RequireBuildKit(t)
+	c, err := New(context.Background(), WithAddress(addr), WithProgress(logWriter{t}), WithProgressMode(ProgressPlain), WithTempDir(t.TempDir()),
+		WithPlainHTTP(func(h string) bool { return h == reg || h == host }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	res, err := c.Build(context.Background(), Request{ContextDir: dir, Platform: testPlatform, Push: ref})
+	if err != nil {
+		t.Fatalf("pushing to %s with it marked plain HTTP: %v", ref, err)
+	}
+	r, err := name.ParseReference(ref, name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	desc, err := remote.Head(r)
+	if err != nil || desc.Digest != res.Digest {
+		t.Errorf("registry has %v (%v) at %s, want %s", desc, err, ref, res.Digest)
+	}
 }

@@ -103,7 +103,8 @@ func TestToolRebuildOnNewMachine(t *testing.T) {
 	}
 	counter := &blobGets{}
 	m2.RegistryOptions = []remote.Option{remote.WithTransport(counter)}
-	req.NoStore = true
+	// No other flag than --push: the store records the tool image with
+	// the case layers it never needed, without their bytes.
 	second, err := m2.Tool(ctx, req)
 	if err != nil {
 		t.Fatalf("rebuilding the tool image with runtime B: %v", err)
@@ -134,6 +135,20 @@ func TestToolRebuildOnNewMachine(t *testing.T) {
 		if n := counter.count(d); n > 0 {
 			t.Errorf("rebuild fetched case layer %s %d times, want 0", d, n)
 		}
+	}
+
+	// The store names the tool image and verifies, though it holds no
+	// byte of the case layers: a later local use fetches them.
+	if d, err := m2.Store.Descriptor(mustRef(t, m2.Names.Tool(e2eTask))); err != nil || d.Digest != second.Digest {
+		t.Errorf("the store has %v (%v) for the tool image, want %s", d.Digest, err, second.Digest)
+	}
+	for d := range caseLayers {
+		if m2.Store.HasBlob(d) {
+			t.Errorf("case layer %s is in machine 2's store: it was read", d)
+		}
+	}
+	if probs, err := m2.Store.Verify(ctx); err != nil || len(probs) > 0 {
+		t.Errorf("store verify after the rebuild: %v %v", probs, err)
 	}
 
 	// What the push moved: the new runtime layer and the config, nothing

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"sort"
@@ -510,5 +511,36 @@ func forceGC(t *testing.T, r *Runner, target ocispec.Descriptor) {
 	}
 	if err := is.Delete(ctx, "gc-trigger", images.SynchronousDelete()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestIntegrationPullInsecureRegistry pulls the OS image from the shared
+// registry under a name that is not loopback (registry.test): containerd
+// reaches it over plain HTTP only when ssebench's policy (the hosts of
+// --insecure-registry) says so.
+func TestIntegrationPullInsecureRegistry(t *testing.T) {
+	addr := testenv.RequireContainerd(t)
+	osImage := testenv.OSImage(t)
+	reg := testenv.HostAlias(t, "registry.test")
+	host, _, _ := net.SplitHostPort(reg)
+	ctx := context.Background()
+	src, err := name.ParseReference(osImage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := reg + "/" + src.Context().RepositoryStr() + ":" + src.Identifier()
+
+	plain := newTestRunner(t, addr, WithNamespace(testNamespace(t, addr)))
+	if _, err := plain.Pull(ctx, ref); err == nil {
+		t.Fatalf("pulling %s without the policy succeeded: the test cannot tell", ref)
+	}
+	r := newTestRunner(t, addr, WithNamespace(testNamespace(t, addr)), WithPlainHTTP(func(h string) bool { return h == reg || h == host }))
+	var stdout bytes.Buffer
+	res, err := r.Run(ctx, RunSpec{Image: ref, Pull: true, Args: []string{"echo", "insecure"}, Output: &stdout})
+	if err != nil {
+		t.Fatalf("Run with Pull from %s marked plain HTTP: %v", ref, err)
+	}
+	if res.ExitCode != 0 || stdout.String() != "insecure\n" {
+		t.Errorf("Run: exit %d, output %q; want 0, %q", res.ExitCode, stdout.String(), "insecure\n")
 	}
 }
