@@ -24,7 +24,7 @@
 //
 // rebuild times the runtime bump on an empty machine, as on CI: the tool
 // image was pushed with runtime 1; ssebench (bench tool-push-child:
-// pipeline.Env.Tool with --push --no-store, a fresh store and facts cache)
+// pipeline.Env.Tool with --push, a fresh store and facts cache)
 // and BuildKit (a fresh buildkitd, buildctl with --import-cache
 // type=registry of the cache the first build exported) rebuild it with
 // runtime 2 and push it. Target: ssebench 50 times faster.

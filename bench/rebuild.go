@@ -63,7 +63,7 @@ type RebuildResults struct {
 // runRebuild times the runtime bump as CI sees it: the tool image was
 // pushed with runtime 1, and a machine with nothing local rebuilds it with
 // runtime 2 and pushes it. ssebench gets an empty store and facts cache
-// (pipeline.Env.Tool with --push --no-store, reusing the pushed image's own
+// (pipeline.Env.Tool with --push, reusing the pushed image's own
 // layers); BuildKit gets a fresh daemon that imports the registry build
 // cache the first build exported.
 func runRebuild(ctx context.Context, args []string) error {
@@ -162,7 +162,7 @@ func runRebuild(ctx context.Context, args []string) error {
 		cmd.Stdout, cmd.Stderr = &stdout, logf
 		start := time.Now()
 		if err := cmd.Run(); err != nil {
-			return 0, 0, nil, fmt.Errorf("ssebench tool --push --no-store: %w (see %s)", err, logPath)
+			return 0, 0, nil, fmt.Errorf("ssebench tool --push: %w (see %s)", err, logPath)
 		}
 		secs := time.Since(start).Seconds()
 		var cr pushChildResult
@@ -238,7 +238,7 @@ func runRebuild(ctx context.Context, args []string) error {
 		return err
 	}
 	say("  %.2fs", res.BuildKit.RebuildSeconds)
-	say("ssebench: rebuild with runtime 2, empty machine, --push --no-store")
+	say("ssebench: rebuild with runtime 2, empty machine, --push")
 	secs, rss, cr, err := child(res.Runtime[1])
 	if err != nil {
 		return err
@@ -302,7 +302,7 @@ type pushChildResult struct {
 	Uploaded int64  `json:"uploaded_bytes"`
 }
 
-// runPushChild is `ssebench tool --push --no-store` on a machine whose
+// runPushChild is `ssebench tool --push` on a machine whose
 // store and facts cache are the given directories: pipeline.Env.Tool, the
 // case, runtime and previous tool image coming from the registry.
 func runPushChild(ctx context.Context, args []string) error {
@@ -328,7 +328,7 @@ func runPushChild(ctx context.Context, args []string) error {
 	}
 	e := &pipeline.Env{Names: naming.NewNames(*prefix, benchVersion), Store: s, Facts: fc,
 		RuntimeRef: *runtimeRef, Log: os.Stderr}
-	b, err := e.Tool(ctx, pipeline.ToolRequest{Case: *caseRef, Task: benchTask, SourceDir: "/src/proj", Push: true, NoStore: true})
+	b, err := e.Tool(ctx, pipeline.ToolRequest{Case: *caseRef, Task: benchTask, SourceDir: "/src/proj", Push: true})
 	if err != nil {
 		return err
 	}

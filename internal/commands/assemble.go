@@ -48,7 +48,7 @@ the default is the case image's creation time. When the tool image made
 before (store or registry) came from the same case image, SOURCE_DIR and
 time, its own layers are reused and no case layer is read.`,
 		Example: `  ssebench assemble tool --case localhost:5000/ssebench/case/examples/kvconf-12-afb9ee1
-  ssebench assemble tool --case localhost:5000/ssebench/case/examples/kvconf-12-afb9ee1 --push --no-store`,
+  ssebench assemble tool --case localhost:5000/ssebench/case/examples/kvconf-12-afb9ee1 --push`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.Case == "" {
@@ -90,7 +90,8 @@ time, its own layers are reused and no case layer is read.`,
 	f.StringVar(&o.Runtime, "runtime", "", "runtime image (default $SSEBENCH_RUNTIME_IMAGE, else REGISTRY/runtime:VERSION)")
 	f.StringVar(&o.Platform, "platform", "", "platform to assemble for (default: the case image's)")
 	f.BoolVar(&o.Push, "push", false, "push the tool image to its registry too")
-	f.BoolVar(&o.NoStore, "no-store", false, "with --push: do not keep the image in the local store (nothing the registry has is downloaded)")
+	f.BoolVar(&o.NoStore, "no-store", false, "with --push: do not name the image in the local store (not needed: a pushed image's registry layers are never downloaded)")
+	_ = f.MarkHidden("no-store")
 	return cmd
 }
 
