@@ -316,6 +316,7 @@ func (e *Env) Agent(ctx context.Context, req AgentRequest) (*Built, error) {
 			return nil, err
 		}
 	}
+	var pushed *remote.PushReport
 	if req.Push {
 		img, err := e.Store.Image(ref)
 		if err != nil {
@@ -325,11 +326,11 @@ func (e *Env) Agent(ctx context.Context, req AgentRequest) (*Built, error) {
 		// tool's layers (the case and tool repositories it pushed or
 		// pulled) and mounts them instead of uploading them again.
 		popts := append([]remote.Option{remote.WithStore(e.Store), remote.WithMountFrom(toolRes.Ref.Context().Name())}, e.RegistryOptions...)
-		if _, err := remote.Push(ctx, agentName, img, popts...); err != nil {
+		if pushed, err = remote.Push(ctx, agentName, img, popts...); err != nil {
 			return nil, err
 		}
 	}
-	b := &Built{Name: agentName, Digest: d, How: how, Took: time.Since(start)}
+	b := &Built{Name: agentName, Digest: d, How: how, Took: time.Since(start), Push: pushed}
 	e.logf("%s %s in %s", how, agentName, b.Took.Round(time.Millisecond))
 	return b, nil
 }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -79,6 +80,32 @@ func TestToolRebuildOnNewMachine(t *testing.T) {
 		}
 	}
 	t.Logf("first push: %s", first.Push)
+
+	// The agent image pushed next mounts the case layers (and the tool's)
+	// from the repositories the store knows hold them: it uploads only
+	// what is its own.
+	agentDir := filepath.Join(home, "agents", "mounts")
+	if err := os.MkdirAll(agentDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for f, body := range map[string]string{"agent.yaml": "name: mounts\n", "Dockerfile": "FROM ssebench-agent\nCMD [\"true\"]\n"} {
+		if err := os.WriteFile(filepath.Join(agentDir, f), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ag, err := m1.Agent(ctx, pipeline.AgentRequest{Tool: m1.Names.Tool(e2eTask), Folder: "mounts", Task: e2eTask, Push: true})
+	if err != nil {
+		t.Fatalf("pushing the agent image: %v", err)
+	}
+	if ag.Push == nil {
+		t.Fatal("Agent with Push returned no push report")
+	}
+	for _, ev := range ag.Push.Blobs {
+		if caseLayers[ev.Digest] && ev.Action != remote.BlobMounted {
+			t.Errorf("agent push: case layer %s was %s, want mounted", ev.Digest, ev.Action)
+		}
+	}
+	t.Logf("agent push: %s", ag.Push)
 
 	// Runtime B: runtime A plus one layer.
 	imgA, err := runtimebin.Platform(m1.Names.Runtime(), idxA, host)
