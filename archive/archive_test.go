@@ -6,14 +6,20 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
+
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/authn"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/validate"
 
 	"github.com/42-b3yond-6ug/ssebench/internal/imagetest"
@@ -362,4 +368,54 @@ func layerSize(t testing.TB, ls ...v1.Layer) int64 {
 		n += size
 	}
 	return n
+}
+
+// TestSaveLoadAfterPlatformPullKeepsIndex: a two-platform index of which
+// this machine resolved (and read) one platform is saved and loaded as the
+// index, both platforms whole, and pushes back unchanged.
+func TestSaveLoadAfterPlatformPullKeepsIndex(t *testing.T) {
+	ctx := context.Background()
+	srv := httptest.NewServer(ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0))))
+	t.Cleanup(srv.Close)
+	reg := strings.TrimPrefix(srv.URL, "http://")
+	idx := v1.ImageIndex(empty.Index)
+	for _, p := range []v1.Platform{{OS: "linux", Architecture: "amd64"}, {OS: "linux", Architecture: "arm64"}} {
+		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: imagetest.RandomImage(t, 300, 2), Descriptor: v1.Descriptor{Platform: &p}})
+	}
+	ref := reg + "/ssebench/runtime:1.0.0"
+	keys := remote.WithKeychain(authn.NewMultiKeychain())
+	if _, err := remote.Push(ctx, ref, idx, keys); err != nil {
+		t.Fatal(err)
+	}
+	s := imagetest.Store(t)
+	r, err := remote.NewResolver(remote.WithStore(s), keys, remote.WithPlatform(&v1.Platform{OS: "linux", Architecture: "amd64"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Resolve(ctx, ref); err != nil {
+		t.Fatal(err)
+	}
+
+	var buf bytes.Buffer
+	if _, err := Save(ctx, &buf, []string{ref}, WithStore(s), WithRemote(keys)); err != nil {
+		t.Fatalf("Save: %v", err)
+	}
+	other := imagetest.Store(t)
+	rep, err := Load(ctx, bytes.NewReader(buf.Bytes()), WithStore(other))
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	if len(rep.Images) != 1 || rep.Images[0].Descriptor.Digest != imagetest.Digest(t, idx) || !rep.Images[0].Descriptor.MediaType.IsIndex() {
+		t.Fatalf("loaded %+v, want the index %s", rep.Images, imagetest.Digest(t, idx))
+	}
+	imagetest.Verified(t, other.Dir())
+	if u, err := other.Usage(); err != nil || u.Images[0].Remote != 0 {
+		t.Errorf("the loaded index lacks bytes (%+v, %v): the archive must carry both platforms whole", u, err)
+	}
+	if _, err := PushLoaded(ctx, rep, reg+"/back", WithStore(other), WithRemote(keys)); err != nil {
+		t.Fatal(err)
+	}
+	if got := imagetest.Pulled(t, reg+"/back/ssebench/runtime:1.0.0"); got != imagetest.Digest(t, idx) {
+		t.Errorf("pushed back %s, want the index %s", got, imagetest.Digest(t, idx))
+	}
 }
