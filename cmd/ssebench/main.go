@@ -3,7 +3,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"os"
 	"os/signal"
 	"syscall"
@@ -13,13 +12,7 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := commands.New().ExecuteContext(ctx); err != nil {
-		// After a run, ssebench exits with the container's status.
-		var exit *commands.ExitError
-		if errors.As(err, &exit) {
-			os.Exit(exit.Code)
-		}
-		os.Exit(1)
-	}
+	code := commands.Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
 }

@@ -31,11 +31,8 @@ never needed here): they are fetched, verified and kept when first read.`,
   ssebench store du --json
   ssebench store rm localhost:5000/ssebench/tool/gjson-196-bf4efcb:1.0.0 && ssebench store gc
   ssebench store verify`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return fmt.Errorf("store needs a subcommand: ls, du, rm, gc or verify: %w", options.ErrUsage)
-		},
 	}
+	groupCommand(cmd)
 	cmd.PersistentFlags().BoolVar(&asJSON, "json", false, "print JSON instead of a table")
 	open := func() (*store.Store, error) { return g.OpenStore() }
 	emit := func(w io.Writer, v any, table func(*tabwriter.Writer)) error {

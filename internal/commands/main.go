@@ -1,0 +1,48 @@
+package commands
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+)
+
+// ExitInterrupted is the exit status after Ctrl-C or SIGTERM: 128 plus
+// SIGINT, as shells report a command that an interrupt ended.
+const ExitInterrupted = 130
+
+// Main runs ssebench with args and returns its exit status: 0, the
+// container's status after a run (ExitError), ExitInterrupted when ctx was
+// cancelled (the signal of main), else 1. It prints the error itself, in
+// one line and with registry upload tokens taken out.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	root := New()
+	root.SilenceErrors = true
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return 0
+	}
+	var exit *ExitError
+	if errors.As(err, &exit) {
+		return exit.Code
+	}
+	if ctx.Err() != nil {
+		fmt.Fprintln(stderr, "ssebench: interrupted")
+		return ExitInterrupted
+	}
+	fmt.Fprintln(stderr, "Error:", Redact(err.Error()))
+	return 1
+}
+
+// signedQuery is the query of a URL in an error: registries sign upload
+// state into it (distribution's _state), which is a credential of sorts.
+var signedQuery = regexp.MustCompile(`(https?://[^\s"?]+)\?[^\s"]*`)
+
+// Redact removes the query of every URL in msg.
+func Redact(msg string) string {
+	return signedQuery.ReplaceAllString(msg, "$1?…")
+}
