@@ -285,7 +285,7 @@ func (o *options) remoteOptions(ctx context.Context) []remote.Option {
 }
 
 func (o *options) guardedTransport() http.RoundTripper {
-	g := &httpGuard{base: o.transport, opts: o}
+	g := &httpGuard{base: manifestCheck{base: o.transport}, opts: o}
 	// Insecure registries may use self-signed certificates, as Docker's
 	// insecure-registries setting allows; everyone else is verified.
 	if t, ok := o.transport.(*http.Transport); ok && len(o.insecure) > 0 {
@@ -294,7 +294,7 @@ func (o *options) guardedTransport() http.RoundTripper {
 			c.TLSClientConfig = &tls.Config{}
 		}
 		c.TLSClientConfig.InsecureSkipVerify = true //nolint:gosec // only for registries the user named insecure
-		g.skipVerify = c
+		g.skipVerify = manifestCheck{base: c}
 	}
 	return g
 }
