@@ -782,6 +782,9 @@ func (p *pusher) upload(ctx context.Context, c *http.Client, dst name.Repository
 		resumed, err = p.uploadChunks(ctx, c, b, loc, 0, save)
 	}
 	if err != nil {
+		if rec != nil {
+			rec.Release(dst, b.digest)
+		}
 		return 0, err
 	}
 	if rec != nil {

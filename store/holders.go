@@ -2,10 +2,12 @@ package store
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -37,8 +39,33 @@ type holderData struct {
 	// Blobs maps a digest to repositories (without the registry), the
 	// most recent first.
 	Blobs map[string][]string `json:"blobs"`
-	// Uploads maps "<repository>@<digest>" to an upload's location.
-	Uploads map[string]string `json:"uploads,omitempty"`
+	// Uploads maps "<repository>@<digest>" to an unfinished upload.
+	Uploads map[string]upload `json:"uploads,omitempty"`
+}
+
+// upload is an unfinished upload: where it is and which process owns it.
+type upload struct {
+	Location string `json:"location"`
+	PID      int    `json:"pid"`
+}
+
+// liveUploads are the uploads this process is sending right now, keyed
+// by record path and key: another push of this process must not resume
+// them either.
+var liveUploads sync.Map
+
+// resumable reports whether u may be taken over: its owner is gone (a
+// killed push), and it is not being sent by this process.
+func resumable(u upload, live bool) bool {
+	if u.PID == os.Getpid() {
+		return !live
+	}
+	if u.PID <= 0 {
+		return true
+	}
+	// Signal 0 checks that the process exists; EPERM means it does.
+	err := syscall.Kill(u.PID, 0)
+	return errors.Is(err, syscall.ESRCH)
 }
 
 // Holders opens the record of registry (host or host:port).
@@ -96,7 +123,7 @@ func (r *Holders) read() holderData {
 		d.Blobs = map[string][]string{}
 	}
 	if d.Uploads == nil {
-		d.Uploads = map[string]string{}
+		d.Uploads = map[string]upload{}
 	}
 	return d
 }
@@ -109,22 +136,42 @@ func (r *Holders) Repositories(d v1.Hash) []string {
 	return append([]string(nil), r.data.Blobs[d.String()]...)
 }
 
-// Upload returns the location of an unfinished upload of d to repo, or "".
+// Upload returns the location of an unfinished upload of d to repo that
+// this push may resume, or "": an upload that another live process (or
+// another push of this one) is sending is never handed out, so that two
+// pushes do not write one upload at two offsets.
 func (r *Holders) Upload(repo name.Repository, d v1.Hash) string {
+	k := repo.RepositoryStr() + "@" + d.String()
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.data.Uploads[repo.RepositoryStr()+"@"+d.String()]
+	u, ok := r.read().Uploads[k]
+	r.mu.Unlock()
+	_, live := liveUploads.Load(r.path + "|" + k)
+	if !ok || u.Location == "" || !resumable(u, live) {
+		return ""
+	}
+	return u.Location
 }
 
-// SetUpload records the latest location of an upload of d to repo; ""
-// forgets it.
+// Release says this process stopped sending its upload of d to repo
+// without finishing it: a later push may resume it.
+func (r *Holders) Release(repo name.Repository, d v1.Hash) {
+	liveUploads.Delete(r.path + "|" + repo.RepositoryStr() + "@" + d.String())
+}
+
+// SetUpload records the latest location of an upload of d to repo, owned
+// by this process; "" forgets it (the upload finished or was given up).
 func (r *Holders) SetUpload(repo name.Repository, d v1.Hash, loc string) {
 	k := repo.RepositoryStr() + "@" + d.String()
+	if loc == "" {
+		liveUploads.Delete(r.path + "|" + k)
+	} else {
+		liveUploads.Store(r.path+"|"+k, true)
+	}
 	r.update(func(data *holderData) {
 		if loc == "" {
 			delete(data.Uploads, k)
 		} else {
-			data.Uploads[k] = loc
+			data.Uploads[k] = upload{Location: loc, PID: os.Getpid()}
 		}
 	})
 }
