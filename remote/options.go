@@ -68,6 +68,8 @@ type options struct {
 	userAgent string
 	jobs      int
 	progress  chan<- v1.Update
+	// stall bounds a registry's silence (see defaultStall).
+	stall time.Duration
 	// move holds the options of push, mirror, save and load (push.go).
 	move moveOptions
 }
@@ -86,6 +88,7 @@ func makeOptions(opts ...Option) (*options, error) {
 		transport: remote.DefaultTransport,
 		userAgent: defaultUserAgent,
 		jobs:      defaultJobs,
+		stall:     defaultStall,
 		move:      defaultMoveOptions(),
 	}
 	for _, opt := range opts {
@@ -285,7 +288,7 @@ func (o *options) remoteOptions(ctx context.Context) []remote.Option {
 }
 
 func (o *options) guardedTransport() http.RoundTripper {
-	g := &httpGuard{base: manifestCheck{base: o.transport}, opts: o}
+	g := &httpGuard{base: manifestCheck{base: stallTransport(o.transport, o.stall)}, opts: o}
 	// Insecure registries may use self-signed certificates, as Docker's
 	// insecure-registries setting allows; everyone else is verified.
 	if t, ok := o.transport.(*http.Transport); ok && len(o.insecure) > 0 {
@@ -294,7 +297,7 @@ func (o *options) guardedTransport() http.RoundTripper {
 			c.TLSClientConfig = &tls.Config{}
 		}
 		c.TLSClientConfig.InsecureSkipVerify = true //nolint:gosec // only for registries the user named insecure
-		g.skipVerify = manifestCheck{base: c}
+		g.skipVerify = manifestCheck{base: stallTransport(c, o.stall)}
 	}
 	return g
 }

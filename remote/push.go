@@ -628,6 +628,43 @@ func blobsURL(r name.Repository, rest string) string {
 
 // do sends a request and checks its status; body, when not nil, is
 // called for each attempt.
+// do sends one request under a deadline of its own (the stall limit plus
+// the time the body takes at the slowest rate we wait for): a registry
+// that stops answering fails the request, which is then retried.
+func (p *pusher) do(ctx context.Context, c *http.Client, method, u string, body io.Reader, size int64, hdr http.Header, ok ...int) (*http.Response, error) {
+	rctx, cancel := p.o.requestContext(ctx, size)
+	resp, err := do(rctx, c, method, u, body, size, hdr, ok...)
+	if err != nil {
+		if errors.Is(rctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+			err = fmt.Errorf("%w: %s %s", errStalled, method, redactURL(u))
+		}
+		cancel()
+		return nil, err
+	}
+	resp.Body = cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
+	return resp, nil
+}
+
+// cancelOnClose ends a request's context when its body is closed.
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (c cancelOnClose) Close() error {
+	err := c.ReadCloser.Close()
+	c.cancel()
+	return err
+}
+
+// redactURL drops the query of u: registries sign upload state into it.
+func redactURL(u string) string {
+	if i := strings.IndexByte(u, '?'); i >= 0 {
+		return u[:i]
+	}
+	return u
+}
+
 func do(ctx context.Context, c *http.Client, method, u string, body io.Reader, size int64, hdr http.Header, ok ...int) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, method, u, body)
 	if err != nil {
@@ -645,7 +682,7 @@ func do(ctx context.Context, c *http.Client, method, u string, body io.Reader, s
 	}
 	if err := transport.CheckError(resp, ok...); err != nil {
 		resp.Body.Close()
-		return nil, err
+		return nil, withRetryAfter(err, resp)
 	}
 	return resp, nil
 }
@@ -653,7 +690,7 @@ func do(ctx context.Context, c *http.Client, method, u string, body io.Reader, s
 func (p *pusher) exists(ctx context.Context, c *http.Client, dst name.Repository, d v1.Hash) (bool, error) {
 	var found bool
 	err := p.retry(ctx, func() error {
-		resp, err := do(ctx, c, http.MethodHead, blobsURL(dst, d.String()), nil, 0, nil, http.StatusOK, http.StatusNotFound)
+		resp, err := p.do(ctx, c, http.MethodHead, blobsURL(dst, d.String()), nil, 0, nil, http.StatusOK, http.StatusNotFound)
 		if err != nil {
 			return err
 		}
@@ -675,7 +712,7 @@ func (p *pusher) mount(ctx context.Context, c *http.Client, dst, from name.Repos
 	var mounted bool
 	var loc string
 	err := p.retry(ctx, func() error {
-		resp, err := do(ctx, c, http.MethodPost, blobsURL(dst, "uploads/")+"?"+q.Encode(), nil, 0, nil, http.StatusCreated, http.StatusAccepted)
+		resp, err := p.do(ctx, c, http.MethodPost, blobsURL(dst, "uploads/")+"?"+q.Encode(), nil, 0, nil, http.StatusCreated, http.StatusAccepted)
 		if err != nil {
 			return err
 		}
@@ -704,7 +741,7 @@ func location(resp *http.Response) (string, error) {
 func (p *pusher) startUpload(ctx context.Context, c *http.Client, dst name.Repository) (string, error) {
 	var loc string
 	err := p.retry(ctx, func() error {
-		resp, err := do(ctx, c, http.MethodPost, blobsURL(dst, "uploads/"), nil, 0, nil, http.StatusAccepted)
+		resp, err := p.do(ctx, c, http.MethodPost, blobsURL(dst, "uploads/"), nil, 0, nil, http.StatusAccepted)
 		if err != nil {
 			return err
 		}
@@ -739,7 +776,7 @@ func (p *pusher) upload(ctx context.Context, c *http.Client, dst name.Repository
 			}
 			defer rc.Close()
 			body := &countingReader{r: rc, add: func(n int64) { p.advance(b.digest, n) }}
-			resp, err := do(ctx, c, http.MethodPut, withDigest(l, b.digest), body, b.size, http.Header{"Content-Type": {"application/octet-stream"}}, http.StatusCreated)
+			resp, err := p.do(ctx, c, http.MethodPut, withDigest(l, b.digest), body, b.size, http.Header{"Content-Type": {"application/octet-stream"}}, http.StatusCreated)
 			if err != nil {
 				p.advance(b.digest, -body.n)
 				return err
@@ -828,7 +865,7 @@ func (p *pusher) uploadChunks(ctx context.Context, c *http.Client, b blob, loc s
 		return 0, fmt.Errorf("the blob has %d bytes, expected %d", start, b.size)
 	}
 	err = p.retry(ctx, func() error {
-		resp, err := do(ctx, c, http.MethodPut, withDigest(loc, b.digest), http.NoBody, 0, nil, http.StatusCreated)
+		resp, err := p.do(ctx, c, http.MethodPut, withDigest(loc, b.digest), http.NoBody, 0, nil, http.StatusCreated)
 		if err != nil {
 			return err
 		}
@@ -851,7 +888,7 @@ func (p *pusher) patch(ctx context.Context, c *http.Client, d v1.Hash, loc strin
 			"Content-Range": {fmt.Sprintf("%d-%d", from, from+int64(len(rest))-1)},
 		}
 		body := &countingReader{r: bytes.NewReader(rest), add: func(n int64) { p.advance(d, n) }}
-		resp, err := do(ctx, c, http.MethodPatch, loc, body, int64(len(rest)), hdr, http.StatusAccepted, http.StatusNoContent)
+		resp, err := p.do(ctx, c, http.MethodPatch, loc, body, int64(len(rest)), hdr, http.StatusAccepted, http.StatusNoContent)
 		if err != nil {
 			p.advance(d, -body.n)
 			// Ask how far the registry got before trying again.
@@ -873,7 +910,7 @@ func (p *pusher) patch(ctx context.Context, c *http.Client, d v1.Hash, loc strin
 
 // uploadStatus asks how many bytes the upload at loc holds.
 func (p *pusher) uploadStatus(ctx context.Context, c *http.Client, loc string) (int64, bool) {
-	resp, err := do(ctx, c, http.MethodGet, loc, nil, 0, nil, http.StatusNoContent)
+	resp, err := p.do(ctx, c, http.MethodGet, loc, nil, 0, nil, http.StatusNoContent)
 	if err != nil {
 		return 0, false
 	}
@@ -947,7 +984,7 @@ func (p *pusher) pushStream(ctx context.Context, dst name.Repository, b blob) er
 	if err != nil {
 		return err
 	}
-	resp, err := do(ctx, c, http.MethodPut, withDigest(loc, d), http.NoBody, 0, nil, http.StatusCreated)
+	resp, err := p.do(ctx, c, http.MethodPut, withDigest(loc, d), http.NoBody, 0, nil, http.StatusCreated)
 	if err != nil {
 		return fmt.Errorf("uploading layer %s: %w", d, err)
 	}
@@ -1021,7 +1058,7 @@ func (p *pusher) putManifest(ctx context.Context, ref name.Reference, raw []byte
 	r := ref.Context()
 	u := fmt.Sprintf("%s://%s/v2/%s/manifests/%s", r.Scheme(), r.RegistryStr(), r.RepositoryStr(), ref.Identifier())
 	err = p.retry(ctx, func() error {
-		resp, err := do(ctx, c, http.MethodPut, u, bytes.NewReader(raw), int64(len(raw)), http.Header{"Content-Type": {string(mt)}}, http.StatusCreated, http.StatusOK, http.StatusAccepted)
+		resp, err := p.do(ctx, c, http.MethodPut, u, bytes.NewReader(raw), int64(len(raw)), http.Header{"Content-Type": {string(mt)}}, http.StatusCreated, http.StatusOK, http.StatusAccepted)
 		if err != nil {
 			return err
 		}
@@ -1080,7 +1117,13 @@ func retry(ctx context.Context, attempts int, backoff time.Duration, f func() er
 		if i == attempts-1 {
 			break
 		}
-		t := time.NewTimer(wait)
+		pause := wait
+		var ra *retryAfter
+		if errors.As(err, &ra) {
+			// The registry said how long: at least that long.
+			pause = max(pause, ra.wait)
+		}
+		t := time.NewTimer(pause)
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -1116,13 +1159,28 @@ func retryable(err error) bool {
 	if err == nil {
 		return false
 	}
+	if errors.Is(err, errStalled) {
+		return true
+	}
 	var pe permanentError
 	if errors.As(err, &pe) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return false
 	}
 	var te *transport.Error
 	if errors.As(err, &te) {
+		for _, d := range te.Errors {
+			// Our bytes match their digest (we computed it from them):
+			// a registry that got other bytes got them damaged or cut
+			// on the way.
+			switch d.Code {
+			case transport.DigestInvalidErrorCode, transport.SizeInvalidErrorCode, transport.BlobUploadInvalidErrorCode:
+				return true
+			}
+		}
 		return te.StatusCode >= 500 || te.StatusCode == http.StatusTooManyRequests || te.StatusCode == http.StatusRequestTimeout
+	}
+	if errors.Is(err, errStalled) {
+		return true
 	}
 	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) ||

@@ -1,0 +1,122 @@
+package remote
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
+
+	"github.com/42-b3yond-6ug/ssebench/internal/imagetest"
+)
+
+// withStall sets the stall limit (see defaultStall); tests shorten it.
+func withStall(d time.Duration) Option {
+	return func(o *options) error {
+		o.stall = d
+		return nil
+	}
+}
+
+// fault wraps a registry and misbehaves on blob uploads as told, once per
+// upload request up to n times.
+type fault struct {
+	h    http.Handler
+	n    int64
+	seen atomic.Int64
+	do   func(w http.ResponseWriter, r *http.Request) bool // true: handled
+}
+
+func (f *fault) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if (r.Method == http.MethodPut || r.Method == http.MethodPatch) && strings.Contains(r.URL.Path, "/blobs/uploads/") && f.seen.Add(1) <= f.n {
+		if f.do(w, r) {
+			return
+		}
+	}
+	f.h.ServeHTTP(w, r)
+}
+
+func faultRegistry(t *testing.T, n int64, do func(w http.ResponseWriter, r *http.Request) bool) (string, *fault) {
+	t.Helper()
+	f := &fault{h: ggcrregistry.New(ggcrregistry.Logger(nilLogger())), n: n, do: do}
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	return strings.TrimPrefix(srv.URL, "http://"), f
+}
+
+// TestPushFaults: a push either finishes with the right digest or fails in
+// one line, against a registry that stalls, asks to wait, or gets a cut
+// body.
+func TestPushFaults(t *testing.T) {
+	ctx := context.Background()
+	img := imagetest.ImageOf(t, imagetest.Layer(t, 6000))
+	want := imagetest.Digest(t, img)
+
+	t.Run("a request that stalls is cut off and retried", func(t *testing.T) {
+		release := make(chan struct{})
+		t.Cleanup(func() { close(release) })
+		host, _ := faultRegistry(t, 1, func(w http.ResponseWriter, r *http.Request) bool {
+			io.Copy(io.Discard, r.Body)
+			select { // hold the answer back, as a stuck registry does
+			case <-release:
+			case <-r.Context().Done():
+			}
+			return true
+		})
+		start := time.Now()
+		if _, err := Push(ctx, host+"/stall/img:1", img, noAuth, fastRetries, withStall(300*time.Millisecond), WithJobs(1)); err != nil {
+			t.Fatalf("push past a stalled request: %v", err)
+		}
+		if took := time.Since(start); took > 20*time.Second {
+			t.Errorf("the push took %s: the stall was not cut off", took)
+		}
+		if got := imagetest.Pulled(t, host+"/stall/img:1"); got != want {
+			t.Errorf("pushed %s, want %s", got, want)
+		}
+	})
+
+	t.Run("429 with Retry-After is waited out", func(t *testing.T) {
+		var first time.Time
+		host, f := faultRegistry(t, 3, func(w http.ResponseWriter, r *http.Request) bool {
+			if first.IsZero() {
+				first = time.Now()
+			}
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, `{"errors":[{"code":"TOOMANYREQUESTS","message":"slow down"}]}`, http.StatusTooManyRequests)
+			return true
+		})
+		// Four attempts 1 ms apart would give up at once: Retry-After
+		// makes each wait a second.
+		start := time.Now()
+		if _, err := Push(ctx, host+"/429/img:1", img, noAuth, withRetries(4, time.Millisecond), WithJobs(1)); err != nil {
+			t.Fatalf("push past three 429s with Retry-After: %v", err)
+		}
+		if took := time.Since(start); took < 3*time.Second {
+			t.Errorf("the push took %s: Retry-After: 1 three times was not honoured", took)
+		}
+		if f.seen.Load() < 4 {
+			t.Errorf("%d upload requests, want the 429s retried", f.seen.Load())
+		}
+	})
+
+	t.Run("a cut upload body is sent again", func(t *testing.T) {
+		host, _ := faultRegistry(t, 1, func(w http.ResponseWriter, r *http.Request) bool {
+			// The registry got part of the body (a proxy cut it) and
+			// says the digest does not match.
+			io.CopyN(io.Discard, r.Body, 100)
+			http.Error(w, `{"errors":[{"code":"DIGEST_INVALID","message":"digest did not match"}]}`, http.StatusBadRequest)
+			return true
+		})
+		if _, err := Push(ctx, host+"/cut/img:1", img, noAuth, fastRetries, WithJobs(1)); err != nil {
+			t.Fatalf("push past a cut body: %v", err)
+		}
+		if got := imagetest.Pulled(t, host+"/cut/img:1"); got != want {
+			t.Errorf("pushed %s, want %s", got, want)
+		}
+	})
+}
