@@ -2,6 +2,7 @@ package remote
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -119,4 +120,58 @@ func TestPushFaults(t *testing.T) {
 			t.Errorf("pushed %s, want %s", got, want)
 		}
 	})
+}
+
+// TestFetchResumesABrokenDownload cuts the connection halfway through a
+// layer the store recorded without its bytes: the read picks up where it
+// stopped with a Range request and the store gets the verified blob.
+func TestFetchResumesABrokenDownload(t *testing.T) {
+	ctx := context.Background()
+	h := ggcrregistry.New(ggcrregistry.Logger(nilLogger()))
+	var cut atomic.Bool
+	var ranges atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Range") != "" {
+			ranges.Add(1)
+		}
+		if r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/blobs/sha256:") && r.Header.Get("Range") == "" && cut.CompareAndSwap(true, false) {
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, r)
+			body := rec.Body.Bytes()
+			w.Header().Set("Content-Length", fmt.Sprint(len(body)))
+			w.WriteHeader(http.StatusOK)
+			w.Write(body[:len(body)/2])
+			w.(http.Flusher).Flush()
+			conn, _, _ := w.(http.Hijacker).Hijack()
+			conn.Close()
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	host := strings.TrimPrefix(srv.URL, "http://")
+	l := imagetest.Layer(t, 200_000)
+	img := imagetest.ImageOf(t, l)
+	ref := host + "/fetch/img:1"
+	if _, err := Push(ctx, ref, img, noAuth); err != nil {
+		t.Fatal(err)
+	}
+	s := imagetest.Store(t)
+	r, err := NewResolver(WithStore(s), noAuth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.Resolve(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut.Store(true)
+	readLayers(t, res.Image)
+	if !s.HasBlob(imagetest.Digest(t, l)) {
+		t.Error("the layer is not in the store after the resumed read")
+	}
+	if ranges.Load() == 0 {
+		t.Error("no Range request: the download started over instead of resuming")
+	}
+	imagetest.Verified(t, s.Dir())
 }
