@@ -635,7 +635,8 @@ func (p *pusher) do(ctx context.Context, c *http.Client, method, u string, body 
 	rctx, cancel := p.o.requestContext(ctx, size)
 	resp, err := do(rctx, c, method, u, body, size, hdr, ok...)
 	if err != nil {
-		if errors.Is(rctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+		var ne net.Error
+		if ctx.Err() == nil && (errors.Is(rctx.Err(), context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()) {
 			err = fmt.Errorf("%w: %s %s", errStalled, method, redactURL(u))
 		}
 		cancel()
