@@ -3,10 +3,12 @@ package assemble
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
+	"sync/atomic"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -17,6 +19,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/42-b3yond-6ug/ssebench/oci"
+	"github.com/42-b3yond-6ug/ssebench/trust"
 )
 
 // Media types of a layer-facts artifact: a small image whose one layer is
@@ -35,19 +38,36 @@ type remoteFacts struct {
 	repo    name.Repository
 	opts    []remote.Option
 	publish bool
+	policy  *trust.Policy
+	// refused counts artifacts found but not believed (see trust).
+	refused atomic.Int64
 }
 
 // WithRemote makes f fetch the facts of a layer it has not seen from repo
-// (e.g. localhost:5000/ssebench/facts) before reading the layer, and, with
-// publish, push what it learns from layers it had to read. opts reach the
-// registry (auth, transport). A registry that cannot be reached or lacks an
-// artifact only costs the layer read it would have cost anyway.
-func (f *Facts) WithRemote(repo name.Repository, publish bool, opts ...remote.Option) error {
+// (e.g. localhost:5000/ssebench/layer-facts) before reading the layer, and,
+// with publish, push (and, with policy's signer, sign) what it learns from
+// layers it had to read. Facts are what the tool image's accounts and modes
+// are computed from, so a fetched artifact is used only when policy trusts
+// it (a trusted registry, or a signature that policy's key verifies);
+// without such a policy nothing is fetched. opts reach the registry (auth,
+// transport). A registry that cannot be reached, lacks an artifact or is
+// not believed only costs the layer read it would have cost anyway.
+func (f *Facts) WithRemote(repo name.Repository, publish bool, policy *trust.Policy, opts ...remote.Option) error {
 	if f == nil {
 		return fmt.Errorf("layer facts from %s need a local facts cache", repo)
 	}
-	f.remote = &remoteFacts{repo: repo, opts: opts, publish: publish}
+	f.remote = &remoteFacts{repo: repo, opts: opts, publish: publish, policy: policy}
 	return nil
+}
+
+// Refused returns how many layers' facts were in the registry but not
+// believed (unsigned, or signed with another key, from an untrusted
+// registry).
+func (f *Facts) Refused() int {
+	if f == nil || f.remote == nil {
+		return 0
+	}
+	return int(f.remote.refused.Load())
 }
 
 // Fetched returns how many layers' facts came from the registry.
@@ -64,8 +84,19 @@ func (r *remoteFacts) tag(d v1.Hash) name.Tag {
 
 // fetch returns the facts of layer d, or false.
 func (r *remoteFacts) fetch(d v1.Hash) (*layerFacts, bool) {
+	if !r.policy.Enabled() {
+		return nil, false
+	}
 	img, err := remote.Image(r.tag(d), r.opts...)
 	if err != nil {
+		return nil, false
+	}
+	md, err := img.Digest()
+	if err != nil {
+		return nil, false
+	}
+	if err := r.policy.Check(context.Background(), r.repo, md, r.opts...); err != nil {
+		r.refused.Add(1)
 		return nil, false
 	}
 	ls, err := img.Layers()
@@ -125,5 +156,10 @@ func (r *remoteFacts) push(d v1.Hash, idx *oci.LayerIndex, files map[string][]by
 	img = mutate.Annotations(img, map[string]string{
 		"dev.ssebench.layer": d.String(),
 	}).(v1.Image)
-	_ = remote.Write(r.tag(d), img, r.opts...)
+	if remote.Write(r.tag(d), img, r.opts...) != nil {
+		return
+	}
+	if md, err := img.Digest(); err == nil {
+		_ = r.policy.Sign(context.Background(), r.repo, md, r.opts...)
+	}
 }

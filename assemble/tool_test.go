@@ -1,6 +1,10 @@
 package assemble
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"encoding/base64"
 	"log"
 	"net/http/httptest"
 
@@ -24,6 +28,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/validate"
 
 	"github.com/42-b3yond-6ug/ssebench/oci"
+	"github.com/42-b3yond-6ug/ssebench/trust"
 )
 
 // fe is a file entry of a test layer.
@@ -515,10 +520,14 @@ func TestFactsThroughRegistry(t *testing.T) {
 		t.Fatal(err)
 	}
 	c, rt := caseImage(t), runtimeImage(t)
+	ci, other := testKey(t), testKey(t)
+	signing := &trust.Policy{Signer: ci, Key: &ci.PublicKey}
+	verifying := &trust.Policy{Key: &ci.PublicKey}
 
-	// A first machine reads every layer and publishes what it learnt.
+	// A first machine reads every layer and publishes (and signs) what
+	// it learnt.
 	first := mustFacts(t)
-	if err := first.WithRemote(repo, true); err != nil {
+	if err := first.WithRemote(repo, true, signing); err != nil {
 		t.Fatal(err)
 	}
 	a := assembleTool(t, c, rt, WithFacts(first))
@@ -526,10 +535,10 @@ func TestFactsThroughRegistry(t *testing.T) {
 		t.Fatalf("first machine indexed %d and fetched %d layers, want 4 and 0", first.Indexed(), first.Fetched())
 	}
 
-	// A fresh machine reads no layer to index it: the facts come from the
-	// registry, and the image is the same.
+	// A fresh machine with the CI's public key reads no layer to index
+	// it: the facts come from the registry, and the image is the same.
 	fresh := mustFacts(t)
-	if err := fresh.WithRemote(repo, false); err != nil {
+	if err := fresh.WithRemote(repo, false, verifying); err != nil {
 		t.Fatal(err)
 	}
 	b := assembleTool(t, c, rt, WithFacts(fresh))
@@ -541,14 +550,116 @@ func TestFactsThroughRegistry(t *testing.T) {
 	if da != db {
 		t.Errorf("with fetched facts the image is %s, want %s", db, da)
 	}
-
-	// Without the artifacts, a machine reads the layers as before.
-	other := mustFacts(t)
-	if err := other.WithRemote(repo.Registry.Repo("ssebench", "nothing"), false); err != nil {
+	// So does one that names the registry trusted.
+	named := mustFacts(t)
+	if err := named.WithRemote(repo, false, &trust.Policy{Registries: []string{repo.RegistryStr()}}); err != nil {
 		t.Fatal(err)
 	}
-	assembleTool(t, c, rt, WithFacts(other))
-	if other.Indexed() != 4 {
-		t.Errorf("with no artifacts the machine indexed %d layers, want 4", other.Indexed())
+	assembleTool(t, c, rt, WithFacts(named))
+	if named.Fetched() != 4 {
+		t.Errorf("a machine trusting the registry fetched %d layers' facts, want 4", named.Fetched())
 	}
+
+	// Without trust, or with another key, nothing is believed: the layers
+	// are read, and the image is the same.
+	for what, p := range map[string]*trust.Policy{"no trust": nil, "another key": {Key: &other.PublicKey}} {
+		m := mustFacts(t)
+		if err := m.WithRemote(repo, false, p); err != nil {
+			t.Fatal(err)
+		}
+		img := assembleTool(t, c, rt, WithFacts(m))
+		if m.Indexed() != 4 || m.Fetched() != 0 {
+			t.Errorf("%s: indexed %d and fetched %d layers, want 4 and 0", what, m.Indexed(), m.Fetched())
+		}
+		if d, _ := img.Digest(); d != da {
+			t.Errorf("%s: the image is %s, want %s", what, d, da)
+		}
+	}
+
+	// Without the artifacts, a machine reads the layers as before.
+	none := mustFacts(t)
+	if err := none.WithRemote(repo.Registry.Repo("ssebench", "nothing"), false, verifying); err != nil {
+		t.Fatal(err)
+	}
+	assembleTool(t, c, rt, WithFacts(none))
+	if none.Indexed() != 4 {
+		t.Errorf("with no artifacts the machine indexed %d layers, want 4", none.Indexed())
+	}
+}
+
+// TestForgedFactsNeverReachAnImage: someone who can push to the facts
+// repository replaces a layer's facts with ones whose /etc/passwd holds a
+// passwordless second root. A machine that verifies signatures refuses
+// them, reads the layer itself, and makes the true image; nothing of the
+// lie lands in its cache.
+func TestForgedFactsNeverReachAnImage(t *testing.T) {
+	srv := httptest.NewServer(ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0))))
+	defer srv.Close()
+	repo, err := name.NewRepository(strings.TrimPrefix(srv.URL, "http://")+"/ssebench/facts", name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, rt := caseImage(t), runtimeImage(t)
+	ci := testKey(t)
+	honest := mustFacts(t)
+	if err := honest.WithRemote(repo, true, &trust.Policy{Signer: ci}); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := assembleTool(t, c, rt, WithFacts(honest)).Digest()
+
+	// The forger rewrites the facts of every layer that carries account
+	// files, unsigned (or signed with a key of its own: the same).
+	ls, err := c.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	forger := &remoteFacts{repo: repo, publish: true, policy: &trust.Policy{Signer: testKey(t)}}
+	forged := 0
+	for _, l := range ls {
+		d, _ := l.Digest()
+		lf, ok := (&remoteFacts{repo: repo, policy: &trust.Policy{Registries: []string{repo.RegistryStr()}}}).fetch(d)
+		if !ok {
+			t.Fatalf("no published facts for layer %s", d)
+		}
+		files := map[string][]byte{}
+		for k, v := range lf.Files {
+			b, _ := base64.StdEncoding.DecodeString(v)
+			files[k] = b
+		}
+		if _, ok := files["etc/passwd"]; !ok {
+			continue
+		}
+		files["etc/passwd"] = append(files["etc/passwd"], []byte("toor::0:0::/root:/bin/bash\n")...)
+		forger.push(d, lf.Index, files)
+		forged++
+	}
+	if forged == 0 {
+		t.Fatal("no layer of the case image carries /etc/passwd: the test forges nothing")
+	}
+
+	victim := mustFacts(t)
+	if err := victim.WithRemote(repo, false, &trust.Policy{Key: &ci.PublicKey}); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := assembleTool(t, c, rt, WithFacts(victim)).Digest()
+	if got != want {
+		t.Errorf("with forged facts in the registry the image is %s, want %s", got, want)
+	}
+	if victim.Refused() != forged {
+		t.Errorf("refused %d artifacts, want the %d forged ones", victim.Refused(), forged)
+	}
+	// A second run on the same cache still makes the true image.
+	again := assembleTool(t, c, rt, WithFacts(victim))
+	if d, _ := again.Digest(); d != want {
+		t.Errorf("the second run made %s, want %s: the lie was cached", d, want)
+	}
+}
+
+func testKey(t *testing.T) *ecdsa.PrivateKey {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
 }

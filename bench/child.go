@@ -14,6 +14,7 @@ import (
 	"github.com/42-b3yond-6ug/ssebench/assemble"
 	"github.com/42-b3yond-6ug/ssebench/remote"
 	"github.com/42-b3yond-6ug/ssebench/store"
+	"github.com/42-b3yond-6ug/ssebench/trust"
 )
 
 // childResult is what assemble-child prints, as JSON, on stdout.
@@ -76,7 +77,9 @@ func runChild(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		if err := f.WithRemote(repo, *publishFacts, ropts...); err != nil {
+		// The bench's registry is its own, trusted as CI trusts its own
+		// (--trust-registry).
+		if err := f.WithRemote(repo, *publishFacts, &trust.Policy{Registries: []string{repo.RegistryStr()}}, ropts...); err != nil {
 			return err
 		}
 	}

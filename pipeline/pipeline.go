@@ -14,8 +14,6 @@ import (
 	"strings"
 	"time"
 
-	ggremote "github.com/google/go-containerregistry/pkg/v1/remote"
-
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
@@ -27,6 +25,7 @@ import (
 	"github.com/42-b3yond-6ug/ssebench/remote"
 	"github.com/42-b3yond-6ug/ssebench/runtimebin"
 	"github.com/42-b3yond-6ug/ssebench/store"
+	"github.com/42-b3yond-6ug/ssebench/trust"
 )
 
 // Env is what every step needs: where images live and how to reach the
@@ -46,6 +45,11 @@ type Env struct {
 	RuntimeRef string
 	// Facts caches what layers teach; nil caches nothing.
 	Facts *assemble.Facts
+	// Trust says what a registry's word is worth: layer facts and tool
+	// images offered for reuse are believed only when it trusts them, and
+	// what this machine publishes is signed with its signer. nil trusts
+	// no registry.
+	Trust *trust.Policy
 	// BuildKit connects to buildkitd when a step needs it.
 	BuildKit func(ctx context.Context) (*buildkit.Client, error)
 	// Log receives progress lines; nil discards them.
@@ -147,14 +151,14 @@ func (e *Env) Tool(ctx context.Context, req ToolRequest) (*Built, error) {
 	// Layer facts travel through the registry the images come from or go
 	// to: a machine that pushes publishes what it learns, and one that
 	// pulls the case image fetches facts instead of reading base layers.
+	acc, err := remote.New(e.RegistryOptions...)
+	if err != nil {
+		return nil, err
+	}
 	if e.Facts != nil && (req.Push || caseRes.FromRegistry) {
-		acc, err := remote.New(e.RegistryOptions...)
+		repo, ropts, err := acc.Repository(ctx, e.Names.Registry+"/"+FactsRepository)
 		if err == nil {
-			var repo name.Repository
-			var ropts []ggremote.Option
-			if repo, ropts, err = acc.Repository(ctx, e.Names.Registry+"/"+FactsRepository); err == nil {
-				err = e.Facts.WithRemote(repo, req.Push, ropts...)
-			}
+			err = e.Facts.WithRemote(repo, req.Push, e.Trust, ropts...)
 		}
 		if err != nil {
 			e.logf("warning: layer facts will not be shared through the registry: %v", err)
@@ -169,8 +173,16 @@ func (e *Env) Tool(ctx context.Context, req ToolRequest) (*Built, error) {
 	} else if ok {
 		opts = append(opts, assemble.WithTime(t))
 	}
-	if prev, err := rr.Image(ctx, toolName); err == nil {
-		opts = append(opts, assemble.WithPrevious(prev))
+	if prev, err := rr.Resolve(ctx, toolName); err == nil {
+		// A tool image made here is reused as it is; one from a registry
+		// only when trusted: its layers would go into the new image
+		// unread, and its reuse key is a hash of public inputs that
+		// anyone who can push the tag can match.
+		if why := e.untrusted(ctx, acc, prev); why != nil {
+			e.logf("warning: not reusing the layers of %s from %s: %v; assembling from the case image", toolName, prev.PulledFrom, why)
+		} else {
+			opts = append(opts, assemble.WithPrevious(prev.Image))
+		}
 	}
 	start := time.Now()
 	ti, err := assemble.Tool(ctx, caseRes.Image, rtRes.Image, opts...)
@@ -196,6 +208,15 @@ func (e *Env) Tool(ctx context.Context, req ToolRequest) (*Built, error) {
 	d, err := ti.Digest()
 	if err != nil {
 		return nil, err
+	}
+	if req.Push && e.Trust != nil && e.Trust.Signer != nil {
+		repo, ropts, err := acc.Repository(ctx, ref.Context().Name())
+		if err == nil {
+			err = e.Trust.Sign(ctx, repo, d, ropts...)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("signing the tool image %s: %w", toolName, err)
+		}
 	}
 	how := "assembled"
 	if ti.Reused {
@@ -347,4 +368,21 @@ func SourceDateEpoch() (time.Time, bool, error) {
 		return time.Time{}, false, fmt.Errorf("SOURCE_DATE_EPOCH=%q is not a number of seconds: unset it or set it to a Unix time", v)
 	}
 	return time.Unix(n, 0).UTC(), true, nil
+}
+
+// untrusted says why a resolved image may not be believed, or nil: made on
+// this machine (not pulled), or trusted by e.Trust.
+func (e *Env) untrusted(ctx context.Context, acc *remote.Access, res *remote.Resolved) error {
+	if res.PulledFrom == "" {
+		return nil
+	}
+	d, err := res.Image.Digest()
+	if err != nil {
+		return err
+	}
+	repo, ropts, err := acc.Repository(ctx, res.PulledFrom)
+	if err != nil {
+		return err
+	}
+	return e.Trust.Check(ctx, repo, d, ropts...)
 }

@@ -5,6 +5,9 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"fmt"
 	"net/http"
 	"os"
@@ -27,6 +30,7 @@ import (
 	"github.com/42-b3yond-6ug/ssebench/remote"
 	"github.com/42-b3yond-6ug/ssebench/runtimebin"
 	"github.com/42-b3yond-6ug/ssebench/task"
+	"github.com/42-b3yond-6ug/ssebench/trust"
 )
 
 // TestToolRebuildOnNewMachine is the runtime bump on CI: the tool image was
@@ -51,6 +55,13 @@ func TestToolRebuildOnNewMachine(t *testing.T) {
 	// image made with runtime A. Its case layers are read from its store,
 	// so only the case repository named to the push says where they are.
 	m1 := newEnv(t, home, t.TempDir(), prefix, bkAddr)
+	// CI signs what it pushes (tool images, layer facts); machines that
+	// hold its public key believe them, others recompute.
+	ciKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m1.Trust = &trust.Policy{Signer: ciKey}
 	buildGoBase(t, ctx, m1, repo, osImage)
 	caseRef := buildCase(t, ctx, m1)
 	caseImg, err := m1.Store.Image(mustRef(t, caseRef))
@@ -125,6 +136,7 @@ func TestToolRebuildOnNewMachine(t *testing.T) {
 	// Machine 2, as on CI: an empty store but for runtime B, which it has
 	// just built, and an empty facts cache.
 	m2 := newEnv(t, home, t.TempDir(), prefix, bkAddr)
+	m2.Trust = &trust.Policy{Key: &ciKey.PublicKey}
 	if err := m2.Store.Write(ctx, mustRef(t, m2.Names.Runtime()), imgB); err != nil {
 		t.Fatal(err)
 	}
@@ -234,6 +246,30 @@ func TestToolRebuildOnNewMachine(t *testing.T) {
 	}
 	if full.Digest != second.Digest {
 		t.Errorf("full assembly with runtime B made %s, the rebuild %s: want the same image", full.Digest, second.Digest)
+	}
+
+	// Machine 4 holds another key: the registry's tool image and facts
+	// are not believed (anyone who can push the tag could have made
+	// them), so it assembles from the case image, and gets the same
+	// image all the same.
+	other, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m4 := newEnv(t, home, t.TempDir(), prefix, bkAddr)
+	m4.Trust = &trust.Policy{Key: &other.PublicKey}
+	if err := m4.Store.Write(ctx, mustRef(t, m4.Names.Runtime()), imgB); err != nil {
+		t.Fatal(err)
+	}
+	untrusted, err := m4.Tool(ctx, pipeline.ToolRequest{Case: caseRef, Task: e2eTask, SourceDir: tk.Config.Source})
+	if err != nil {
+		t.Fatalf("assembling with an untrusted registry: %v", err)
+	}
+	if untrusted.Reused || m4.Facts.Fetched() != 0 {
+		t.Errorf("machine 4 reused the registry's layers (%v) or fetched %d layers' facts: it trusts neither", untrusted.Reused, m4.Facts.Fetched())
+	}
+	if untrusted.Digest != second.Digest {
+		t.Errorf("machine 4 made %s, want %s", untrusted.Digest, second.Digest)
 	}
 }
 

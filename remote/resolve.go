@@ -9,6 +9,7 @@ import (
 	"github.com/42-b3yond-6ug/ssebench/store"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/partial"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 )
 
@@ -20,6 +21,9 @@ type Resolved struct {
 	// (and was recorded in the store, when there is one), false when it
 	// came from the store.
 	FromRegistry bool
+	// PulledFrom is the repository the image was pulled from, now or
+	// when the store recorded it; "" for an image this machine made.
+	PulledFrom string
 	// Descriptor describes Image's manifest; when Image was picked from
 	// an index it carries the platform.
 	Descriptor v1.Descriptor
@@ -105,7 +109,7 @@ func (r *Resolver) fromStore(ref name.Reference) (*Resolved, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &Resolved{Ref: ref}
+	res := &Resolved{Ref: ref, PulledFrom: desc.Annotations[store.AnnotationSource]}
 	if desc.MediaType.IsIndex() {
 		idx, err := s.IndexAt(desc, ref.Name())
 		if err != nil {
@@ -166,7 +170,7 @@ func (r *Resolver) fromRegistry(ctx context.Context, ref name.Reference) (*Resol
 	if err != nil {
 		return nil, fmt.Errorf("fetching %s from its registry: %w", ref.Name(), err)
 	}
-	res := &Resolved{Ref: ref, FromRegistry: true}
+	res := &Resolved{Ref: ref, FromRegistry: true, PulledFrom: ref.Context().Name()}
 	switch mt := rd.MediaType; {
 	case mt.IsIndex():
 		idx, err := rd.ImageIndex()
@@ -202,12 +206,11 @@ func (r *Resolver) fromRegistry(ctx context.Context, ref name.Reference) (*Resol
 	// had. Layers are recorded without their bytes; the store fetches
 	// one from ref's repository when it is first read.
 	s := r.o.store
+	var content partial.Describable = res.Image
 	if res.Index != nil {
-		err = s.WriteIndex(ctx, ref, res.Index)
-	} else {
-		err = s.Write(ctx, ref, res.Image)
+		content = res.Index
 	}
-	if err != nil {
+	if err := s.Record(ctx, ref, content, ref.Context()); err != nil {
 		return nil, fmt.Errorf("recording %s in the local store: %w", ref.Name(), err)
 	}
 	stored, err := r.fromStore(ref)

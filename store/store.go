@@ -36,6 +36,11 @@ const (
 	// AnnotationRefName carries an entry's full image reference in
 	// index.json, e.g. localhost:5000/ssebench/tool/x:1.0.0.
 	AnnotationRefName = "org.opencontainers.image.ref.name"
+	// AnnotationSource, on an index.json entry, is the repository the
+	// entry was pulled from (see Record); entries this machine wrote
+	// itself have none. What a registry said is trusted less than what
+	// was computed here (package trust).
+	AnnotationSource = "dev.ssebench.source"
 	// AnnotationContainerdName is what `ctr import` reads for the image
 	// name; we write it too so an import keeps the full reference.
 	AnnotationContainerdName = "io.containerd.image.name"
@@ -473,7 +478,32 @@ func (s *Store) Write(ctx context.Context, ref name.Reference, img v1.Image) err
 	if err != nil {
 		return fmt.Errorf("writing %s to the image store: %w", ref.Name(), err)
 	}
-	return s.SetEntry(ctx, ref, desc)
+	return s.setEntry(ctx, ref, desc, "")
+}
+
+// Record stores what a registry repository from holds under ref (an image
+// or an index), as Write and WriteIndex do, and notes in the entry that it
+// was pulled from there (AnnotationSource). Layers the store lacks are
+// recorded without their bytes when it can fetch them later.
+func (s *Store) Record(ctx context.Context, ref name.Reference, content partial.Describable, from name.Repository) error {
+	unlock, err := s.lock(ctx, gcLock, false)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	var desc v1.Descriptor
+	switch c := content.(type) {
+	case v1.ImageIndex:
+		desc, err = s.writeIndexBlobs(ctx, c)
+	case v1.Image:
+		desc, err = s.writeImageBlobs(ctx, c)
+	default:
+		err = fmt.Errorf("%T is neither an image nor an image index", content)
+	}
+	if err != nil {
+		return fmt.Errorf("recording %s in the image store: %w", ref.Name(), err)
+	}
+	return s.setEntry(ctx, ref, desc, from.Name())
 }
 
 // WriteIndex stores idx, every child manifest and all their blobs under ref,
@@ -488,7 +518,7 @@ func (s *Store) WriteIndex(ctx context.Context, ref name.Reference, idx v1.Image
 	if err != nil {
 		return fmt.Errorf("writing %s to the image store: %w", ref.Name(), err)
 	}
-	return s.SetEntry(ctx, ref, desc)
+	return s.setEntry(ctx, ref, desc, "")
 }
 
 func (s *Store) writeImageBlobs(ctx context.Context, img v1.Image) (v1.Descriptor, error) {
@@ -811,6 +841,12 @@ func matches(d v1.Descriptor, ref name.Reference) bool {
 // SetEntry points ref at desc in index.json. The caller has made sure the
 // blobs desc needs are in the pool (or recorded with a holder).
 func (s *Store) SetEntry(ctx context.Context, ref name.Reference, desc v1.Descriptor) error {
+	return s.setEntry(ctx, ref, desc, "")
+}
+
+// setEntry points ref at desc, noting source (the repository the entry was
+// pulled from) when it is not "".
+func (s *Store) setEntry(ctx context.Context, ref name.Reference, desc v1.Descriptor, source string) error {
 	unlock, err := s.lock(ctx, indexLock, true)
 	if err != nil {
 		return err
@@ -823,6 +859,9 @@ func (s *Store) SetEntry(ctx context.Context, ref name.Reference, desc v1.Descri
 	desc.Annotations = map[string]string{
 		AnnotationRefName:        ref.Name(),
 		AnnotationContainerdName: ref.Name(),
+	}
+	if source != "" {
+		desc.Annotations[AnnotationSource] = source
 	}
 	if _, ok := ref.(name.Digest); ok {
 		// A digest names content, not an entry: keep the other

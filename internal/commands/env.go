@@ -42,6 +42,11 @@ func newEnv(g *options.Global, cmd *cobra.Command, runtime string) (*pipeline.En
 		s.Close()
 		return nil, nil, err
 	}
+	policy, err := g.Trust()
+	if err != nil {
+		s.Close()
+		return nil, nil, err
+	}
 	facts, err := openFacts()
 	if err != nil {
 		s.Close()
@@ -52,7 +57,7 @@ func newEnv(g *options.Global, cmd *cobra.Command, runtime string) (*pipeline.En
 	}
 	e := &pipeline.Env{
 		Home: home, Names: names, Store: s, RegistryOptions: ropts,
-		RuntimeRef: runtime, Facts: facts, Log: cmd.ErrOrStderr(),
+		RuntimeRef: runtime, Facts: facts, Trust: policy, Log: cmd.ErrOrStderr(),
 		BuildKit: func(ctx context.Context) (*buildkit.Client, error) {
 			opts := []buildkit.Option{buildkit.WithProgress(cmd.ErrOrStderr()), buildkit.WithTempDir(s.TempDir()), buildkit.WithPlainHTTP(acc.PlainHTTP)}
 			if g.BuildKitAddr != "" {

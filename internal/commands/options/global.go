@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/spf13/cobra"
@@ -13,6 +14,7 @@ import (
 	"github.com/42-b3yond-6ug/ssebench/naming"
 	"github.com/42-b3yond-6ug/ssebench/remote"
 	"github.com/42-b3yond-6ug/ssebench/store"
+	"github.com/42-b3yond-6ug/ssebench/trust"
 )
 
 // HomeEnv names the SSEBench home: the folder holding datasets/, agents/ and
@@ -28,6 +30,10 @@ type Global struct {
 	Pull     string
 	Insecure []string
 	Verbose  bool
+	// Trusted, VerifyKey and SignKey make the trust policy (see Trust).
+	Trusted   []string
+	VerifyKey string
+	SignKey   string
 	// BuildKitAddr and ContainerdAddr reach the daemons; "" means the
 	// libraries' defaults (BUILDKIT_HOST, CONTAINERD_ADDRESS, the usual
 	// sockets).
@@ -44,6 +50,9 @@ func AddGlobal(cmd *cobra.Command, g *Global) {
 	f.StringVar(&g.Pull, "pull", "missing", "when to pull images from the registry: missing, always or never")
 	f.StringSliceVar(&g.Insecure, "insecure-registry", nil, "registry host reached over plain HTTP (localhost and 127.0.0.1 always are)")
 	f.BoolVarP(&g.Verbose, "verbose", "v", false, "log registry traffic and decisions to stderr")
+	f.StringSliceVar(&g.Trusted, "trust-registry", nil, "registry host whose layer facts and tool images are believed unsigned (default $SSEBENCH_TRUSTED_REGISTRIES)")
+	f.StringVar(&g.VerifyKey, "verify-key", "", "PEM public key that signatures of registry-borne facts and tool images must verify with (default $SSEBENCH_VERIFY_KEY)")
+	f.StringVar(&g.SignKey, "sign-key", "", "PEM private key that signs the layer facts and tool images this machine pushes (default $SSEBENCH_SIGN_KEY)")
 	f.StringVar(&g.BuildKitAddr, "buildkit-addr", "", "buildkitd address (default $BUILDKIT_HOST, else unix:///run/buildkit/buildkitd.sock)")
 	f.StringVar(&g.ContainerdAddr, "containerd-addr", "", "containerd socket (default $CONTAINERD_ADDRESS, else /run/containerd/containerd.sock)")
 }
@@ -195,4 +204,46 @@ func (g *Global) StoreOptions(p *v1.Platform) (*store.Store, []remote.Option, er
 		return nil, nil, err
 	}
 	return s, opts, nil
+}
+
+// Trust returns the trust policy of the flags, else of
+// SSEBENCH_TRUSTED_REGISTRIES (comma separated), SSEBENCH_VERIFY_KEY and
+// SSEBENCH_SIGN_KEY from the environment or .env. A signing key also
+// verifies.
+func (g *Global) Trust() (*trust.Policy, error) {
+	p := &trust.Policy{Registries: g.Trusted}
+	if len(p.Registries) == 0 {
+		for _, r := range strings.Split(g.Lookup("SSEBENCH_TRUSTED_REGISTRIES"), ",") {
+			if r = strings.TrimSpace(r); r != "" {
+				p.Registries = append(p.Registries, r)
+			}
+		}
+	}
+	if f := firstSet(g.VerifyKey, g.Lookup("SSEBENCH_VERIFY_KEY")); f != "" {
+		k, err := trust.LoadPublicKey(f)
+		if err != nil {
+			return nil, err
+		}
+		p.Key = k
+	}
+	if f := firstSet(g.SignKey, g.Lookup("SSEBENCH_SIGN_KEY")); f != "" {
+		k, err := trust.LoadPrivateKey(f)
+		if err != nil {
+			return nil, err
+		}
+		p.Signer = k
+		if p.Key == nil {
+			p.Key = &k.PublicKey
+		}
+	}
+	return p, nil
+}
+
+func firstSet(vs ...string) string {
+	for _, v := range vs {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
 }
