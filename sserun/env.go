@@ -18,6 +18,9 @@ const (
 	EnvResults = "SSE_RESULTS"
 	// EnvTimeout is the agent's time limit in whole seconds; 0 means none.
 	EnvTimeout = "TIMEOUT"
+	// EnvDifficulty is the difficulty level, 0 (the agent is told most)
+	// to 4 (the issue text only): see TaskInfoFor.
+	EnvDifficulty = "SSE_DIFFICULTY"
 	// EnvKeepAlive, when "1" (or "true"), keeps the entrypoint alive after
 	// grading, so the container can be inspected.
 	EnvKeepAlive = "SSE_KEEP_ALIVE"
@@ -53,12 +56,18 @@ const (
 	// C++ or Rust project's full build with sanitizers takes minutes, and
 	// a hung test must not hold the daemon forever.
 	DefaultScriptTimeout = 20 * time.Minute
+	// DefaultDifficulty is the level when SSE_DIFFICULTY is unset (SPEC.md
+	// section 13).
+	DefaultDifficulty = 2
+	// MaxDifficulty is the hardest level.
+	MaxDifficulty = 4
 )
 
 // Env holds the settings read from the environment, defaults filled in.
 type Env struct {
 	Results       string
 	Timeout       time.Duration // 0: no limit
+	Difficulty    int           // 0–4
 	KeepAlive     bool
 	AgentSocket   string
 	AdminSocket   string
@@ -90,6 +99,14 @@ func ReadEnv(getenv func(string) string) (Env, error) {
 		RunnerUser:    get(EnvRunnerUser, DefaultRunnerUser),
 		Timeout:       DefaultTimeout,
 		ScriptTimeout: DefaultScriptTimeout,
+		Difficulty:    DefaultDifficulty,
+	}
+	if v := strings.TrimSpace(getenv(EnvDifficulty)); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > MaxDifficulty {
+			return Env{}, fmt.Errorf("%s=%q is not a difficulty level: use 0 to %d", EnvDifficulty, v, MaxDifficulty)
+		}
+		e.Difficulty = n
 	}
 	var err error
 	if e.Timeout, err = seconds(getenv, EnvTimeout, DefaultTimeout, true); err != nil {
