@@ -237,7 +237,7 @@ func (d *Daemon) handle(ctx context.Context, req Request, admin bool) Response {
 	case OpPing:
 		return Response{Result: Result{OK: true, Output: "pong"}}
 	case OpTools:
-		return Response{Result: Result{OK: true}, Tools: Tools(d.cfg, d.o.difficulty)}
+		return Response{Result: Result{OK: true}, Tools: Tools(d.cfg, d.o.difficulty), Status: d.status()}
 	case OpTaskInfo:
 		info, err := TaskInfoFor(d.root, d.cfg, d.o.sourceDir, d.o.difficulty)
 		if err != nil {

@@ -28,6 +28,9 @@ const (
 	EnvAgentSocket = "SSE_DAEMON_SOCKET"
 	// EnvAdminSocket is the daemon's root-only socket.
 	EnvAdminSocket = "SSE_ADMIN_SOCKET"
+	// EnvMCPAddr is where the MCP server listens (host:port); the agent
+	// reaches its streamable HTTP endpoint at http://ADDR/mcp.
+	EnvMCPAddr = "SSE_MCP_ADDR"
 	// EnvTaskRoot relocates /ssebench (task config, scripts, daemon).
 	EnvTaskRoot = "SSE_TASK_ROOT"
 	// EnvSourceDir names SOURCE_DIR when there is no task config (sidecar
@@ -48,6 +51,7 @@ const (
 	DefaultTaskRoot    = "/ssebench"
 	DefaultAgentSocket = "/tmp/sse.sock"
 	DefaultAdminSocket = "/run/ssebench/admin.sock"
+	DefaultMCPAddr     = "127.0.0.1:3000"
 	DefaultRunnerUser  = "sse-runner"
 	// DefaultTimeout is the agent's time limit: one hour, as `ssebench run`
 	// passes it.
@@ -71,6 +75,7 @@ type Env struct {
 	KeepAlive     bool
 	AgentSocket   string
 	AdminSocket   string
+	MCPAddr       string
 	TaskRoot      string
 	SourceDir     string // from SOURCE_DIR; may be empty
 	ScriptTimeout time.Duration
@@ -93,6 +98,7 @@ func ReadEnv(getenv func(string) string) (Env, error) {
 		KeepAlive:     truthy(getenv(EnvKeepAlive)),
 		AgentSocket:   get(EnvAgentSocket, DefaultAgentSocket),
 		AdminSocket:   get(EnvAdminSocket, DefaultAdminSocket),
+		MCPAddr:       get(EnvMCPAddr, DefaultMCPAddr),
 		TaskRoot:      get(EnvTaskRoot, DefaultTaskRoot),
 		SourceDir:     get(EnvSourceDir, ""),
 		WorkDir:       get(EnvWorkDir, os.TempDir()),

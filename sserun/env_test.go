@@ -15,6 +15,7 @@ func TestReadEnv(t *testing.T) {
 		Timeout:       time.Hour,
 		AgentSocket:   DefaultAgentSocket,
 		AdminSocket:   DefaultAdminSocket,
+		MCPAddr:       DefaultMCPAddr,
 		TaskRoot:      DefaultTaskRoot,
 		ScriptTimeout: 20 * time.Minute,
 		WorkDir:       os.TempDir(),
@@ -31,11 +32,11 @@ func TestReadEnv(t *testing.T) {
 		{"all set", map[string]string{
 			EnvResults: "/r", EnvTimeout: "90", EnvKeepAlive: "1", EnvAgentSocket: "/a.sock",
 			EnvAdminSocket: "/b.sock", EnvTaskRoot: "/t", EnvSourceDir: "/src/p",
-			EnvScriptTimeout: "5", EnvWorkDir: "/w", EnvRunnerUser: "nobody", EnvDifficulty: "0",
+			EnvScriptTimeout: "5", EnvWorkDir: "/w", EnvRunnerUser: "nobody", EnvDifficulty: "0", EnvMCPAddr: "127.0.0.1:3999",
 		}, func(e *Env) {
 			*e = Env{Results: "/r", Timeout: 90 * time.Second, KeepAlive: true, AgentSocket: "/a.sock",
 				AdminSocket: "/b.sock", TaskRoot: "/t", SourceDir: "/src/p", ScriptTimeout: 5 * time.Second,
-				WorkDir: "/w", RunnerUser: "nobody", Difficulty: 0}
+				WorkDir: "/w", RunnerUser: "nobody", Difficulty: 0, MCPAddr: "127.0.0.1:3999"}
 		}},
 		{"no time limit", map[string]string{EnvTimeout: "0"}, func(e *Env) { e.Timeout = 0 }},
 		{"difficulty 4", map[string]string{EnvDifficulty: " 4 "}, func(e *Env) { e.Difficulty = 4 }},

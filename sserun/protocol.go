@@ -33,7 +33,8 @@ const (
 	// far (Response.Status).
 	OpStatus = "status"
 	// OpTools answers which tools the agent has at this difficulty level
-	// (Response.Tools): the MCP server asks it once, to list only those.
+	// (Response.Tools, with Response.Status for the level): the MCP server
+	// asks it once, to list only those. It is not a tool call.
 	OpTools = "tools"
 	// OpGrade runs build, test and every proof of concept on one copy of
 	// the agent's tree, then the hidden tests on a copy of their own. Only
@@ -121,7 +122,7 @@ type Response struct {
 	Grade *Grade `json:"grade,omitempty"`
 	// Info answers OpTaskInfo.
 	Info *TaskInfo `json:"info,omitempty"`
-	// Status answers OpStatus and OpAgentEnd.
+	// Status answers OpStatus, OpTools and OpAgentEnd.
 	Status *Status `json:"status,omitempty"`
 	// Tools answers OpTools: the tool names available, in a fixed order.
 	Tools []string `json:"tools,omitempty"`

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,19 +13,26 @@ import (
 	"github.com/42-b3yond-6ug/ssebench/sserun"
 )
 
-// TestFlow runs the real binaries, entrypoint → daemon → grade, on a fake
-// task relocated by SSE_TASK_ROOT. As root it is the real thing: the agent
-// runs as uid 1000 and the scripts as nobody; otherwise everything runs as
-// the test's user.
-func TestFlow(t *testing.T) {
+// flow is a fake task relocated by SSE_TASK_ROOT, with the real binaries
+// built: as root it is the real thing (the agent runs as uid 1000 and the
+// scripts as nobody); otherwise everything runs as the test's user.
+type flow struct {
+	root                                       bool
+	base, bin, task, src, work, results, agent string
+	admin                                      string
+	env                                        []string
+}
+
+func newFlow(t *testing.T) *flow {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("builds the runtime binaries; skipped with -short")
 	}
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("needs git")
 	}
-	root := os.Geteuid() == 0
-	if root {
+	f := &flow{root: os.Geteuid() == 0}
+	if f.root {
 		// As root the entrypoint and the daemon kill every process of
 		// model (uid 1000) and of the runner when they are done.
 		requireIdle(t, sserun.Model.UID, "nobody")
@@ -36,12 +44,14 @@ func TestFlow(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	bin := filepath.Join(base, "bin")
-	task := filepath.Join(base, "ssebench")
-	src := filepath.Join(base, "src")
-	work := filepath.Join(base, "work")
-	results := filepath.Join(base, "results")
-	for _, d := range []string{bin, task, src, work, filepath.Join(task, "scripts"), filepath.Join(task, "pocs")} {
+	f.base = base
+	f.bin = filepath.Join(base, "bin")
+	f.task = filepath.Join(base, "ssebench")
+	f.src = filepath.Join(base, "src")
+	f.work = filepath.Join(base, "work")
+	f.results = filepath.Join(base, "results")
+	bin, task, src, work := f.bin, f.task, f.src, f.work
+	for _, d := range []string{bin, task, src, work, filepath.Join(task, "scripts"), filepath.Join(task, "pocs"), filepath.Join(task, "mcp")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -52,13 +62,15 @@ func TestFlow(t *testing.T) {
 	if err := os.Chmod(task, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	build := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(bin, "entrypoint"), ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the entrypoint: %v\n%s", err, out)
-	}
-	build = exec.Command("go", "build", "-trimpath", "-o", filepath.Join(task, "ssebench-daemon"), "../ssebench-daemon")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the daemon: %v\n%s", err, out)
+	for _, b := range []struct{ out, pkg string }{
+		{filepath.Join(bin, "entrypoint"), "."},
+		{filepath.Join(task, "ssebench-daemon"), "../ssebench-daemon"},
+		{filepath.Join(task, "mcp", "ssebench-mcp"), "../ssebench-mcp"},
+	} {
+		build := exec.Command("go", "build", "-trimpath", "-o", b.out, b.pkg)
+		if out, err := build.CombinedOutput(); err != nil {
+			t.Fatalf("building %s: %v\n%s", b.pkg, err, out)
+		}
 	}
 
 	writeFile(t, filepath.Join(task, "config.yaml"), `id: Flow-1
@@ -67,17 +79,54 @@ task_description: {issue: it crashes}
 scripts: {build: scripts/build.sh, test: scripts/test.sh, run: scripts/run.sh}
 files: {patch: diffs/patch.diff, poc: [pocs/crash.txt]}
 `)
-	writeFile(t, filepath.Join(task, "scripts", "build.sh"), "set -e\necho building as $(id -u)\ncp main.txt built.txt\n")
+	writeFile(t, filepath.Join(task, "scripts", "build.sh"), "set -e\necho building as $(id -u)\ncp main.txt built.txt\n[ ! -f stamp.txt ] || echo \"stamp $(cat stamp.txt)\"\n")
 	writeFile(t, filepath.Join(task, "scripts", "test.sh"), "set -e\ngrep -q good main.txt\necho tests pass\n")
 	writeFile(t, filepath.Join(task, "scripts", "run.sh"), "[ -f built.txt ] || sh \"$(dirname \"$0\")/build.sh\" || exit 125\nif grep -q bug built.txt; then echo CRASH; exit 86; fi\necho handled $1\n")
 	writeFile(t, filepath.Join(task, "pocs", "crash.txt"), "crash\n")
 	writeFile(t, filepath.Join(src, "main.txt"), "good bug\n")
 	gitInit(t, src)
-	if root {
+	if f.root {
 		chownR(t, src, sserun.Model.UID, sserun.Model.GID)
 	}
+	f.agent = filepath.Join(base, "agent.sock")
+	f.admin = filepath.Join(base, "run", "admin.sock")
+	f.env = append(os.Environ(),
+		sserun.EnvTaskRoot+"="+task,
+		sserun.EnvResults+"="+f.results,
+		sserun.EnvAgentSocket+"="+f.agent,
+		sserun.EnvAdminSocket+"="+f.admin,
+		sserun.EnvWorkDir+"="+work,
+		sserun.EnvRunnerUser+"=nobody",
+		sserun.EnvMCPAddr+"="+freeAddr(t),
+		"SSE_API_KEY=sekrit",
+	)
+	return f
+}
 
-	agentSock := filepath.Join(base, "agent.sock")
+// freeAddr returns a loopback address no one listens on.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// command returns the entrypoint running agent, from SOURCE_DIR.
+func (f *flow) command(agent string) *exec.Cmd {
+	cmd := exec.Command(filepath.Join(f.bin, "entrypoint"), agent)
+	cmd.Dir = f.src
+	cmd.Env = f.env
+	return cmd
+}
+
+// TestFlow runs the real binaries, entrypoint → daemon → grade, on a fake
+// task.
+func TestFlow(t *testing.T) {
+	f := newFlow(t)
+	root, bin, src, work, results, agentSock := f.root, f.bin, f.src, f.work, f.results, f.agent
 	// The agent asks the daemon for a proof-of-concept run (it crashes),
 	// fixes the bug, and asks again.
 	agent := "echo agent as $(id -u) in $PWD home $HOME; " +
@@ -85,18 +134,7 @@ files: {patch: diffs/patch.diff, poc: [pocs/crash.txt]}
 		"echo 'good fixed' > main.txt; " +
 		bin + "/entrypoint --call poc; echo poc exit $?; " +
 		"test -z \"$SSE_ADMIN_SOCKET\" && echo no admin socket"
-	cmd := exec.Command(filepath.Join(bin, "entrypoint"), agent)
-	cmd.Dir = src
-	cmd.Env = append(os.Environ(),
-		sserun.EnvTaskRoot+"="+task,
-		sserun.EnvResults+"="+results,
-		sserun.EnvAgentSocket+"="+agentSock,
-		sserun.EnvAdminSocket+"="+filepath.Join(base, "run", "admin.sock"),
-		sserun.EnvWorkDir+"="+work,
-		sserun.EnvRunnerUser+"=nobody",
-		"SSE_API_KEY=sekrit",
-	)
-	out, err := cmd.CombinedOutput()
+	out, err := f.command(agent).CombinedOutput()
 	if err != nil {
 		t.Fatalf("entrypoint: %v\n%s", err, out)
 	}
