@@ -11,14 +11,18 @@
 package ssemcp
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/42-b3yond-6ug/ssebench/sserun"
@@ -126,8 +130,42 @@ func NewServer(ctx context.Context, call Caller, opts ...Option) (*mcp.Server, e
 // address with another host name is refused.
 func Handler(s *mcp.Server) http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle(Path, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	mux.Handle(Path, jsonRPCErrors(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)))
 	return mux
+}
+
+// jsonRPCErrors answers a POST whose body is not a JSON-RPC message with a
+// JSON-RPC error (parse error or invalid request, id null), as JSON-RPC
+// says; the SDK would answer with a line of plain text, which a client
+// cannot tell from a proxy's error page.
+func jsonRPCErrors(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			next.ServeHTTP(w, r)
+			return
+		}
+		body, err := io.ReadAll(io.LimitReader(r.Body, mcp.DefaultMaxRequestBodyBytes+1))
+		r.Body.Close()
+		if err == nil && len(body) <= mcp.DefaultMaxRequestBodyBytes {
+			_, err = jsonrpc.DecodeMessage(body)
+		}
+		if err != nil {
+			code, msg := jsonrpc.CodeInvalidRequest, "Invalid Request: "
+			if !json.Valid(body) {
+				code, msg = jsonrpc.CodeParseError, "Parse error: "
+			}
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			_ = json.NewEncoder(w).Encode(map[string]any{
+				"jsonrpc": "2.0", "id": nil,
+				"error": map[string]any{"code": code, "message": msg + err.Error()},
+			})
+			return
+		}
+		// An oversized body goes on as it came, for the SDK's own answer.
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		next.ServeHTTP(w, r)
+	})
 }
 
 const instructions = `These tools belong to the SSEBench task you are solving: fix a security bug in the project's source tree (its path is in task_info). Call task_info first. build, test and run_pocs each run on a fresh copy of your current tree, so save your edits before calling them; they never change your tree. The grade runs the same scripts, plus tests you cannot see. status says how much time you have left.`
