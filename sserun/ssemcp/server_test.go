@@ -41,9 +41,9 @@ task_description:
 scripts: {build: scripts/build.sh, test: scripts/test.sh, run: scripts/run.sh}
 files: {poc: [pocs/short.txt]}
 `,
-		filepath.Join(root, "scripts", "build.sh"): "echo building; head -c 5000 /dev/zero | tr '\\0' x; echo; echo built\n",
-		filepath.Join(root, "scripts", "test.sh"):  "echo tests fail; exit 3\n",
-		filepath.Join(root, "scripts", "run.sh"):   "echo CRASH on $(cat \"$1\"); exit 86\n",
+		filepath.Join(root, "scripts", "build.sh"):  "echo building; head -c 5000 /dev/zero | tr '\\0' x; echo; echo built\n",
+		filepath.Join(root, "scripts", "test.sh"):   "echo tests fail; exit 3\n",
+		filepath.Join(root, "scripts", "run.sh"):    "echo CRASH on $(cat \"$1\"); exit 86\n",
 		filepath.Join(root, "reports", "crash.txt"): "panic: index out of range\n",
 		filepath.Join(root, "pocs", "short.txt"):    "ab\n",
 		filepath.Join(src, "main.txt"):              "bug\n",
