@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"net"
 	"os"
@@ -8,7 +9,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/42-b3yond-6ug/ssebench/sserun"
 )
@@ -190,6 +193,177 @@ func TestFlow(t *testing.T) {
 	if _, err := os.Stat(agentSock); err == nil {
 		t.Error("the daemon's agent socket outlived the run")
 	}
+	if res["difficulty"] != 2.0 || res["tool_calls"] != 2.0 {
+		t.Errorf("result.json difficulty %v, tool_calls %v; want 2 and 2", res["difficulty"], res["tool_calls"])
+	}
+	calls := toolCalls(t, results)
+	if len(calls) != 2 || calls[0].Tool != "run_pocs" || calls[0].Client != "cli" || calls[0].Exit != 86 || !calls[1].OK {
+		t.Errorf("tool_calls.jsonl = %+v, want the two run_pocs calls", calls)
+	}
+}
+
+func toolCalls(t *testing.T, results string) []sserun.ToolCall {
+	t.Helper()
+	var calls []sserun.ToolCall
+	for line := range strings.Lines(readFile(t, filepath.Join(results, sserun.ToolCallsFile))) {
+		var c sserun.ToolCall
+		if err := json.Unmarshal([]byte(line), &c); err != nil {
+			t.Fatalf("tool_calls.jsonl line %q: %v", line, err)
+		}
+		calls = append(calls, c)
+	}
+	return calls
+}
+
+// TestFlowMCPProbe runs the mcp-probe agent's script against the MCP
+// server the entrypoint started: the tools, a build, and the calls in
+// tool_calls.jsonl.
+func TestFlowMCPProbe(t *testing.T) {
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("needs curl")
+	}
+	f := newFlow(t)
+	probe := filepath.Join(f.bin, "mcp-probe")
+	script, err := os.ReadFile("../../agents/mcp-probe/mcp-probe.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(probe, script, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	archive := filepath.Join(f.base, "archive")
+	if err := os.Mkdir(archive, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(archive, 0o1777); err != nil {
+		t.Fatal(err)
+	}
+	var addr string
+	for _, kv := range f.env {
+		if v, ok := strings.CutPrefix(kv, sserun.EnvMCPAddr+"="); ok {
+			addr = v
+		}
+	}
+	f.env = append(f.env, "SSE_ARCHIVE="+archive, "MCP_PROBE_URL=http://"+addr+"/mcp")
+	out, err := f.command("bash " + probe).CombinedOutput()
+	log := readFile(t, filepath.Join(f.results, sserun.AgentLog))
+	if err != nil {
+		t.Fatalf("entrypoint: %v\n%s\nagent.log:\n%s\nmcp.log:\n%s", err, out, log, readFile(t, filepath.Join(f.results, sserun.MCPLog)))
+	}
+	summary := readFile(t, filepath.Join(archive, "mcp-probe", "summary.txt"))
+	for _, want := range []string{"tools: build run_pocs status task_info test \n", "build: passed", `"name":"ssebench"`} {
+		if !strings.Contains(summary, want) {
+			t.Errorf("summary.txt does not contain %q:\n%s\nagent.log:\n%s", want, summary, log)
+		}
+	}
+	if info := readFile(t, filepath.Join(archive, "mcp-probe", "task_info.json")); !strings.Contains(info, `"issue":"it crashes"`) {
+		t.Errorf("task_info.json = %s, want the issue (the fallback of difficulty 2)", info)
+	}
+	var tools []string
+	for _, c := range toolCalls(t, f.results) {
+		if c.Client != "mcp" {
+			t.Errorf("tool call %+v does not come from the MCP server", c)
+		}
+		tools = append(tools, c.Tool)
+	}
+	if got := strings.Join(tools, " "); got != "task_info build run_pocs status" {
+		t.Errorf("tool_calls.jsonl tools = %q", got)
+	}
+}
+
+// TestFlowAgentPhaseEnds leaves processes behind the agent command: a
+// sleep and a loop that rewrites a file of the tree every 100 ms, both out
+// of the agent's process group. When the phase ends none is left, the
+// graded tree is the tree of final.patch, and the agent socket refuses
+// tools.
+func TestFlowAgentPhaseEnds(t *testing.T) {
+	f := newFlow(t)
+	if !f.root {
+		t.Skip("killing every process of model needs root")
+	}
+	f.env = append(f.env, sserun.EnvKeepAlive+"=1")
+	agent := `setsid sleep 1000 & (setsid sh -c 'i=0; while :; do i=$((i+1)); echo $i > stamp.txt; sleep 0.1; done' &); sleep 1; echo started`
+	cmd := f.command(agent)
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	defer func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		<-exited
+	}()
+	// SSE_KEEP_ALIVE: the entrypoint waits once result.json is written.
+	resultFile := filepath.Join(f.results, sserun.ResultFile)
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		if _, err := os.Stat(resultFile); err == nil {
+			break
+		}
+		select {
+		case err := <-exited:
+			t.Fatalf("the entrypoint ended: %v\n%s", err, out.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no result.json after 2 minutes:\n%s", out.String())
+		}
+	}
+	if pids := processesOf(t, sserun.Model.UID); len(pids) > 0 {
+		t.Errorf("processes of model left after the agent phase: %v", pids)
+	}
+	stamp := readFile(t, filepath.Join(f.src, "stamp.txt"))
+	time.Sleep(300 * time.Millisecond)
+	if again := readFile(t, filepath.Join(f.src, "stamp.txt")); again != stamp {
+		t.Errorf("stamp.txt still changes after the agent phase: %q, then %q", stamp, again)
+	}
+	patch := readFile(t, filepath.Join(f.results, sserun.PatchFile))
+	if !strings.Contains(patch, "+++ b/stamp.txt\n@@ -0,0 +1 @@\n+"+stamp) {
+		t.Errorf("final.patch does not hold stamp.txt = %q:\n%s", stamp, patch)
+	}
+	if build := readFile(t, filepath.Join(f.results, "build.log")); !strings.Contains(build, "stamp "+stamp) {
+		t.Errorf("build.log = %q: the graded tree is not the patched one (stamp %q)", build, stamp)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := sserun.Do(ctx, f.agent, sserun.Request{Op: sserun.OpBuild})
+	if err != nil || resp.OK || !strings.Contains(resp.Error, "agent phase is over") {
+		t.Errorf("build on the agent socket after the phase = %+v, %v; want a refusal", resp, err)
+	}
+	if log := readFile(t, filepath.Join(f.results, sserun.DaemonLog)); !strings.Contains(log, "agent_end (admin=true): agent phase over") {
+		t.Errorf("daemon.log does not record the end of the agent phase:\n%s", log)
+	}
+}
+
+// processesOf lists the live processes of uid.
+func processesOf(t *testing.T, uid int) []string {
+	t.Helper()
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []string
+	for _, e := range ents {
+		status, err := os.ReadFile(filepath.Join("/proc", e.Name(), "status"))
+		if err != nil {
+			continue
+		}
+		var zombie, mine bool
+		for _, line := range strings.Split(string(status), "\n") {
+			f := strings.Fields(line)
+			if len(f) >= 2 && f[0] == "State:" && f[1] == "Z" {
+				zombie = true
+			}
+			if len(f) >= 3 && f[0] == "Uid:" && (f[1] == strconv.Itoa(uid) || f[2] == strconv.Itoa(uid)) {
+				mine = true
+			}
+		}
+		if mine && !zombie {
+			pids = append(pids, e.Name())
+		}
+	}
+	return pids
 }
 
 func chownR(t *testing.T, dir string, uid, gid int) {
