@@ -16,6 +16,9 @@ const (
 	// EnvResults is the directory of the run's results (agent.log,
 	// final.patch, result.json).
 	EnvResults = "SSE_RESULTS"
+	// EnvArchive is the directory where the agent writes what it wants
+	// kept (the run's archive/ folder).
+	EnvArchive = "SSE_ARCHIVE"
 	// EnvTimeout is the agent's time limit in whole seconds; 0 means none.
 	EnvTimeout = "TIMEOUT"
 	// EnvDifficulty is the difficulty level, 0 (the agent is told most)
@@ -70,6 +73,7 @@ const (
 // Env holds the settings read from the environment, defaults filled in.
 type Env struct {
 	Results       string
+	Archive       string // from SSE_ARCHIVE; may be empty
 	Timeout       time.Duration // 0: no limit
 	Difficulty    int           // 0–4
 	KeepAlive     bool
@@ -95,6 +99,7 @@ func ReadEnv(getenv func(string) string) (Env, error) {
 	}
 	e := Env{
 		Results:       get(EnvResults, DefaultResults),
+		Archive:       get(EnvArchive, ""),
 		KeepAlive:     truthy(getenv(EnvKeepAlive)),
 		AgentSocket:   get(EnvAgentSocket, DefaultAgentSocket),
 		AdminSocket:   get(EnvAdminSocket, DefaultAdminSocket),

@@ -135,6 +135,7 @@ func (e *entrypoint) run(ctx context.Context) int {
 	}
 
 	res.Difficulty = e.env.Difficulty
+	e.prepareArchive(note)
 	svc := e.startServices(ctx, note)
 	defer svc.stop()
 
@@ -165,6 +166,22 @@ func (e *entrypoint) run(ctx context.Context) int {
 		<-ctx.Done()
 	}
 	return code
+}
+
+// prepareArchive gives the archive directory ($SSE_ARCHIVE, a folder of
+// the run mounted into the container) to the agent's user: it is where
+// the agent writes what it wants kept, and the run makes it root's.
+func (e *entrypoint) prepareArchive(note func(string, ...any)) {
+	if e.env.Archive == "" || e.agent == nil {
+		return
+	}
+	fi, err := os.Lstat(e.env.Archive)
+	if err != nil || !fi.IsDir() {
+		return
+	}
+	if err := os.Chown(e.env.Archive, e.agent.UID, e.agent.GID); err != nil {
+		note("giving %s to %s: %v", e.env.Archive, e.agent.Name, err)
+	}
 }
 
 // agentPhaseTimeout bounds agent_start and agent_end: the latter waits
