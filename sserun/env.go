@@ -73,7 +73,7 @@ const (
 // Env holds the settings read from the environment, defaults filled in.
 type Env struct {
 	Results       string
-	Archive       string // from SSE_ARCHIVE; may be empty
+	Archive       string        // from SSE_ARCHIVE; may be empty
 	Timeout       time.Duration // 0: no limit
 	Difficulty    int           // 0–4
 	KeepAlive     bool
