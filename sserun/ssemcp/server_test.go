@@ -327,3 +327,31 @@ func TestStdio(t *testing.T) {
 		t.Errorf("build over a stream = %+v", build)
 	}
 }
+
+func TestScriptOutputCut(t *testing.T) {
+	tests := []struct {
+		name      string
+		resp      sserun.Response
+		limit     int
+		want      string
+		total     int64
+		cut       int64
+		wantInTxt string
+	}{
+		{"short", sserun.Response{Result: sserun.Result{OK: true, Output: "ok\n"}}, 10, "ok\n", 3, 0, "Output (3 bytes):\nok\n"},
+		{"cut here", sserun.Response{Result: sserun.Result{Output: "0123456789"}}, 4, "6789", 10, 6, "the last 4 of 10 bytes (6 cut from the front"},
+		{"cut by the daemon too", sserun.Response{Result: sserun.Result{
+			Output: "[ssebench: the first 100 bytes of output were cut]\n0123456789", OutputCut: 100}}, 4, "6789", 110, 106, "106 cut"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := scriptOutput("build", &tt.resp, tt.limit)
+			if got.Output != tt.want || got.OutputBytes != tt.total || got.OutputCutBytes != tt.cut {
+				t.Errorf("scriptOutput() = %q, %d bytes, %d cut; want %q, %d, %d", got.Output, got.OutputBytes, got.OutputCutBytes, tt.want, tt.total, tt.cut)
+			}
+			if txt := got.text(); !strings.Contains(txt, tt.wantInTxt) {
+				t.Errorf("text() = %q, want %q in it", txt, tt.wantInTxt)
+			}
+		})
+	}
+}
