@@ -207,12 +207,11 @@ func TestMCP(t *testing.T) {
 		}
 		// The graded tree is final.patch applied to the original: the
 		// test the agent wrote sees the stamp of the patch, and no
-		// process of model.
+		// process of model. (The hidden tests panic on the buggy tree
+		// before they reach it.)
 		want := "STAMP=" + m[1] + " MODEL_PROCESSES=0"
-		for _, check := range []string{"test.log", "intent_test.log"} {
-			if got := read(t, filepath.Join(res.Dir, check)); !strings.Contains(got, want) {
-				t.Errorf("%s does not contain %q:\n%s", check, want, got)
-			}
+		if got := read(t, filepath.Join(res.Dir, "test.log")); !strings.Contains(got, want) {
+			t.Errorf("test.log does not contain %q:\n%s", want, got)
 		}
 		if daemon := read(t, filepath.Join(res.Dir, "daemon.log")); !strings.Contains(daemon, "agent_end (admin=true): agent phase over") {
 			t.Errorf("daemon.log does not record the end of the agent phase:\n%s", daemon)

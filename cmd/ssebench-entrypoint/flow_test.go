@@ -404,3 +404,28 @@ func requireIdle(t *testing.T, uid int, name string) {
 		}
 	}
 }
+
+// TestFlowMCPStdio has the agent spawn `entrypoint --mcp-stdio`, as model
+// when the test runs as root, and talk MCP to it on a pipe.
+func TestFlowMCPStdio(t *testing.T) {
+	f := newFlow(t)
+	msgs := []string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"sh","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"build","arguments":{}}}`,
+	}
+	script := "(printf '%s\\n' '" + strings.Join(msgs, "' '") + "'; sleep 5) | " + f.bin + "/entrypoint --mcp-stdio"
+	if out, err := f.command(script).CombinedOutput(); err != nil {
+		t.Fatalf("entrypoint: %v\n%s", err, out)
+	}
+	log := readFile(t, filepath.Join(f.results, sserun.AgentLog))
+	for _, want := range []string{`"id":2,"result":{"tools":[`, `"name":"run_pocs"`, `"id":3,"result":{"content":[{"type":"text","text":"build passed (exit status 0)`} {
+		if !strings.Contains(log, want) {
+			t.Errorf("the stdio server's answers do not contain %q:\n%s", want, log)
+		}
+	}
+	if calls := toolCalls(t, f.results); len(calls) != 1 || calls[0].Tool != "build" || calls[0].Client != "mcp-stdio" {
+		t.Errorf("tool_calls.jsonl = %+v, want one build from mcp-stdio", calls)
+	}
+}
