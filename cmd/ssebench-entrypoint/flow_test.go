@@ -420,7 +420,7 @@ func TestFlowMCPStdio(t *testing.T) {
 		t.Fatalf("entrypoint: %v\n%s", err, out)
 	}
 	log := readFile(t, filepath.Join(f.results, sserun.AgentLog))
-	for _, want := range []string{`"id":2,"result":{"tools":[`, `"name":"run_pocs"`, `"id":3,"result":{"content":[{"type":"text","text":"build passed (exit status 0)`} {
+	for _, want := range []string{`"id":2,"result":{`, `"tools":[{`, `"name":"run_pocs"`, `"id":3,"result":{"content":[{"type":"text","text":"build passed (exit status 0)`} {
 		if !strings.Contains(log, want) {
 			t.Errorf("the stdio server's answers do not contain %q:\n%s", want, log)
 		}
