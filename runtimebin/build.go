@@ -23,10 +23,11 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
-// Packages of the runtime's two programs, relative to the module root.
+// Packages of the runtime's programs, relative to the module root.
 const (
 	EntrypointPackage = "./cmd/ssebench-entrypoint"
 	DaemonPackage     = "./cmd/ssebench-daemon"
+	MCPPackage        = "./cmd/ssebench-mcp"
 )
 
 // DefaultPlatforms are the platforms Build builds for when not told
@@ -57,8 +58,8 @@ type buildOptions struct {
 	compile     compileFunc
 }
 
-// compileFunc builds the entrypoint and the daemon for p into dir, as
-// files named "entrypoint" and "daemon". Tests replace the Go toolchain
+// compileFunc builds the entrypoint, the daemon and the MCP server for p
+// into dir, as files named "entrypoint", "daemon" and "mcp". Tests replace the Go toolchain
 // with a fake through withCompiler.
 type compileFunc func(ctx context.Context, o *buildOptions, p v1.Platform, dir string) error
 
@@ -169,11 +170,13 @@ func withCompiler(c compileFunc) BuildOption {
 	return func(o *buildOptions) error { o.compile = c; return nil }
 }
 
-// Build compiles the entrypoint and the daemon (static, reproducible) for
-// each platform and assembles the runtime image (SPEC.md section 5): an
-// OCI image index with one image FROM scratch per platform, each with one
-// layer holding /ssebench/ssebench-daemon and /usr/local/bin/entrypoint
-// (root-owned, mode 0755, with their parent directories) and the config
+// Build compiles the entrypoint, the daemon and the MCP server (static,
+// reproducible) for each platform and assembles the runtime image (SPEC.md
+// sections 5 and 13): an OCI image index with one image FROM scratch per
+// platform, each with one layer holding /ssebench/ssebench-daemon and
+// /usr/local/bin/entrypoint (root-owned, mode 0755, with their parent
+// directories), /ssebench/mcp/ssebench-mcp (root-owned, 0700 in a 0700
+// directory: the agent can neither run nor read it) and the config
 // ENTRYPOINT ["/usr/local/bin/entrypoint"]. The same sources, toolchain
 // and options give the same index digest.
 //
@@ -277,13 +280,13 @@ func image(l v1.Layer, p v1.Platform, when time.Time) (v1.Image, error) {
 	})
 }
 
-// layerEntries lists the runtime layer: the two binaries of dir and their
+// layerEntries lists the runtime layer: the binaries of dir and their
 // parent directories, root-owned, with the build time.
 func layerEntries(dir string, when time.Time) ([]oci.Entry, error) {
 	entry := func(name string, typ byte, mode int64) oci.Entry {
 		return oci.Entry{Header: &tar.Header{Typeflag: typ, Name: name, Mode: mode, ModTime: when}}
 	}
-	file := func(name, src string) (oci.Entry, error) {
+	file := func(name, src string, mode int64) (oci.Entry, error) {
 		fi, err := os.Stat(src)
 		if err != nil {
 			return oci.Entry{}, err
@@ -291,21 +294,27 @@ func layerEntries(dir string, when time.Time) ([]oci.Entry, error) {
 		if !fi.Mode().IsRegular() {
 			return oci.Entry{}, fmt.Errorf("%s is not a regular file", src)
 		}
-		e := entry(name, tar.TypeReg, 0o755)
+		e := entry(name, tar.TypeReg, mode)
 		e.Header.Size = fi.Size()
 		e.Open = func() (io.ReadCloser, error) { return os.Open(src) }
 		return e, nil
 	}
-	daemon, err := file(strings.TrimPrefix(Daemon, "/"), filepath.Join(dir, "daemon"))
+	daemon, err := file(strings.TrimPrefix(Daemon, "/"), filepath.Join(dir, "daemon"), 0o755)
 	if err != nil {
 		return nil, err
 	}
-	ep, err := file(strings.TrimPrefix(Entrypoint, "/"), filepath.Join(dir, "entrypoint"))
+	mcp, err := file(strings.TrimPrefix(MCP, "/"), filepath.Join(dir, "mcp"), 0o700)
+	if err != nil {
+		return nil, err
+	}
+	ep, err := file(strings.TrimPrefix(Entrypoint, "/"), filepath.Join(dir, "entrypoint"), 0o755)
 	if err != nil {
 		return nil, err
 	}
 	return []oci.Entry{
 		entry(strings.TrimPrefix(path.Dir(Daemon), "/"), tar.TypeDir, 0o755),
+		entry(strings.TrimPrefix(path.Dir(MCP), "/"), tar.TypeDir, 0o700),
+		mcp,
 		daemon,
 		entry("usr", tar.TypeDir, 0o755),
 		entry("usr/local", tar.TypeDir, 0o755),
@@ -314,11 +323,12 @@ func layerEntries(dir string, when time.Time) ([]oci.Entry, error) {
 	}, nil
 }
 
-// goCompile runs `go build` for both programs.
+// goCompile runs `go build` for each program.
 func goCompile(ctx context.Context, o *buildOptions, p v1.Platform, dir string) error {
 	for _, b := range []struct{ pkg, out string }{
 		{EntrypointPackage, "entrypoint"},
 		{DaemonPackage, "daemon"},
+		{MCPPackage, "mcp"},
 	} {
 		args := append([]string{"build"}, goFlags...)
 		args = append(args, "-o", filepath.Join(dir, b.out), b.pkg)

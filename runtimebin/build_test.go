@@ -25,7 +25,7 @@ const moduleRoot = ".."
 // fakeCompile writes small files that name the platform instead of
 // running the Go toolchain.
 func fakeCompile(_ context.Context, _ *buildOptions, p v1.Platform, dir string) error {
-	for _, name := range []string{"entrypoint", "daemon"} {
+	for _, name := range []string{"entrypoint", "daemon", "mcp"} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(name+" for "+p.Architecture+"\n"), 0o700); err != nil {
 			return err
 		}
@@ -139,6 +139,8 @@ func TestBuild(t *testing.T) {
 			}
 			want := []tarEntry{
 				dir("ssebench/"),
+				{Name: "ssebench/mcp/", Type: tar.TypeDir, Mode: 0o700, ModTime: when},
+				{Name: "ssebench/mcp/ssebench-mcp", Type: tar.TypeReg, Mode: 0o700, ModTime: when, Content: "mcp for " + arch + "\n"},
 				file("ssebench/ssebench-daemon", "daemon for "+arch+"\n"),
 				dir("usr/"),
 				dir("usr/local/"),

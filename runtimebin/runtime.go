@@ -17,6 +17,10 @@ const Entrypoint = "/usr/local/bin/entrypoint"
 // Daemon is the path of the daemon in a runtime image.
 const Daemon = "/ssebench/ssebench-daemon"
 
+// MCP is the path of the agent's MCP server in a runtime image: under
+// /ssebench, which only root can enter, in a directory of its own.
+const MCP = "/ssebench/mcp/ssebench-mcp"
+
 // Ref returns the runtime image reference: flag when set, else env (the
 // value of SSEBENCH_RUNTIME_IMAGE), else def (REGISTRY/runtime:VERSION).
 func Ref(flag, env, def string) string {

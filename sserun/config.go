@@ -6,6 +6,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -19,8 +20,20 @@ const ConfigName = "config.yaml"
 // built, so other keys are ignored here: the runtime must not refuse to
 // grade a task because its config has a key this binary does not know.
 type TaskConfig struct {
-	ID      string `yaml:"id"`
-	Source  string `yaml:"source"`
+	ID       string `yaml:"id"`
+	Project  string `yaml:"project"`
+	Language string `yaml:"language"`
+	Source   string `yaml:"source"`
+	// TaskDescription is what the agent may be told, as much of it as the
+	// difficulty level allows (see TaskInfoFor).
+	TaskDescription struct {
+		// Issue is the issue text, what a user would report.
+		Issue string `yaml:"issue"`
+		// CrashReport lists files of the task root holding crash reports.
+		CrashReport []string `yaml:"crash_report"`
+		// BugDescription says what is wrong, in a sentence or two.
+		BugDescription string `yaml:"bug_description"`
+	} `yaml:"task_description"`
 	Scripts struct {
 		Build string `yaml:"build"`
 		Run   string `yaml:"run"`
@@ -87,6 +100,12 @@ func ParseTaskConfig(data []byte) (*TaskConfig, error) {
 		check(fmt.Sprintf("files.poc[%d]", i), &c.Files.PoC[i])
 	}
 	check("files.future_test", &c.Files.FutureTest)
+	for i := range c.TaskDescription.CrashReport {
+		check(fmt.Sprintf("task_description.crash_report[%d]", i), &c.TaskDescription.CrashReport[i])
+	}
+	c.TaskDescription.CrashReport = slices.DeleteFunc(c.TaskDescription.CrashReport, func(s string) bool { return s == "" })
+	c.TaskDescription.Issue = strings.TrimSpace(c.TaskDescription.Issue)
+	c.TaskDescription.BugDescription = strings.TrimSpace(c.TaskDescription.BugDescription)
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}

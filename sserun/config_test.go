@@ -17,7 +17,9 @@ project: kvconf
 language: go
 source: /src/kvconf/
 task_description:
-  issue: crash
+  issue: " crash\n"
+  crash_report: [reports//c.txt]
+  bug_description:
 scripts:
   build: scripts/build.sh
   run: ./scripts/run.sh
@@ -33,7 +35,9 @@ a_key_from_a_newer_ssebench: 1
 	if err != nil {
 		t.Fatalf("ParseTaskConfig() = %v", err)
 	}
-	want := &TaskConfig{ID: "kvconf-12-afb9ee1", Source: "/src/kvconf"}
+	want := &TaskConfig{ID: "kvconf-12-afb9ee1", Project: "kvconf", Language: "go", Source: "/src/kvconf"}
+	want.TaskDescription.Issue = "crash"
+	want.TaskDescription.CrashReport = []string{"reports/c.txt"}
 	want.Scripts.Build, want.Scripts.Run, want.Scripts.Test = "scripts/build.sh", "scripts/run.sh", "scripts/test.sh"
 	want.Files.PoC = []string{"pocs/a.conf", "pocs/b.conf"}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -49,6 +53,7 @@ func TestParseTaskConfigErrors(t *testing.T) {
 		{"absolute script", "scripts:\n  build: /ssebench/build.sh\n", `scripts.build "/ssebench/build.sh" is not a path inside the task folder`},
 		{"climbing poc", "files:\n  poc: [../etc/shadow]\n", `files.poc[0] "../etc/shadow"`},
 		{"root as script", "scripts:\n  test: .\n", "scripts.test"},
+		{"climbing crash report", "task_description:\n  crash_report: [/etc/shadow]\n", `task_description.crash_report[0] "/etc/shadow"`},
 		{"relative source", "source: src/p\n", `source "src/p" is not an absolute path`},
 	}
 	for _, tt := range tests {

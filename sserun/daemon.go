@@ -44,9 +44,10 @@ var scrubbedEnv = []string{"SSE_API_KEY", EnvAdminSocket}
 // wrote cannot change how a later check of the same grade is run. The
 // directory is removed when the request ends.
 //
-// A grade ends the agent's session: the agent's request in progress is
-// cancelled (its script killed), and the agent socket refuses every later
-// request but ping, so that the agent cannot hold up or follow its grade.
+// OpAgentEnd, or a grade, ends the agent phase: the agent's request in
+// progress is cancelled (its script killed), and the agent socket refuses
+// every later request but ping, so that the agent cannot hold up or follow
+// its grade. OpAgentEnd also kills every process of the agent's user.
 type Daemon struct {
 	mu   sync.Mutex // one request at a time: scripts share the runner's uid
 	cfg  *TaskConfig
@@ -56,6 +57,15 @@ type Daemon struct {
 	// agentDone ends the agent's session; agentCtx is done after it.
 	agentCtx  context.Context
 	agentDone context.CancelFunc
+
+	// statMu guards what status reports; it is never held while a
+	// script runs, so status answers during a build.
+	statMu   sync.Mutex
+	started  time.Time // the agent's start; zero before OpAgentStart
+	deadline time.Time // zero: no limit
+	ended    bool
+	calls    map[string]int
+	ncalls   int
 }
 
 var _ Handler = (*Daemon)(nil)
@@ -71,6 +81,9 @@ type daemonOptions struct {
 	outputLimit   int
 	env           []string
 	log           io.Writer
+	difficulty    int
+	agentUser     *User
+	toolLog       io.Writer
 }
 
 // WithSourceDir sets the tree the scripts run on, the agent's SOURCE_DIR.
@@ -135,6 +148,39 @@ func WithLog(w io.Writer) DaemonOption {
 	return func(o *daemonOptions) error { o.log = w; return nil }
 }
 
+// WithDifficulty sets the difficulty level, 0 to MaxDifficulty: what
+// task_info tells and what poc answers on the agent socket (see
+// TaskInfoFor). The default value is DefaultDifficulty.
+func WithDifficulty(level int) DaemonOption {
+	return func(o *daemonOptions) error {
+		if level < 0 || level > MaxDifficulty {
+			return fmt.Errorf("difficulty %d is not 0 to %d", level, MaxDifficulty)
+		}
+		o.difficulty = level
+		return nil
+	}
+}
+
+// WithAgentUser sets the agent's account, whose every process OpAgentEnd
+// kills. The default value, nil, kills nothing, which is only right in
+// tests: the daemon must be root to kill another user's processes.
+func WithAgentUser(u *User) DaemonOption {
+	return func(o *daemonOptions) error {
+		if u != nil && u.UID == 0 {
+			return errors.New("the agent's user must not be root")
+		}
+		o.agentUser = u
+		return nil
+	}
+}
+
+// WithToolLog sets where each tool call on the agent socket is recorded,
+// one JSON object per line (ToolCall): tool_calls.jsonl in the results
+// directory. The default value discards the records.
+func WithToolLog(w io.Writer) DaemonOption {
+	return func(o *daemonOptions) error { o.toolLog = w; return nil }
+}
+
 // NewDaemon returns a daemon for the task whose files are under root
 // (/ssebench) and whose config is cfg.
 func NewDaemon(root string, cfg *TaskConfig, opts ...DaemonOption) (*Daemon, error) {
@@ -145,6 +191,8 @@ func NewDaemon(root string, cfg *TaskConfig, opts ...DaemonOption) (*Daemon, err
 		outputLimit:   DefaultOutputLimit,
 		env:           os.Environ(),
 		log:           io.Discard,
+		difficulty:    DefaultDifficulty,
+		toolLog:       io.Discard,
 	}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
@@ -154,21 +202,59 @@ func NewDaemon(root string, cfg *TaskConfig, opts ...DaemonOption) (*Daemon, err
 	if o.sourceDir == "" {
 		return nil, errors.New("no SOURCE_DIR: the task config has no `source`, and none was given")
 	}
-	d := &Daemon{cfg: cfg, root: root, o: o}
+	d := &Daemon{cfg: cfg, root: root, o: o, calls: map[string]int{}}
 	d.agentCtx, d.agentDone = context.WithCancel(context.Background())
 	return d, nil
 }
 
-// Handle implements Handler: it answers ping at once and runs build, test,
-// poc and (on the admin socket only) grade.
-func (d *Daemon) Handle(ctx context.Context, op string, admin bool) Response {
-	fail := func(format string, args ...any) Response {
-		return Response{Result: Result{Exit: -1}, Error: fmt.Sprintf(format, args...)}
+// Handle implements Handler: it answers ping, tools, task_info and status
+// at once, runs build, test, poc and (on the admin socket only) grade one
+// at a time, and takes agent_start and agent_end on the admin socket. Each
+// tool call on the agent socket is recorded in the tool log.
+func (d *Daemon) Handle(ctx context.Context, req Request, admin bool) Response {
+	start := time.Now()
+	resp := d.handle(ctx, req, admin)
+	if tool := ToolOf(req.Op); tool != "" && !admin {
+		d.record(req, tool, resp, start)
 	}
+	return resp
+}
+
+func fail(format string, args ...any) Response {
+	return Response{Result: Result{Exit: -1}, Error: fmt.Sprintf(format, args...)}
+}
+
+// errPhaseOver is the answer to the agent once its phase is over.
+const errPhaseOver = "the agent phase is over: the run is being graded, and no more tool calls are taken"
+
+func (d *Daemon) handle(ctx context.Context, req Request, admin bool) Response {
+	op := req.Op
 	scripts := d.cfg.Scripts
+	if !admin && op != OpPing && d.agentCtx.Err() != nil {
+		return fail(errPhaseOver)
+	}
 	switch op {
 	case OpPing:
 		return Response{Result: Result{OK: true, Output: "pong"}}
+	case OpTools:
+		return Response{Result: Result{OK: true}, Tools: Tools(d.cfg, d.o.difficulty), Status: d.status()}
+	case OpTaskInfo:
+		info, err := TaskInfoFor(d.root, d.cfg, d.o.sourceDir, d.o.difficulty)
+		if err != nil {
+			return fail("%v", err)
+		}
+		return Response{Result: Result{OK: true, Output: info.Text()}, Info: info}
+	case OpStatus:
+		st := d.status()
+		return Response{Result: Result{OK: true, Output: st.text()}, Status: st}
+	case OpAgentStart, OpAgentEnd:
+		if !admin {
+			return fail("%q is only accepted on the admin socket", op)
+		}
+		if op == OpAgentStart {
+			return d.agentStart(req.TimeoutMS)
+		}
+		return d.agentEnd()
 	case OpBuild:
 		if scripts.Build == "" {
 			return fail("the task has no build script")
@@ -181,20 +267,20 @@ func (d *Daemon) Handle(ctx context.Context, op string, admin bool) Response {
 		if scripts.Run == "" || len(d.cfg.Files.PoC) == 0 {
 			return fail("the task has no proof of concept to run")
 		}
+		if !admin && !pocsAllowed(d.cfg, d.o.difficulty) {
+			return fail("run_pocs is not available at difficulty %d", d.o.difficulty)
+		}
 	case OpGrade:
 		if !admin {
 			return fail("%q is only accepted on the admin socket", op)
 		}
 	default:
-		return fail("unknown op %q: use one of %s, %s, %s, %s", op, OpPing, OpBuild, OpTest, OpPoC)
+		return fail("unknown op %q: use one of %s", op, strings.Join([]string{OpPing, OpTaskInfo, OpBuild, OpTest, OpPoC, OpStatus}, ", "))
 	}
 
 	if op == OpGrade {
-		d.agentDone()
+		d.endPhase()
 	} else if !admin {
-		if d.agentCtx.Err() != nil {
-			return fail("the run is being graded: the agent's session is over")
-		}
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithCancel(ctx)
 		defer cancel()
@@ -205,15 +291,39 @@ func (d *Daemon) Handle(ctx context.Context, op string, admin bool) Response {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if !admin && d.agentCtx.Err() != nil {
-		// The grade came while this request waited its turn.
-		return fail("the run is being graded: the agent's session is over")
+		// The phase ended while this request waited its turn.
+		return fail(errPhaseOver)
 	}
 	start := time.Now()
 	resp := d.run(ctx, op)
+	if op == OpPoC && !admin && d.o.difficulty == MaxDifficulty-1 {
+		resp = passFailOnly(resp)
+	}
 	fmt.Fprintf(d.o.log, "%s %s (admin=%t): ok=%t exit=%d in %s%s\n",
 		time.Now().UTC().Format(time.RFC3339), op, admin, resp.OK, resp.Exit,
 		time.Since(start).Round(time.Millisecond), errSuffix(resp.Error))
 	return resp
+}
+
+// passFailOnly keeps of a poc answer whether each proof of concept passed,
+// as difficulty 3 allows: no output, no exit status, no file names.
+func passFailOnly(r Response) Response {
+	out := Response{Result: Result{OK: r.OK, DurationMS: r.DurationMS, TimedOut: r.TimedOut}, Error: r.Error}
+	if !r.OK {
+		out.Exit = 1
+	}
+	var b strings.Builder
+	for i, p := range r.PoCs {
+		name := fmt.Sprintf("PoC %d", i+1)
+		state := "pass"
+		if !p.OK {
+			state = "fail"
+		}
+		fmt.Fprintf(&b, "%s: %s\n", name, state)
+		out.PoCs = append(out.PoCs, PoCResult{Name: name, OK: p.OK})
+	}
+	out.Output = b.String()
+	return out
 }
 
 func errSuffix(e string) string {
@@ -237,7 +347,9 @@ func (d *Daemon) run(ctx context.Context, op string) Response {
 	case OpTest:
 		r = d.script(ctx, s, d.cfg.Scripts.Test)
 	case OpPoC:
-		r = d.pocs(ctx, s)
+		var pocs []PoCResult
+		r, pocs = d.pocs(ctx, s)
+		return Response{Result: r, PoCs: pocs}
 	case OpGrade:
 		return d.grade(ctx, s, start)
 	}
@@ -269,7 +381,7 @@ func (d *Daemon) grade(ctx context.Context, s *scratch, start time.Time) Respons
 		if buildFailed {
 			g.PoC = skip()
 		} else {
-			r := d.pocs(ctx, s)
+			r, _ := d.pocs(ctx, s)
 			g.PoC = &r
 		}
 	}
@@ -336,11 +448,13 @@ func (d *Daemon) intentTest(ctx context.Context, grade *scratch) Result {
 // pocs runs the run script once per proof of concept, with the copy's
 // path as its argument. It passes when every run exits 0; Exit is the
 // first failing run's status.
-func (d *Daemon) pocs(ctx context.Context, s *scratch) Result {
+func (d *Daemon) pocs(ctx context.Context, s *scratch) (Result, []PoCResult) {
 	sum := Result{OK: true}
 	var out strings.Builder
+	var each []PoCResult
 	for _, poc := range d.cfg.Files.PoC {
 		r := d.script(ctx, s, d.cfg.Scripts.Run, filepath.Join(s.sse, filepath.FromSlash(poc)))
+		each = append(each, PoCResult{Name: poc, OK: r.OK, Exit: &r.Exit})
 		fmt.Fprintf(&out, "=== %s: exit %d\n%s", poc, r.Exit, r.Output)
 		if !strings.HasSuffix(r.Output, "\n") && r.Output != "" {
 			out.WriteByte('\n')
@@ -352,14 +466,10 @@ func (d *Daemon) pocs(ctx context.Context, s *scratch) Result {
 			sum.Exit = r.Exit
 		}
 	}
-	sum.Output = tail(out.String(), d.o.outputLimit)
-	return sum
-}
-
-func tail(s string, n int) string {
-	t := newTailBuffer(n)
-	_, _ = t.Write([]byte(s))
-	return t.String()
+	t := newTailBuffer(d.o.outputLimit)
+	_, _ = t.Write([]byte(out.String()))
+	sum.Output, sum.OutputCut = t.String(), t.cut()
+	return sum, each
 }
 
 // script runs one task script in the copy of the tree.
@@ -381,6 +491,7 @@ func (d *Daemon) script(ctx context.Context, s *scratch, script string, args ...
 		OK:         ex.Code == 0 && !ex.TimedOut,
 		Exit:       ex.Code,
 		Output:     out.String(),
+		OutputCut:  out.cut(),
 		DurationMS: ex.Duration.Milliseconds(),
 		TimedOut:   ex.TimedOut,
 	}

@@ -97,7 +97,7 @@ func TestDaemonOps(t *testing.T) {
 	d := ft.daemon(t)
 	ctx := context.Background()
 
-	build := d.Handle(ctx, OpBuild, false)
+	build := d.Handle(ctx, Request{Op: OpBuild}, false)
 	if !build.OK || build.Exit != 0 || build.Error != "" {
 		t.Fatalf("build = %+v, want ok", build)
 	}
@@ -112,21 +112,21 @@ func TestDaemonOps(t *testing.T) {
 		t.Error("the build wrote into SOURCE_DIR itself, not a copy")
 	}
 
-	test := d.Handle(ctx, OpTest, false)
+	test := d.Handle(ctx, Request{Op: OpTest}, false)
 	if !test.OK || !strings.Contains(test.Output, "tests pass") {
 		t.Errorf("test = %+v, want ok", test)
 	}
-	poc := d.Handle(ctx, OpPoC, false)
+	poc := d.Handle(ctx, Request{Op: OpPoC}, false)
 	if poc.OK || poc.Exit != 86 || !strings.Contains(poc.Output, "=== pocs/crash.txt: exit 86\nCRASH\n") {
 		t.Errorf("poc = %+v, want exit 86 with CRASH", poc)
 	}
-	if ping := d.Handle(ctx, OpPing, false); !ping.OK {
+	if ping := d.Handle(ctx, Request{Op: OpPing}, false); !ping.OK {
 		t.Errorf("ping = %+v", ping)
 	}
 
 	// The agent fixes the bug: the next request sees its current tree.
 	write(t, filepath.Join(ft.src, "main.txt"), "good fixed\n", 0o644)
-	if poc := d.Handle(ctx, OpPoC, false); !poc.OK || !strings.Contains(poc.Output, "handled") {
+	if poc := d.Handle(ctx, Request{Op: OpPoC}, false); !poc.OK || !strings.Contains(poc.Output, "handled") {
 		t.Errorf("poc after the fix = %+v, want ok", poc)
 	}
 	ft.checkClean(t)
@@ -148,7 +148,7 @@ func TestDaemonRefusals(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := d.Handle(ctx, tt.op, tt.admin)
+			got := d.Handle(ctx, Request{Op: tt.op}, tt.admin)
 			if got.OK || !strings.HasPrefix(got.Error, tt.want) {
 				t.Errorf("Handle(%q) = %+v, want error %q", tt.op, got, tt.want)
 			}
@@ -156,7 +156,7 @@ func TestDaemonRefusals(t *testing.T) {
 	}
 
 	ft.cfg.Scripts.Run = ""
-	if got := d.Handle(ctx, OpPoC, false); got.Error != "the task has no proof of concept to run" {
+	if got := d.Handle(ctx, Request{Op: OpPoC}, false); got.Error != "the task has no proof of concept to run" {
 		t.Errorf("poc without run script = %+v", got)
 	}
 	ft.checkClean(t)
@@ -181,7 +181,7 @@ func TestDaemonGrade(t *testing.T) {
 			if tt.main == "" {
 				os.Remove(filepath.Join(ft.src, "main.txt"))
 			}
-			got := ft.daemon(t).Handle(context.Background(), OpGrade, true)
+			got := ft.daemon(t).Handle(context.Background(), Request{Op: OpGrade}, true)
 			if got.Error != "" || got.Grade == nil {
 				t.Fatalf("grade = %+v", got)
 			}
@@ -246,7 +246,7 @@ func TestDaemonIntentTest(t *testing.T) {
 				os.Remove(filepath.Join(ft.src, "main.txt"))
 			}
 			write(t, filepath.Join(ft.src, "tests", "base.sh"), tt.base, 0o644)
-			got := ft.daemon(t).Handle(context.Background(), OpGrade, true)
+			got := ft.daemon(t).Handle(context.Background(), Request{Op: OpGrade}, true)
 			if got.Error != "" || got.Grade == nil {
 				t.Fatalf("grade = %+v", got)
 			}
@@ -277,12 +277,12 @@ func TestDaemonCopiesOnlyScripts(t *testing.T) {
 	write(t, filepath.Join(ft.root, "scripts", "build.sh"), `cd "$(dirname "$0")/.." && find . -type f | sort`, 0o755)
 	d := ft.daemon(t)
 	ctx := context.Background()
-	got := d.Handle(ctx, OpBuild, false)
+	got := d.Handle(ctx, Request{Op: OpBuild}, false)
 	want := "./scripts/build.sh\n./scripts/lib.sh\n./scripts/run.sh\n./scripts/test.sh\n"
 	if got.Output != want {
 		t.Errorf("build sees %q, want %q", got.Output, want)
 	}
-	got = d.Handle(ctx, OpGrade, true)
+	got = d.Handle(ctx, Request{Op: OpGrade}, true)
 	want = "./pocs/crash.txt\n" + want
 	if got.Grade.Build.Output != want {
 		t.Errorf("grade's build sees %q, want %q", got.Grade.Build.Output, want)
@@ -292,7 +292,7 @@ func TestDaemonCopiesOnlyScripts(t *testing.T) {
 func TestDaemonScriptTimeout(t *testing.T) {
 	ft := newFakeTask(t, "good\n")
 	write(t, filepath.Join(ft.root, "scripts", "build.sh"), "echo slow; exec sleep 30", 0o755)
-	got := ft.daemon(t, WithScriptTimeout(200*time.Millisecond)).Handle(context.Background(), OpBuild, false)
+	got := ft.daemon(t, WithScriptTimeout(200*time.Millisecond)).Handle(context.Background(), Request{Op: OpBuild}, false)
 	if got.OK || got.Exit != TimeoutExit || !got.TimedOut || !strings.HasPrefix(got.Output, "slow\n") ||
 		!strings.Contains(got.Output, "scripts/build.sh was killed after 200ms") {
 		t.Errorf("build = %+v, want a timeout", got)
@@ -302,7 +302,7 @@ func TestDaemonScriptTimeout(t *testing.T) {
 func TestDaemonOutputLimit(t *testing.T) {
 	ft := newFakeTask(t, "good\n")
 	write(t, filepath.Join(ft.root, "scripts", "build.sh"), "seq 1 1000", 0o755)
-	got := ft.daemon(t, WithOutputLimit(8)).Handle(context.Background(), OpBuild, false)
+	got := ft.daemon(t, WithOutputLimit(8)).Handle(context.Background(), Request{Op: OpBuild}, false)
 	if want := "[ssebench: the first 3885 bytes of output were cut]\n99\n1000\n"; got.Output != want {
 		t.Errorf("build output = %q, want %q", got.Output, want)
 	}
@@ -318,7 +318,7 @@ func TestDaemonOneAtATime(t *testing.T) {
 	var wg sync.WaitGroup
 	results := make([]Response, 4)
 	for i := range results {
-		wg.Go(func() { results[i] = d.Handle(context.Background(), OpBuild, false) })
+		wg.Go(func() { results[i] = d.Handle(context.Background(), Request{Op: OpBuild}, false) })
 	}
 	wg.Wait()
 	for i, r := range results {
@@ -357,7 +357,7 @@ echo 'exit 0' > "$here/test.sh" && echo WROTE
 touch built.txt && echo BUILT
 `
 	write(t, filepath.Join(ft.root, "scripts", "build.sh"), tamper, 0o755)
-	got := ft.daemon(t, WithRunner(&u)).Handle(context.Background(), OpGrade, true)
+	got := ft.daemon(t, WithRunner(&u)).Handle(context.Background(), Request{Op: OpGrade}, true)
 	if got.Grade == nil {
 		t.Fatalf("grade = %+v", got)
 	}
@@ -382,7 +382,7 @@ func TestDaemonGradeEndsAgentSession(t *testing.T) {
 	d := ft.daemon(t)
 	ctx := context.Background()
 	agentDone := make(chan Response)
-	go func() { agentDone <- d.Handle(ctx, OpTest, false) }()
+	go func() { agentDone <- d.Handle(ctx, Request{Op: OpTest}, false) }()
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		if _, err := os.Stat(started); err == nil {
 			break
@@ -393,7 +393,7 @@ func TestDaemonGradeEndsAgentSession(t *testing.T) {
 	}
 	start := time.Now()
 	write(t, filepath.Join(ft.root, "scripts", "test.sh"), "echo graded", 0o755)
-	grade := d.Handle(ctx, OpGrade, true)
+	grade := d.Handle(ctx, Request{Op: OpGrade}, true)
 	if d := time.Since(start); d > 10*time.Second {
 		t.Errorf("the grade waited %v for the agent's request", d)
 	}
@@ -403,13 +403,13 @@ func TestDaemonGradeEndsAgentSession(t *testing.T) {
 	if r := <-agentDone; r.OK || r.Exit != 128+9 {
 		t.Errorf("the agent's request = %+v, want it killed", r)
 	}
-	if r := d.Handle(ctx, OpBuild, false); !strings.Contains(r.Error, "the agent's session is over") {
+	if r := d.Handle(ctx, Request{Op: OpBuild}, false); !strings.Contains(r.Error, "the agent phase is over") {
 		t.Errorf("an agent request after the grade = %+v, want a refusal", r)
 	}
-	if r := d.Handle(ctx, OpPing, false); !r.OK {
+	if r := d.Handle(ctx, Request{Op: OpPing}, false); !r.OK {
 		t.Errorf("ping after the grade = %+v", r)
 	}
-	if r := d.Handle(ctx, OpBuild, true); !r.OK {
+	if r := d.Handle(ctx, Request{Op: OpBuild}, true); !r.OK {
 		t.Errorf("an admin build after the grade = %+v, want ok", r)
 	}
 }

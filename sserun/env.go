@@ -16,8 +16,14 @@ const (
 	// EnvResults is the directory of the run's results (agent.log,
 	// final.patch, result.json).
 	EnvResults = "SSE_RESULTS"
+	// EnvArchive is the directory where the agent writes what it wants
+	// kept (the run's archive/ folder).
+	EnvArchive = "SSE_ARCHIVE"
 	// EnvTimeout is the agent's time limit in whole seconds; 0 means none.
 	EnvTimeout = "TIMEOUT"
+	// EnvDifficulty is the difficulty level, 0 (the agent is told most)
+	// to 4 (the issue text only): see TaskInfoFor.
+	EnvDifficulty = "SSE_DIFFICULTY"
 	// EnvKeepAlive, when "1" (or "true"), keeps the entrypoint alive after
 	// grading, so the container can be inspected.
 	EnvKeepAlive = "SSE_KEEP_ALIVE"
@@ -25,6 +31,9 @@ const (
 	EnvAgentSocket = "SSE_DAEMON_SOCKET"
 	// EnvAdminSocket is the daemon's root-only socket.
 	EnvAdminSocket = "SSE_ADMIN_SOCKET"
+	// EnvMCPAddr is where the MCP server listens (host:port); the agent
+	// reaches its streamable HTTP endpoint at http://ADDR/mcp.
+	EnvMCPAddr = "SSE_MCP_ADDR"
 	// EnvTaskRoot relocates /ssebench (task config, scripts, daemon).
 	EnvTaskRoot = "SSE_TASK_ROOT"
 	// EnvSourceDir names SOURCE_DIR when there is no task config (sidecar
@@ -45,6 +54,7 @@ const (
 	DefaultTaskRoot    = "/ssebench"
 	DefaultAgentSocket = "/tmp/sse.sock"
 	DefaultAdminSocket = "/run/ssebench/admin.sock"
+	DefaultMCPAddr     = "127.0.0.1:3000"
 	DefaultRunnerUser  = "sse-runner"
 	// DefaultTimeout is the agent's time limit: one hour, as `ssebench run`
 	// passes it.
@@ -53,15 +63,23 @@ const (
 	// C++ or Rust project's full build with sanitizers takes minutes, and
 	// a hung test must not hold the daemon forever.
 	DefaultScriptTimeout = 20 * time.Minute
+	// DefaultDifficulty is the level when SSE_DIFFICULTY is unset (SPEC.md
+	// section 13).
+	DefaultDifficulty = 2
+	// MaxDifficulty is the hardest level.
+	MaxDifficulty = 4
 )
 
 // Env holds the settings read from the environment, defaults filled in.
 type Env struct {
 	Results       string
+	Archive       string        // from SSE_ARCHIVE; may be empty
 	Timeout       time.Duration // 0: no limit
+	Difficulty    int           // 0–4
 	KeepAlive     bool
 	AgentSocket   string
 	AdminSocket   string
+	MCPAddr       string
 	TaskRoot      string
 	SourceDir     string // from SOURCE_DIR; may be empty
 	ScriptTimeout time.Duration
@@ -81,15 +99,25 @@ func ReadEnv(getenv func(string) string) (Env, error) {
 	}
 	e := Env{
 		Results:       get(EnvResults, DefaultResults),
+		Archive:       get(EnvArchive, ""),
 		KeepAlive:     truthy(getenv(EnvKeepAlive)),
 		AgentSocket:   get(EnvAgentSocket, DefaultAgentSocket),
 		AdminSocket:   get(EnvAdminSocket, DefaultAdminSocket),
+		MCPAddr:       get(EnvMCPAddr, DefaultMCPAddr),
 		TaskRoot:      get(EnvTaskRoot, DefaultTaskRoot),
 		SourceDir:     get(EnvSourceDir, ""),
 		WorkDir:       get(EnvWorkDir, os.TempDir()),
 		RunnerUser:    get(EnvRunnerUser, DefaultRunnerUser),
 		Timeout:       DefaultTimeout,
 		ScriptTimeout: DefaultScriptTimeout,
+		Difficulty:    DefaultDifficulty,
+	}
+	if v := strings.TrimSpace(getenv(EnvDifficulty)); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > MaxDifficulty {
+			return Env{}, fmt.Errorf("%s=%q is not a difficulty level: use 0 to %d", EnvDifficulty, v, MaxDifficulty)
+		}
+		e.Difficulty = n
 	}
 	var err error
 	if e.Timeout, err = seconds(getenv, EnvTimeout, DefaultTimeout, true); err != nil {

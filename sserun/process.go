@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -242,27 +243,79 @@ func killGroup(pgid int) {
 }
 
 // KillUser kills every process whose real or effective uid is uid, until
-// none is left (a process may fork while the list is read). It refuses to
-// kill root's processes or the caller's own. Zombies are left to whoever
-// reaps them.
+// none is left. See KillAll.
 func KillUser(uid int) error {
+	_, err := KillAll(uid)
+	return err
+}
+
+// KillAll kills every process whose real or effective uid is uid, until
+// none is left, and returns how many it saw. As root it first sends
+// SIGKILL to every process uid may signal, in one kill(-1) made with uid's
+// credentials: the kernel does that atomically, so a fork loop cannot
+// outrun it. Then it scans /proc and kills what is left, again and again
+// until a scan finds nothing. It refuses to kill root's processes or the
+// caller's own. Zombies are left to whoever reaps them.
+func KillAll(uid int) (int, error) {
 	if uid == 0 || uid == os.Getuid() || uid == os.Geteuid() {
-		return fmt.Errorf("refusing to kill every process of uid %d", uid)
+		return 0, fmt.Errorf("refusing to kill every process of uid %d", uid)
 	}
-	for range 100 {
+	seen := map[int]bool{}
+	if os.Geteuid() == 0 {
+		// Count what the broadcast kills, for the caller's log.
+		if pids, err := processesOf(uid); err == nil {
+			for _, p := range pids {
+				seen[p] = true
+			}
+		}
+		_ = killAllAs(uid)
+	}
+	for range 200 {
 		pids, err := processesOf(uid)
 		if err != nil {
-			return err
+			return len(seen), err
 		}
 		if len(pids) == 0 {
-			return nil
+			return len(seen), nil
 		}
 		for _, pid := range pids {
+			seen[pid] = true
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	return fmt.Errorf("processes of uid %d keep appearing", uid)
+	return len(seen), fmt.Errorf("processes of uid %d keep appearing", uid)
+}
+
+// killAllAs sends SIGKILL to every process uid may signal, from a thread
+// of this process that takes uid as its real and effective uid for the
+// call: kill(-1) signals every process but the caller's own and init, so
+// a root caller would kill the whole container. The saved uid stays 0, so
+// that the thread can become root again; should that fail, the thread
+// stays locked and dies with its goroutine rather than serve Go code with
+// the wrong credentials. Linux credentials are per thread; the raw
+// syscalls change only this one (syscall.Setresuid would change them all).
+func killAllAs(uid int) error {
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		if _, _, e := syscall.RawSyscall(syscall.SYS_SETRESUID, uintptr(uid), uintptr(uid), 0); e != 0 {
+			runtime.UnlockOSThread()
+			errc <- fmt.Errorf("taking uid %d to kill its processes: %w", uid, e)
+			return
+		}
+		all := -1
+		_, _, kerr := syscall.RawSyscall(syscall.SYS_KILL, uintptr(all), uintptr(syscall.SIGKILL), 0)
+		if _, _, e := syscall.RawSyscall(syscall.SYS_SETRESUID, 0, 0, 0); e == 0 {
+			runtime.UnlockOSThread()
+		}
+		if kerr != 0 && kerr != syscall.ESRCH {
+			errc <- fmt.Errorf("killing the processes of uid %d: %w", uid, kerr)
+			return
+		}
+		errc <- nil
+	}()
+	return <-errc
 }
 
 // processesOf lists the live processes whose real or effective uid is uid.
@@ -326,6 +379,14 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 		t.buf = append(t.buf[:0], t.buf[cut:]...)
 	}
 	return n, nil
+}
+
+// cut returns how many bytes String leaves out.
+func (t *tailBuffer) cut() int64 {
+	if len(t.buf) > t.max {
+		return t.dropped + int64(len(t.buf)-t.max)
+	}
+	return t.dropped
 }
 
 // String returns the kept bytes, with a first line saying how much was cut.

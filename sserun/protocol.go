@@ -26,11 +26,53 @@ const (
 	// OpPoC runs scripts.run with each proof of concept on a copy of the
 	// agent's tree (building first when the script does).
 	OpPoC = "poc"
+	// OpTaskInfo answers what the agent is told about the task at the
+	// run's difficulty level (Response.Info).
+	OpTaskInfo = "task_info"
+	// OpStatus answers the agent phase's time left and the calls made so
+	// far (Response.Status).
+	OpStatus = "status"
+	// OpTools answers which tools the agent has at this difficulty level
+	// (Response.Tools, with Response.Status for the level): the MCP server
+	// asks it once, to list only those. It is not a tool call.
+	OpTools = "tools"
 	// OpGrade runs build, test and every proof of concept on one copy of
 	// the agent's tree, then the hidden tests on a copy of their own. Only
 	// the admin socket accepts it: the hidden tests never reach the agent.
 	OpGrade = "grade"
+	// OpAgentStart tells the daemon that the agent starts, with its time
+	// limit in Request.TimeoutMS (0: none), so that status can say how
+	// much time is left. Admin socket only.
+	OpAgentStart = "agent_start"
+	// OpAgentEnd ends the agent phase: the agent's request in progress is
+	// cancelled, every process of the agent's user is killed, and the
+	// agent socket refuses every later request but ping. It answers once
+	// no process of the agent's user is left. Admin socket only.
+	OpAgentEnd = "agent_end"
 )
+
+// Tool names: what the agent calls, through MCP or `entrypoint --call`,
+// and what tool_calls.jsonl records. Each is the op of the same name but
+// ToolRunPoCs, which is OpPoC.
+const (
+	ToolTaskInfo = OpTaskInfo
+	ToolBuild    = OpBuild
+	ToolTest     = OpTest
+	ToolRunPoCs  = "run_pocs"
+	ToolStatus   = OpStatus
+)
+
+// ToolOf returns the tool name of an agent-facing op, or "" when op is not
+// a tool (ping, tools, and the admin ops).
+func ToolOf(op string) string {
+	switch op {
+	case OpTaskInfo, OpBuild, OpTest, OpStatus:
+		return op
+	case OpPoC:
+		return ToolRunPoCs
+	}
+	return ""
+}
 
 // maxRequestLine bounds one request line: requests are a few bytes, and a
 // client must not make the daemon buffer without limit.
@@ -39,6 +81,11 @@ const maxRequestLine = 64 << 10
 // Request is one line a client sends: {"op":"build"}.
 type Request struct {
 	Op string `json:"op"`
+	// Client names the program asking ("mcp", "mcp-stdio", "cli"), for
+	// tool_calls.jsonl; the daemon does not trust it for anything else.
+	Client string `json:"client,omitempty"`
+	// TimeoutMS is the agent's time limit, for OpAgentStart.
+	TimeoutMS int64 `json:"timeout_ms,omitempty"`
 }
 
 // Result is the outcome of running one script (or, for a proof-of-concept
@@ -50,8 +97,10 @@ type Result struct {
 	// 124 when it ran out of time; -1 when it could not be started.
 	Exit int `json:"exit"`
 	// Output is the script's standard output and error, interleaved, cut
-	// to its last bytes when it was long (see OutputLimit).
+	// to its last bytes when it was long (see WithOutputLimit).
 	Output string `json:"output"`
+	// OutputCut is how many bytes of output were cut from the front.
+	OutputCut int64 `json:"output_cut_bytes,omitempty"`
 	// DurationMS is the wall time in milliseconds.
 	DurationMS int64 `json:"duration_ms"`
 	// TimedOut is true when the script was killed at its time limit.
@@ -71,6 +120,44 @@ type Response struct {
 	Result
 	Error string `json:"error,omitempty"`
 	Grade *Grade `json:"grade,omitempty"`
+	// Info answers OpTaskInfo.
+	Info *TaskInfo `json:"info,omitempty"`
+	// Status answers OpStatus, OpTools and OpAgentEnd.
+	Status *Status `json:"status,omitempty"`
+	// Tools answers OpTools: the tool names available, in a fixed order.
+	Tools []string `json:"tools,omitempty"`
+	// PoCs are the proofs of concept one by one, for OpPoC.
+	PoCs []PoCResult `json:"pocs,omitempty"`
+}
+
+// PoCResult is one proof of concept's run. At difficulty 3 only Name and
+// OK are set (the name is then "PoC 1", "PoC 2", ...).
+type PoCResult struct {
+	Name string `json:"name"`
+	OK   bool   `json:"ok"`
+	Exit *int   `json:"exit,omitempty"`
+}
+
+// Status is the agent phase as the daemon sees it.
+type Status struct {
+	// Phase is "setup" before OpAgentStart, "agent" during the agent's
+	// run, "over" after OpAgentEnd or a grade.
+	Phase      string `json:"phase"`
+	Difficulty int    `json:"difficulty"`
+	// ElapsedMS is the time since the agent started.
+	ElapsedMS int64 `json:"elapsed_ms"`
+	// TimeLeftMS is the time the agent has left; nil when it has no limit
+	// or has not started.
+	TimeLeftMS *int64 `json:"time_left_ms,omitempty"`
+	// Calls is the number of tool calls so far, refused ones included;
+	// CallsByTool splits it by tool.
+	Calls       int            `json:"calls"`
+	CallsByTool map[string]int `json:"calls_by_tool,omitempty"`
+	// ScriptTimeoutMS bounds one build, test or proof-of-concept run.
+	ScriptTimeoutMS int64 `json:"script_timeout_ms"`
+	// Killed is, for OpAgentEnd, how many processes of the agent's user
+	// were killed.
+	Killed int `json:"killed,omitempty"`
 }
 
 // Grade holds the checks of a grade. A nil check does not apply to the
@@ -89,6 +176,13 @@ type Grade struct {
 // response. ctx bounds the whole exchange; a grade can take as long as
 // every script's time limit put together.
 func Call(ctx context.Context, socket, op string) (*Response, error) {
+	return Do(ctx, socket, Request{Op: op})
+}
+
+// Do sends req to the daemon listening on socket and returns its
+// response, as Call does.
+func Do(ctx context.Context, socket string, req Request) (*Response, error) {
+	op := req.Op
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "unix", socket)
 	if err != nil {
@@ -99,7 +193,7 @@ func Call(ctx context.Context, socket, op string) (*Response, error) {
 	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
 
-	werr := json.NewEncoder(conn).Encode(Request{Op: op})
+	werr := json.NewEncoder(conn).Encode(req)
 	var resp Response
 	if err := json.NewDecoder(conn).Decode(&resp); err != nil {
 		// A daemon that refuses the peer answers and hangs up before
@@ -138,7 +232,7 @@ func WaitReady(ctx context.Context, socket string) error {
 
 // Handler answers one request. admin tells which socket it came on.
 type Handler interface {
-	Handle(ctx context.Context, op string, admin bool) Response
+	Handle(ctx context.Context, req Request, admin bool) Response
 }
 
 // Listen creates a Unix socket at path with the given mode, replacing a
@@ -220,7 +314,7 @@ func serveConn(ctx context.Context, conn *net.UnixConn, h Handler, admin bool, a
 		if err := json.Unmarshal(sc.Bytes(), &req); err != nil {
 			resp = Response{Result: Result{Exit: -1}, Error: fmt.Sprintf("reading request: %v", err)}
 		} else {
-			resp = h.Handle(ctx, req.Op, admin)
+			resp = h.Handle(ctx, req, admin)
 		}
 		if err := enc.Encode(resp); err != nil {
 			return

@@ -18,7 +18,8 @@ import (
 // echoHandler answers every op with its name and the socket it came on.
 type echoHandler struct{}
 
-func (echoHandler) Handle(_ context.Context, op string, admin bool) Response {
+func (echoHandler) Handle(_ context.Context, req Request, admin bool) Response {
+	op := req.Op
 	if op == "fail" {
 		return Response{Result: Result{Exit: -1}, Error: "no"}
 	}
@@ -196,6 +197,6 @@ func TestCallContext(t *testing.T) {
 
 type handlerFunc func(ctx context.Context, op string, admin bool) Response
 
-func (f handlerFunc) Handle(ctx context.Context, op string, admin bool) Response {
-	return f(ctx, op, admin)
+func (f handlerFunc) Handle(ctx context.Context, req Request, admin bool) Response {
+	return f(ctx, req.Op, admin)
 }

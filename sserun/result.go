@@ -14,6 +14,7 @@ const (
 	PatchFile   = "final.patch"
 	AgentLog    = "agent.log"
 	DaemonLog   = "daemon.log"
+	MCPLog      = "mcp.log"
 	checkLogFmt = "%s.log" // build.log, test.log, poc.log, intent_test.log: each check's output
 )
 
@@ -32,6 +33,11 @@ type RunResult struct {
 	AgentExit       int   `json:"agent_exit"`
 	TimedOut        bool  `json:"timed_out"`
 	AgentDurationMS int64 `json:"agent_duration_ms"`
+	// Difficulty is the level the run gave the agent (SSE_DIFFICULTY).
+	Difficulty int `json:"difficulty"`
+	// ToolCalls is how many tool calls the agent made (each is a line of
+	// tool_calls.jsonl).
+	ToolCalls int `json:"tool_calls"`
 	// PatchBytes and PatchSHA256 describe final.patch, the agent's change
 	// to the buggy commit (untracked files included, ignored ones not).
 	PatchBytes  int64  `json:"patch_bytes"`

@@ -4,20 +4,28 @@
 // JSON-lines protocol of package sserun on two Unix sockets:
 //
 //   - the agent socket ($SSE_DAEMON_SOCKET, default /tmp/sse.sock, mode
-//     0666): ping, build, test and poc on a copy of the agent's tree;
+//     0666): ping, task_info, build, test, poc and status on a copy of the
+//     agent's tree, as much as the difficulty level ($SSE_DIFFICULTY)
+//     allows;
 //   - the admin socket ($SSE_ADMIN_SOCKET, default
-//     /run/ssebench/admin.sock, mode 0600, root only): the same and grade.
+//     /run/ssebench/admin.sock, mode 0600, root only): the same, grade,
+//     and agent_start and agent_end, which end the agent phase: every
+//     process of model is killed and the agent socket refuses every call
+//     but ping from then on.
 //
 // Scripts run as sse-runner ($SSE_RUNNER_USER), one request at a time.
-// The daemon logs one line per request to standard error and stops on
-// SIGTERM or SIGINT.
+// Each tool call on the agent socket is recorded in
+// $SSE_RESULTS/tool_calls.jsonl. The daemon logs one line per request to
+// standard error and stops on SIGTERM or SIGINT.
 package main
 
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
 	"github.com/42-b3yond-6ug/ssebench/sserun"
@@ -42,11 +50,21 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// The tool log is a record, not a reason to refuse to serve.
+	var toolLog io.Writer = io.Discard
+	if f, err := os.OpenFile(filepath.Join(env.Results, sserun.ToolCallsFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644); err != nil {
+		fmt.Fprintf(os.Stderr, "ssebench-daemon: tool calls are not recorded: %v\n", err)
+	} else {
+		defer f.Close()
+		toolLog = f
+	}
 	opts := []sserun.DaemonOption{
 		sserun.WithWorkDir(env.WorkDir),
 		sserun.WithScriptTimeout(env.ScriptTimeout),
 		sserun.WithEnv(os.Environ()),
 		sserun.WithLog(os.Stderr),
+		sserun.WithDifficulty(env.Difficulty),
+		sserun.WithToolLog(toolLog),
 	}
 	if cfg.Source == "" && env.SourceDir != "" {
 		opts = append(opts, sserun.WithSourceDir(env.SourceDir))
@@ -62,7 +80,11 @@ func run(ctx context.Context) error {
 			return fmt.Errorf("the runner %q is root: scripts must not run as root", u.Name)
 		}
 		runner = &u
-		opts = append(opts, sserun.WithRunner(runner))
+		model := sserun.Model
+		if u.UID == model.UID {
+			return fmt.Errorf("the runner %q has the agent's uid %d: scripts must not run as the agent", u.Name, u.UID)
+		}
+		opts = append(opts, sserun.WithRunner(runner), sserun.WithAgentUser(&model))
 	} else {
 		fmt.Fprintf(os.Stderr, "ssebench-daemon: not root: scripts run as uid %d, and the agent socket is open to every user\n", me)
 	}
@@ -99,8 +121,8 @@ func run(ctx context.Context) error {
 		}
 		return nil
 	}
-	fmt.Fprintf(os.Stderr, "ssebench-daemon: task %s, SOURCE_DIR %s, agent socket %s, admin socket %s\n",
-		cfg.ID, sourceDir(cfg, env), env.AgentSocket, env.AdminSocket)
+	fmt.Fprintf(os.Stderr, "ssebench-daemon: task %s, SOURCE_DIR %s, difficulty %d, agent socket %s, admin socket %s\n",
+		cfg.ID, sourceDir(cfg, env), env.Difficulty, env.AgentSocket, env.AdminSocket)
 
 	// Either listener failing stops both.
 	ctx, cancel := context.WithCancel(ctx)

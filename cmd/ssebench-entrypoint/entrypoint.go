@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/42-b3yond-6ug/ssebench/sserun"
@@ -26,13 +25,6 @@ const (
 )
 
 const (
-	// daemonName is the daemon's file name in the task root.
-	daemonName = "ssebench-daemon"
-	// daemonStartTimeout bounds the wait for the daemon's sockets: it
-	// only reads a config and listens.
-	daemonStartTimeout = 30 * time.Second
-	// daemonStopTimeout is how long the daemon gets to stop on SIGTERM.
-	daemonStopTimeout = 5 * time.Second
 	// gitTimeout bounds each git command of the patch: they run as model
 	// on a tree the agent controlled.
 	gitTimeout = 5 * time.Minute
@@ -142,16 +134,23 @@ func (e *entrypoint) run(ctx context.Context) int {
 		sourceDir = cfg.Source
 	}
 
-	var d *daemon
-	if e.mode == modeSandbox {
-		d = e.startDaemon(ctx, note)
-	}
+	res.Difficulty = e.env.Difficulty
+	e.prepareArchive(note)
+	svc := e.startServices(ctx, note)
+	defer svc.stop()
 
 	base := ""
 	if sourceDir != "" {
 		base = e.headCommit(ctx, sourceDir, note)
 	}
+	e.agentPhase(ctx, "start", sserun.Request{Op: sserun.OpAgentStart, TimeoutMS: e.env.Timeout.Milliseconds()}, note)
 	code := e.runAgent(ctx, res, note)
+	// The phase ends before anything looks at the tree: no process of
+	// the agent is left to change it, and no tool answers any more.
+	if resp := e.agentPhase(ctx, "end", sserun.Request{Op: sserun.OpAgentEnd}, note); resp != nil && resp.Status != nil {
+		res.ToolCalls = resp.Status.Calls
+	}
+	svc.endAgentPhase()
 
 	if ctx.Err() != nil {
 		note("stopped by a signal: not grading")
@@ -166,78 +165,46 @@ func (e *entrypoint) run(ctx context.Context) int {
 		fmt.Fprintf(e.log, "entrypoint: %s=1: staying alive until stopped\n", sserun.EnvKeepAlive)
 		<-ctx.Done()
 	}
-	d.stop()
 	return code
 }
 
-// daemon is the task's daemon, started by the entrypoint.
-type daemon struct {
-	cmd    *exec.Cmd
-	exited chan struct{} // closed once cmd.Wait returned
-}
-
-// startDaemon starts the task's daemon, when the image has one, and waits
-// until its admin socket answers. Its output goes to daemon.log.
-func (e *entrypoint) startDaemon(ctx context.Context, note func(string, ...any)) *daemon {
-	path := filepath.Join(e.env.TaskRoot, daemonName)
-	if _, err := os.Stat(path); err != nil {
-		note("no daemon at %s: the agent cannot build or test through it, and the run is not graded", path)
-		return nil
-	}
-	logf, err := os.OpenFile(filepath.Join(e.env.Results, sserun.DaemonLog), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
-	if err != nil {
-		note("opening the daemon's log: %v", err)
-		return nil
-	}
-	defer logf.Close()
-	cmd := exec.Command(path)
-	cmd.Env = withEnv(slices.Clone(e.environ), map[string]string{
-		sserun.EnvAgentSocket: e.env.AgentSocket,
-		sserun.EnvAdminSocket: e.env.AdminSocket,
-	})
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.Dir = "/"
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		note("starting the daemon: %v", err)
-		return nil
-	}
-	d := &daemon{cmd: cmd, exited: make(chan struct{})}
-	go func() {
-		_ = cmd.Wait()
-		close(d.exited)
-	}()
-	wctx, cancel := context.WithTimeout(ctx, daemonStartTimeout)
-	defer cancel()
-	// Stop waiting as soon as the daemon dies: its log says why.
-	go func() {
-		select {
-		case <-d.exited:
-			cancel()
-		case <-wctx.Done():
-		}
-	}()
-	if err := sserun.WaitReady(wctx, e.env.AdminSocket); err != nil {
-		note("the daemon did not start (see %s): %v", sserun.DaemonLog, err)
-		d.stop()
-		return nil
-	}
-	return d
-}
-
-// stop stops the daemon: SIGTERM, then SIGKILL to its process group if it
-// does not stop in time.
-func (d *daemon) stop() {
-	if d == nil {
+// prepareArchive gives the archive directory ($SSE_ARCHIVE, a folder of
+// the run mounted into the container) to the agent's user: it is where
+// the agent writes what it wants kept, and the run makes it root's.
+func (e *entrypoint) prepareArchive(note func(string, ...any)) {
+	if e.env.Archive == "" || e.agent == nil {
 		return
 	}
-	_ = d.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-d.exited:
-	case <-time.After(daemonStopTimeout):
-		_ = syscall.Kill(-d.cmd.Process.Pid, syscall.SIGKILL)
-		<-d.exited
+	fi, err := os.Lstat(e.env.Archive)
+	if err != nil || !fi.IsDir() {
+		return
 	}
+	if err := os.Chown(e.env.Archive, e.agent.UID, e.agent.GID); err != nil {
+		note("giving %s to %s: %v", e.env.Archive, e.agent.Name, err)
+	}
+}
+
+// agentPhaseTimeout bounds agent_start and agent_end: the latter waits
+// for the agent's request in progress to be killed.
+const agentPhaseTimeout = time.Minute
+
+// agentPhase tells the daemon, when there is one, that the agent phase
+// starts or ends.
+func (e *entrypoint) agentPhase(ctx context.Context, what string, req sserun.Request, note func(string, ...any)) *sserun.Response {
+	if _, err := os.Stat(e.env.AdminSocket); err != nil {
+		return nil
+	}
+	// Even when a signal stops the run, the phase must end.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), agentPhaseTimeout)
+	defer cancel()
+	resp, err := sserun.Do(ctx, e.env.AdminSocket, req)
+	if err == nil && resp.Error != "" {
+		err = errors.New(resp.Error)
+	}
+	if err != nil {
+		note("telling the daemon that the agent phase %ss: %v", what, err)
+	}
+	return resp
 }
 
 // agentEnv is the agent's environment: the container's, without what is

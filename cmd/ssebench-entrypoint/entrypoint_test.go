@@ -188,7 +188,7 @@ func TestRunAgent(t *testing.T) {
 	if out, err := cmd.Output(); err != nil || len(out) != 0 {
 		t.Errorf("the agent's index changed: %q, %v", out, err)
 	}
-	want := &sserun.RunResult{TaskID: "demo-1", Mode: "sandbox", Command: res.Command, AgentExit: 3,
+	want := &sserun.RunResult{TaskID: "demo-1", Mode: "sandbox", Command: res.Command, AgentExit: 3, Difficulty: 2,
 		PatchBytes: res.PatchBytes, PatchSHA256: res.PatchSHA256, AgentDurationMS: res.AgentDurationMS,
 		GradeError: "no daemon to grade with (" + r.vars[sserun.EnvAdminSocket] + ")",
 		Notes:      []string{"no daemon at " + r.root + "/ssebench-daemon: the agent cannot build or test through it, and the run is not graded"}}

@@ -9,7 +9,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/42-b3yond-6ug/ssebench/sserun"
+	"github.com/42-b3yond-6ug/ssebench/sserun/ssemcp"
 )
 
 // initChildEnv marks the entrypoint that the init started, so it does not
@@ -63,7 +66,7 @@ func initMain() int {
 // socket.
 func callMain(args []string, stdout, stderr io.Writer) int {
 	if len(args) != 1 {
-		fmt.Fprintf(stderr, "usage: entrypoint --call %s|%s|%s|%s\n", sserun.OpPing, sserun.OpBuild, sserun.OpTest, sserun.OpPoC)
+		fmt.Fprintf(stderr, "usage: entrypoint --call %s|%s|%s|%s|%s|%s\n", sserun.OpPing, sserun.OpTaskInfo, sserun.OpBuild, sserun.OpTest, sserun.OpPoC, sserun.OpStatus)
 		return 2
 	}
 	env, err := sserun.ReadEnv(os.Getenv)
@@ -76,7 +79,7 @@ func callMain(args []string, stdout, stderr io.Writer) int {
 	defer cancel()
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	resp, err := sserun.Call(ctx, env.AgentSocket, args[0])
+	resp, err := sserun.Do(ctx, env.AgentSocket, sserun.Request{Op: args[0], Client: "cli"})
 	if err != nil {
 		fmt.Fprintln(stderr, "entrypoint:", err)
 		return 2
@@ -93,4 +96,34 @@ func callMain(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return resp.Exit
+}
+
+// mcpStdioMain is `entrypoint --mcp-stdio`: the agent's MCP server on
+// standard input and output, for agents that spawn their MCP servers. It
+// runs as the agent (model) and talks only to the daemon's agent socket,
+// as the MCP server on 127.0.0.1:3000 does; it reads nothing else.
+func mcpStdioMain(args []string, stderr io.Writer) int {
+	if len(args) != 0 {
+		fmt.Fprintln(stderr, "usage: entrypoint --mcp-stdio")
+		return 2
+	}
+	env, err := sserun.ReadEnv(os.Getenv)
+	if err != nil {
+		fmt.Fprintln(stderr, "entrypoint:", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	srv, err := ssemcp.NewServer(sctx, ssemcp.SocketCaller(env.AgentSocket, "mcp-stdio"))
+	cancel()
+	if err != nil {
+		fmt.Fprintln(stderr, "entrypoint:", err)
+		return 1
+	}
+	if err := srv.Run(ctx, &mcp.StdioTransport{}); err != nil && ctx.Err() == nil {
+		fmt.Fprintln(stderr, "entrypoint:", err)
+		return 1
+	}
+	return 0
 }

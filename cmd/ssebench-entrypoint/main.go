@@ -3,19 +3,27 @@
 // task's daemon, runs the agent command it receives (the agent image's
 // CMD, words joined with spaces, run by `sh -c`) as `model` with a time
 // limit, then grades the agent's tree through the daemon and writes the
-// results under $SSE_RESULTS: agent.log, daemon.log, final.patch,
-// build.log, test.log, poc.log and result.json. It exits with the agent's
-// status (124 when the time limit killed it).
+// results under $SSE_RESULTS: agent.log, daemon.log, mcp.log,
+// tool_calls.jsonl (written by the daemon), final.patch, build.log,
+// test.log, poc.log and result.json. It exits with the agent's status (124
+// when the time limit killed it).
+//
+// Before the agent it starts the daemon and the MCP server
+// (/ssebench/mcp/ssebench-mcp, on 127.0.0.1:3000/mcp); when the agent
+// command ends, the daemon ends the agent phase (every process of model
+// killed, the agent socket closed to tools) before the tree is read.
 //
 // Usage:
 //
 //	entrypoint [--mode sandbox|sidecar] [--] WORD...
-//	entrypoint --call ping|build|test|poc
+//	entrypoint --call ping|task_info|build|test|poc|status
+//	entrypoint --mcp-stdio
 //
 // The second form is for the agent: it asks the daemon (on
 // $SSE_DAEMON_SOCKET) to build, test or run the proofs of concept on a
 // copy of the agent's tree, prints the output and exits with the script's
-// status.
+// status. The third is the agent's MCP server on standard input and
+// output, for agents that spawn their MCP servers.
 package main
 
 import (
@@ -29,6 +37,9 @@ import (
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "--call" {
 		os.Exit(callMain(os.Args[2:], os.Stdout, os.Stderr))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "--mcp-stdio" {
+		os.Exit(mcpStdioMain(os.Args[2:], os.Stderr))
 	}
 	// A container's first process inherits every orphan: let a small
 	// init reap them and run the entrypoint as its child.

@@ -31,11 +31,11 @@ func newCmdRuntimeBuild(g *options.Global) *cobra.Command {
 	var push bool
 	cmd := &cobra.Command{
 		Use:   "build [--platform linux/ARCH]... [--push]",
-		Short: "Cross-compile the entrypoint and daemon and assemble REGISTRY/runtime:VERSION",
-		Long: `Cross-compile cmd/ssebench-entrypoint and cmd/ssebench-daemon (static,
-reproducible) for each platform and assemble the runtime image natively as an
-OCI index, FROM scratch: /ssebench/ssebench-daemon and
-/usr/local/bin/entrypoint. It needs the ssebench source tree (the home) and
+		Short: "Cross-compile the entrypoint, daemon and MCP server and assemble REGISTRY/runtime:VERSION",
+		Long: `Cross-compile cmd/ssebench-entrypoint, cmd/ssebench-daemon and
+cmd/ssebench-mcp (static, reproducible) for each platform and assemble the
+runtime image natively as an OCI index, FROM scratch: /ssebench/ssebench-daemon,
+/ssebench/mcp/ssebench-mcp and /usr/local/bin/entrypoint. It needs the ssebench source tree (the home) and
 the Go toolchain. The index goes to the local store (and the registry with
 --push) as REGISTRY/runtime:VERSION.`,
 		Example: `  ssebench runtime build
