@@ -12,6 +12,7 @@ import (
 
 	"github.com/42-b3yond-6ug/ssebench/buildkit"
 	"github.com/42-b3yond-6ug/ssebench/registry"
+	"github.com/42-b3yond-6ug/ssebench/runtimebin"
 )
 
 // Builder runs a Dockerfile build; *buildkit.Client is one. Unit tests put
@@ -113,6 +114,9 @@ func BuildKit(ctx context.Context, b Builder, req BuildRequest) (v1.Hash, error)
 	if err != nil {
 		return v1.Hash{}, err
 	}
+	if err := checkBuilt(img); err != nil {
+		return v1.Hash{}, &Error{Dockerfile: breq.Dockerfile, Err: err}
+	}
 	if err := req.Store.Write(ctx, req.Ref, img); err != nil {
 		return v1.Hash{}, err
 	}
@@ -121,4 +125,20 @@ func BuildKit(ctx context.Context, b Builder, req BuildRequest) (v1.Hash, error)
 		return v1.Hash{}, fmt.Errorf("reading the built image's digest: %w", err)
 	}
 	return dig, nil
+}
+
+// checkBuilt is CheckConfig for an image BuildKit built, whose tool
+// image's config is not at hand: its ENTRYPOINT must start with the
+// runtime's entrypoint, and its ENV must hold no run-only variable (a tool
+// image has none: Tool drops them, verify reports them).
+func checkBuilt(img v1.Image) error {
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return fmt.Errorf("reading the built image's config: %w", err)
+	}
+	tool := v1.Config{Entrypoint: cf.Config.Entrypoint}
+	if len(tool.Entrypoint) == 0 || tool.Entrypoint[0] != runtimebin.Entrypoint {
+		tool.Entrypoint = []string{runtimebin.Entrypoint}
+	}
+	return CheckConfig(tool, cf.Config)
 }

@@ -211,7 +211,7 @@ func (p *Plan) classify(in *instruction, from *instruction, st *Step) (string, e
 		if len(in.flags) > 0 {
 			return "", fmt.Errorf("%s: unknown flag: %s", in.name(), in.flags[0])
 		}
-		return "", nil
+		return "", checkInstruction(in)
 	case "workdir":
 		st.Effect = "layer"
 		return "", nil
