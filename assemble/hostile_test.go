@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 
 	"github.com/42-b3yond-6ug/ssebench/internal/hostile"
 )
@@ -138,6 +139,102 @@ func TestHostileEnv(t *testing.T) {
 			if got := strings.Join(cf.Config.Env, " "); got != "PATH=/usr/bin GOPATH=/go" {
 				t.Errorf("tool image ENV = %q, want the case's without %s", got, kv)
 			}
+		})
+	}
+}
+
+// plant appends a layer to a tool image, keeping its manifest annotations,
+// and optionally sets its ENV.
+func plant(t *testing.T, ti v1.Image, env []string, entries ...fe) v1.Image {
+	t.Helper()
+	img := ti
+	var err error
+	if len(entries) > 0 {
+		if img, err = mutate.AppendLayers(ti, layer(t, entries...)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if env != nil {
+		cf, err := img.ConfigFile()
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := cf.Config
+		c.Env = env
+		if img, err = mutate.Config(img, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, err := ti.Manifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mutate.Annotations(img, m.Annotations).(v1.Image)
+}
+
+// TestHostileVerify: verify finds every planted violation, names the path
+// and the rule, and says nothing about a clean tool image.
+func TestHostileVerify(t *testing.T) {
+	const pwModel1001 = okPasswd + "model:x:1001:1001::/home/model:/bin/sh\n"
+	c := hostileCase(t, pwModel1001, okGroup+"model:x:1001:\n", []string{"PATH=/usr/local/bin:/usr/bin"},
+		dir("opt", 0o755), own(reg("opt/old-model-file", 0o644, "x"), 1001, 1001),
+		dir("usr", 0o755), dir("usr/bin", 0o755), reg("usr/bin/passwd", 0o4755, "suid passwd"))
+	ti := assembleTool(t, c, runtimeImage(t))
+	clean := assembleTool(t, hostileCase(t, okPasswd, okGroup, []string{"PATH=/usr/local/bin:/usr/bin"},
+		dir("usr", 0o755), dir("usr/bin", 0o755), reg("usr/bin/passwd", 0o4755, "suid passwd"), own(reg("usr/bin/chage", 0o2755, "sgid"), 0, 42)), runtimeImage(t))
+	if fails, err := Verify(context.Background(), clean, ""); err != nil || len(fails) != 0 {
+		t.Fatalf("Verify(clean tool image) = %v, %v; want nothing", fails, err)
+	}
+	pw := "root:x:0:0:root:/root:/bin/bash\nmodel:x:1000:1000::/home/model:/bin/bash\nsse-runner:x:999:999::/nonexistent:/usr/sbin/nologin\n"
+	for _, tc := range []struct {
+		class, name string
+		env         []string
+		entries     []fe
+		want        string // the finding, up to its rule
+		rule        string
+		warning     bool
+	}{
+		{"verify: owners", "model owns a toolchain file", nil, []fe{dir("usr", 0o755), dir("usr/bin", 0o755), own(reg("usr/bin/cc", 0o755, "cc"), 1000, 1000)}, "owner: /usr/bin/cc: owned by uid 1000 (model) outside SOURCE_DIR", "§12: model must not change a toolchain", false},
+		{"verify: owners", "model owns a directory", nil, []fe{own(dir("opt/go", 0o755), 1000, 0)}, "owner: /opt/go: owned by uid 1000", "§12", false},
+		{"verify: owners", "model's group may write", nil, []fe{dir("etc", 0o755), own(reg("etc/profile", 0o664, "x"), 0, 1000)}, "owner: /etc/profile: group 1000 (model) may write it", "§12", false},
+		{"verify: owners", "deleted user's file", nil, nil, `owner: /opt/old-model-file: owned by uid 1001 of the deleted user "model"`, "§12", false},
+		{"verify: links", "/etc/shadow into SOURCE_DIR", nil, []fe{dir("etc", 0o755), symlink("etc/shadow", "/src/proj/shadow")}, `link: /etc/shadow: a symlink to "/src/proj/shadow", which model can write`, "§12", false},
+		{"verify: links", "/etc/passwd into /tmp", nil, []fe{dir("tmp", 0o1777), dir("etc", 0o755), symlink("etc/passwd", "../tmp/passwd")}, `link: /etc/passwd: a symlink to "../tmp/passwd", which model can write`, "§12", false},
+		{"verify: links", "/etc/gshadow elsewhere", nil, []fe{dir("etc", 0o755), symlink("etc/gshadow", "/usr/share/gshadow")}, `link: /etc/gshadow: a symlink to "/usr/share/gshadow"`, "§12", false},
+		{"verify: links", "/ssebench into SOURCE_DIR", nil, []fe{symlink("ssebench", "src/proj")}, `link: /ssebench: a symlink to "src/proj", which model can write`, "§12: model must not read /ssebench", false},
+		{"verify: links", "/var/lib/ssebench through /var/lib", nil, []fe{dir("var", 0o755), symlink("var/lib", "/home/model")}, `link: /var/lib/ssebench: reached through the symlink /var/lib to "/home/model", which model can write`, "§12", false},
+		{"verify: setuid", "setuid root shell", nil, []fe{dir("usr", 0o755), dir("usr/local", 0o755), dir("usr/local/bin", 0o755), reg("usr/local/bin/rootsh", 0o4755, "sh")}, "setuid: /usr/local/bin/rootsh: a setuid or setgid program (mode 4755, owner 0:0)", "§12: model must not become another user", false},
+		{"verify: setuid", "setgid shadow", nil, []fe{dir("opt", 0o755), own(reg("opt/peek", 0o2755, "x"), 0, 42)}, "setuid: /opt/peek: a setuid or setgid program (mode 2755, owner 0:42)", "§12", false},
+		{"verify: setuid", "known name, not root's", nil, []fe{dir("usr", 0o755), dir("usr/bin", 0o755), own(reg("usr/bin/su", 0o4755, "x"), 2, 2)}, "setuid: /usr/bin/su: a setuid or setgid program (mode 4755, owner 2:2)", "§12", false},
+		{"verify: accounts", "second root", nil, []fe{dir("etc", 0o755), reg("etc/passwd", 0o644, pw+"toor:x:0:0::/root:/bin/sh\n")}, `accounts: /etc/passwd: user "toor" has uid 0: a second root`, "§12", false},
+		{"verify: accounts", "passwordless in passwd", nil, []fe{dir("etc", 0o755), reg("etc/passwd", 0o644, pw+"guest::1500:1500::/:/bin/sh\n")}, `accounts: /etc/passwd: user "guest" has no password`, "§12", false},
+		{"verify: accounts", "empty shadow password", nil, []fe{dir("etc", 0o755), own(reg("etc/shadow", 0o640, "root::19000:0:99999:7:::\n"), 0, 42)}, `accounts: /etc/shadow: user "root" has an empty password`, "§12", false},
+		{"verify: accounts", "model has root's uid", nil, []fe{dir("etc", 0o755), reg("etc/passwd", 0o644, "root:x:0:0:root:/root:/bin/bash\nmodel:x:0:0::/home/model:/bin/bash\nsse-runner:x:999:999::/nonexistent:/usr/sbin/nologin\n")}, `accounts: /etc/passwd: model is`, "§12", false},
+		{"verify: env", "runner user in ENV", []string{"PATH=/usr/bin", "SSE_RUNNER_USER=root"}, nil, "env: ENV sets SSE_RUNNER_USER, which only the run may set", "§16", false},
+		{"verify: env", "TIMEOUT in ENV", []string{"TIMEOUT=0"}, nil, "env: ENV sets TIMEOUT", "§16", false},
+		{"verify: PATH", "/tmp first in PATH", []string{"PATH=/tmp:/usr/bin"}, []fe{dir("tmp", 0o1777)}, "path: /tmp: model can add programs to this directory, entry 1 of PATH", "§12", true},
+		{"verify: PATH", "SOURCE_DIR in PATH", []string{"PATH=/src/proj:/usr/bin"}, nil, "path: /src/proj: model can add programs", "§12", true},
+		{"verify: PATH", "home bin in PATH", []string{"PATH=/usr/local/bin:/home/model/bin:/usr/bin"}, []fe{own(dir("home/model/bin", 0o755), 1000, 1000)}, "path: /home/model/bin: model can add programs to this directory, entry 2 of PATH", "§12", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hostile.Case(t, tc.class)
+			img := plant(t, ti, tc.env, tc.entries...)
+			fails, err := Verify(context.Background(), img, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var all []string
+			for _, f := range fails {
+				s := f.String()
+				all = append(all, s)
+				if strings.HasPrefix(s, tc.want) {
+					if !strings.Contains(f.Rule, tc.rule) || f.Warning != tc.warning {
+						t.Errorf("%q: rule %q (want %q), warning %v (want %v)", s, f.Rule, tc.rule, f.Warning, tc.warning)
+					}
+					return
+				}
+			}
+			t.Errorf("Verify() lacks %q; got:\n%s", tc.want, strings.Join(all, "\n"))
 		})
 	}
 }
