@@ -8,6 +8,7 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/42-b3yond-6ug/ssebench/internal/hostile"
 )
@@ -237,4 +238,122 @@ func TestHostileVerify(t *testing.T) {
 			t.Errorf("Verify() lacks %q; got:\n%s", tc.want, strings.Join(all, "\n"))
 		})
 	}
+}
+
+// lying is an image whose metadata says what the test wants; its layers
+// are the real ones.
+type lying struct {
+	v1.Image
+	mt  types.MediaType
+	man func(*v1.Manifest)
+	cfg func(*v1.ConfigFile)
+}
+
+func (l *lying) MediaType() (types.MediaType, error) {
+	if l.mt != "" {
+		return l.mt, nil
+	}
+	return l.Image.MediaType()
+}
+
+func (l *lying) Manifest() (*v1.Manifest, error) {
+	m, err := l.Image.Manifest()
+	if err != nil || l.man == nil {
+		return m, err
+	}
+	m = m.DeepCopy()
+	l.man(m)
+	return m, nil
+}
+
+func (l *lying) ConfigFile() (*v1.ConfigFile, error) {
+	cf, err := l.Image.ConfigFile()
+	if err != nil || l.cfg == nil {
+		return cf, err
+	}
+	cf = cf.DeepCopy()
+	l.cfg(cf)
+	return cf, nil
+}
+
+func withPlatform(t *testing.T, img v1.Image, arch, variant string) v1.Image {
+	t.Helper()
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf = cf.DeepCopy()
+	cf.OS, cf.Architecture, cf.Variant = "linux", arch, variant
+	out, err := mutate.ConfigFile(img, cf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestHostileMetadata: broken metadata in a case or runtime image is
+// refused before any layer is written, with one line naming the image and
+// the layer.
+func TestHostileMetadata(t *testing.T) {
+	c, rt := caseImage(t), runtimeImage(t)
+	bogus := v1.Hash{Algorithm: "sha256", Hex: strings.Repeat("ab", 32)}
+	many := func(n int) func(*v1.Manifest) {
+		return func(m *v1.Manifest) {
+			for len(m.Layers) < n {
+				m.Layers = append(m.Layers, m.Layers[0])
+			}
+		}
+	}
+	manyDiffs := func(n int) func(*v1.ConfigFile) {
+		return func(cf *v1.ConfigFile) {
+			for len(cf.RootFS.DiffIDs) < n {
+				cf.RootFS.DiffIDs = append(cf.RootFS.DiffIDs, cf.RootFS.DiffIDs[0])
+			}
+		}
+	}
+	for _, tc := range []struct {
+		class, name string
+		c, rt       v1.Image
+		want        string
+	}{
+		{"metadata: diffID", "case layer 1 diffID", &lying{Image: c, cfg: func(cf *v1.ConfigFile) { cf.RootFS.DiffIDs[1] = bogus }}, rt, "case: layer 1 (sha256:"},
+		{"metadata: diffID", "case layer 0 diffID", &lying{Image: c, cfg: func(cf *v1.ConfigFile) { cf.RootFS.DiffIDs[0] = bogus }}, rt, "but the config's diff_id says sha256:abab"},
+		{"metadata: diffID", "diffIDs swapped", &lying{Image: c, cfg: func(cf *v1.ConfigFile) {
+			d := cf.RootFS.DiffIDs
+			d[0], d[2] = d[2], d[0]
+		}}, rt, "case: layer 0"},
+		{"metadata: diffID", "runtime layer diffID", c, &lying{Image: rt, cfg: func(cf *v1.ConfigFile) { cf.RootFS.DiffIDs[0] = bogus }}, "runtime: layer 0 (sha256:"},
+		{"metadata: diff_ids count", "one diff_id missing", &lying{Image: c, cfg: func(cf *v1.ConfigFile) { cf.RootFS.DiffIDs = cf.RootFS.DiffIDs[:2] }}, rt, "case has 3 layers but its config lists 2 diff_ids"},
+		{"metadata: diff_ids count", "one diff_id too many", &lying{Image: c, cfg: func(cf *v1.ConfigFile) { cf.RootFS.DiffIDs = append(cf.RootFS.DiffIDs, bogus) }}, rt, "case has 3 layers but its config lists 4 diff_ids"},
+		{"metadata: diff_ids count", "runtime without diff_ids", c, &lying{Image: rt, cfg: func(cf *v1.ConfigFile) { cf.RootFS.DiffIDs = nil }}, "runtime has 1 layers but its config lists 0 diff_ids"},
+		{"metadata: media types", "manifest is an index", &lying{Image: c, mt: types.OCIImageIndex}, rt, `case has manifest media type "application/vnd.oci.image.index.v1+json"`},
+		{"metadata: media types", "schema 1 manifest", &lying{Image: c, mt: types.DockerManifestSchema1Signed}, rt, "not an OCI or Docker image manifest"},
+		{"metadata: media types", "garbled manifest type", c, &lying{Image: rt, mt: "application/vnd.oci.image.manifest.v1+jsoN"}, `runtime has manifest media type "application/vnd.oci.image.manifest.v1+jsoN"`},
+		{"metadata: media types", "manifest says another type", &lying{Image: c, man: func(m *v1.Manifest) { m.MediaType = types.OCIManifestSchema1 }}, rt, "says its manifest is"},
+		{"metadata: media types", "unknown config type", &lying{Image: c, man: func(m *v1.Manifest) { m.Config.MediaType = "application/octet-stream" }}, rt, `config media type "application/octet-stream"`},
+		{"metadata: media types", "foreign layer", &lying{Image: c, man: func(m *v1.Manifest) { m.Layers[1].MediaType = types.DockerForeignLayer }}, rt, "case: layer 1 (sha256:"},
+		{"metadata: media types", "garbled layer type", c, &lying{Image: rt, man: func(m *v1.Manifest) { m.Layers[0].MediaType = "application/vnd.oci.image.layer.v1.tar+gzip\x00" }}, "runtime: layer 0"},
+		{"metadata: media types", "helm chart as a layer", &lying{Image: c, man: func(m *v1.Manifest) { m.Layers[2].MediaType = "application/vnd.cncf.helm.chart.content.v1.tar+gzip" }}, rt, "which no tool image may carry"},
+		{"metadata: layer count", "497 case layers", &lying{Image: c, man: many(497), cfg: manyDiffs(497)}, rt, "would have 502 layers"},
+		{"metadata: layer count", "496 runtime layers", c, &lying{Image: rt, man: many(496), cfg: manyDiffs(496)}, "would have 503 layers"},
+		{"metadata: platform", "arm64 runtime on an amd64 case", withPlatform(t, c, "amd64", ""), withPlatform(t, rt, "arm64", ""), "runtime is for linux/arm64 but case is for linux/amd64"},
+		{"metadata: platform", "amd64 runtime on an arm64 case", withPlatform(t, c, "arm64", "v8"), withPlatform(t, rt, "amd64", ""), "runtime is for linux/amd64"},
+		{"metadata: platform", "arm v6 runtime on an arm v7 case", withPlatform(t, c, "arm", "v7"), withPlatform(t, rt, "arm", "v6"), "runtime is for linux/arm/v6"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hostile.Case(t, tc.class)
+			tmp := t.TempDir()
+			_, err := Tool(context.Background(), tc.c, tc.rt, WithSourceDir("/src/proj"), WithTempDir(tmp), WithRefs("case", "runtime"))
+			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("Tool() = %v, want one line with %q", err, tc.want)
+			}
+			if left, _ := os.ReadDir(tmp); len(left) != 0 {
+				t.Errorf("left %d files in the temporary directory", len(left))
+			}
+		})
+	}
+	t.Run("same platform passes", func(t *testing.T) {
+		hostile.Case(t, "metadata: platform")
+		assembleTool(t, withPlatform(t, c, "arm64", "v8"), withPlatform(t, rt, "arm64", ""))
+	})
 }

@@ -87,9 +87,28 @@ func Tool(ctx context.Context, caseImg, runtimeImg v1.Image, opts ...ToolOption)
 	if err != nil {
 		return nil, err
 	}
+	caseWhat, rtWhat := o.caseRef, o.runtimeRef
+	caseDiffs, err := checkMetadata(caseImg, caseWhat)
+	if err != nil {
+		return nil, err
+	}
+	rtDiffs, err := checkMetadata(runtimeImg, rtWhat)
+	if err != nil {
+		return nil, err
+	}
+	if n := len(caseDiffs) + toolOwnLayers + len(rtDiffs); n > MaxLayers {
+		return nil, fmt.Errorf("the tool image would have %d layers (%s has %d, %s %d), more than the %d overlayfs stacks: squash the case image", n, caseWhat, len(caseDiffs), rtWhat, len(rtDiffs), MaxLayers)
+	}
 	cf, err := caseImg.ConfigFile()
 	if err != nil {
 		return nil, fmt.Errorf("reading the config of %s: %w", o.caseRef, err)
+	}
+	rcf, err := runtimeImg.ConfigFile()
+	if err != nil {
+		return nil, fmt.Errorf("reading the config of %s: %w", o.runtimeRef, err)
+	}
+	if err := checkPlatforms(cf, rcf, caseWhat, rtWhat); err != nil {
+		return nil, err
 	}
 	if o.when.IsZero() {
 		o.when = cf.Created.UTC().Truncate(time.Second)
@@ -103,7 +122,14 @@ func Tool(ctx context.Context, caseImg, runtimeImg v1.Image, opts ...ToolOption)
 	if err != nil {
 		return nil, fmt.Errorf("reading the layers of %s: %w", o.runtimeRef, err)
 	}
-	rview, err := o.facts.View(ctx, runtimeLayers)
+	ridxs, err := o.facts.indexes(ctx, runtimeLayers)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", o.runtimeRef, err)
+	}
+	if err := checkDiffIDs(rtWhat, runtimeLayers, rtDiffs, ridxs); err != nil {
+		return nil, err
+	}
+	rview, err := oci.Merge(ridxs)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", o.runtimeRef, err)
 	}
@@ -131,7 +157,14 @@ func Tool(ctx context.Context, caseImg, runtimeImg v1.Image, opts ...ToolOption)
 		if err != nil {
 			return nil, fmt.Errorf("reading the layers of %s: %w", o.caseRef, err)
 		}
-		view, err := o.facts.View(ctx, caseLayers)
+		idxs, err := o.facts.indexes(ctx, caseLayers)
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", o.caseRef, err)
+		}
+		if err := checkDiffIDs(caseWhat, caseLayers, caseDiffs, idxs); err != nil {
+			return nil, err
+		}
+		view, err := oci.Merge(idxs)
 		if err != nil {
 			return nil, fmt.Errorf("reading %s: %w", o.caseRef, err)
 		}

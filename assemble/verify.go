@@ -18,7 +18,6 @@ import (
 	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/42-b3yond-6ug/ssebench/oci"
 	"github.com/42-b3yond-6ug/ssebench/runtimebin"
@@ -98,16 +97,8 @@ func Verify(ctx context.Context, img v1.Image, sourceDir string) ([]Failure, err
 	}
 	// The indexes are kept: the layers below the tool's own are merged
 	// again to find the users the accounts change deleted.
-	idxs := make([]*oci.LayerIndex, len(layers))
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(indexJobs)
-	for i, l := range layers {
-		g.Go(func() (err error) {
-			idxs[i], err = oci.IndexLayer(gctx, l)
-			return err
-		})
-	}
-	if err := g.Wait(); err != nil {
+	idxs, err := (*Facts)(nil).indexes(ctx, layers)
+	if err != nil {
 		return nil, err
 	}
 	view, err := oci.Merge(idxs)
