@@ -265,7 +265,10 @@ func indexEntry(hdr *tar.Header) (e IndexEntry, keep bool, err error) {
 	}
 	name, err := cleanName(hdr.Name)
 	if err != nil {
-		return e, false, fmt.Errorf("entry %q: %w", hdr.Name, err)
+		return e, false, fmt.Errorf("entry %q: %w", shorten(hdr.Name), err)
+	}
+	if err := checkLength("its name", name); err != nil {
+		return e, false, fmt.Errorf("entry %q: %w", shorten(hdr.Name), err)
 	}
 	if name == "" {
 		// Appliers skip the root: its metadata comes from the runtime.
@@ -310,6 +313,10 @@ func indexEntry(hdr *tar.Header) (e IndexEntry, keep bool, err error) {
 		h.Size = hdr.Size
 	case tar.TypeDir, tar.TypeFifo:
 	case tar.TypeSymlink:
+		// The kernel refuses a symlink target of PATH_MAX bytes or more.
+		if len(hdr.Linkname) >= PathMax {
+			return e, false, fmt.Errorf("entry %q: symlink target is %d bytes long: beyond PATH_MAX (%d), no runtime can unpack it", shorten(hdr.Name), len(hdr.Linkname), PathMax)
+		}
 		h.Linkname = hdr.Linkname
 	case tar.TypeLink:
 		target, err := cleanName(hdr.Linkname)
@@ -318,6 +325,9 @@ func indexEntry(hdr *tar.Header) (e IndexEntry, keep bool, err error) {
 		}
 		if target == "" {
 			return e, false, fmt.Errorf("entry %q: hard link to the root directory", hdr.Name)
+		}
+		if err := checkLength("its hard link target", target); err != nil {
+			return e, false, fmt.Errorf("entry %q: %w", shorten(hdr.Name), err)
 		}
 		h.Linkname = target
 	case tar.TypeChar, tar.TypeBlock:
