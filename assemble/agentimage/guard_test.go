@@ -3,10 +3,15 @@ package agentimage
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/42-b3yond-6ug/ssebench/internal/hostile"
+	"github.com/42-b3yond-6ug/ssebench/internal/safefile"
 )
 
 // TestHostileAgentConfig: an agent Dockerfile must not take the run away
@@ -27,6 +32,7 @@ func TestHostileAgentConfig(t *testing.T) {
 		{"key from a build argument", "FROM ssebench-agent\nARG K\nENV ${K}=x\n", "ENV SSE_ADMIN_SOCKET"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			hostile.Case(t, "contract: agent ENTRYPOINT and ENV")
 			p, err := NewPlan([]byte(tc.dockerfile), map[string]string{"K": "SSE_ADMIN_SOCKET"})
 			if err == nil {
 				var img *Image
@@ -58,5 +64,37 @@ func TestCheckConfig(t *testing.T) {
 		if err := CheckConfig(tool, tc.agent); (err == nil) != tc.ok {
 			t.Errorf("%s: CheckConfig() = %v, want ok %v", tc.name, err, tc.ok)
 		}
+	}
+}
+
+// TestHostileAgentDockerfile: an agent's Dockerfile that leaves its folder
+// is refused without being read.
+func TestHostileAgentDockerfile(t *testing.T) {
+	host := filepath.Join(t.TempDir(), "secret")
+	os.WriteFile(host, []byte("FROM ssebench-agent\nCMD [\"SECRET\"]\n"), 0o644)
+	for _, tc := range []struct {
+		name   string
+		target string
+	}{
+		{"absolute symlink", host},
+		{"relative symlink", "../" + filepath.Base(filepath.Dir(host)) + "/secret"},
+		{"to /proc", "/proc/self/environ"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hostile.Case(t, "hostile agent folders")
+			parent := filepath.Dir(filepath.Dir(host))
+			dir, err := os.MkdirTemp(parent, "agent-")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer os.RemoveAll(dir)
+			if err := os.Symlink(tc.target, filepath.Join(dir, "Dockerfile")); err != nil {
+				t.Fatal(err)
+			}
+			_, err = LoadPlan(dir, nil)
+			if !errors.Is(err, safefile.ErrOutside) || strings.Contains(err.Error(), "SECRET") {
+				t.Fatalf("LoadPlan() = %v, want a symlink-out-of-its-folder error", err)
+			}
+		})
 	}
 }
