@@ -21,7 +21,9 @@ func TestHostileAgentFolders(t *testing.T) {
 		want         string
 	}{
 		{"agent.yaml to a host file", "linked", func(dir string) { os.Symlink(host, filepath.Join(dir, "agent.yaml")) }, "symlink out of its folder"},
-		{"agent.yaml relative out", "rel", func(dir string) { os.Symlink("../../../"+filepath.Base(filepath.Dir(host))+"/shadow", filepath.Join(dir, "agent.yaml")) }, "symlink out of its folder"},
+		{"agent.yaml relative out", "rel", func(dir string) {
+			os.Symlink("../../../"+filepath.Base(filepath.Dir(host))+"/shadow", filepath.Join(dir, "agent.yaml"))
+		}, "symlink out of its folder"},
 		{"agent.yaml a directory", "isdir", func(dir string) { os.Mkdir(filepath.Join(dir, "agent.yaml"), 0o755) }, "not a regular file"},
 		{"huge agent.yaml", "huge", func(dir string) {
 			os.WriteFile(filepath.Join(dir, "agent.yaml"), []byte("name: x\n"+strings.Repeat("#\n", 40000)), 0o644)
