@@ -14,6 +14,10 @@ import (
 // so an image with more is one no runtime mounts.
 const MaxLayers = 500
 
+// MaxConfigSize bounds an image config, which is read whole: a config with
+// a long history is a few hundred KiB.
+const MaxConfigSize = 8 << 20
+
 // toolOwnLayers is how many layers Tool adds besides the runtime's: system,
 // repo, source and (at most) the seal.
 const toolOwnLayers = 4
@@ -46,6 +50,9 @@ func checkMetadata(img v1.Image, what string) ([]v1.Hash, error) {
 	}
 	if m.MediaType != "" && m.MediaType != mt {
 		return nil, fmt.Errorf("%s says its manifest is %q but was served as %q: rebuild or re-pull it", what, m.MediaType, mt)
+	}
+	if m.Config.Size > MaxConfigSize {
+		return nil, fmt.Errorf("%s has a config of %d bytes, more than the %d an image config needs: rebuild it", what, m.Config.Size, MaxConfigSize)
 	}
 	if !knownConfigs[m.Config.MediaType] {
 		return nil, fmt.Errorf("%s has config media type %q, not an image config: rebuild or re-pull it", what, m.Config.MediaType)

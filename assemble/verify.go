@@ -246,7 +246,8 @@ func (v *verifier) accounts(ctx context.Context, layers []v1.Layer) error {
 		if id, err := strconv.Atoi(f[2]); err == nil {
 			v.users[id] = f[0]
 		}
-		if f[1] == "" {
+		if f[1] == "" && !strings.HasPrefix(f[0], "+") && !strings.HasPrefix(f[0], "-") {
+			// (A NIS line's empty field means "from NIS", not "none".)
 			v.fail("accounts", "/etc/passwd", "user %q has no password: anyone can log in as it", f[0])
 		}
 		switch {
@@ -266,7 +267,7 @@ func (v *verifier) accounts(ctx context.Context, layers []v1.Layer) error {
 		}
 	}
 	for _, f := range lines(files["etc/shadow"]) {
-		if len(f) >= 2 && f[1] == "" {
+		if len(f) >= 2 && f[1] == "" && !strings.HasPrefix(f[0], "+") && !strings.HasPrefix(f[0], "-") {
 			v.fail("accounts", "/etc/shadow", "user %q has an empty password: anyone can log in as it", f[0])
 		}
 	}
