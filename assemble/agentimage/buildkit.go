@@ -12,7 +12,6 @@ import (
 
 	"github.com/42-b3yond-6ug/ssebench/buildkit"
 	"github.com/42-b3yond-6ug/ssebench/registry"
-	"github.com/42-b3yond-6ug/ssebench/runtimebin"
 )
 
 // Builder runs a Dockerfile build; *buildkit.Client is one. Unit tests put
@@ -128,17 +127,14 @@ func BuildKit(ctx context.Context, b Builder, req BuildRequest) (v1.Hash, error)
 }
 
 // checkBuilt is CheckConfig for an image BuildKit built, whose tool
-// image's config is not at hand: its ENTRYPOINT must start with the
-// runtime's entrypoint, and its ENV must hold no run-only variable (a tool
-// image has none: Tool drops them, verify reports them).
+// image's config is not at hand: its ENV must hold no run-only variable (a
+// tool image has none: Tool drops them, verify reports them). Its
+// ENTRYPOINT was checked in the Dockerfile already (checkInstruction): an
+// exec-form ENTRYPOINT expands no variable.
 func checkBuilt(img v1.Image) error {
 	cf, err := img.ConfigFile()
 	if err != nil {
 		return fmt.Errorf("reading the built image's config: %w", err)
 	}
-	tool := v1.Config{Entrypoint: cf.Config.Entrypoint}
-	if len(tool.Entrypoint) == 0 || tool.Entrypoint[0] != runtimebin.Entrypoint {
-		tool.Entrypoint = []string{runtimebin.Entrypoint}
-	}
-	return CheckConfig(tool, cf.Config)
+	return CheckConfig(v1.Config{Entrypoint: cf.Config.Entrypoint}, cf.Config)
 }

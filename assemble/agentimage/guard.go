@@ -42,6 +42,15 @@ func CheckConfig(tool, agent v1.Config) error {
 	return nil
 }
 
+// allowedEntrypoints are the ENTRYPOINTs an agent Dockerfile may write:
+// the tool image's, with "--" before the CMD, or the sidecar agent
+// runtime's (SPEC.md section 7).
+var allowedEntrypoints = [][]string{
+	{runtimebin.Entrypoint},
+	{runtimebin.Entrypoint, "--"},
+	{runtimebin.Entrypoint, "--mode", "sidecar", "--"},
+}
+
 // checkInstruction refuses, before anything is built, the ENTRYPOINT and
 // ENV instructions CheckConfig would refuse once their values are known:
 // this is what stops an image BuildKit pushes itself (BuildRequest.Push).
@@ -49,7 +58,7 @@ func checkInstruction(in *instruction) error {
 	switch in.cmd {
 	case "entrypoint":
 		args := commandLine(in)
-		if !in.json || len(args) == 0 || args[0] != runtimebin.Entrypoint {
+		if !in.json || !slices.ContainsFunc(allowedEntrypoints, func(ep []string) bool { return slices.Equal(ep, args) }) {
 			return fmt.Errorf("ENTRYPOINT %s: the tool image's entrypoint (%s) runs the agent's CMD: %w", strings.Join(args, " "), runtimebin.Entrypoint, ErrBypassesEntrypoint)
 		}
 	case "env":

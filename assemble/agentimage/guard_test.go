@@ -23,7 +23,7 @@ func TestHostileAgentConfig(t *testing.T) {
 		{"another entrypoint", "FROM ssebench-agent\nENTRYPOINT [\"/bin/sh\"]\n", `ENTRYPOINT /bin/sh`},
 		{"shell-form entrypoint", "FROM ssebench-agent\nENTRYPOINT /usr/local/bin/entrypoint\n", `ENTRYPOINT /usr/local/bin/entrypoint`},
 		{"empty entrypoint", "FROM ssebench-agent\nENTRYPOINT []\nCMD [\"id\"]\n", `ENTRYPOINT`},
-		{"entrypoint with flags", "FROM ssebench-agent\nENTRYPOINT [\"/usr/local/bin/entrypoint\", \"--mode\", \"debug\"]\n", `want the tool image's`},
+		{"entrypoint with flags", "FROM ssebench-agent\nENTRYPOINT [\"/usr/local/bin/entrypoint\", \"--mode\", \"debug\"]\n", `ENTRYPOINT /usr/local/bin/entrypoint --mode debug`},
 		{"runner user", "FROM ssebench-agent\nENV SSE_RUNNER_USER=root\n", "ENV SSE_RUNNER_USER"},
 		{"task root", "FROM ssebench-agent\nENV A=1 SSE_TASK_ROOT=/tmp/x\n", "ENV SSE_TASK_ROOT"},
 		{"timeout", "FROM ssebench-agent\nENV TIMEOUT=0\n", "ENV TIMEOUT"},
