@@ -435,3 +435,34 @@ func TestHostileConfigsAndAccounts(t *testing.T) {
 		})
 	}
 }
+
+// TestHostileVerifyMetadata: verify reports broken metadata of an image it
+// is given, instead of calling it ok.
+func TestHostileVerifyMetadata(t *testing.T) {
+	ti := assembleTool(t, caseImage(t), runtimeImage(t))
+	bogus := v1.Hash{Algorithm: "sha256", Hex: strings.Repeat("cd", 32)}
+	for _, tc := range []struct {
+		name string
+		img  v1.Image
+		want string
+	}{
+		{"garbled manifest media type", &lying{Image: ti, mt: "application/vnd.oci.image.manifest.v1+jsoX"}, `manifest media type "application/vnd.oci.image.manifest.v1+jsoX"`},
+		{"garbled layer media type", &lying{Image: ti, man: func(m *v1.Manifest) { m.Layers[4].MediaType = "application/x-garbage" }}, `layer 4`},
+		{"diff_id of the source layer", &lying{Image: ti, cfg: func(cf *v1.ConfigFile) { cf.RootFS.DiffIDs[5] = bogus }}, "layer 5"},
+		{"diff_ids short", &lying{Image: ti, cfg: func(cf *v1.ConfigFile) { cf.RootFS.DiffIDs = cf.RootFS.DiffIDs[1:] }}, "lists 7 diff_ids"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hostile.Case(t, "verify: metadata")
+			fails, err := Verify(context.Background(), tc.img, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range fails {
+				if f.Check == "metadata" && strings.Contains(f.Msg, tc.want) && strings.Contains(f.Rule, "SPEC.md") {
+					return
+				}
+			}
+			t.Errorf("Verify() lacks a metadata failure with %q: %v", tc.want, fails)
+		})
+	}
+}

@@ -56,6 +56,7 @@ func (f Failure) String() string {
 // Rules of SPEC.md the checks of Verify enforce, by check.
 var rules = map[string]string{
 	"entrypoint":  "SPEC.md §4 step 9: the entrypoint runs the agent's CMD as model",
+	"metadata":    "SPEC.md §4: the tool image is the case image plus its layers, one a runtime can pull and unpack",
 	"env":         "SPEC.md §16: variables the runtime reads are set by the run, not inherited",
 	"mode":        "SPEC.md §12: model must not read /ssebench, /ssebench-repo or /var/lib/ssebench",
 	"link":        "SPEC.md §12: model must not read /ssebench, /ssebench-repo or /var/lib/ssebench, nor choose the accounts",
@@ -97,15 +98,29 @@ func Verify(ctx context.Context, img v1.Image, sourceDir string) ([]Failure, err
 	}
 	// The indexes are kept: the layers below the tool's own are merged
 	// again to find the users the accounts change deleted.
+	v := &verifier{src: src}
+	// Metadata a runtime would choke on is a failure, not a reason to stop.
+	diffIDs, merr := checkMetadata(img, "the image")
+	if merr != nil {
+		v.fail("metadata", "", "%v", merr)
+	}
+	if len(layers) > MaxLayers {
+		v.fail("metadata", "", "%d layers, more than the %d overlayfs stacks", len(layers), MaxLayers)
+	}
 	idxs, err := (*Facts)(nil).indexes(ctx, layers)
 	if err != nil {
 		return nil, err
+	}
+	if merr == nil {
+		if err := checkDiffIDs("the image", layers, diffIDs, idxs); err != nil {
+			v.fail("metadata", "", "%v", err)
+		}
 	}
 	view, err := oci.Merge(idxs)
 	if err != nil {
 		return nil, err
 	}
-	v := &verifier{view: view, src: src}
+	v.view = view
 	for _, kv := range cf.Config.Env {
 		if k, _, _ := strings.Cut(kv, "="); sserun.RunOnly(k) {
 			v.fail("env", "", "ENV sets %s, which only the run may set", k)
