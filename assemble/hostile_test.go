@@ -466,3 +466,42 @@ func TestHostileVerifyMetadata(t *testing.T) {
 		})
 	}
 }
+
+// TestHostileVerifyAgentConfig: an image whose config bypasses the
+// entrypoint is reported.
+func TestHostileVerifyAgentConfig(t *testing.T) {
+	ti := assembleTool(t, caseImage(t), runtimeImage(t))
+	for _, tc := range []struct {
+		name string
+		edit func(*v1.Config)
+		want string
+	}{
+		{"a shell as ENTRYPOINT", func(c *v1.Config) { c.Entrypoint = []string{"/bin/sh", "-c"} }, `entrypoint: ENTRYPOINT is ["/bin/sh" "-c"]`},
+		{"no ENTRYPOINT", func(c *v1.Config) { c.Entrypoint = nil }, "entrypoint: ENTRYPOINT is []"},
+		{"ENV SSE_TASK_ROOT", func(c *v1.Config) { c.Env = append(c.Env, "SSE_TASK_ROOT=/src/proj") }, "env: ENV sets SSE_TASK_ROOT"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hostile.Case(t, "verify: env")
+			cf, err := ti.ConfigFile()
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := *cf.Config.DeepCopy()
+			tc.edit(&c)
+			img, err := mutate.Config(ti, c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fails, err := Verify(context.Background(), img, "/src/proj")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range fails {
+				if strings.HasPrefix(f.String(), tc.want) {
+					return
+				}
+			}
+			t.Errorf("Verify() lacks %q: %v", tc.want, fails)
+		})
+	}
+}

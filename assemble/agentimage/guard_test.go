@@ -98,3 +98,12 @@ func TestHostileAgentDockerfile(t *testing.T) {
 		})
 	}
 }
+
+func TestHostileAgentDockerfileSize(t *testing.T) {
+	hostile.Case(t, "huge configs")
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "Dockerfile"), []byte("FROM ssebench-agent\n"+strings.Repeat("# pad\n", 200000)), 0o644)
+	if _, err := LoadPlan(dir, nil); err == nil || !strings.Contains(err.Error(), "more than the 1048576 bytes") {
+		t.Fatalf("LoadPlan() = %v, want a size error", err)
+	}
+}
