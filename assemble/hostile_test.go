@@ -505,3 +505,17 @@ func TestHostileVerifyAgentConfig(t *testing.T) {
 		})
 	}
 }
+
+// TestHostileSourceDir: a SOURCE_DIR on or around a reserved path is
+// refused whoever passes it (--source, a config that skipped validation).
+func TestHostileSourceDir(t *testing.T) {
+	for _, src := range []string{"/", "/usr", "/usr/local", "/proc/self", "/sys", "/dev", "/run", "/var", "/var/lib", "/home", "/ssebench/x", "/etc/x", "/tmp/sse-archive"} {
+		t.Run(src, func(t *testing.T) {
+			hostile.Case(t, "names: reserved source")
+			_, err := Tool(context.Background(), caseImage(t), runtimeImage(t), WithSourceDir(src), WithTempDir(t.TempDir()))
+			if err == nil || !strings.Contains(err.Error(), "SOURCE_DIR") || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("Tool(source %s) = %v, want a one-line SOURCE_DIR error", src, err)
+			}
+		})
+	}
+}
