@@ -10,7 +10,13 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/42-b3yond-6ug/ssebench/internal/safefile"
+	"github.com/42-b3yond-6ug/ssebench/task"
 )
+
+// maxAgentFile bounds agent.yaml: two keys.
+const maxAgentFile = 64 << 10
 
 // Agent is one agent folder.
 type Agent struct {
@@ -38,7 +44,9 @@ func Load(home, folder string) (*Agent, error) {
 	}
 	dir := filepath.Join(home, "agents", folder)
 	p := filepath.Join(dir, "agent.yaml")
-	b, err := os.ReadFile(p)
+	// Read without leaving the folder: an agent.yaml that is a symlink to
+	// a host file must not be read (and echoed in a parse error).
+	b, err := safefile.Read(dir, "agent.yaml", maxAgentFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, unknown(home, folder)
 	}
@@ -76,6 +84,11 @@ func Load(home, folder string) (*Agent, error) {
 	}
 	if a.Name == "" {
 		return nil, fmt.Errorf("%s: key \"name\" is required and must not be empty", p)
+	}
+	if !task.ValidID(a.Name) {
+		// The name becomes a path component of the image name
+		// (agent-<name>/<task>).
+		return nil, fmt.Errorf("%s: name %q is not a valid name: letters and digits separated by '.', '_', '__' or dashes, at most %d characters (no '/' or '..')", p, a.Name, task.MaxIDLength)
 	}
 	if f.Version != nil {
 		a.Version = strings.TrimSpace(*f.Version)

@@ -139,6 +139,15 @@ var indexJobs = runtime.GOMAXPROCS(0)
 // View indexes every layer (bottom first), several at once, and merges
 // them.
 func (f *Facts) View(ctx context.Context, layers []v1.Layer) (*oci.View, error) {
+	idxs, err := f.indexes(ctx, layers)
+	if err != nil {
+		return nil, err
+	}
+	return oci.Merge(idxs)
+}
+
+// indexes indexes every layer, several at once.
+func (f *Facts) indexes(ctx context.Context, layers []v1.Layer) ([]*oci.LayerIndex, error) {
 	idxs := make([]*oci.LayerIndex, len(layers))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(indexJobs)
@@ -152,7 +161,7 @@ func (f *Facts) View(ctx context.Context, layers []v1.Layer) (*oci.View, error) 
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
-	return oci.Merge(idxs)
+	return idxs, nil
 }
 
 // ReadSmall returns the content of the regular-file nodes, which must be

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/42-b3yond-6ug/ssebench/oci"
+	"github.com/42-b3yond-6ug/ssebench/task"
 )
 
 // ToolOption configures Tool.
@@ -58,6 +59,10 @@ func WithSourceDir(dir string) ToolOption {
 			if c == managed || strings.HasPrefix(managed, c+"/") || strings.HasPrefix(c, managed+"/") {
 				return fmt.Errorf("SOURCE_DIR %q overlaps /%s, which the tool layer manages: move the project elsewhere, such as /src/project", dir, managed)
 			}
+		}
+		// And the rest of what dataset validate refuses (/usr, /proc, ...).
+		if r := task.ReservedSource("/" + c); r != "" {
+			return fmt.Errorf("SOURCE_DIR %q %s: SOURCE_DIR is given to model, so move the project elsewhere, such as /src/project", dir, r)
 		}
 		o.sourceDir = c
 		return nil

@@ -234,6 +234,22 @@ func TestOracleTool(t *testing.T) {
 		}
 	})
 
+	t.Run("verify", func(t *testing.T) {
+		// A tool image of a real Debian case passes every check, warnings
+		// included, but for the setuid programs the case plants to test
+		// that modes are kept.
+		fails, err := assemble.Verify(ctx, native.Image, "")
+		if err != nil {
+			t.Fatalf("assemble.Verify() = %v", err)
+		}
+		for _, f := range fails {
+			if f.Check == "setuid" && (f.Path == "/opt/suid" || f.Path == "/opt/sgid") {
+				continue
+			}
+			t.Errorf("assemble.Verify(native tool image): %s", f)
+		}
+	})
+
 	t.Run("repository", func(t *testing.T) {
 		commit, tree, err := headCommit(want)
 		if err != nil {

@@ -50,7 +50,11 @@ func (b *toolBuild) planSource(n oci.Node, root oci.Node, git *gitrepo.Builder, 
 	rh := h.TarHeader(repoPath)
 	rh.Mode = b.mode(repoPath, &h)
 	if rel == "" {
+		// Root-owned whatever the case says: a SOURCE_DIR owned by 1000
+		// in the case image would otherwise give model the pristine tree
+		// and its history (SPEC.md section 12).
 		rh.Mode = h.Mode&^0o777 | 0o700
+		rh.Uid, rh.Gid = 0, 0
 	}
 	*repoHdrs = append(*repoHdrs, rh)
 	if hidden {

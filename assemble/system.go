@@ -123,6 +123,10 @@ func (b *toolBuild) accounts(ctx context.Context) (*accountPlan, error) {
 	o := b.o
 	var nodes []oci.Node
 	for _, p := range accountFiles {
+		if l, ok := b.view.Lookup(p); ok && l.Header.Typeflag == tar.TypeSymlink {
+			// Dangling or not: the target may be where model writes.
+			return nil, fmt.Errorf("/%s in %s is a symlink to %q: the tool layer rewrites account files in place, so make it a regular file in the case image", p, o.caseRef, l.Header.Linkname)
+		}
 		n, ok := b.view.Resolve(p)
 		if !ok {
 			continue

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"slices"
 	"strings"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/42-b3yond-6ug/ssebench/assemble/gitrepo"
 	"github.com/42-b3yond-6ug/ssebench/oci"
 	"github.com/42-b3yond-6ug/ssebench/runtimebin"
+	"github.com/42-b3yond-6ug/ssebench/sserun"
 )
 
 // Paths the tool layer manages, relative to the root.
@@ -85,9 +87,28 @@ func Tool(ctx context.Context, caseImg, runtimeImg v1.Image, opts ...ToolOption)
 	if err != nil {
 		return nil, err
 	}
+	caseWhat, rtWhat := o.caseRef, o.runtimeRef
+	caseDiffs, err := checkMetadata(caseImg, caseWhat)
+	if err != nil {
+		return nil, err
+	}
+	rtDiffs, err := checkMetadata(runtimeImg, rtWhat)
+	if err != nil {
+		return nil, err
+	}
+	if n := len(caseDiffs) + toolOwnLayers + len(rtDiffs); n > MaxLayers {
+		return nil, fmt.Errorf("the tool image would have %d layers (%s has %d, %s %d), more than the %d overlayfs stacks: squash the case image", n, caseWhat, len(caseDiffs), rtWhat, len(rtDiffs), MaxLayers)
+	}
 	cf, err := caseImg.ConfigFile()
 	if err != nil {
 		return nil, fmt.Errorf("reading the config of %s: %w", o.caseRef, err)
+	}
+	rcf, err := runtimeImg.ConfigFile()
+	if err != nil {
+		return nil, fmt.Errorf("reading the config of %s: %w", o.runtimeRef, err)
+	}
+	if err := checkPlatforms(cf, rcf, caseWhat, rtWhat); err != nil {
+		return nil, err
 	}
 	if o.when.IsZero() {
 		o.when = cf.Created.UTC().Truncate(time.Second)
@@ -101,7 +122,14 @@ func Tool(ctx context.Context, caseImg, runtimeImg v1.Image, opts ...ToolOption)
 	if err != nil {
 		return nil, fmt.Errorf("reading the layers of %s: %w", o.runtimeRef, err)
 	}
-	rview, err := o.facts.View(ctx, runtimeLayers)
+	ridxs, err := o.facts.indexes(ctx, runtimeLayers)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", o.runtimeRef, err)
+	}
+	if err := checkDiffIDs(rtWhat, runtimeLayers, rtDiffs, ridxs); err != nil {
+		return nil, err
+	}
+	rview, err := oci.Merge(ridxs)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", o.runtimeRef, err)
 	}
@@ -129,11 +157,21 @@ func Tool(ctx context.Context, caseImg, runtimeImg v1.Image, opts ...ToolOption)
 		if err != nil {
 			return nil, fmt.Errorf("reading the layers of %s: %w", o.caseRef, err)
 		}
-		view, err := o.facts.View(ctx, caseLayers)
+		idxs, err := o.facts.indexes(ctx, caseLayers)
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", o.caseRef, err)
+		}
+		if err := checkDiffIDs(caseWhat, caseLayers, caseDiffs, idxs); err != nil {
+			return nil, err
+		}
+		view, err := oci.Merge(idxs)
 		if err != nil {
 			return nil, fmt.Errorf("reading %s: %w", o.caseRef, err)
 		}
 		if err := checkSource(view, o); err != nil {
+			return nil, err
+		}
+		if err := checkReserved(view, o); err != nil {
 			return nil, err
 		}
 		b.view, b.layers, b.caches = view, caseLayers, cacheDirs(view, cf.Config.Env)
@@ -168,6 +206,13 @@ func Tool(ctx context.Context, caseImg, runtimeImg v1.Image, opts ...ToolOption)
 	ncf := cf.DeepCopy()
 	ncf.Config.Entrypoint = []string{runtimebin.Entrypoint}
 	ncf.Config.Cmd = nil
+	// The runtime trusts only what the run sets: a case image's ENV
+	// SSE_RUNNER_USER=root or SSE_TASK_ROOT must not steer it (SPEC.md
+	// section 16).
+	ncf.Config.Env = slices.DeleteFunc(ncf.Config.Env, func(kv string) bool {
+		k, _, _ := strings.Cut(kv, "=")
+		return sserun.RunOnly(k)
+	})
 	img, err = mutate.Config(img, ncf.Config)
 	if err != nil {
 		return nil, fmt.Errorf("setting the entrypoint: %w", err)
@@ -269,6 +314,34 @@ func checkSource(view *oci.View, o *toolOptions) error {
 	}
 }
 
+// reservedPaths are what the tool layer writes outside SOURCE_DIR. Each
+// (and each parent) must be a real directory, or absent, in the case image:
+// a symlink there would make the layer's entries land wherever it points,
+// which the case's author (or model, for a target under SOURCE_DIR) chose.
+var reservedPaths = []string{taskDir, repoDir, stateDir, modelHome, strings.TrimPrefix(runtimebin.Entrypoint, "/")}
+
+// checkReserved refuses a case image whose reserved paths go through a
+// symlink.
+func checkReserved(view *oci.View, o *toolOptions) error {
+	for _, p := range reservedPaths {
+		parts := strings.Split(p, "/")
+		for i := 1; i <= len(parts); i++ {
+			q := strings.Join(parts[:i], "/")
+			n, ok := view.Lookup(q)
+			if !ok {
+				break
+			}
+			if n.Header.Typeflag == tar.TypeSymlink {
+				return fmt.Errorf("/%s in %s is a symlink to %q: the tool layer writes /%s there, so make it a real directory (or remove it) in the case image", q, o.caseRef, n.Header.Linkname, p)
+			}
+			if i < len(parts) && !n.Header.IsDir() {
+				return fmt.Errorf("/%s in %s is a file: the tool layer writes /%s there, so remove it in the case image", q, o.caseRef, p)
+			}
+		}
+	}
+	return nil
+}
+
 // under reports whether p is dir or inside it.
 func under(p, dir string) bool {
 	return p == dir || strings.HasPrefix(p, dir+"/")
@@ -344,10 +417,16 @@ func (b *toolBuild) build(ctx context.Context, t *ToolImage) (sys, repo, src *oc
 		}
 		h := n.Header
 		nm := b.mode(n.Path, &h)
+		uid, gid := h.Uid, h.Gid
 		if n.Path == taskDir && h.IsDir() {
-			nm = h.Mode&^0o777 | 0o700
+			// Root-owned 0700 whatever the case says (SPEC.md section 12).
+			nm, uid, gid = h.Mode&^0o777|0o700, 0, 0
 		}
-		if nm == h.Mode || n.Implicit {
+		if n.Implicit && n.Path == taskDir {
+			sysHdrs = append(sysHdrs, dirHeader(taskDir, 0o700, 0, 0, o.when))
+			return nil
+		}
+		if (nm == h.Mode && uid == h.Uid && gid == h.Gid) || n.Implicit {
 			return nil
 		}
 		if h.Typeflag == tar.TypeReg {
@@ -356,7 +435,7 @@ func (b *toolBuild) build(ctx context.Context, t *ToolImage) (sys, repo, src *oc
 			return nil
 		}
 		th := h.TarHeader(n.Path)
-		th.Mode = nm
+		th.Mode, th.Uid, th.Gid = nm, uid, gid
 		sysHdrs = append(sysHdrs, th)
 		return nil
 	})

@@ -14,12 +14,14 @@ import (
 	"path"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/42-b3yond-6ug/ssebench/oci"
 	"github.com/42-b3yond-6ug/ssebench/runtimebin"
+	"github.com/42-b3yond-6ug/ssebench/sserun"
 )
 
 // Failure is one check of Verify that an image does not pass.
@@ -30,13 +32,41 @@ type Failure struct {
 	Path string
 	// Msg says what was found and what was expected.
 	Msg string
+	// Rule is the rule of SPEC.md the check enforces, e.g. "SPEC.md §12:
+	// model must not read /ssebench, /ssebench-repo or /var/lib/ssebench".
+	Rule string
+	// Warning is true for a finding that weakens the contract without
+	// breaking it (a directory early in PATH that model can write, say):
+	// it is reported, and does not fail the image.
+	Warning bool
 }
 
 func (f Failure) String() string {
-	if f.Path == "" {
-		return fmt.Sprintf("%s: %s", f.Check, f.Msg)
+	s := f.Check + ": "
+	if f.Path != "" {
+		s += f.Path + ": "
 	}
-	return fmt.Sprintf("%s: %s: %s", f.Check, f.Path, f.Msg)
+	s += f.Msg
+	if f.Rule != "" {
+		s += " (" + f.Rule + ")"
+	}
+	return s
+}
+
+// Rules of SPEC.md the checks of Verify enforce, by check.
+var rules = map[string]string{
+	"entrypoint":  "SPEC.md §4 step 9: the entrypoint runs the agent's CMD as model",
+	"metadata":    "SPEC.md §4: the tool image is the case image plus its layers, one a runtime can pull and unpack",
+	"env":         "SPEC.md §16: variables the runtime reads are set by the run, not inherited",
+	"mode":        "SPEC.md §12: model must not read /ssebench, /ssebench-repo or /var/lib/ssebench",
+	"link":        "SPEC.md §12: model must not read /ssebench, /ssebench-repo or /var/lib/ssebench, nor choose the accounts",
+	"source":      "SPEC.md §4 step 2: SOURCE_DIR is a directory owned by model",
+	"owner":       "SPEC.md §12: model must not change a toolchain a check uses",
+	"other-write": "SPEC.md §12: no other-writable files outside sticky directories",
+	"setuid":      "SPEC.md §12: model must not become another user",
+	"path":        "SPEC.md §12: model must not change a toolchain a check uses",
+	"git":         "SPEC.md §12: one commit only, every earlier .git gone",
+	"accounts":    "SPEC.md §12: no uid-1000 leftovers, no other root, no passwordless account, no supplementary groups",
 }
 
 // Verify checks a tool image against the contract of SPEC.md sections 4 and
@@ -66,11 +96,36 @@ func Verify(ctx context.Context, img v1.Image, sourceDir string) ([]Failure, err
 	if err != nil {
 		return nil, fmt.Errorf("reading the layers: %w", err)
 	}
-	view, err := (*Facts)(nil).View(ctx, layers)
+	// The indexes are kept: the layers below the tool's own are merged
+	// again to find the users the accounts change deleted.
+	v := &verifier{src: src}
+	// Metadata a runtime would choke on is a failure, not a reason to stop.
+	diffIDs, merr := checkMetadata(img, "the image")
+	if merr != nil {
+		v.fail("metadata", "", "%v", merr)
+	}
+	if len(layers) > MaxLayers {
+		v.fail("metadata", "", "%d layers, more than the %d overlayfs stacks", len(layers), MaxLayers)
+	}
+	idxs, err := (*Facts)(nil).indexes(ctx, layers)
 	if err != nil {
 		return nil, err
 	}
-	v := &verifier{view: view}
+	if merr == nil {
+		if err := checkDiffIDs("the image", layers, diffIDs, idxs); err != nil {
+			v.fail("metadata", "", "%v", err)
+		}
+	}
+	view, err := oci.Merge(idxs)
+	if err != nil {
+		return nil, err
+	}
+	v.view = view
+	for _, kv := range cf.Config.Env {
+		if k, _, _ := strings.Cut(kv, "="); sserun.RunOnly(k) {
+			v.fail("env", "", "ENV sets %s, which only the run may set", k)
+		}
+	}
 
 	if !slices.Equal(cf.Config.Entrypoint, []string{runtimebin.Entrypoint}) {
 		v.fail("entrypoint", "", "ENTRYPOINT is %q, want [%q]", cf.Config.Entrypoint, runtimebin.Entrypoint)
@@ -127,16 +182,29 @@ func Verify(ctx context.Context, img v1.Image, sourceDir string) ([]Failure, err
 	if err := v.accounts(ctx, layers); err != nil {
 		return nil, err
 	}
+	v.links()
+	deleted, err := v.deletedUsers(ctx, img, layers, idxs)
+	if err != nil {
+		return nil, err
+	}
+	v.owners(deleted)
+	v.path(cf.Config.Env)
 	return v.failures, nil
 }
 
 type verifier struct {
 	view     *oci.View
+	src      string
 	failures []Failure
+	users    map[int]string // uid → name, from /etc/passwd
 }
 
 func (v *verifier) fail(check, p, format string, args ...any) {
-	v.failures = append(v.failures, Failure{Check: check, Path: p, Msg: fmt.Sprintf(format, args...)})
+	v.failures = append(v.failures, Failure{Check: check, Path: p, Msg: fmt.Sprintf(format, args...), Rule: rules[check]})
+}
+
+func (v *verifier) warn(check, p, format string, args ...any) {
+	v.failures = append(v.failures, Failure{Check: check, Path: p, Msg: fmt.Sprintf(format, args...), Rule: rules[check], Warning: true})
 }
 
 func (v *verifier) node(check, p string) (oci.Node, bool) {
@@ -176,21 +244,34 @@ func (v *verifier) accounts(ctx context.Context, layers []v1.Layer) error {
 			nodes = append(nodes, n)
 		}
 	}
+	if n, ok := v.view.Lookup("etc/shadow"); ok && n.Header.Typeflag == tar.TypeReg {
+		nodes = append(nodes, n)
+	}
 	files, err := (*Facts)(nil).ReadSmall(ctx, layers, nodes)
 	if err != nil {
 		return err
 	}
 	users := map[string]bool{}
+	v.users = map[int]string{}
 	for _, f := range lines(files["etc/passwd"]) {
 		if len(f) < 7 {
 			continue
 		}
 		users[f[0]] = true
+		if id, err := strconv.Atoi(f[2]); err == nil {
+			v.users[id] = f[0]
+		}
+		if f[1] == "" && !strings.HasPrefix(f[0], "+") && !strings.HasPrefix(f[0], "-") {
+			// (A NIS line's empty field means "from NIS", not "none".)
+			v.fail("accounts", "/etc/passwd", "user %q has no password: anyone can log in as it", f[0])
+		}
 		switch {
 		case f[0] == "model":
 			if f[2] != "1000" || f[3] != "1000" || f[5] != "/home/model" || f[6] != "/bin/bash" {
 				v.fail("accounts", "/etc/passwd", "model is %q, want model:x:1000:1000::/home/model:/bin/bash", strings.Join(f, ":"))
 			}
+		case f[2] == "0" && f[0] != "root":
+			v.fail("accounts", "/etc/passwd", "user %q has uid 0: a second root", f[0])
 		case f[2] == "1000":
 			v.fail("accounts", "/etc/passwd", "user %q also has uid 1000", f[0])
 		}
@@ -198,6 +279,11 @@ func (v *verifier) accounts(ctx context.Context, layers []v1.Layer) error {
 	for _, u := range []string{"model", "sse-runner"} {
 		if !users[u] {
 			v.fail("accounts", "/etc/passwd", "no user %s", u)
+		}
+	}
+	for _, f := range lines(files["etc/shadow"]) {
+		if len(f) >= 2 && f[1] == "" && !strings.HasPrefix(f[0], "+") && !strings.HasPrefix(f[0], "-") {
+			v.fail("accounts", "/etc/shadow", "user %q has an empty password: anyone can log in as it", f[0])
 		}
 	}
 	for _, f := range lines(files["etc/group"]) {

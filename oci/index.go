@@ -3,6 +3,7 @@ package oci
 import (
 	"archive/tar"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"hash"
@@ -168,6 +169,10 @@ type LayerIndex struct {
 	Format int `json:"format"`
 	// Digest is the digest of the layer's compressed blob.
 	Digest string `json:"digest"`
+	// DiffID is the digest of the uncompressed tar stream, as read: what
+	// an image config's rootfs.diff_ids must say of the layer. Empty in
+	// an index made before it was recorded.
+	DiffID string `json:"diff_id,omitempty"`
 	// Entries are the layer's entries in tar order. Entries that an
 	// applier ignores are left out: the root directory itself, PAX global
 	// headers, and the AUFS metadata under ".wh..wh." names other than the
@@ -245,9 +250,10 @@ func indexLayer(ctx context.Context, l v1.Layer, want func(name string, size int
 			files[e.Name] = b
 		}
 	}
-	if err := s.verify(); err != nil {
+	if err := s.verify(true); err != nil {
 		return nil, nil, err
 	}
+	idx.DiffID = s.diffID()
 	return idx, files, nil
 }
 
@@ -259,7 +265,10 @@ func indexEntry(hdr *tar.Header) (e IndexEntry, keep bool, err error) {
 	}
 	name, err := cleanName(hdr.Name)
 	if err != nil {
-		return e, false, fmt.Errorf("entry %q: %w", hdr.Name, err)
+		return e, false, fmt.Errorf("entry %q: %w", shorten(hdr.Name), err)
+	}
+	if err := checkLength("its name", name); err != nil {
+		return e, false, fmt.Errorf("entry %q: %w", shorten(hdr.Name), err)
 	}
 	if name == "" {
 		// Appliers skip the root: its metadata comes from the runtime.
@@ -304,6 +313,10 @@ func indexEntry(hdr *tar.Header) (e IndexEntry, keep bool, err error) {
 		h.Size = hdr.Size
 	case tar.TypeDir, tar.TypeFifo:
 	case tar.TypeSymlink:
+		// The kernel refuses a symlink target of PATH_MAX bytes or more.
+		if len(hdr.Linkname) >= PathMax {
+			return e, false, fmt.Errorf("entry %q: symlink target is %d bytes long: beyond PATH_MAX (%d), no runtime can unpack it", shorten(hdr.Name), len(hdr.Linkname), PathMax)
+		}
 		h.Linkname = hdr.Linkname
 	case tar.TypeLink:
 		target, err := cleanName(hdr.Linkname)
@@ -312,6 +325,9 @@ func indexEntry(hdr *tar.Header) (e IndexEntry, keep bool, err error) {
 		}
 		if target == "" {
 			return e, false, fmt.Errorf("entry %q: hard link to the root directory", hdr.Name)
+		}
+		if err := checkLength("its hard link target", target); err != nil {
+			return e, false, fmt.Errorf("entry %q: %w", shorten(hdr.Name), err)
 		}
 		h.Linkname = target
 	case tar.TypeChar, tar.TypeBlock:
@@ -341,7 +357,9 @@ type layerStream struct {
 	raw    io.ReadCloser
 	hashed *hashingReader
 	tarRC  io.ReadCloser
-	tr     *tar.Reader
+	// untar hashes the uncompressed stream, for the diffID.
+	untar *hashingReader
+	tr    *tar.Reader
 }
 
 func openLayerStream(ctx context.Context, l v1.Layer) (*layerStream, error) {
@@ -369,13 +387,23 @@ func openLayerStream(ctx context.Context, l v1.Layer) (*layerStream, error) {
 		return nil, s.readError(err)
 	}
 	s.tarRC = tarRC
-	s.tr = tar.NewReader(tarRC)
+	s.untar = &hashingReader{ctx: ctx, r: tarRC, h: sha256.New()}
+	s.tr = tar.NewReader(s.untar)
 	return s, nil
 }
 
 // verify reads what is left of the compressed blob (without decompressing
 // it) and checks its digest and size.
-func (s *layerStream) verify() error {
+//
+// With untar, it first reads the rest of the uncompressed stream, so that
+// diffID covers it all (what follows the end-of-archive marker counts
+// too); without, nothing more is decompressed.
+func (s *layerStream) verify(untar bool) error {
+	if untar {
+		if _, err := io.Copy(io.Discard, s.untar); err != nil {
+			return s.readError(err)
+		}
+	}
 	if _, err := io.Copy(io.Discard, s.hashed); err != nil {
 		return s.readError(err)
 	}
@@ -384,6 +412,12 @@ func (s *layerStream) verify() error {
 		return fmt.Errorf("layer %s: blob does not match its digest (read %d bytes with digest %s); the stored copy is corrupt or truncated: re-pull or re-build the image", s.digest, s.hashed.n, got)
 	}
 	return nil
+}
+
+// diffID returns the digest of the uncompressed stream read so far (all
+// of it, after verify).
+func (s *layerStream) diffID() string {
+	return fmt.Sprintf("sha256:%x", s.untar.h.Sum(nil))
 }
 
 // readError describes a failure to read the layer, which almost always

@@ -2,12 +2,49 @@ package oci
 
 import (
 	"errors"
+	"fmt"
 	"path"
 	"strings"
 )
 
 // errEscapes is returned by cleanName for a name that leaves the root.
 var errEscapes = errors.New("path escapes the root")
+
+// PathMax is Linux's PATH_MAX: a path, with its terminating NUL, that does
+// not fit is ENAMETOOLONG, so no runtime can unpack an entry whose absolute
+// path is PathMax bytes or longer. NameMax is NAME_MAX, the longest
+// component.
+const (
+	PathMax = 4096
+	NameMax = 255
+)
+
+// checkLength refuses a clean relative name whose absolute path ("/"+name)
+// would not fit in PATH_MAX, or a component longer than NAME_MAX. It runs
+// in time linear in len(name) and allocates nothing. what says which name
+// it is ("name", "hard link target").
+func checkLength(what, name string) error {
+	if 1+len(name) >= PathMax {
+		return fmt.Errorf("%s is %d bytes long: beyond PATH_MAX (%d), no runtime can unpack it", what, len(name), PathMax)
+	}
+	for len(name) > 0 {
+		c, rest, _ := strings.Cut(name, "/")
+		if len(c) > NameMax {
+			return fmt.Errorf("%s has a component of %d bytes: beyond NAME_MAX (%d), no runtime can unpack it", what, len(c), NameMax)
+		}
+		name = rest
+	}
+	return nil
+}
+
+// shorten abbreviates a long name for messages: its first and last bytes.
+func shorten(name string) string {
+	const keep = 48
+	if len(name) <= 2*keep+3 {
+		return name
+	}
+	return name[:keep] + "…" + name[len(name)-keep:]
+}
 
 // cleanName normalises a tar entry name the way appliers read it: leading
 // "/" and "./" are dropped and the rest is cleaned with path.Clean, so a

@@ -17,6 +17,7 @@ const maxSymlinks = 255
 var (
 	errNotDir       = errors.New("not a directory")
 	errTooManyLinks = errors.New("too many levels of symbolic links")
+	errNameTooLong  = fmt.Errorf("the path it leads to is beyond PATH_MAX (%d bytes)", PathMax)
 )
 
 // View is the merged filesystem of a stack of layers: what a container sees
@@ -192,7 +193,7 @@ type merger struct {
 }
 
 func (m *merger) errorf(e *IndexEntry, format string, args ...any) error {
-	return fmt.Errorf("layer %d (%s): entry %q: %s", m.layer, m.idx.Digest, e.TarName(), fmt.Sprintf(format, args...))
+	return fmt.Errorf("layer %d (%s): entry %q: %s", m.layer, m.idx.Digest, shorten(e.TarName()), fmt.Sprintf(format, args...))
 }
 
 func (m *merger) apply() error {
@@ -249,6 +250,12 @@ func (m *merger) validate(e *IndexEntry) error {
 	case e.Name == "" && e.Marker != Opaque:
 		return m.errorf(e, "entry for the root directory")
 	}
+	if err := checkLength("its name", e.Name); err != nil {
+		return m.errorf(e, "%v", err)
+	}
+	if e.Typeflag == tar.TypeSymlink && len(e.Linkname) >= PathMax {
+		return m.errorf(e, "symlink target is %d bytes long: beyond PATH_MAX (%d)", len(e.Linkname), PathMax)
+	}
 	if e.Marker != NotMarker {
 		if e.Marker > Opaque {
 			return m.errorf(e, "unknown marker %d", e.Marker)
@@ -265,7 +272,10 @@ func (m *merger) validate(e *IndexEntry) error {
 		case target == "":
 			return m.errorf(e, "hard link to the root directory")
 		case target != e.Linkname:
-			return m.errorf(e, "hard link target %q is not clean", e.Linkname)
+			return m.errorf(e, "hard link target %q is not clean", shorten(e.Linkname))
+		}
+		if err := checkLength("its hard link target", target); err != nil {
+			return m.errorf(e, "%v", err)
 		}
 	default:
 		return m.errorf(e, "unsupported tar entry type %q", e.Typeflag)
@@ -284,12 +294,12 @@ func (m *merger) ensureDir(e *IndexEntry, dir string) (*node, string, error) {
 	}
 	names, n, err := m.v.resolve(dir, true)
 	if err != nil {
-		return nil, "", m.errorf(e, "resolving parent directory %q: %v", dir, err)
+		return nil, "", m.errorf(e, "resolving parent directory %q: %v", shorten(dir), err)
 	}
 	resolved := strings.Join(names, "/")
 	if n != nil {
 		if !n.isDir() {
-			return nil, "", m.errorf(e, "parent %q is not a directory", resolved)
+			return nil, "", m.errorf(e, "parent %q is not a directory", shorten(resolved))
 		}
 		return n, resolved, nil
 	}
@@ -307,9 +317,12 @@ func (m *merger) ensureDir(e *IndexEntry, dir string) (*node, string, error) {
 
 func (m *merger) applyEntry(e *IndexEntry, k int) error {
 	dir, base := path.Split(e.Name)
-	parent, _, err := m.ensureDir(e, strings.TrimSuffix(dir, "/"))
+	parent, resolved, err := m.ensureDir(e, strings.TrimSuffix(dir, "/"))
 	if err != nil {
 		return err
+	}
+	if 1+len(resolved)+1+len(base) >= PathMax {
+		return m.errorf(e, "placed through symlinks at a path beyond PATH_MAX (%d bytes)", PathMax)
 	}
 	if old := parent.child(base); old != nil {
 		if old.isDir() && e.Typeflag == tar.TypeDir {
@@ -401,7 +414,7 @@ func (v *View) lookupDir(p string) *node {
 func (v *View) resolve(p string, followLast bool) ([]string, *node, error) {
 	names := []string{}
 	stack := []*node{v.root}
-	links := 0
+	links, length := 0, 0 // length of "/" + strings.Join(names, "/"), less one
 	rest := p
 	for rest != "" {
 		var c string
@@ -411,6 +424,7 @@ func (v *View) resolve(p string, followLast bool) ([]string, *node, error) {
 			continue
 		case "..":
 			if len(names) > 0 {
+				length -= 1 + len(names[len(names)-1])
 				names = names[:len(names)-1]
 				stack = stack[:len(stack)-1]
 			}
@@ -431,7 +445,7 @@ func (v *View) resolve(p string, followLast bool) ([]string, *node, error) {
 			}
 			target := next.content.Linkname
 			if strings.HasPrefix(target, "/") {
-				names, stack = names[:0], stack[:1]
+				names, stack, length = names[:0], stack[:1], 0
 			}
 			if rest != "" {
 				rest = target + "/" + rest
@@ -442,6 +456,12 @@ func (v *View) resolve(p string, followLast bool) ([]string, *node, error) {
 		}
 		names = append(names, c)
 		stack = append(stack, next)
+		if length += 1 + len(c); length >= PathMax {
+			// Through symlinks a short name can lead anywhere deep; no
+			// runtime goes there, and a deeper tree would cost memory
+			// quadratic in its depth.
+			return nil, nil, errNameTooLong
+		}
 	}
 	return names, stack[len(stack)-1], nil
 }

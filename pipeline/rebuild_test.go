@@ -9,6 +9,7 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -22,7 +23,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	ggremote "github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/static"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
 	"github.com/42-b3yond-6ug/ssebench/casebuild"
 	"github.com/42-b3yond-6ug/ssebench/internal/testenv"
@@ -347,7 +348,14 @@ func bumpLayer(t *testing.T, img v1.Image, nonce string) v1.Layer {
 	if err := zw.Close(); err != nil {
 		t.Fatal(err)
 	}
-	return static.NewLayer(buf.Bytes(), mt)
+	// Not static.NewLayer: its diff_id is the compressed blob's digest,
+	// which the tool assembly refuses as damaged metadata.
+	b := buf.Bytes()
+	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }, tarball.WithMediaType(mt))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
 }
 
 // blobGets is an http.RoundTripper that counts the GET requests for each

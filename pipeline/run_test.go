@@ -241,6 +241,11 @@ func TestRun(t *testing.T) {
 
 	t.Run("ctrl-c", func(t *testing.T) {
 		cctx, cancel := context.WithCancel(ctx)
+		earlier := map[string]bool{} // folders of the runs before this one
+		dirs, _ := filepath.Glob(filepath.Join(x.runs, "*"))
+		for _, d := range dirs {
+			earlier[d] = true
+		}
 		done := make(chan struct{})
 		var res *pipeline.RunResult
 		var err error
@@ -248,7 +253,26 @@ func TestRun(t *testing.T) {
 			res, _, err = x.run(t, cctx, "sleeper", nil)
 			close(done)
 		}()
-		time.Sleep(15 * time.Second)
+		// Ctrl-C once the agent runs: the entrypoint creates agent.log in
+		// the run's folder when it starts the agent command.
+		started := false
+		for deadline := time.Now().Add(5 * time.Minute); !started && time.Now().Before(deadline); {
+			logs, _ := filepath.Glob(filepath.Join(x.runs, "*", "agent.log"))
+			for _, l := range logs {
+				started = started || !earlier[filepath.Dir(l)]
+			}
+			if started {
+				break
+			}
+			select {
+			case <-done:
+				t.Fatalf("the run ended before it was cancelled: %v", err)
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+		if !started {
+			t.Fatal("the agent did not start within 5 minutes")
+		}
 		cancel()
 		select {
 		case <-done:

@@ -2,7 +2,8 @@
 # test.sh is the project's test command: it runs scripts/setup.sh (packages,
 # BuildKit, registry, containerd, OS image; fast when already done), exports
 # the service variables from scripts/env.sh and runs the whole Go test suite,
-# integration tests included.
+# integration tests included, and prints the table of the hostile-input
+# suite (class, cases, passed) last.
 #
 # Usage: scripts/test.sh [go test packages or flags]   (default ./...)
 set -euo pipefail
@@ -16,4 +17,15 @@ cd "$SSEBENCH_ROOT"
 if [ $# -eq 0 ]; then
 	set -- ./...
 fi
-exec go test -count=1 -timeout 25m "$@"
+# The hostile-input suite (TestHostile* across packages) records each case
+# here; its table (class, cases, passed) is printed last.
+summary=$(mktemp -d)
+trap 'rm -rf "$summary"' EXIT
+export SSEBENCH_HOSTILE_SUMMARY="$summary"
+rc=0
+go test -count=1 -timeout 25m "$@" || rc=$?
+echo
+if ! go run ./internal/hostile/cmd/hostile-summary "$summary" && [ "$rc" -eq 0 ]; then
+	rc=1
+fi
+exit "$rc"

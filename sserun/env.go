@@ -158,3 +158,16 @@ func truthy(v string) bool {
 	}
 	return false
 }
+
+// EnvPrefix is the prefix of every variable the runtime reads besides
+// TIMEOUT and SOURCE_DIR.
+const EnvPrefix = "SSE_"
+
+// RunOnly reports whether the runtime reads the variable name, so that
+// only the run may set it: an image's config (the case's, the tool's, an
+// agent's) must not carry it (SPEC.md section 16). The tool image drops
+// such variables from the config it inherits, agent images that set them
+// are refused, and verify reports them.
+func RunOnly(name string) bool {
+	return strings.HasPrefix(name, EnvPrefix) || name == EnvTimeout || name == EnvSourceDir
+}

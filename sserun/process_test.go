@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // alive reports whether pid is a live process (not a zombie).
@@ -22,6 +24,26 @@ func alive(pid int) bool {
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
 	return i >= 0 && i+2 < len(s) && s[i+2] != 'Z'
+}
+
+// exited waits until pid has exited, at most timeout, and reports whether
+// it did: a pidfd becomes readable when its process ends, so this waits on
+// the event itself rather than sleeping a guessed time.
+func exited(pid int, timeout time.Duration) bool {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return !alive(pid) // ESRCH: gone and reaped already
+	}
+	defer unix.Close(fd)
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	deadline := time.Now().Add(timeout)
+	for {
+		n, err := unix.Poll(fds, int(max(time.Until(deadline), 0).Milliseconds()))
+		if err == unix.EINTR {
+			continue
+		}
+		return n > 0 || !alive(pid)
+	}
 }
 
 func readPID(t *testing.T, file string) int {
@@ -117,11 +139,7 @@ func TestProcessTimeout(t *testing.T) {
 		t.Errorf("output = %q", out.String())
 	}
 	pid := readPID(t, pidFile)
-	deadline := time.Now().Add(5 * time.Second)
-	for alive(pid) && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if alive(pid) {
+	if !exited(pid, 5*time.Second) {
 		syscall.Kill(pid, syscall.SIGKILL)
 		t.Errorf("background sleep %d outlived the time limit", pid)
 	}
@@ -142,8 +160,7 @@ func TestProcessLeftovers(t *testing.T) {
 		t.Errorf("Run() took %v", d)
 	}
 	pid := readPID(t, pidFile)
-	time.Sleep(50 * time.Millisecond)
-	if alive(pid) {
+	if !exited(pid, 5*time.Second) {
 		syscall.Kill(pid, syscall.SIGKILL)
 		t.Errorf("background sleep %d outlived its command", pid)
 	}
@@ -196,8 +213,7 @@ func TestProcessAsUser(t *testing.T) {
 		t.Errorf("id output = %q, want %q", out.String(), want)
 	}
 	pid := readPID(t, pidFile)
-	time.Sleep(50 * time.Millisecond)
-	if alive(pid) {
+	if !exited(pid, 5*time.Second) {
 		syscall.Kill(pid, syscall.SIGKILL)
 		t.Errorf("a process of %s outlived the command", u.Name)
 	}

@@ -405,6 +405,10 @@ func (c *Config) check(name string, lines map[string]int) Problems {
 		add("source", "must not be /")
 	case path.Clean(s) != s || strings.ContainsAny(s, " \t\n"):
 		add("source", "%q is not a clean path (use %q)", s, path.Clean(strings.TrimSpace(s)))
+	default:
+		if r := ReservedSource(s); r != "" {
+			add("source", "%q %s: SOURCE_DIR is given to model, so it must be the project's own folder", s, r)
+		}
 	}
 
 	if _, ok := lines["task_description"]; !ok {

@@ -1,6 +1,7 @@
 package task
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -8,6 +9,8 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+
+	"github.com/42-b3yond-6ug/ssebench/internal/safefile"
 )
 
 // ConfigFile is where a task folder keeps its config. An older layout keeps
@@ -20,6 +23,10 @@ const (
 	// TaskFilesDir is the folder under the task folder that the Dockerfile
 	// copies to /ssebench; the config's paths name files in it.
 	TaskFilesDir = "sse"
+	// MaxFolderFile bounds the config and the Dockerfile of a task folder:
+	// both are a few KiB, and a larger one is a mistake or an attack on
+	// the parser.
+	MaxFolderFile = 1 << 20
 )
 
 // Task is a valid task folder.
@@ -71,11 +78,14 @@ func load(dir string) (*Task, Problems) {
 	}
 
 	var ps Problems
+	// The folder's files are read without leaving it: a config.yaml that
+	// is a symlink to a host file must not be read (and echoed in a parse
+	// error).
 	t.ConfigFile = filepath.Join(dir, filepath.FromSlash(ConfigFile))
-	data, err := os.ReadFile(t.ConfigFile)
+	data, err := safefile.Read(dir, ConfigFile, MaxFolderFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		legacy := filepath.Join(dir, LegacyConfigFile)
-		if d, lerr := os.ReadFile(legacy); !errors.Is(lerr, fs.ErrNotExist) {
+		if d, lerr := safefile.Read(dir, LegacyConfigFile, MaxFolderFile); !errors.Is(lerr, fs.ErrNotExist) {
 			t.ConfigFile, data, err = legacy, d, lerr
 		}
 	}
@@ -97,12 +107,11 @@ func load(dir string) (*Task, Problems) {
 	}
 
 	dfName := filepath.Join(dir, DockerfileName)
-	f, err := os.Open(dfName)
+	df, err := safefile.Read(dir, DockerfileName, MaxFolderFile)
 	if err != nil {
 		ps = append(ps, Problem{File: dfName, Msg: statMessage(err)})
 	} else {
-		base, dps := CheckDockerfile(dfName, f)
-		f.Close()
+		base, dps := CheckDockerfile(dfName, bytes.NewReader(df))
 		t.Base = base
 		ps = append(ps, dps...)
 	}
@@ -134,6 +143,9 @@ func checkPathsExist(dir, name string, cfg *Config, lines map[string]int) Proble
 // statMessage phrases a file error without repeating the path, which the
 // Problem already names.
 func statMessage(err error) string {
+	if errors.Is(err, safefile.ErrOutside) {
+		return "is a symlink out of the task folder, so it is not read: make it a regular file of the folder"
+	}
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
 		err = pe.Err

@@ -159,6 +159,9 @@ func (s *state) run(o *options, res *Result) error {
 	if err := s.clearGroups(ModelName); err != nil {
 		return fmt.Errorf("clearing the groups of %q: %w", ModelName, err)
 	}
+	if err := s.checkRunner(); err != nil {
+		return err
+	}
 	if r := s.passwd.lookup(RunnerName); r != nil {
 		p := r.(*passwdEntry)
 		res.RunnerUID, res.RunnerGID = int(p.uid), int(p.gid)

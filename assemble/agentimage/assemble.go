@@ -75,6 +75,9 @@ func Assemble(ctx context.Context, tool v1.Image, plan *Plan, contextDir, worksp
 	if err != nil {
 		return nil, err
 	}
+	if err := CheckConfig(cf.Config, cfg); err != nil {
+		return nil, plan.lineError(0, err)
+	}
 
 	img := &Image{}
 	defer func() {

@@ -89,17 +89,17 @@ func TestAssembleConfig(t *testing.T) {
 		},
 	}, {
 		name:       "ENTRYPOINT drops the inherited CMD, shell forms use SHELL",
-		dockerfile: "FROM ssebench-agent\nSHELL [\"/bin/bash\", \"-lc\"]\nENTRYPOINT run --fast\nCMD go\n",
+		dockerfile: "FROM ssebench-agent\nSHELL [\"/bin/bash\", \"-lc\"]\nENTRYPOINT [\"/usr/local/bin/entrypoint\", \"--\"]\nCMD go\n",
 		want: v1.Config{
-			Entrypoint: []string{"/bin/bash", "-lc", "run --fast"}, Cmd: []string{"/bin/bash", "-lc", "go"},
+			Entrypoint: []string{"/usr/local/bin/entrypoint", "--"}, Cmd: []string{"/bin/bash", "-lc", "go"},
 			Shell: []string{"/bin/bash", "-lc"}, ArgsEscaped: true, Labels: map[string]string{"tool": "yes"},
 			Env: []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/root"},
 		},
 	}, {
 		name:       "CMD before ENTRYPOINT stays",
-		dockerfile: "FROM ssebench-agent\nCMD [\"a\"]\nENTRYPOINT [\"b\"]\n",
+		dockerfile: "FROM ssebench-agent\nCMD [\"a\"]\nENTRYPOINT [\"/usr/local/bin/entrypoint\", \"--\"]\n",
 		want: v1.Config{
-			Entrypoint: []string{"b"}, Cmd: []string{"a"}, ArgsEscaped: true, Labels: map[string]string{"tool": "yes"},
+			Entrypoint: []string{"/usr/local/bin/entrypoint", "--"}, Cmd: []string{"a"}, ArgsEscaped: true, Labels: map[string]string{"tool": "yes"},
 			Env: []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/root"},
 		},
 	}, {

@@ -113,6 +113,9 @@ func BuildKit(ctx context.Context, b Builder, req BuildRequest) (v1.Hash, error)
 	if err != nil {
 		return v1.Hash{}, err
 	}
+	if err := checkBuilt(img); err != nil {
+		return v1.Hash{}, &Error{Dockerfile: breq.Dockerfile, Err: err}
+	}
 	if err := req.Store.Write(ctx, req.Ref, img); err != nil {
 		return v1.Hash{}, err
 	}
@@ -121,4 +124,17 @@ func BuildKit(ctx context.Context, b Builder, req BuildRequest) (v1.Hash, error)
 		return v1.Hash{}, fmt.Errorf("reading the built image's digest: %w", err)
 	}
 	return dig, nil
+}
+
+// checkBuilt is CheckConfig for an image BuildKit built, whose tool
+// image's config is not at hand: its ENV must hold no run-only variable (a
+// tool image has none: Tool drops them, verify reports them). Its
+// ENTRYPOINT was checked in the Dockerfile already (checkInstruction): an
+// exec-form ENTRYPOINT expands no variable.
+func checkBuilt(img v1.Image) error {
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return fmt.Errorf("reading the built image's config: %w", err)
+	}
+	return CheckConfig(v1.Config{Entrypoint: cf.Config.Entrypoint}, cf.Config)
 }

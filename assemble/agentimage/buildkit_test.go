@@ -2,20 +2,25 @@ package agentimage
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 
 	"github.com/42-b3yond-6ug/ssebench/buildkit"
+	"github.com/42-b3yond-6ug/ssebench/internal/hostile"
 )
 
 // fakeBuilder records the request and answers with a layout holding img.
 type fakeBuilder struct {
 	t   *testing.T
 	got buildkit.Request
+	// env, when set, is the built image's ENV.
+	env []string
 }
 
 func (f *fakeBuilder) Build(_ context.Context, req buildkit.Request) (*buildkit.Result, error) {
@@ -26,6 +31,17 @@ func (f *fakeBuilder) Build(_ context.Context, req buildkit.Request) (*buildkit.
 		return nil, err
 	}
 	img := toolImage(f.t)
+	if f.env != nil {
+		cf, err := img.ConfigFile()
+		if err != nil {
+			return nil, err
+		}
+		c := cf.Config
+		c.Env = f.env
+		if img, err = mutate.Config(img, c); err != nil {
+			return nil, err
+		}
+	}
 	if err := p.AppendImage(img); err != nil {
 		return nil, err
 	}
@@ -79,5 +95,25 @@ func TestBuildKitRequestAndStore(t *testing.T) {
 	}
 	if _, err := BuildKit(context.Background(), b, BuildRequest{AgentDir: "a", Home: "h", Tool: src}); err == nil {
 		t.Error("BuildKit() without Store/Ref or Push = nil error")
+	}
+}
+
+// TestHostileBuildKitEnv: an image BuildKit built with a run-only variable
+// in its ENV (set through a build argument, say) is not stored.
+func TestHostileBuildKitEnv(t *testing.T) {
+	hostile.Case(t, "contract: agent ENTRYPOINT and ENV")
+	store, toolRef, _ := storeTool(t)
+	src, err := ToolFromStore(store, toolRef)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &fakeBuilder{t: t, env: []string{"PATH=/bin", "SSE_RUNNER_USER=root"}}
+	ref := name.MustParseReference("example.invalid/ssebench/agent-x/task:1")
+	_, err = BuildKit(context.Background(), b, BuildRequest{AgentDir: "a", Home: "h", Tool: src, Store: store, Ref: ref})
+	if !errors.Is(err, ErrBypassesEntrypoint) {
+		t.Fatalf("BuildKit() = %v, want ErrBypassesEntrypoint", err)
+	}
+	if _, err := store.Image(ref); err == nil {
+		t.Error("the refused image is in the store")
 	}
 }

@@ -4,14 +4,18 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/moby/buildkit/frontend/dockerfile/shell"
+
+	"github.com/42-b3yond-6ug/ssebench/internal/safefile"
 )
+
+// maxDockerfile bounds an agent's Dockerfile, which is read whole.
+const maxDockerfile = 1 << 20
 
 // Names of the build contexts an agent Dockerfile sees.
 const (
@@ -149,7 +153,9 @@ func NewPlan(dockerfile []byte, buildArgs map[string]string, opts ...PlanOption)
 // a local tar archive, which BuildKit does.
 func LoadPlan(dir string, buildArgs map[string]string, opts ...PlanOption) (*Plan, error) {
 	df := filepath.Join(dir, "Dockerfile")
-	b, err := os.ReadFile(df)
+	// Read without leaving the folder: a Dockerfile that is a symlink to
+	// a host file must not be read (and echoed in a parse error).
+	b, err := safefile.Read(dir, "Dockerfile", maxDockerfile)
 	if err != nil {
 		return nil, fmt.Errorf("reading the agent's Dockerfile: %w", err)
 	}
@@ -211,7 +217,7 @@ func (p *Plan) classify(in *instruction, from *instruction, st *Step) (string, e
 		if len(in.flags) > 0 {
 			return "", fmt.Errorf("%s: unknown flag: %s", in.name(), in.flags[0])
 		}
-		return "", nil
+		return "", checkInstruction(in)
 	case "workdir":
 		st.Effect = "layer"
 		return "", nil

@@ -67,6 +67,9 @@ time, its own layers are reused and no case layer is read.`,
 			if id == "" {
 				id = taskFromCaseRef(o.Case)
 			}
+			if err := task.CheckID("--task", id); err != nil {
+				return err
+			}
 			src := o.Source
 			if src == "" {
 				if src, err = sourceOf(e.Home, id); err != nil {
@@ -136,6 +139,9 @@ is stored as lowercase(REGISTRY/agent-<name>/<task>:<version>).`,
 			id := o.Task
 			if id == "" {
 				id = taskFromCaseRef(o.Tool)
+			}
+			if err := task.CheckID("--task", id); err != nil {
+				return err
 			}
 			req := pipeline.AgentRequest{Tool: o.Tool, Folder: o.Agent, Task: id, BuildArgs: args, Platform: p, Push: o.Push}
 			if o.Explain {

@@ -33,6 +33,9 @@ known from its dataset), case (when the dataset is known), tool, agent (with
 			if o.Task == "" {
 				return fmt.Errorf("--task is required: pass the task id, e.g. --task kvconf-12-afb9ee1")
 			}
+			if err := task.CheckID("--task", o.Task); err != nil {
+				return err
+			}
 			n, err := g.Names()
 			if err != nil {
 				return err

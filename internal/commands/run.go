@@ -9,6 +9,7 @@ import (
 	"github.com/42-b3yond-6ug/ssebench/internal/commands/options"
 	"github.com/42-b3yond-6ug/ssebench/pipeline"
 	"github.com/42-b3yond-6ug/ssebench/runner"
+	"github.com/42-b3yond-6ug/ssebench/task"
 )
 
 // ExitError makes ssebench exit with Code without printing anything more:
@@ -46,6 +47,11 @@ SSE_BASE_URL and SSE_MODEL_NAME come from the environment or .env.`,
   ssebench run --task kvconf-12-afb9ee1 --agent dummy --prebuilt --timeout 600`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.Task != "" {
+				if err := task.CheckID("--task", o.Task); err != nil {
+					return err
+				}
+			}
 			network, err := runner.ParseNetwork(o.Egress)
 			if err != nil {
 				return fmt.Errorf("--egress: %w", err)

@@ -22,8 +22,13 @@ func newCmdVerify(g *options.Global) *cobra.Command {
 modes and owners of /ssebench, /ssebench-repo, /var/lib/ssebench and
 /home/model; the model and sse-runner accounts; no other-writable entry
 outside sticky directories; SOURCE_DIR owned by 1000:1000 with a one-commit
-repository and no other .git directory; the entrypoint. Prints each failed
-check and exits 1 if there is any.`,
+repository and no other .git directory; the entrypoint; no run-only variable
+(SSE_*, TIMEOUT, SOURCE_DIR) in ENV; no symlinked account file or task
+directory; outside SOURCE_DIR nothing owned by model or a deleted user, no
+setuid program a system does not need, no second root, no passwordless
+account. Each finding names the path and the rule of SPEC.md. Prints each
+failed check (FAIL) and warning (WARN: a directory early in PATH that model
+can write) and exits 1 if any check failed.`,
 		Example: `  ssebench verify localhost:5000/ssebench/tool/kvconf-12-afb9ee1:0.1.0-dev
   ssebench verify --source /src/kvconf localhost:5000/ssebench/tool/kvconf-12-afb9ee1:0.1.0-dev`,
 		Args: cobra.ExactArgs(1),
@@ -39,12 +44,18 @@ check and exits 1 if there is any.`,
 				return fmt.Errorf("verifying %s: %w", args[0], err)
 			}
 			out := cmd.OutOrStdout()
+			failed := 0
 			for _, f := range fails {
+				if f.Warning {
+					fmt.Fprintf(out, "WARN %s\n", f)
+					continue
+				}
+				failed++
 				fmt.Fprintf(out, "FAIL %s\n", f)
 			}
-			if len(fails) > 0 {
+			if failed > 0 {
 				cmd.SilenceErrors = true
-				fmt.Fprintf(cmd.ErrOrStderr(), "%s: %d check(s) failed\n", args[0], len(fails))
+				fmt.Fprintf(cmd.ErrOrStderr(), "%s: %d check(s) failed\n", args[0], failed)
 				return errChecksFailed
 			}
 			fmt.Fprintf(out, "ok %s\n", args[0])

@@ -31,8 +31,8 @@ const (
 	// OSImageEnv holds the reference of the Debian OS image that base
 	// images start FROM, pushed to the shared registry by scripts/os-image.sh.
 	OSImageEnv = "SSEBENCH_TEST_OS_IMAGE"
-	// ciEnv is set to "true" by CI. There a configured but unreachable
-	// service fails the test: a broken setup must not pass as all-skipped.
+	// ciEnv is set to "true" by CI. There an unset or unreachable service
+	// fails the test: a broken setup must not pass as all-skipped.
 	ciEnv = "CI"
 )
 
@@ -44,7 +44,8 @@ const setupHint = "start the services with scripts/setup.sh (as root) and `sourc
 
 // RequireBuildKit returns buildkitd's address from BUILDKIT_HOST. It skips
 // the test under -short, when the variable is unset, or when nothing listens
-// there; with CI=true an unreachable address fails the test instead.
+// there; with CI=true an unset variable or an unreachable address fails the
+// test instead (-short still skips).
 func RequireBuildKit(t testing.TB) string {
 	t.Helper()
 	return requireService(t, testing.Short(), BuildKitHostEnv, "buildkitd", probeBuildKit)
@@ -83,7 +84,13 @@ func requireService(t testing.TB, short bool, env, what string, probe func(ctx c
 	}
 	value := os.Getenv(env)
 	if value == "" {
-		t.Skipf("skipping: %s is unset, so there is no %s to test against; %s", env, what, setupHint)
+		msg := fmt.Sprintf("%s is unset, so there is no %s to test against", env, what)
+		if os.Getenv(ciEnv) == "true" {
+			// A CI script that forgets an export must not pass green
+			// with every integration test skipped.
+			t.Fatalf("%s (CI=true, so this fails instead of skipping); %s", msg, setupHint)
+		}
+		t.Skipf("skipping: %s; %s", msg, setupHint)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), serviceProbeTimeout)
 	defer cancel()

@@ -1,0 +1,521 @@
+package assemble
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/42-b3yond-6ug/ssebench/internal/hostile"
+)
+
+// hostileCase is a small case image: accounts (passwd and group as given),
+// SOURCE_DIR /src/proj, and the extra entries, in a second layer.
+func hostileCase(t *testing.T, pw, gr string, env []string, extra ...fe) v1.Image {
+	t.Helper()
+	base := layer(t,
+		dir("etc", 0o755),
+		reg("etc/passwd", 0o644, pw),
+		reg("etc/group", 0o644, gr),
+		reg("etc/login.defs", 0o644, "SYS_UID_MIN 100\nSYS_UID_MAX 999\n"),
+		dir("src", 0o755), dir("src/proj", 0o755),
+		reg("src/proj/main.go", 0o644, "package main\n"),
+	)
+	if len(extra) == 0 {
+		return image(t, env, base)
+	}
+	return image(t, env, base, layer(t, extra...))
+}
+
+const (
+	okPasswd = "root:x:0:0:root:/root:/bin/bash\ndaemon:x:1:1:daemon:/usr/sbin:/usr/sbin/nologin\n"
+	okGroup  = "root:x:0:\ndaemon:x:1:\nsudo:x:27:\nshadow:x:42:\ndocker:x:990:\n"
+)
+
+// TestHostileContract: whatever the case image says, the paths of
+// SPEC.md section 12 end as the contract says, or the assembly is refused
+// with one line and nothing left behind.
+func TestHostileContract(t *testing.T) {
+	type check struct {
+		path     string
+		mode     int64
+		uid, gid int
+	}
+	owned := []struct {
+		name  string
+		extra []fe
+		want  []check
+	}{
+		{"SOURCE_DIR owned by 1000", []fe{own(dir("src/proj", 0o755), 1000, 1000)}, []check{{"ssebench-repo", 0o700, 0, 0}, {"src/proj", 0o755, 1000, 1000}}},
+		{"SOURCE_DIR owned by 1000, mode 0777", []fe{own(dir("src/proj", 0o777), 1000, 1000)}, []check{{"ssebench-repo", 0o700, 0, 0}}},
+		{"SOURCE_DIR owned by a deleted user", []fe{own(dir("src/proj", 0o750), 1001, 1001)}, []check{{"ssebench-repo", 0o700, 0, 0}}},
+		{"SOURCE_DIR setgid, group 1000", []fe{own(dir("src/proj", 0o2775), 0, 1000)}, []check{{"ssebench-repo", 0o2700, 0, 0}}},
+		{"/ssebench owned by 1000", []fe{own(dir("ssebench", 0o755), 1000, 1000), reg("ssebench/config.yaml", 0o644, "id: x\n")}, []check{{"ssebench", 0o700, 0, 0}}},
+		{"/ssebench owned by 1000, mode 0700", []fe{own(dir("ssebench", 0o700), 1000, 1000)}, []check{{"ssebench", 0o700, 0, 0}}},
+		{"/ssebench without a directory entry", []fe{reg("ssebench/config.yaml", 0o644, "id: x\n")}, []check{{"ssebench", 0o700, 0, 0}}},
+		{"/var/lib/ssebench owned by 1000", []fe{dir("var", 0o755), dir("var/lib", 0o755), own(dir("var/lib/ssebench", 0o777), 1000, 1000)}, []check{{"var/lib/ssebench", 0o700, 0, 0}}},
+		{"/home/model owned by root 0700", []fe{dir("home", 0o755), dir("home/model", 0o700)}, []check{{"home/model", 0o755, 1000, 1000}}},
+	}
+	for _, tc := range owned {
+		t.Run(tc.name, func(t *testing.T) {
+			hostile.Case(t, "contract: owners of reserved paths")
+			ti := assembleTool(t, hostileCase(t, okPasswd, okGroup, nil, tc.extra...), runtimeImage(t))
+			f := flatten(t, ti)
+			for _, w := range tc.want {
+				n := f.node(t, w.path)
+				if n.Header.Mode&0o7777 != w.mode || n.Header.Uid != w.uid || n.Header.Gid != w.gid {
+					t.Errorf("/%s: mode %04o owner %d:%d, want %04o %d:%d", w.path, n.Header.Mode, n.Header.Uid, n.Header.Gid, w.mode, w.uid, w.gid)
+				}
+			}
+			if fails, err := Verify(context.Background(), ti, ""); err != nil || len(fails) != 0 {
+				t.Errorf("Verify() = %v, %v; want no failure", fails, err)
+			}
+		})
+	}
+
+	refused := []struct {
+		name, passwd, group string
+		extra               []fe
+		want                string
+	}{
+		{"sse-runner uid 0", okPasswd + "sse-runner:x:0:999::/nonexistent:/usr/sbin/nologin\n", okGroup + "sse-runner:x:999:\n", nil, "sse-runner has uid 0"},
+		{"sse-runner gid 0", okPasswd + "sse-runner:x:999:0::/nonexistent:/usr/sbin/nologin\n", okGroup, nil, "primary group 0"},
+		{"sse-runner in sudo as primary", okPasswd + "sse-runner:x:999:27::/nonexistent:/usr/sbin/nologin\n", okGroup, nil, "primary group 27"},
+		{"sse-runner in docker as primary", okPasswd + "sse-runner:x:999:990::/nonexistent:/usr/sbin/nologin\n", okGroup, nil, `is "docker"`},
+		{"sse-runner shares daemon's uid", okPasswd + "sse-runner:x:1:999::/nonexistent:/usr/sbin/nologin\n", okGroup + "sse-runner:x:999:\n", nil, `shares uid 1 with "daemon"`},
+		{"sse-runner twice", okPasswd + "sse-runner:x:998:998::/:/bin/sh\nsse-runner:x:0:0::/:/bin/sh\n", okGroup + "sse-runner:x:998:\n", nil, "second or malformed entry"},
+		{"sse-runner malformed", okPasswd + "sse-runner:x:0:0::/:/bin/sh:extra\n", okGroup, nil, "second or malformed entry"},
+		{"sse-runner as NIS line", okPasswd + "+sse-runner:x:0:0::/:/bin/sh\n", okGroup, nil, "second or malformed entry"},
+		{"/ssebench a symlink into SOURCE_DIR", okPasswd, okGroup, []fe{symlink("ssebench", "src/proj")}, "/ssebench in case is a symlink"},
+		{"/ssebench-repo a symlink", okPasswd, okGroup, []fe{symlink("ssebench-repo", "/tmp")}, "/ssebench-repo in case is a symlink"},
+		{"/home a symlink", okPasswd, okGroup, []fe{symlink("home", "/ssebench")}, "/home in case is a symlink"},
+		{"/var/lib a symlink", okPasswd, okGroup, []fe{dir("var", 0o755), symlink("var/lib", "/src/proj")}, "/var/lib in case is a symlink"},
+		{"/usr/local/bin a symlink", okPasswd, okGroup, []fe{dir("usr", 0o755), dir("usr/local", 0o755), symlink("usr/local/bin", "/src/proj")}, "/usr/local/bin in case is a symlink"},
+		{"/var/lib a file", okPasswd, okGroup, []fe{dir("var", 0o755), reg("var/lib", 0o644, "x")}, "/var/lib in case is a file"},
+		{"/etc/shadow a symlink", okPasswd, okGroup, []fe{symlink("etc/shadow", "/src/proj/shadow")}, "/etc/shadow in case is a symlink"},
+		{"/etc/group a symlink", okPasswd, okGroup, []fe{symlink("etc/group", "/src/proj/group")}, "/etc/group in case is a symlink"},
+	}
+	for _, tc := range refused {
+		t.Run(tc.name, func(t *testing.T) {
+			hostile.Case(t, "contract: refused case images")
+			tmp := t.TempDir()
+			_, err := Tool(context.Background(), hostileCase(t, tc.passwd, tc.group, nil, tc.extra...), runtimeImage(t),
+				WithSourceDir("/src/proj"), WithTempDir(tmp), WithRefs("case", "runtime"))
+			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("Tool() = %v, want one line with %q", err, tc.want)
+			}
+			if left, _ := os.ReadDir(tmp); len(left) != 0 {
+				t.Errorf("left %d files in the temporary directory", len(left))
+			}
+		})
+	}
+
+	t.Run("sse-runner kept when unprivileged, without its groups", func(t *testing.T) {
+		hostile.Case(t, "contract: refused case images")
+		ti := assembleTool(t, hostileCase(t, okPasswd+"sse-runner:x:998:998::/nonexistent:/usr/sbin/nologin\n",
+			"root:x:0:\nsudo:x:27:sse-runner\nsse-runner:x:998:\n", nil), runtimeImage(t))
+		if ti.RunnerUID != 998 || ti.RunnerGID != 998 {
+			t.Errorf("sse-runner is %d:%d, want 998:998", ti.RunnerUID, ti.RunnerGID)
+		}
+		if g := flatten(t, ti).files["etc/group"]; strings.Contains(g, "sudo:x:27:sse-runner") {
+			t.Errorf("sse-runner is still in sudo:\n%s", g)
+		}
+	})
+}
+
+// TestHostileEnv: the case image's ENV does not steer the runtime.
+func TestHostileEnv(t *testing.T) {
+	for _, kv := range []string{"SSE_RUNNER_USER=root", "SSE_TASK_ROOT=/src/proj", "SSE_RESULTS=/tmp", "SSE_ADMIN_SOCKET=/tmp/a.sock", "TIMEOUT=0", "SOURCE_DIR=/", "SSE_WORK_DIR=/src/proj", "SSE_KEEP_ALIVE=1"} {
+		t.Run(kv, func(t *testing.T) {
+			hostile.Case(t, "contract: case ENV")
+			ti := assembleTool(t, hostileCase(t, okPasswd, okGroup, []string{"PATH=/usr/bin", kv, "GOPATH=/go"}), runtimeImage(t))
+			cf, err := ti.ConfigFile()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Join(cf.Config.Env, " "); got != "PATH=/usr/bin GOPATH=/go" {
+				t.Errorf("tool image ENV = %q, want the case's without %s", got, kv)
+			}
+		})
+	}
+}
+
+// plant appends a layer to a tool image, keeping its manifest annotations,
+// and optionally sets its ENV.
+func plant(t *testing.T, ti v1.Image, env []string, entries ...fe) v1.Image {
+	t.Helper()
+	img := ti
+	var err error
+	if len(entries) > 0 {
+		if img, err = mutate.AppendLayers(ti, layer(t, entries...)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if env != nil {
+		cf, err := img.ConfigFile()
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := cf.Config
+		c.Env = env
+		if img, err = mutate.Config(img, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, err := ti.Manifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mutate.Annotations(img, m.Annotations).(v1.Image)
+}
+
+// TestHostileVerify: verify finds every planted violation, names the path
+// and the rule, and says nothing about a clean tool image.
+func TestHostileVerify(t *testing.T) {
+	const pwModel1001 = okPasswd + "model:x:1001:1001::/home/model:/bin/sh\n"
+	c := hostileCase(t, pwModel1001, okGroup+"model:x:1001:\n", []string{"PATH=/usr/local/bin:/usr/bin"},
+		dir("opt", 0o755), own(reg("opt/old-model-file", 0o644, "x"), 1001, 1001),
+		dir("usr", 0o755), dir("usr/bin", 0o755), reg("usr/bin/passwd", 0o4755, "suid passwd"))
+	ti := assembleTool(t, c, runtimeImage(t))
+	clean := assembleTool(t, hostileCase(t, okPasswd, okGroup, []string{"PATH=/usr/local/bin:/usr/bin"},
+		dir("usr", 0o755), dir("usr/bin", 0o755), reg("usr/bin/passwd", 0o4755, "suid passwd"), own(reg("usr/bin/chage", 0o2755, "sgid"), 0, 42)), runtimeImage(t))
+	if fails, err := Verify(context.Background(), clean, ""); err != nil || len(fails) != 0 {
+		t.Fatalf("Verify(clean tool image) = %v, %v; want nothing", fails, err)
+	}
+	pw := "root:x:0:0:root:/root:/bin/bash\nmodel:x:1000:1000::/home/model:/bin/bash\nsse-runner:x:999:999::/nonexistent:/usr/sbin/nologin\n"
+	for _, tc := range []struct {
+		class, name string
+		env         []string
+		entries     []fe
+		want        string // the finding, up to its rule
+		rule        string
+		warning     bool
+	}{
+		{"verify: owners", "model owns a toolchain file", nil, []fe{dir("usr", 0o755), dir("usr/bin", 0o755), own(reg("usr/bin/cc", 0o755, "cc"), 1000, 1000)}, "owner: /usr/bin/cc: owned by uid 1000 (model) outside SOURCE_DIR", "§12: model must not change a toolchain", false},
+		{"verify: owners", "model owns a directory", nil, []fe{own(dir("opt/go", 0o755), 1000, 0)}, "owner: /opt/go: owned by uid 1000", "§12", false},
+		{"verify: owners", "model's group may write", nil, []fe{dir("etc", 0o755), own(reg("etc/profile", 0o664, "x"), 0, 1000)}, "owner: /etc/profile: group 1000 (model) may write it", "§12", false},
+		{"verify: owners", "deleted user's file", nil, nil, `owner: /opt/old-model-file: owned by uid 1001 of the deleted user "model"`, "§12", false},
+		{"verify: links", "/etc/shadow into SOURCE_DIR", nil, []fe{dir("etc", 0o755), symlink("etc/shadow", "/src/proj/shadow")}, `link: /etc/shadow: a symlink to "/src/proj/shadow", which model can write`, "§12", false},
+		{"verify: links", "/etc/passwd into /tmp", nil, []fe{dir("tmp", 0o1777), dir("etc", 0o755), symlink("etc/passwd", "../tmp/passwd")}, `link: /etc/passwd: a symlink to "../tmp/passwd", which model can write`, "§12", false},
+		{"verify: links", "/etc/gshadow elsewhere", nil, []fe{dir("etc", 0o755), symlink("etc/gshadow", "/usr/share/gshadow")}, `link: /etc/gshadow: a symlink to "/usr/share/gshadow"`, "§12", false},
+		{"verify: links", "/ssebench into SOURCE_DIR", nil, []fe{symlink("ssebench", "src/proj")}, `link: /ssebench: a symlink to "src/proj", which model can write`, "§12: model must not read /ssebench", false},
+		{"verify: links", "/var/lib/ssebench through /var/lib", nil, []fe{dir("var", 0o755), symlink("var/lib", "/home/model")}, `link: /var/lib/ssebench: reached through the symlink /var/lib to "/home/model", which model can write`, "§12", false},
+		{"verify: setuid", "setuid root shell", nil, []fe{dir("usr", 0o755), dir("usr/local", 0o755), dir("usr/local/bin", 0o755), reg("usr/local/bin/rootsh", 0o4755, "sh")}, "setuid: /usr/local/bin/rootsh: a setuid or setgid program (mode 4755, owner 0:0)", "§12: model must not become another user", false},
+		{"verify: setuid", "setgid shadow", nil, []fe{dir("opt", 0o755), own(reg("opt/peek", 0o2755, "x"), 0, 42)}, "setuid: /opt/peek: a setuid or setgid program (mode 2755, owner 0:42)", "§12", false},
+		{"verify: setuid", "known name, not root's", nil, []fe{dir("usr", 0o755), dir("usr/bin", 0o755), own(reg("usr/bin/su", 0o4755, "x"), 2, 2)}, "setuid: /usr/bin/su: a setuid or setgid program (mode 4755, owner 2:2)", "§12", false},
+		{"verify: accounts", "second root", nil, []fe{dir("etc", 0o755), reg("etc/passwd", 0o644, pw+"toor:x:0:0::/root:/bin/sh\n")}, `accounts: /etc/passwd: user "toor" has uid 0: a second root`, "§12", false},
+		{"verify: accounts", "passwordless in passwd", nil, []fe{dir("etc", 0o755), reg("etc/passwd", 0o644, pw+"guest::1500:1500::/:/bin/sh\n")}, `accounts: /etc/passwd: user "guest" has no password`, "§12", false},
+		{"verify: accounts", "empty shadow password", nil, []fe{dir("etc", 0o755), own(reg("etc/shadow", 0o640, "root::19000:0:99999:7:::\n"), 0, 42)}, `accounts: /etc/shadow: user "root" has an empty password`, "§12", false},
+		{"verify: accounts", "model has root's uid", nil, []fe{dir("etc", 0o755), reg("etc/passwd", 0o644, "root:x:0:0:root:/root:/bin/bash\nmodel:x:0:0::/home/model:/bin/bash\nsse-runner:x:999:999::/nonexistent:/usr/sbin/nologin\n")}, `accounts: /etc/passwd: model is`, "§12", false},
+		{"verify: env", "runner user in ENV", []string{"PATH=/usr/bin", "SSE_RUNNER_USER=root"}, nil, "env: ENV sets SSE_RUNNER_USER, which only the run may set", "§16", false},
+		{"verify: env", "TIMEOUT in ENV", []string{"TIMEOUT=0"}, nil, "env: ENV sets TIMEOUT", "§16", false},
+		{"verify: PATH", "/tmp first in PATH", []string{"PATH=/tmp:/usr/bin"}, []fe{dir("tmp", 0o1777)}, "path: /tmp: model can add programs to this directory, entry 1 of PATH", "§12", true},
+		{"verify: PATH", "SOURCE_DIR in PATH", []string{"PATH=/src/proj:/usr/bin"}, nil, "path: /src/proj: model can add programs", "§12", true},
+		{"verify: PATH", "home bin in PATH", []string{"PATH=/usr/local/bin:/home/model/bin:/usr/bin"}, []fe{own(dir("home/model/bin", 0o755), 1000, 1000)}, "path: /home/model/bin: model can add programs to this directory, entry 2 of PATH", "§12", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hostile.Case(t, tc.class)
+			img := plant(t, ti, tc.env, tc.entries...)
+			fails, err := Verify(context.Background(), img, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var all []string
+			for _, f := range fails {
+				s := f.String()
+				all = append(all, s)
+				if strings.HasPrefix(s, tc.want) {
+					if !strings.Contains(f.Rule, tc.rule) || f.Warning != tc.warning {
+						t.Errorf("%q: rule %q (want %q), warning %v (want %v)", s, f.Rule, tc.rule, f.Warning, tc.warning)
+					}
+					return
+				}
+			}
+			t.Errorf("Verify() lacks %q; got:\n%s", tc.want, strings.Join(all, "\n"))
+		})
+	}
+}
+
+// lying is an image whose metadata says what the test wants; its layers
+// are the real ones.
+type lying struct {
+	v1.Image
+	mt  types.MediaType
+	man func(*v1.Manifest)
+	cfg func(*v1.ConfigFile)
+}
+
+func (l *lying) MediaType() (types.MediaType, error) {
+	if l.mt != "" {
+		return l.mt, nil
+	}
+	return l.Image.MediaType()
+}
+
+func (l *lying) Manifest() (*v1.Manifest, error) {
+	m, err := l.Image.Manifest()
+	if err != nil || l.man == nil {
+		return m, err
+	}
+	m = m.DeepCopy()
+	l.man(m)
+	return m, nil
+}
+
+func (l *lying) ConfigFile() (*v1.ConfigFile, error) {
+	cf, err := l.Image.ConfigFile()
+	if err != nil || l.cfg == nil {
+		return cf, err
+	}
+	cf = cf.DeepCopy()
+	l.cfg(cf)
+	return cf, nil
+}
+
+func withPlatform(t *testing.T, img v1.Image, arch, variant string) v1.Image {
+	t.Helper()
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf = cf.DeepCopy()
+	cf.OS, cf.Architecture, cf.Variant = "linux", arch, variant
+	out, err := mutate.ConfigFile(img, cf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestHostileMetadata: broken metadata in a case or runtime image is
+// refused before any layer is written, with one line naming the image and
+// the layer.
+func TestHostileMetadata(t *testing.T) {
+	c, rt := caseImage(t), runtimeImage(t)
+	bogus := v1.Hash{Algorithm: "sha256", Hex: strings.Repeat("ab", 32)}
+	many := func(n int) func(*v1.Manifest) {
+		return func(m *v1.Manifest) {
+			for len(m.Layers) < n {
+				m.Layers = append(m.Layers, m.Layers[0])
+			}
+		}
+	}
+	manyDiffs := func(n int) func(*v1.ConfigFile) {
+		return func(cf *v1.ConfigFile) {
+			for len(cf.RootFS.DiffIDs) < n {
+				cf.RootFS.DiffIDs = append(cf.RootFS.DiffIDs, cf.RootFS.DiffIDs[0])
+			}
+		}
+	}
+	for _, tc := range []struct {
+		class, name string
+		c, rt       v1.Image
+		want        string
+	}{
+		{"metadata: diffID", "case layer 1 diffID", &lying{Image: c, cfg: func(cf *v1.ConfigFile) { cf.RootFS.DiffIDs[1] = bogus }}, rt, "case: layer 1 (sha256:"},
+		{"metadata: diffID", "case layer 0 diffID", &lying{Image: c, cfg: func(cf *v1.ConfigFile) { cf.RootFS.DiffIDs[0] = bogus }}, rt, "but the config's diff_id says sha256:abab"},
+		{"metadata: diffID", "diffIDs swapped", &lying{Image: c, cfg: func(cf *v1.ConfigFile) {
+			d := cf.RootFS.DiffIDs
+			d[0], d[2] = d[2], d[0]
+		}}, rt, "case: layer 0"},
+		{"metadata: diffID", "runtime layer diffID", c, &lying{Image: rt, cfg: func(cf *v1.ConfigFile) { cf.RootFS.DiffIDs[0] = bogus }}, "runtime: layer 0 (sha256:"},
+		{"metadata: diff_ids count", "one diff_id missing", &lying{Image: c, cfg: func(cf *v1.ConfigFile) { cf.RootFS.DiffIDs = cf.RootFS.DiffIDs[:2] }}, rt, "case has 3 layers but its config lists 2 diff_ids"},
+		{"metadata: diff_ids count", "one diff_id too many", &lying{Image: c, cfg: func(cf *v1.ConfigFile) { cf.RootFS.DiffIDs = append(cf.RootFS.DiffIDs, bogus) }}, rt, "case has 3 layers but its config lists 4 diff_ids"},
+		{"metadata: diff_ids count", "runtime without diff_ids", c, &lying{Image: rt, cfg: func(cf *v1.ConfigFile) { cf.RootFS.DiffIDs = nil }}, "runtime has 1 layers but its config lists 0 diff_ids"},
+		{"metadata: media types", "manifest is an index", &lying{Image: c, mt: types.OCIImageIndex}, rt, `case has manifest media type "application/vnd.oci.image.index.v1+json"`},
+		{"metadata: media types", "schema 1 manifest", &lying{Image: c, mt: types.DockerManifestSchema1Signed}, rt, "not an OCI or Docker image manifest"},
+		{"metadata: media types", "garbled manifest type", c, &lying{Image: rt, mt: "application/vnd.oci.image.manifest.v1+jsoN"}, `runtime has manifest media type "application/vnd.oci.image.manifest.v1+jsoN"`},
+		{"metadata: media types", "manifest says another type", &lying{Image: c, man: func(m *v1.Manifest) { m.MediaType = types.OCIManifestSchema1 }}, rt, "says its manifest is"},
+		{"metadata: media types", "unknown config type", &lying{Image: c, man: func(m *v1.Manifest) { m.Config.MediaType = "application/octet-stream" }}, rt, `config media type "application/octet-stream"`},
+		{"metadata: media types", "foreign layer", &lying{Image: c, man: func(m *v1.Manifest) { m.Layers[1].MediaType = types.DockerForeignLayer }}, rt, "case: layer 1 (sha256:"},
+		{"metadata: media types", "garbled layer type", c, &lying{Image: rt, man: func(m *v1.Manifest) { m.Layers[0].MediaType = "application/vnd.oci.image.layer.v1.tar+gzip\x00" }}, "runtime: layer 0"},
+		{"metadata: media types", "helm chart as a layer", &lying{Image: c, man: func(m *v1.Manifest) { m.Layers[2].MediaType = "application/vnd.cncf.helm.chart.content.v1.tar+gzip" }}, rt, "which no tool image may carry"},
+		{"metadata: layer count", "497 case layers", &lying{Image: c, man: many(497), cfg: manyDiffs(497)}, rt, "would have 502 layers"},
+		{"metadata: layer count", "496 runtime layers", c, &lying{Image: rt, man: many(496), cfg: manyDiffs(496)}, "would have 503 layers"},
+		{"metadata: platform", "arm64 runtime on an amd64 case", withPlatform(t, c, "amd64", ""), withPlatform(t, rt, "arm64", ""), "runtime is for linux/arm64 but case is for linux/amd64"},
+		{"metadata: platform", "amd64 runtime on an arm64 case", withPlatform(t, c, "arm64", "v8"), withPlatform(t, rt, "amd64", ""), "runtime is for linux/amd64"},
+		{"metadata: platform", "arm v6 runtime on an arm v7 case", withPlatform(t, c, "arm", "v7"), withPlatform(t, rt, "arm", "v6"), "runtime is for linux/arm/v6"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hostile.Case(t, tc.class)
+			tmp := t.TempDir()
+			_, err := Tool(context.Background(), tc.c, tc.rt, WithSourceDir("/src/proj"), WithTempDir(tmp), WithRefs("case", "runtime"))
+			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("Tool() = %v, want one line with %q", err, tc.want)
+			}
+			if left, _ := os.ReadDir(tmp); len(left) != 0 {
+				t.Errorf("left %d files in the temporary directory", len(left))
+			}
+		})
+	}
+	t.Run("same platform passes", func(t *testing.T) {
+		hostile.Case(t, "metadata: platform")
+		assembleTool(t, withPlatform(t, c, "arm64", "v8"), withPlatform(t, rt, "arm64", ""))
+	})
+}
+
+// TestHostileConfigsAndAccounts: huge configs and odd account files are
+// refused with one line, or assembled into a tool image verify passes.
+func TestHostileConfigsAndAccounts(t *testing.T) {
+	c, rt := caseImage(t), runtimeImage(t)
+	t.Run("config of 9 MiB", func(t *testing.T) {
+		hostile.Case(t, "huge configs")
+		big := &lying{Image: c, man: func(m *v1.Manifest) { m.Config.Size = 9 << 20 }}
+		_, err := Tool(context.Background(), big, rt, WithSourceDir("/src/proj"), WithTempDir(t.TempDir()), WithRefs("case", "runtime"))
+		if err == nil || !strings.Contains(err.Error(), "case has a config of 9437184 bytes") {
+			t.Fatalf("Tool() = %v", err)
+		}
+	})
+	t.Run("config with 100,000 ENV entries", func(t *testing.T) {
+		hostile.Case(t, "huge configs")
+		env := make([]string, 100000)
+		for i := range env {
+			env[i] = "SSE_X" + strings.Repeat("x", i%7) + "=" + strings.Repeat("v", 50)
+		}
+		ti := assembleTool(t, hostileCase(t, okPasswd, okGroup, env), rt)
+		cf, _ := ti.ConfigFile()
+		if len(cf.Config.Env) != 0 {
+			t.Errorf("%d run-only variables kept", len(cf.Config.Env))
+		}
+	})
+
+	refused := []struct{ name, passwd, group, want string }{
+		{"NUL byte in passwd", okPasswd + "x:x:5:5::/:/bin/sh\x00\n", okGroup, "NUL byte"},
+		{"passwd of 17 MiB", okPasswd + strings.Repeat("#\n", 17<<19), okGroup, "larger than"},
+		{"two model users to edit", okPasswd + "model:x:1001:1001::/:/bin/sh\nmodel:x:1002:1002::/:/bin/sh\n", okGroup, "model"},
+	}
+	for _, tc := range refused {
+		t.Run(tc.name, func(t *testing.T) {
+			hostile.Case(t, "account-file oddities")
+			tmp := t.TempDir()
+			_, err := Tool(context.Background(), hostileCase(t, tc.passwd, tc.group, nil), rt, WithSourceDir("/src/proj"), WithTempDir(tmp), WithRefs("case", "runtime"))
+			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("Tool() = %v, want one line with %q", err, tc.want)
+			}
+			if left, _ := os.ReadDir(tmp); len(left) != 0 {
+				t.Errorf("left %d files in the temporary directory", len(left))
+			}
+		})
+	}
+	// Oddities shadow-utils copes with: the result must still verify.
+	for _, tc := range []struct{ name, passwd, group string }{
+		{"CRLF lines", strings.ReplaceAll(okPasswd, "\n", "\r\n"), okGroup},
+		{"no final newline", strings.TrimSuffix(okPasswd, "\n"), strings.TrimSuffix(okGroup, "\n")},
+		{"NIS lines", okPasswd + "+::::::\n", okGroup + "+:::\n"},
+		{"garbage lines", okPasswd + "garbage\n::::\n:x:5:5::/:/bin/sh\n", okGroup + "nocolons\n"},
+		{"uid overflow", okPasswd + "big:x:99999999999:5::/:/bin/sh\n", okGroup},
+		{"model in many groups", okPasswd + "model:x:1001:1001::/home/model:/bin/sh\n", okGroup + "model:x:1001:\nadm:x:4:model,model\n"},
+		{"ubuntu at 1000 with sudo", okPasswd + "ubuntu:x:1000:1000::/home/ubuntu:/bin/bash\n", "root:x:0:\nsudo:x:27:ubuntu\nubuntu:x:1000:\n"},
+		{"empty group file", okPasswd, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hostile.Case(t, "account-file oddities")
+			tmp := t.TempDir()
+			ti, err := Tool(context.Background(), hostileCase(t, tc.passwd, tc.group, nil), rt, WithSourceDir("/src/proj"), WithTempDir(tmp), WithRefs("case", "runtime"))
+			if err != nil {
+				if strings.Contains(err.Error(), "\n") {
+					t.Errorf("error is not one line: %q", err)
+				}
+				return // refused with one line is fine too
+			}
+			defer ti.Close()
+			fails, err := Verify(context.Background(), ti, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range fails {
+				if f.Check == "accounts" && !f.Warning {
+					t.Errorf("Verify() = %s", f)
+				}
+			}
+		})
+	}
+}
+
+// TestHostileVerifyMetadata: verify reports broken metadata of an image it
+// is given, instead of calling it ok.
+func TestHostileVerifyMetadata(t *testing.T) {
+	ti := assembleTool(t, caseImage(t), runtimeImage(t))
+	bogus := v1.Hash{Algorithm: "sha256", Hex: strings.Repeat("cd", 32)}
+	for _, tc := range []struct {
+		name string
+		img  v1.Image
+		want string
+	}{
+		{"garbled manifest media type", &lying{Image: ti, mt: "application/vnd.oci.image.manifest.v1+jsoX"}, `manifest media type "application/vnd.oci.image.manifest.v1+jsoX"`},
+		{"garbled layer media type", &lying{Image: ti, man: func(m *v1.Manifest) { m.Layers[4].MediaType = "application/x-garbage" }}, `layer 4`},
+		{"diff_id of the source layer", &lying{Image: ti, cfg: func(cf *v1.ConfigFile) { cf.RootFS.DiffIDs[5] = bogus }}, "layer 5"},
+		{"diff_ids short", &lying{Image: ti, cfg: func(cf *v1.ConfigFile) { cf.RootFS.DiffIDs = cf.RootFS.DiffIDs[1:] }}, "lists 7 diff_ids"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hostile.Case(t, "verify: metadata")
+			fails, err := Verify(context.Background(), tc.img, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range fails {
+				if f.Check == "metadata" && strings.Contains(f.Msg, tc.want) && strings.Contains(f.Rule, "SPEC.md") {
+					return
+				}
+			}
+			t.Errorf("Verify() lacks a metadata failure with %q: %v", tc.want, fails)
+		})
+	}
+}
+
+// TestHostileVerifyAgentConfig: an image whose config bypasses the
+// entrypoint is reported.
+func TestHostileVerifyAgentConfig(t *testing.T) {
+	ti := assembleTool(t, caseImage(t), runtimeImage(t))
+	for _, tc := range []struct {
+		name string
+		edit func(*v1.Config)
+		want string
+	}{
+		{"a shell as ENTRYPOINT", func(c *v1.Config) { c.Entrypoint = []string{"/bin/sh", "-c"} }, `entrypoint: ENTRYPOINT is ["/bin/sh" "-c"]`},
+		{"no ENTRYPOINT", func(c *v1.Config) { c.Entrypoint = nil }, "entrypoint: ENTRYPOINT is []"},
+		{"ENV SSE_TASK_ROOT", func(c *v1.Config) { c.Env = append(c.Env, "SSE_TASK_ROOT=/src/proj") }, "env: ENV sets SSE_TASK_ROOT"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hostile.Case(t, "verify: env")
+			cf, err := ti.ConfigFile()
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := *cf.Config.DeepCopy()
+			tc.edit(&c)
+			img, err := mutate.Config(ti, c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fails, err := Verify(context.Background(), img, "/src/proj")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range fails {
+				if strings.HasPrefix(f.String(), tc.want) {
+					return
+				}
+			}
+			t.Errorf("Verify() lacks %q: %v", tc.want, fails)
+		})
+	}
+}
+
+// TestHostileSourceDir: a SOURCE_DIR on or around a reserved path is
+// refused whoever passes it (--source, a config that skipped validation).
+func TestHostileSourceDir(t *testing.T) {
+	for _, src := range []string{"/", "/usr", "/usr/local", "/proc/self", "/sys", "/dev", "/run", "/var", "/var/lib", "/home", "/ssebench/x", "/etc/x", "/tmp/sse-archive"} {
+		t.Run(src, func(t *testing.T) {
+			hostile.Case(t, "names: reserved source")
+			_, err := Tool(context.Background(), caseImage(t), runtimeImage(t), WithSourceDir(src), WithTempDir(t.TempDir()))
+			if err == nil || !strings.Contains(err.Error(), "SOURCE_DIR") || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("Tool(source %s) = %v, want a one-line SOURCE_DIR error", src, err)
+			}
+		})
+	}
+}

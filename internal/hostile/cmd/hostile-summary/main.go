@@ -1,0 +1,25 @@
+// Command hostile-summary prints the table of the hostile-input suite from
+// the directory SSEBENCH_HOSTILE_SUMMARY named during `go test` (see
+// package hostile). scripts/test.sh runs it last.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/42-b3yond-6ug/ssebench/internal/hostile"
+)
+
+func main() {
+	if len(os.Args) != 2 {
+		fmt.Fprintln(os.Stderr, "usage: hostile-summary DIR")
+		os.Exit(2)
+	}
+	rows, err := hostile.Summarize(os.Args[1])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "hostile-summary:", err)
+		os.Exit(1)
+	}
+	fmt.Println("Hostile-input suite (TestHostile*):")
+	hostile.Print(os.Stdout, rows)
+}

@@ -1,0 +1,149 @@
+package task
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/42-b3yond-6ug/ssebench/internal/hostile"
+)
+
+// secret is what a host file planted behind a symlink holds: it must never
+// appear in a message.
+const secret = "root:$6$SECRET-HASH:19000:0:99999:7:::"
+
+func hostFile(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "shadow")
+	if err := os.WriteFile(p, []byte(secret+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestHostileTaskFolders: a task folder's config or Dockerfile that leaves
+// the folder is refused without being read; so is one that is huge or not a
+// regular file.
+func TestHostileTaskFolders(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		setup func(t *testing.T, dir string)
+		file  string
+		want  string
+	}{
+		{"config.yaml to a host file", func(t *testing.T, dir string) { relink(t, hostFile(t), filepath.Join(dir, "sse/config.yaml")) }, "sse/config.yaml", "symlink out of the task folder"},
+		{"config.yaml relative out", func(t *testing.T, dir string) {
+			h := hostFile(t)
+			rel, _ := filepath.Rel(filepath.Join(dir, "sse"), h)
+			relink(t, rel, filepath.Join(dir, "sse/config.yaml"))
+		}, "sse/config.yaml", "symlink out of the task folder"},
+		{"sse/ a symlink out", func(t *testing.T, dir string) {
+			out := t.TempDir()
+			os.WriteFile(filepath.Join(out, "config.yaml"), []byte(secret+"\n"), 0o644)
+			os.RemoveAll(filepath.Join(dir, "sse"))
+			relink(t, out, filepath.Join(dir, "sse"))
+		}, "sse/config.yaml", "symlink out of the task folder"},
+		{"legacy config.yaml to a host file", func(t *testing.T, dir string) {
+			os.Remove(filepath.Join(dir, "sse/config.yaml"))
+			relink(t, hostFile(t), filepath.Join(dir, "config.yaml"))
+		}, "config.yaml", "symlink out of the task folder"},
+		{"Dockerfile to a host file", func(t *testing.T, dir string) { relink(t, hostFile(t), filepath.Join(dir, "Dockerfile")) }, "Dockerfile", "symlink out of the task folder"},
+		{"Dockerfile to /proc/self/environ", func(t *testing.T, dir string) { relink(t, "/proc/self/environ", filepath.Join(dir, "Dockerfile")) }, "Dockerfile", "symlink out of the task folder"},
+		{"huge config", func(t *testing.T, dir string) {
+			os.WriteFile(filepath.Join(dir, "sse/config.yaml"), []byte("id: x\n"+strings.Repeat("# padding\n", 200000)), 0o644)
+		}, "sse/config.yaml", "more than the 1048576 bytes"},
+		{"config a FIFO", func(t *testing.T, dir string) {
+			p := filepath.Join(dir, "sse/config.yaml")
+			os.Remove(p)
+			if err := syscall.Mkfifo(p, 0o644); err != nil {
+				t.Skip(err)
+			}
+		}, "sse/config.yaml", "not a regular file"},
+		{"Dockerfile a directory", func(t *testing.T, dir string) {
+			os.Remove(filepath.Join(dir, "Dockerfile"))
+			os.Mkdir(filepath.Join(dir, "Dockerfile"), 0o755)
+		}, "Dockerfile", "not a regular file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hostile.Case(t, "hostile task folders")
+			dir := makeTask(t, t.TempDir(), "gjson-196-bf4efcb", nil)
+			tc.setup(t, dir)
+			ps := Validate(dir)
+			all := ps.Error()
+			if strings.Contains(all, "SECRET") {
+				t.Fatalf("the host file's content is in the problems:\n%s", all)
+			}
+			for _, p := range ps {
+				if strings.HasSuffix(p.File, filepath.FromSlash(tc.file)) && strings.Contains(p.Msg, tc.want) {
+					return
+				}
+			}
+			t.Errorf("Validate() lacks %q for %s:\n%s", tc.want, tc.file, all)
+		})
+	}
+}
+
+func relink(t *testing.T, target, link string) {
+	t.Helper()
+	os.Remove(link)
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestHostileNames: ids and image names from flags and files follow the
+// grammar; `source` never names a reserved path.
+func TestHostileNames(t *testing.T) {
+	for _, id := range []string{"..", ".", "", "../etc", "a/b", "a/../b", "/abs", `a\b`, "a b", "a\nb", "-a", "a-", "a..b", "é", strings.Repeat("a", 129)} {
+		t.Run("id "+id, func(t *testing.T) {
+			hostile.Case(t, "names: ids")
+			err := CheckID("--task", id)
+			if err == nil || !strings.Contains(err.Error(), "--task") || strings.Contains(err.Error(), "\n") {
+				t.Errorf("CheckID(%q) = %v, want a one-line error naming --task", id, err)
+			}
+		})
+	}
+	for _, id := range []string{"gjson-196-bf4efcb", "a.b_c__d--e", "X1"} {
+		if err := CheckID("--task", id); err != nil {
+			t.Errorf("CheckID(%q) = %v", id, err)
+		}
+	}
+	for _, ref := range []string{
+		"localhost:5000/ssebench/tool/../runtime:1.0.0", "ssebench/tool/..:1.0.0", "ssebench//tool:1", "../../etc/passwd",
+		"ssebench/Tool/x:1", "ssebench/tool/x:../1", "ssebench/tool/x:1@sha256:zz", "ssebench/tool/x:1\n", "ssebench/tool/x y:1",
+		"", "/ssebench/tool/x:1", "ssebench/tool/x/:1", "bad_host:5000/x:1", strings.Repeat("a/", 300) + "x",
+	} {
+		t.Run("ref "+ref, func(t *testing.T) {
+			hostile.Case(t, "names: load archive refs")
+			err := CheckImageName(ref)
+			if err == nil || strings.Contains(err.Error(), "\n") {
+				t.Errorf("CheckImageName(%q) = %v, want a one-line error", ref, err)
+			}
+		})
+	}
+	for _, ref := range []string{"localhost:5000/ssebench/tool/gjson-196-bf4efcb:1.0.0", "ghcr.io/a/b/agent-dummy/x:1.0.0-rc.1",
+		"ssebench/runtime:1.0.0@sha256:" + strings.Repeat("0", 64), "127.0.0.1:5000/x"} {
+		if err := CheckImageName(ref); err != nil {
+			t.Errorf("CheckImageName(%q) = %v", ref, err)
+		}
+	}
+	for _, src := range []string{"/ssebench", "/ssebench/src", "/ssebench-repo", "/var/lib/ssebench", "/var/lib/ssebench/results", "/usr/local/bin/entrypoint",
+		"/proc/self", "/sys", "/dev/shm/x", "/etc", "/etc/app", "/home/model", "/home/model/src", "/tmp/sse-archive", "/usr", "/usr/local", "/var", "/home", "/var/lib", "/run/x"} {
+		t.Run("source "+src, func(t *testing.T) {
+			hostile.Case(t, "names: reserved source")
+			c := ptr(strings.Replace(validConfig, "source: /src/gjson", "source: "+src, 1))
+			dir := makeTask(t, t.TempDir(), "gjson-196-bf4efcb", map[string]*string{"sse/config.yaml": c})
+			all := Validate(dir).Error()
+			if !strings.Contains(all, "source: \""+src+"\"") {
+				t.Errorf("Validate() with source %s lacks a source problem:\n%s", src, all)
+			}
+		})
+	}
+	for _, src := range []string{"/src/gjson", "/usr/src/app", "/opt/project", "/home/dev/proj", "/var/www/app", "/root/proj", "/tmp/build"} {
+		if r := ReservedSource(src); r != "" {
+			t.Errorf("ReservedSource(%q) = %q, want none", src, r)
+		}
+	}
+}
