@@ -132,8 +132,7 @@ func (c *Client) Build(ctx context.Context, req Request) (_ *Result, retErr erro
 			}
 		}()
 	}
-	req.plainHTTP = c.opts.plainHTTP
-	opt, err := newSolveOpt(req, layoutDir)
+	opt, err := newSolveOpt(req, layoutDir, c.opts.plainHTTP)
 	if err != nil {
 		return nil, err
 	}

@@ -62,9 +62,6 @@ type Request struct {
 	// instead (see Result.LayoutDir). Pushes to localhost and loopback
 	// addresses use plain HTTP.
 	Push string
-
-	// plainHTTP is the client's WithPlainHTTP.
-	plainHTTP func(host string) bool
 }
 
 // LayoutImage names one image in an OCI image layout directory.
@@ -207,7 +204,7 @@ func checkDir(what, dir string) error {
 
 // newSolveOpt fills in BuildKit's request for a validated Request. The image
 // goes to the OCI layout directory layoutDir, or is pushed when r.Push is set.
-func newSolveOpt(r Request, layoutDir string) (bkclient.SolveOpt, error) {
+func newSolveOpt(r Request, layoutDir string, plainHTTP func(host string) bool) (bkclient.SolveOpt, error) {
 	df, err := filepath.Abs(r.dockerfilePath())
 	if err != nil {
 		return bkclient.SolveOpt{}, err
@@ -310,8 +307,8 @@ func newSolveOpt(r Request, layoutDir string) (bkclient.SolveOpt, error) {
 		if err != nil {
 			return bkclient.SolveOpt{}, err
 		}
-		if r.plainHTTP != nil {
-			if ref, err := name.ParseReference(r.Push); err == nil && r.plainHTTP(ref.Context().RegistryStr()) {
+		if plainHTTP != nil {
+			if ref, err := name.ParseReference(r.Push); err == nil && plainHTTP(ref.Context().RegistryStr()) {
 				insecure = true
 			}
 		}

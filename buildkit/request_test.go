@@ -152,7 +152,7 @@ func TestNewSolveOptLayoutOutput(t *testing.T) {
 	if err := req.validate(); err != nil {
 		t.Fatalf("validate() = %v", err)
 	}
-	opt, err := newSolveOpt(req, out)
+	opt, err := newSolveOpt(req, out, nil)
 	if err != nil {
 		t.Fatalf("newSolveOpt() = %v", err)
 	}
@@ -207,7 +207,7 @@ func TestNewSolveOptSourceDateEpoch(t *testing.T) {
 	ctxDir := contextDir(t, "FROM scratch\n")
 	epoch := time.Unix(1750000000, 0)
 	for _, push := range []string{"", "127.0.0.1:5000/ssebench/x:1"} {
-		opt, err := newSolveOpt(Request{ContextDir: ctxDir, Push: push, SourceDateEpoch: epoch}, t.TempDir())
+		opt, err := newSolveOpt(Request{ContextDir: ctxDir, Push: push, SourceDateEpoch: epoch}, t.TempDir(), nil)
 		if err != nil {
 			t.Fatalf("newSolveOpt() = %v", err)
 		}
@@ -231,7 +231,7 @@ func TestNewSolveOptPush(t *testing.T) {
 		{"ghcr.io/acme/x:1", map[string]string{"name": "ghcr.io/acme/x:1", "push": "true", "oci-mediatypes": "true"}},
 	} {
 		t.Run(tc.ref, func(t *testing.T) {
-			opt, err := newSolveOpt(Request{ContextDir: ctxDir, Push: tc.ref}, "")
+			opt, err := newSolveOpt(Request{ContextDir: ctxDir, Push: tc.ref}, "", nil)
 			if err != nil {
 				t.Fatalf("newSolveOpt() = %v", err)
 			}
@@ -275,7 +275,7 @@ func TestIsLoopbackRegistry(t *testing.T) {
 func TestLayoutStoreIsReadOnly(t *testing.T) {
 	ctxDir := contextDir(t, "FROM ssebench-agent\n")
 	layoutDir, dgst := layoutWithImage(t)
-	opt, err := newSolveOpt(Request{ContextDir: ctxDir, LayoutContexts: map[string]LayoutImage{"ssebench-agent": {Dir: layoutDir, Digest: dgst}}}, t.TempDir())
+	opt, err := newSolveOpt(Request{ContextDir: ctxDir, LayoutContexts: map[string]LayoutImage{"ssebench-agent": {Dir: layoutDir, Digest: dgst}}}, t.TempDir(), nil)
 	if err != nil {
 		t.Fatalf("newSolveOpt() = %v", err)
 	}

@@ -160,7 +160,11 @@ func (g *Global) Access() (*remote.Access, error) {
 // RegistryOptions turns the shared flags into registry options: the store,
 // the pull policy, plain-HTTP hosts and, when p is not nil, the platform.
 func (g *Global) RegistryOptions(s *store.Store, p *v1.Platform) ([]remote.Option, error) {
-	policy, err := remote.ParsePullPolicy(g.Pull)
+	pull := g.Pull
+	if pull == "" {
+		pull = string(remote.PullMissing) // the flag's default
+	}
+	policy, err := remote.ParsePullPolicy(pull)
 	if err != nil {
 		return nil, err
 	}
