@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"mime"
 	"net/http"
 	"net/http/httputil"
@@ -112,7 +113,7 @@ func New(cfg *Config, opts ...Option) (*Gateway, error) {
 		FlushInterval:  -1, // every write reaches the agent at once: streams stay live
 		ModifyResponse: g.modifyResponse,
 		ErrorHandler:   g.proxyError,
-		ErrorLog:       nil,
+		ErrorLog:       log.New(o.log, "gateway: ", 0),
 	}
 	return g, nil
 }
