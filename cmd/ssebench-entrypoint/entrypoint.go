@@ -146,6 +146,8 @@ func (e *entrypoint) run(ctx context.Context) int {
 	if e.mode == modeSandbox {
 		d = e.startDaemon(ctx, note)
 	}
+	// The model gateway of a restricted run, at 127.0.0.1:4000 for the agent.
+	defer sserun.ForwardGateway(os.Getenv, note).Close()
 
 	base := ""
 	if sourceDir != "" {
