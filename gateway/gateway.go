@@ -187,8 +187,9 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.refuse(w, x, http.StatusTooManyRequests, code, code, msg)
 		return
 	}
-	// The chat API reports a stream's usage only when asked to.
-	if isJSON && req.Stream && len(req.StreamOptions) == 0 && g.cfg.Upstream.Flavour == OpenAIChat {
+	// The chat API reports a stream's usage only when asked to; the
+	// other APIs always do (and may not know the field).
+	if isJSON && req.Stream && len(req.StreamOptions) == 0 && g.cfg.Upstream.Flavour != AnthropicMessages && strings.HasSuffix(r.URL.Path, "/chat/completions") {
 		body = withStreamUsage(body)
 	}
 
