@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -165,4 +166,114 @@ func testGatewayRun(t *testing.T, x *e2e) {
 func jsonInts(v []int) string {
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// testLoopRun runs agents/loop against the scripted server: the script's
+// tool calls fix the example task, the grade passes, and model.jsonl and
+// the totals show the script's usage.
+func testLoopRun(t *testing.T, x *e2e) {
+	ctx := context.Background()
+	repo := moduleDir(t)
+	dst := filepath.Join(x.home, "agents", "loop")
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"agent.yaml", "Dockerfile"} {
+		cp(t, filepath.Join(repo, "agents", "loop", f), filepath.Join(dst, f))
+	}
+	build := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(dst, "sse-loop"), "./agents/loop")
+	build.Dir = repo
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building agents/loop: %v\n%s", err, out)
+	}
+	old := "\t\tcase 'x':\n\t\t\thi, lo := unhex(s[i+1]), unhex(s[i+2])\n"
+	fixed := "\t\tcase 'x':\n\t\t\tif i+2 >= len(s) {\n\t\t\t\treturn \"\", fmt.Errorf(\"short \\\\x escape %q: want two hex digits\", s[i-1:])\n\t\t\t}\n\t\t\thi, lo := unhex(s[i+1]), unhex(s[i+2])\n"
+	args, _ := json.Marshal(map[string]string{"path": "/src/kvconf/unquote.go", "old_text": old, "new_text": fixed})
+	script := []gatewaytest.Reply{
+		{Match: "Find the bug", Text: "The \\x escape reads two bytes without checking the length.", InputTokens: 1000, OutputTokens: 80,
+			ToolCalls: []gatewaytest.ToolCall{
+				{Name: "edit_file", Arguments: string(args)},
+				// Cheap: compiling here would double the grade's time.
+				{Name: "shell", Arguments: `{"command":"cd /src/kvconf && gofmt -l . && grep -c 'i+2 >= len' unquote.go && entrypoint --call ping"}`},
+			}},
+		{Match: "exit 0\n1\n", Text: "Fixed: a short \\x escape is now a parse error.", InputTokens: 1500, OutputTokens: 20},
+	}
+	b := make([]byte, 16)
+	rand.Read(b)
+	hostKey := secretPrefix + hex.EncodeToString(b)
+	up, err := gatewaytest.New(script, hostKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer up.Close()
+	res, out, err := x.run(t, ctx, "loop", func(r *pipeline.RunRequest) {
+		r.Model, r.BaseURL, r.APIKey = "scripted", up.URL+"/v1", hostKey
+	})
+	if err != nil {
+		t.Fatalf("Run() = %v\n%s", err, out)
+	}
+	log := read(t, filepath.Join(res.Dir, "agent.log"))
+	t.Logf("agent.log:\n%s", log)
+	if res.Summary.ExitCode != 0 || !strings.Contains(log, "edited /src/kvconf/unquote.go") || !strings.Contains(log, "loop: done") {
+		t.Errorf("the loop did not finish its script (exit %d)", res.Summary.ExitCode)
+	}
+	if r := readResult(t, res.Dir); !r.Passed {
+		t.Errorf("result.json = %+v, want passed", r)
+	}
+	recs := strings.Split(strings.TrimSpace(read(t, filepath.Join(res.Dir, pipeline.ModelLog))), "\n")
+	if len(recs) != 2 {
+		t.Errorf("model.jsonl has %d lines, want 2", len(recs))
+	}
+	for _, line := range recs {
+		var r gateway.Record
+		if err := json.Unmarshal([]byte(line), &r); err != nil || r.Status != 200 || r.Model != "scripted" || r.Failed {
+			t.Errorf("model.jsonl line %s: want a 200 for model scripted", line)
+		}
+	}
+	if u := res.Summary.ModelUsage; u == nil || u.Requests != 2 || u.InputTokens != 2500 || u.OutputTokens != 100 || u.TotalTokens != 2600 {
+		t.Errorf("model_usage = %+v, want 2 requests, 2500+100 tokens as scripted", u)
+	}
+}
+
+// testCodexRun builds agents/codex with BuildKit (Node.js from Debian, the
+// CLI from npm) and runs it against the scripted server in the responses
+// flavour: the log shows the scripted reply and the shell tool's output.
+func testCodexRun(t *testing.T, x *e2e) {
+	ctx := context.Background()
+	repo := moduleDir(t)
+	cp(t, filepath.Join(repo, "agents", "codex"), filepath.Join(x.home, "agents", "codex"))
+	script := []gatewaytest.Reply{
+		{Text: "Let me look around first.", InputTokens: 4000, OutputTokens: 30,
+			ToolCalls: []gatewaytest.ToolCall{{Name: "exec_command", Arguments: `{"cmd":"echo codex-shell-$((6*7)); entrypoint --call ping"}`}}},
+		{Match: "codex-shell-42", Text: "done: the scripted reply reached codex", InputTokens: 4500, OutputTokens: 12},
+	}
+	b := make([]byte, 16)
+	rand.Read(b)
+	hostKey := secretPrefix + hex.EncodeToString(b)
+	up, err := gatewaytest.New(script, hostKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer up.Close()
+	res, out, err := x.run(t, ctx, "codex", func(r *pipeline.RunRequest) {
+		r.Model, r.BaseURL, r.APIKey = "scripted", up.URL+"/v1", hostKey
+		r.Lookup = func(k string) string {
+			if k == "SSE_API_FLAVOUR" {
+				return "openai-responses"
+			}
+			return ""
+		}
+	})
+	if err != nil {
+		t.Fatalf("Run() = %v\n%s", err, out)
+	}
+	log := read(t, filepath.Join(res.Dir, "agent.log"))
+	t.Logf("agent.log:\n%s", log)
+	if res.Summary.ExitCode != 0 || !strings.Contains(log, "codex-shell-42") || !strings.Contains(log, "done: the scripted reply reached codex") {
+		t.Errorf("codex did not run the script to its end (exit %d)", res.Summary.ExitCode)
+	}
+	if u := res.Summary.ModelUsage; u == nil || u.Requests < 2 || u.InputTokens < 8500 || u.OutputTokens < 42 || u.Failed != 0 {
+		t.Errorf("model_usage = %+v, want the two scripted replies' 8500+42 tokens at least", u)
+	}
 }
