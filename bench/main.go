@@ -34,6 +34,14 @@
 // mirror copies the images of the example dataset (bases, cases, runtime,
 // tool and dummy-agent images, made first when missing) to a throwaway
 // registry and reports bytes moved over unique blob bytes (target 1.00).
+//
+//	go run ./bench gateway [-n 300] [-json results.json]
+//
+// gateway measures the model gateway of a restricted run: the scripted
+// model server on loopback, reached direct and through the entrypoint's
+// forwarder and the gateway's Unix socket, and prints the median added
+// latency of a request (goal under 2 ms) and of a stream's first byte
+// (goal under 5 ms). It needs no service.
 package main
 
 import (
@@ -55,7 +63,7 @@ func main() {
 
 func run(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("usage: bench tool|rebuild|mirror [flags] (see go doc ./bench)")
+		return fmt.Errorf("usage: bench tool|rebuild|mirror|gateway [flags] (see go doc ./bench)")
 	}
 	switch args[0] {
 	case "tool":
@@ -68,6 +76,8 @@ func run(ctx context.Context, args []string) error {
 		return runPushChild(ctx, args[1:])
 	case "mirror":
 		return runMirror(ctx, args[1:])
+	case "gateway":
+		return runGateway(ctx, args[1:])
 	}
-	return fmt.Errorf("unknown subcommand %q: want tool, rebuild or mirror", args[0])
+	return fmt.Errorf("unknown subcommand %q: want tool, rebuild, mirror or gateway", args[0])
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/42-b3yond-6ug/ssebench/agent"
 	"github.com/42-b3yond-6ug/ssebench/casebuild"
+	"github.com/42-b3yond-6ug/ssebench/gateway"
 	"github.com/42-b3yond-6ug/ssebench/remote"
 	"github.com/42-b3yond-6ug/ssebench/runner"
 	"github.com/42-b3yond-6ug/ssebench/store"
@@ -68,6 +69,17 @@ type RunRequest struct {
 	BaseURL    string
 	Model      string
 	KeepAlive  bool
+	// ModelFile is a model file (models/<name>.yaml format) naming the
+	// upstream; "" looks for <Model>.yaml in ModelsDir, else the upstream
+	// is BaseURL (SSE_BASE_URL) with APIKey. ModelsDir "" means
+	// <home>/models.
+	ModelFile, ModelsDir string
+	// Limits bound the run's model use (--max-requests, --max-tokens,
+	// --max-cost).
+	Limits gateway.Limits
+	// Lookup reads the host's settings (the environment, then .env): the
+	// key variable a model file names. nil means os.Getenv.
+	Lookup func(string) string
 	// Network is the container's network: restricted (loopback only) or
 	// open.
 	Network runner.Network
@@ -98,7 +110,10 @@ type Summary struct {
 		Model      string   `json:"model"`
 		Plugins    []string `json:"plugins,omitempty"`
 	} `json:"config"`
-	Timings map[string]float64 `json:"timings_seconds"`
+	// ModelUsage is the model gateway's totals; absent when the run had
+	// no gateway.
+	ModelUsage *gateway.Totals    `json:"model_usage,omitempty"`
+	Timings    map[string]float64 `json:"timings_seconds"`
 	// LayersUnpacked is how many layers containerd had to unpack: none
 	// when the same images ran before.
 	LayersUnpacked int       `json:"layers_unpacked"`
@@ -229,6 +244,21 @@ func (e *Env) Run(ctx context.Context, req RunRequest) (_ *RunResult, retErr err
 		return nil, fmt.Errorf("creating the run folder: %w", err)
 	}
 
+	// A restricted run reaches its model through the gateway only, and
+	// never gets the real key.
+	var gw *runGateway
+	if req.Network != runner.NetworkOpen {
+		if gw, err = e.startGateway(&req, dir); err != nil {
+			return nil, err
+		}
+		defer gw.finish()
+		if gw == nil {
+			req.APIKey = ""
+		}
+	} else if req.Limits != (gateway.Limits{}) || req.ModelFile != "" {
+		return nil, errors.New("--max-requests, --max-tokens, --max-cost and --model-file work through the model gateway of a restricted run: drop --egress open")
+	}
+
 	ropts := []runner.Option{runner.WithStore(e.Store), runner.WithPlatform(platform)}
 	// containerd pulls with ssebench's own plain-HTTP policy.
 	if acc, err := remote.New(e.RegistryOptions...); err == nil {
@@ -263,6 +293,9 @@ func (e *Env) Run(ctx context.Context, req RunRequest) (_ *RunResult, retErr err
 			"ssebench.results": dir,
 		},
 	}
+	if gw != nil {
+		gw.apply(&spec, &req)
+	}
 	if req.Prebuilt {
 		spec.Pull = true
 	}
@@ -293,6 +326,11 @@ func (e *Env) Run(ctx context.Context, req RunRequest) (_ *RunResult, retErr err
 	}
 	if res.Image != nil {
 		s.LayersUnpacked = res.Image.Stats.LayersUnpacked
+	}
+	if s.ModelUsage = gw.finish(); s.ModelUsage != nil {
+		if merr := mergeModelUsage(dir, s.ModelUsage); merr != nil && err == nil {
+			err = merr
+		}
 	}
 	s.Config.ToolLayer = req.ToolLayer
 	s.Config.Mode = "sandbox"

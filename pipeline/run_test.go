@@ -219,6 +219,10 @@ func TestRun(t *testing.T) {
 		}
 	})
 
+	t.Run("gateway", func(t *testing.T) { testGatewayRun(t, x) })
+	t.Run("loop", func(t *testing.T) { testLoopRun(t, x) })
+	t.Run("codex", func(t *testing.T) { testCodexRun(t, x) })
+
 	t.Run("registry", func(t *testing.T) {
 		res, out, err := x.run(t, ctx, "dummy", func(r *pipeline.RunRequest) { r.ViaRegistry = true })
 		if err != nil || res.Summary.ExitCode != 0 {

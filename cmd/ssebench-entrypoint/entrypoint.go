@@ -138,6 +138,8 @@ func (e *entrypoint) run(ctx context.Context) int {
 	e.prepareArchive(note)
 	svc := e.startServices(ctx, note)
 	defer svc.stop()
+	// The model gateway of a restricted run, at 127.0.0.1:4000 for the agent.
+	defer sserun.ForwardGateway(os.Getenv, note).Close()
 
 	base := ""
 	if sourceDir != "" {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/42-b3yond-6ug/ssebench/gateway"
 	"github.com/42-b3yond-6ug/ssebench/internal/commands/options"
 	"github.com/42-b3yond-6ug/ssebench/pipeline"
 	"github.com/42-b3yond-6ug/ssebench/runner"
@@ -23,6 +24,9 @@ type runOptions struct {
 	Prebuilt, Build, Keep, KeepAlive                                        bool
 	Timeout, Difficulty                                                     int
 	Plugins                                                                 []string
+	// Model access through the gateway (restricted runs).
+	ModelFile, ModelsDir string
+	Limits               gateway.Limits
 }
 
 func newCmdRun(g *options.Global) *cobra.Command {
@@ -41,10 +45,19 @@ layer, timings and status.
 With --registry the images are pushed there and containerd pulls them. With
 --prebuilt (or SSEBENCH_PREBUILT=1) nothing is built: the agent image is
 pulled from the registry, else taken from this machine. SSE_API_KEY,
-SSE_BASE_URL and SSE_MODEL_NAME come from the environment or .env.`,
+SSE_BASE_URL and SSE_MODEL_NAME come from the environment or .env.
+
+In a restricted run (the default) the container reaches its model only
+through the run's model gateway: SSE_BASE_URL is http://127.0.0.1:4000 and
+SSE_API_KEY a per-run token; the gateway forwards to the upstream of
+--model's models/<name>.yaml (or --model-file), else to the host's
+SSE_BASE_URL with the host's SSE_API_KEY, and records every request in
+runs/<run-id>/model.jsonl. --max-requests, --max-tokens and --max-cost answer
+429 once reached.`,
 		Example: `  ssebench run --task kvconf-12-afb9ee1 --agent dummy
   ssebench run --task kvconf-12-afb9ee1 --agent dummy --registry localhost:5000/ssebench
-  ssebench run --task kvconf-12-afb9ee1 --agent dummy --prebuilt --timeout 600`,
+  ssebench run --task kvconf-12-afb9ee1 --agent dummy --prebuilt --timeout 600
+  ssebench run --task kvconf-12-afb9ee1 --agent loop --model gpt-4.1-mini --max-requests 50`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.Task != "" {
@@ -74,7 +87,8 @@ SSE_BASE_URL and SSE_MODEL_NAME come from the environment or .env.`,
 				APIKey: g.Lookup("SSE_API_KEY"), BaseURL: g.Lookup("SSE_BASE_URL"), Model: model,
 				KeepAlive: o.KeepAlive, Network: network, Keep: o.Keep, RunsDir: o.RunsDir,
 				ContainerdAddr: g.ContainerdAddr,
-				Output:         cmd.OutOrStdout(),
+				ModelFile:      o.ModelFile, ModelsDir: o.ModelsDir, Limits: o.Limits, Lookup: g.Lookup,
+				Output: cmd.OutOrStdout(),
 			}
 			res, err := e.Run(cmd.Context(), req)
 			if res != nil {
@@ -106,6 +120,11 @@ SSE_BASE_URL and SSE_MODEL_NAME come from the environment or .env.`,
 	f.StringVar(&o.ToolLayer, "tool-layer", "", "tool layer (default "+pipeline.DefaultToolLayer+"; available: "+strings.Join(pipeline.ToolLayers, ", ")+")")
 	f.StringSliceVar(&o.Plugins, "plugin", nil, "plugins to enable (SSE_PLUGINS)")
 	f.StringVar(&o.Model, "model", "", "model name (default $SSE_MODEL_NAME, else none)")
+	f.StringVar(&o.ModelFile, "model-file", "", "model file (base_url, api_key_env, flavour, prices) for the gateway (default <models-dir>/<model>.yaml when it exists)")
+	f.StringVar(&o.ModelsDir, "models-dir", "", "folder of model files (default <home>/models)")
+	f.IntVar(&o.Limits.MaxRequests, "max-requests", 0, "model requests the run may make (default no limit)")
+	f.Int64Var(&o.Limits.MaxTokens, "max-tokens", 0, "tokens, input plus output, the run may use (default no limit)")
+	f.Float64Var(&o.Limits.MaxCost, "max-cost", 0, "US dollars the run may spend, priced by the model file (default no limit)")
 	f.StringVar(&o.RunsDir, "runs-dir", "", "where runs/<run-id>/ goes (default ./runs)")
 	f.StringVar(&o.Runtime, "runtime", "", "runtime image (default $SSEBENCH_RUNTIME_IMAGE, else REGISTRY/runtime:VERSION)")
 	return cmd

@@ -1,0 +1,475 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"mime"
+	"net/http"
+	"net/http/httputil"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Gateway is one run's model gateway. It is an http.Handler; Listen serves
+// it on a Unix socket.
+type Gateway struct {
+	cfg   Config
+	opts  *options
+	proxy *httputil.ReverseProxy
+
+	mu      sync.Mutex
+	seq     int
+	started int // requests forwarded or in flight, for MaxRequests
+	totals  Totals
+
+	srv *server
+}
+
+// Totals sums a run's model use; it goes into result.json and summary.json
+// as model_usage.
+type Totals struct {
+	// Requests is how many requests were forwarded upstream.
+	Requests int `json:"requests"`
+	// Failed is how many forwarded requests failed: an error status from
+	// the upstream, no answer, or a reply cut short.
+	Failed int `json:"failed"`
+	// Refused is how many requests the gateway answered itself: a wrong
+	// token (401), a model the run does not allow (403), a limit (429).
+	Refused int `json:"refused"`
+	Usage
+	CostUSD float64 `json:"cost_usd"`
+	// LimitReached names the first limit that refused a request:
+	// max_requests, max_tokens or max_cost.
+	LimitReached string `json:"limit_reached,omitempty"`
+	Limits       Limits `json:"limits"`
+	Model        string `json:"model,omitempty"`
+	Flavour      string `json:"flavour"`
+}
+
+// Record is one line of model.jsonl: one request the gateway answered.
+type Record struct {
+	Seq    int       `json:"seq"`
+	Time   time.Time `json:"time"`
+	Method string    `json:"method"`
+	Path   string    `json:"path"`
+	// Model is the model the request asked for; Answered is the one the
+	// upstream says answered, when it says.
+	Model    string `json:"model,omitempty"`
+	Answered string `json:"answered_by,omitempty"`
+	Stream   bool   `json:"stream"`
+	Status   int    `json:"status"`
+	// LatencyMS is the time from the request to the reply's last byte;
+	// FirstByteMS to the upstream's first byte of the body.
+	LatencyMS   float64 `json:"latency_ms"`
+	FirstByteMS float64 `json:"first_byte_ms,omitempty"`
+	Usage
+	CostUSD float64 `json:"cost_usd,omitempty"`
+	// Refused says why the gateway answered itself: token, model,
+	// max_requests, max_tokens, max_cost, body.
+	Refused string `json:"refused,omitempty"`
+	// Failed marks a forwarded request that failed; Error says how.
+	Failed bool   `json:"failed,omitempty"`
+	Error  string `json:"error,omitempty"`
+}
+
+// New returns the gateway of a run on cfg's upstream. --max-cost needs a
+// price for every model the run allows.
+func New(cfg *Config, opts ...Option) (*Gateway, error) {
+	if cfg == nil || cfg.Upstream.BaseURL == nil {
+		return nil, ErrNoUpstream
+	}
+	o, err := makeOptions(opts...)
+	if err != nil {
+		return nil, err
+	}
+	if o.limits.MaxCost > 0 {
+		if len(cfg.Allowed) == 0 {
+			return nil, errors.New("--max-cost needs the run's models and their prices: pass --model with a model file that has prices")
+		}
+		for _, m := range cfg.Allowed {
+			if _, ok := cfg.Prices[m]; !ok {
+				return nil, fmt.Errorf("--max-cost needs the price of model %s: add it under prices: in %s", m, cfg.Source)
+			}
+		}
+	}
+	f, err := ParseFlavour(string(cfg.Upstream.Flavour))
+	if err != nil {
+		return nil, err
+	}
+	g := &Gateway{cfg: *cfg, opts: o}
+	g.cfg.Upstream.Flavour = f
+	g.totals.Limits, g.totals.Model, g.totals.Flavour = o.limits, cfg.Model, string(f)
+	g.proxy = &httputil.ReverseProxy{
+		Rewrite:        g.rewrite,
+		Transport:      o.transport,
+		FlushInterval:  -1, // every write reaches the agent at once: streams stay live
+		ModifyResponse: g.modifyResponse,
+		ErrorHandler:   g.proxyError,
+		ErrorLog:       log.New(o.log, "gateway: ", 0),
+	}
+	return g, nil
+}
+
+// Token returns the per-run token the container presents.
+func (g *Gateway) Token() string { return g.opts.token }
+
+// Totals returns the sums so far.
+func (g *Gateway) Totals() Totals {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.totals
+}
+
+// exchange is one request's state, carried in its context.
+type exchange struct {
+	rec     Record
+	start   time.Time
+	scanner usageScanner
+	sse     *sseScanner
+	body    *bytes.Buffer // a JSON reply, kept (bounded) to read its usage
+	err     error
+	idle    *time.Timer
+	ctx     context.Context // the upstream exchange's, with its deadlines
+	mu      sync.Mutex
+}
+
+type ctxKey struct{}
+
+// errIdle is the cause of an upstream exchange ended by the idle timeout.
+var errIdle = errors.New("the upstream sent nothing for too long")
+
+// ServeHTTP implements http.Handler.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	x := &exchange{start: time.Now()}
+	x.rec.Time = x.start.UTC()
+	x.rec.Method, x.rec.Path = r.Method, r.URL.Path
+	defer g.finish(x)
+
+	if !g.authorized(r) {
+		g.refuse(w, x, http.StatusUnauthorized, "token", "invalid_api_key",
+			"the gateway did not accept this API key: use the run's SSE_API_KEY")
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxRequestBody+1))
+	if err != nil {
+		g.refuse(w, x, http.StatusBadRequest, "body", "invalid_request", "reading the request body: "+err.Error())
+		return
+	}
+	if len(body) > maxRequestBody {
+		g.refuse(w, x, http.StatusRequestEntityTooLarge, "body", "request_too_large",
+			fmt.Sprintf("the request body is larger than %d MiB", maxRequestBody>>20))
+		return
+	}
+	var req struct {
+		Model         string          `json:"model"`
+		Stream        bool            `json:"stream"`
+		StreamOptions json.RawMessage `json:"stream_options"`
+	}
+	isJSON := len(bytes.TrimSpace(body)) > 0 && bytes.TrimSpace(body)[0] == '{'
+	if isJSON {
+		_ = json.Unmarshal(body, &req)
+	}
+	x.rec.Model, x.rec.Stream = req.Model, req.Stream
+	if req.Model != "" && len(g.cfg.Allowed) > 0 && !slices.Contains(g.cfg.Allowed, req.Model) {
+		g.refuse(w, x, http.StatusForbidden, "model", "model_not_allowed",
+			fmt.Sprintf("model %q is not allowed in this run: use %s", req.Model, strings.Join(g.cfg.Allowed, " or ")))
+		return
+	}
+	if code, msg := g.reserve(); code != "" {
+		g.refuse(w, x, http.StatusTooManyRequests, code, code, msg)
+		return
+	}
+	// The chat API reports a stream's usage only when asked to; the
+	// other APIs always do (and may not know the field).
+	if isJSON && req.Stream && len(req.StreamOptions) == 0 && g.cfg.Upstream.Flavour != AnthropicMessages && strings.HasSuffix(r.URL.Path, "/chat/completions") {
+		body = withStreamUsage(body)
+	}
+
+	ctx, cancel := context.WithTimeoutCause(r.Context(), g.opts.requestTimeout,
+		fmt.Errorf("the upstream exchange took longer than %s", g.opts.requestTimeout))
+	defer cancel()
+	ctx, cancelCause := context.WithCancelCause(ctx)
+	defer cancelCause(nil)
+	x.ctx = ctx
+	x.idle = time.AfterFunc(g.opts.idleTimeout, func() { cancelCause(errIdle) })
+	defer x.idle.Stop()
+
+	out := r.Clone(context.WithValue(ctx, ctxKey{}, x))
+	out.Body = io.NopCloser(bytes.NewReader(body))
+	out.ContentLength = int64(len(body))
+	out.Header.Del("Content-Length")
+	g.proxy.ServeHTTP(w, out)
+}
+
+// authorized checks the per-run token in constant time, wherever the
+// flavour's clients put it.
+func (g *Gateway) authorized(r *http.Request) bool {
+	var got string
+	if a := r.Header.Get("Authorization"); a != "" {
+		scheme, tok, _ := strings.Cut(a, " ")
+		if strings.EqualFold(scheme, "Bearer") {
+			got = strings.TrimSpace(tok)
+		}
+	}
+	if got == "" {
+		got = firstNonEmpty(r.Header.Get("X-Api-Key"), r.Header.Get("Api-Key"))
+	}
+	return subtle.ConstantTimeCompare([]byte(got), []byte(g.opts.token)) == 1
+}
+
+// reserve counts a request against the limits; it returns the limit's
+// name and a message when one is reached.
+func (g *Gateway) reserve() (string, string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	l := g.opts.limits
+	code, msg := "", ""
+	switch {
+	case l.MaxRequests > 0 && g.started >= l.MaxRequests:
+		code, msg = "max_requests", fmt.Sprintf("this run's limit of %d model requests is reached (--max-requests)", l.MaxRequests)
+	case l.MaxTokens > 0 && g.totals.TotalTokens >= l.MaxTokens:
+		code, msg = "max_tokens", fmt.Sprintf("this run's limit of %d tokens is reached: %d used (--max-tokens)", l.MaxTokens, g.totals.TotalTokens)
+	case l.MaxCost > 0 && g.totals.CostUSD >= l.MaxCost:
+		code, msg = "max_cost", fmt.Sprintf("this run's limit of $%.4f is reached: $%.4f spent (--max-cost)", l.MaxCost, g.totals.CostUSD)
+	}
+	if code != "" {
+		if g.totals.LimitReached == "" {
+			g.totals.LimitReached = code
+		}
+		return code, msg
+	}
+	g.started++
+	return "", ""
+}
+
+// withStreamUsage adds stream_options.include_usage to a chat request, so
+// the stream's last chunk carries the usage.
+func withStreamUsage(body []byte) []byte {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(body, &m) != nil {
+		return body
+	}
+	m["stream_options"] = json.RawMessage(`{"include_usage":true}`)
+	b, err := json.Marshal(m)
+	if err != nil {
+		return body
+	}
+	return b
+}
+
+// credentialHeaders are the ways a client may send a key; none of the
+// container's reaches the upstream.
+var credentialHeaders = []string{"Authorization", "X-Api-Key", "Api-Key", "Proxy-Authorization", "Cookie"}
+
+// rewrite points the request at the upstream and swaps the container's
+// token for the real key.
+func (g *Gateway) rewrite(pr *httputil.ProxyRequest) {
+	pr.SetURL(g.cfg.Upstream.BaseURL)
+	h := pr.Out.Header
+	for _, k := range credentialHeaders {
+		h.Del(k)
+	}
+	// The transport then asks for gzip itself and decompresses, so the
+	// usage can be read; the agent's side is a local socket.
+	h.Del("Accept-Encoding")
+	key := g.cfg.Upstream.Key
+	switch g.cfg.Upstream.Flavour {
+	case AnthropicMessages:
+		if key != "" {
+			h.Set("X-Api-Key", key)
+		}
+		if h.Get("Anthropic-Version") == "" {
+			h.Set("Anthropic-Version", "2023-06-01")
+		}
+	default:
+		if key != "" {
+			h.Set("Authorization", "Bearer "+key)
+		}
+	}
+}
+
+// modifyResponse meters the reply's body as it streams to the agent.
+func (g *Gateway) modifyResponse(resp *http.Response) error {
+	x, _ := resp.Request.Context().Value(ctxKey{}).(*exchange)
+	if x == nil {
+		return nil
+	}
+	x.touch(g.opts.idleTimeout)
+	x.rec.Status = resp.StatusCode
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if mt == "text/event-stream" {
+		x.rec.Stream = true
+		x.sse = &sseScanner{u: &x.scanner}
+	} else {
+		x.body = &bytes.Buffer{}
+	}
+	resp.Body = &meteredBody{rc: resp.Body, x: x, idle: g.opts.idleTimeout}
+	return nil
+}
+
+// proxyError answers when the upstream could not be reached or its
+// response headers never came.
+func (g *Gateway) proxyError(w http.ResponseWriter, r *http.Request, err error) {
+	x, _ := r.Context().Value(ctxKey{}).(*exchange)
+	if x != nil {
+		err = x.cause(r.Context(), err)
+		x.fail(err)
+	}
+	status := http.StatusBadGateway
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, errIdle) {
+		status = http.StatusGatewayTimeout
+	}
+	if x != nil {
+		x.rec.Status = status
+	}
+	fmt.Fprintf(g.opts.log, "gateway: %s %s: %v\n", r.Method, r.URL.Path, err)
+	g.writeError(w, status, "upstream_error", "the model gateway could not get an answer from the upstream: "+err.Error())
+}
+
+// refuse answers a request the gateway does not forward.
+func (g *Gateway) refuse(w http.ResponseWriter, x *exchange, status int, why, code, msg string) {
+	x.rec.Status, x.rec.Refused, x.rec.Error = status, why, msg
+	g.writeError(w, status, code, msg)
+}
+
+// writeError writes an error body in the upstream flavour's shape, so the
+// agent's client shows the message. x-should-retry: false tells the
+// OpenAI and Anthropic SDKs not to retry a refusal.
+func (g *Gateway) writeError(w http.ResponseWriter, status int, code, msg string) {
+	var body any
+	if g.cfg.Upstream.Flavour == AnthropicMessages {
+		typ := map[int]string{401: "authentication_error", 403: "permission_error", 429: "rate_limit_error", 413: "request_too_large"}[status]
+		if typ == "" {
+			typ = "api_error"
+		}
+		body = map[string]any{"type": "error", "error": map[string]string{"type": typ, "message": msg}}
+	} else {
+		body = map[string]any{"error": map[string]any{"message": msg, "type": "ssebench_gateway", "code": code}}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if status == http.StatusTooManyRequests || status == http.StatusForbidden || status == http.StatusUnauthorized {
+		w.Header().Set("X-Should-Retry", "false")
+	}
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(body)
+}
+
+// finish completes a request's record, adds it to the totals and writes
+// it. It runs deferred, also when the proxy aborts a reply cut short.
+func (g *Gateway) finish(x *exchange) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.sse != nil {
+		x.sse.Close()
+	} else if x.body != nil {
+		x.scanner.data(x.body.Bytes())
+	}
+	r := &x.rec
+	r.LatencyMS = ms(time.Since(x.start))
+	r.Usage = x.scanner.result()
+	r.Answered = x.scanner.model
+	if r.Refused == "" {
+		if r.Status >= 400 && x.err == nil {
+			x.err = fmt.Errorf("the upstream answered %d %s: %s", r.Status, http.StatusText(r.Status), x.scanner.errText)
+		} else if x.err == nil && x.scanner.errText != "" && r.Stream {
+			x.err = fmt.Errorf("the upstream's stream ended in an error: %s", x.scanner.errText)
+		}
+		if x.err != nil {
+			r.Failed, r.Error = true, cut(x.err.Error(), maxErrorText)
+		}
+	}
+	g.mu.Lock()
+	g.seq++
+	r.Seq = g.seq
+	if price, ok := g.cfg.Prices[firstNonEmpty(r.Model, g.cfg.Model)]; ok {
+		r.CostUSD = price.Cost(r.InputTokens, r.OutputTokens)
+	}
+	t := &g.totals
+	if r.Refused != "" {
+		t.Refused++
+	} else {
+		t.Requests++
+		if r.Failed {
+			t.Failed++
+		}
+		t.InputTokens += r.InputTokens
+		t.OutputTokens += r.OutputTokens
+		t.TotalTokens += r.TotalTokens
+		t.CostUSD += r.CostUSD
+	}
+	line, err := json.Marshal(r)
+	if err == nil {
+		_, err = g.opts.record.Write(append(line, '\n'))
+	}
+	g.mu.Unlock()
+	if err != nil {
+		fmt.Fprintf(g.opts.log, "gateway: recording request %d: %v\n", r.Seq, err)
+	}
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// touch records progress from the upstream and restarts the idle timer.
+func (x *exchange) touch(idle time.Duration) {
+	if x.idle != nil {
+		x.idle.Reset(idle)
+	}
+}
+
+func (x *exchange) fail(err error) {
+	if x.err == nil {
+		x.err = err
+	}
+}
+
+// cause returns why the exchange's context ended, when it did, else err.
+func (x *exchange) cause(ctx context.Context, err error) error {
+	if c := context.Cause(ctx); c != nil && !errors.Is(c, context.Canceled) {
+		return fmt.Errorf("%w (%v)", c, err)
+	}
+	return err
+}
+
+// meteredBody passes the upstream's reply through, reading usage on the
+// way and keeping the idle timer alive.
+type meteredBody struct {
+	rc    io.ReadCloser
+	x     *exchange
+	idle  time.Duration
+	first bool
+}
+
+func (b *meteredBody) Read(p []byte) (int, error) {
+	n, err := b.rc.Read(p)
+	x := b.x
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if n > 0 {
+		if !b.first {
+			b.first = true
+			x.rec.FirstByteMS = ms(time.Since(x.start))
+		}
+		x.touch(b.idle)
+		if x.sse != nil {
+			x.sse.Write(p[:n])
+		} else if x.body.Len() < maxRequestBody {
+			x.body.Write(p[:n])
+		}
+	}
+	if err != nil && err != io.EOF {
+		// The proxy aborts the agent's connection after this: the agent
+		// sees its reply cut short, and the record says why.
+		x.fail(fmt.Errorf("the upstream's reply broke off: %w", x.cause(x.ctx, err)))
+	}
+	return n, err
+}
+
+func (b *meteredBody) Close() error { return b.rc.Close() }

@@ -1,0 +1,352 @@
+// Package gatewaytest provides a scripted model server for tests: it
+// listens on loopback, speaks the OpenAI chat completions, OpenAI
+// responses and Anthropic messages APIs, streaming and not, and answers
+// each request with the script's reply for the conversation so far.
+//
+// The reply for a request is the script's step number N, where N is how
+// many assistant turns the conversation already holds: the first request
+// of a tool-use loop gets step 0, the request carrying the results of its
+// tool calls step 1, and so on. A retried request gets the same reply.
+package gatewaytest
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// ToolCall is a tool call the model makes.
+type ToolCall struct {
+	ID        string // default call_<turn>_<index>
+	Name      string
+	Arguments string // JSON object text
+}
+
+// Reply is one scripted answer.
+type Reply struct {
+	Text      string
+	ToolCalls []ToolCall
+	// InputTokens and OutputTokens are the usage reported; zero means
+	// 100+turn and 10+len(text)/4.
+	InputTokens, OutputTokens int64
+	// Status, when not 0 or 200, answers with this status and an error
+	// body instead.
+	Status int
+	// Match, when set, must occur in the conversation's last message (the
+	// user's text or a tool's result), else the server answers 400: the
+	// script and the agent went different ways.
+	Match string
+	// ResetMidStream sends the first part of the reply, then resets the
+	// connection (TCP RST).
+	ResetMidStream bool
+	// StallMidStream sends the first part of the reply, then sends
+	// nothing until the client goes away.
+	StallMidStream bool
+	// Delay is waited before answering.
+	Delay time.Duration
+}
+
+// Flavour names, as gateway.Flavour spells them.
+const (
+	Chat      = "openai-chat"
+	Responses = "openai-responses"
+	Messages  = "anthropic-messages"
+)
+
+// Received is a request the server got.
+type Received struct {
+	Flavour string
+	Path    string
+	Header  http.Header
+	Body    []byte
+	Turn    int
+	Stream  bool
+	Model   string
+}
+
+// Server is a running scripted model server.
+type Server struct {
+	// URL is the base URL, http://127.0.0.1:PORT; every flavour is
+	// served under it and under URL/v1.
+	URL string
+	// Key, when set, is the API key the server demands (Bearer or
+	// x-api-key); a request without it gets 401.
+	Key string
+
+	script []Reply
+	l      net.Listener
+	srv    *http.Server
+
+	mu       sync.Mutex
+	received []Received
+	resp     map[string]int // response id → turn, for previous_response_id
+	respSeq  int
+}
+
+// New starts a server on 127.0.0.1 that follows script and demands key
+// (empty: none). Close stops it.
+func New(script []Reply, key string) (*Server, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{URL: "http://" + l.Addr().String(), Key: key, script: script, l: l, resp: map[string]int{}}
+	s.srv = &http.Server{Handler: s}
+	go s.srv.Serve(l)
+	return s, nil
+}
+
+// Close stops the server.
+func (s *Server) Close() { s.srv.Close() }
+
+// Received returns the requests so far, oldest first.
+func (s *Server) Received() []Received {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Received(nil), s.received...)
+}
+
+// Usage returns the usage the script reports for step turn of a request
+// with the given flavour, as the server computes defaults.
+func (s *Server) Usage(turn int) (in, out int64) {
+	if turn >= len(s.script) {
+		return 0, 0
+	}
+	return usageOf(s.script[turn], turn)
+}
+
+func usageOf(r Reply, turn int) (int64, int64) {
+	in, out := r.InputTokens, r.OutputTokens
+	if in == 0 {
+		in = int64(100 + turn)
+	}
+	if out == 0 {
+		out = int64(10 + len(r.Text)/4)
+	}
+	return in, out
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	p := strings.TrimSuffix(r.URL.Path, "/")
+	if s.Key != "" {
+		got := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if got == "" {
+			got = r.Header.Get("X-Api-Key")
+		}
+		if got != s.Key {
+			httpError(w, http.StatusUnauthorized, "wrong API key")
+			return
+		}
+	}
+	var flavour string
+	switch {
+	case strings.HasSuffix(p, "/chat/completions"):
+		flavour = Chat
+	case strings.HasSuffix(p, "/responses"):
+		flavour = Responses
+	case strings.HasSuffix(p, "/messages"):
+		flavour = Messages
+	case strings.HasSuffix(p, "/models"):
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"object":"list","data":[{"id":"scripted","object":"model","owned_by":"gatewaytest"}]}`)
+		return
+	default:
+		httpError(w, http.StatusNotFound, "no such endpoint: "+r.URL.Path)
+		return
+	}
+	var req request
+	if err := json.Unmarshal(body, &req); err != nil {
+		httpError(w, http.StatusBadRequest, "the body is not JSON: "+err.Error())
+		return
+	}
+	turn, last := s.conversation(flavour, &req)
+	s.mu.Lock()
+	s.received = append(s.received, Received{Flavour: flavour, Path: r.URL.Path, Header: r.Header.Clone(), Body: body, Turn: turn, Stream: req.Stream, Model: req.Model})
+	s.mu.Unlock()
+	if turn >= len(s.script) {
+		httpError(w, http.StatusBadRequest, fmt.Sprintf("the script has %d steps and the conversation already has %d assistant turns", len(s.script), turn))
+		return
+	}
+	reply := s.script[turn]
+	if reply.Match != "" && !strings.Contains(last, reply.Match) {
+		httpError(w, http.StatusBadRequest, fmt.Sprintf("step %d expects the last message to contain %q; it is %q", turn, reply.Match, cut(last, 300)))
+		return
+	}
+	if reply.Delay > 0 {
+		select {
+		case <-time.After(reply.Delay):
+		case <-r.Context().Done():
+			return
+		}
+	}
+	if reply.Status != 0 && reply.Status != http.StatusOK {
+		httpError(w, reply.Status, fmt.Sprintf("scripted error %d at step %d", reply.Status, turn))
+		return
+	}
+	a := &answer{Reply: reply, turn: turn, model: firstNonEmpty(req.Model, "scripted"), includeUsage: req.StreamOptions.IncludeUsage}
+	a.in, a.out = usageOf(reply, turn)
+	for i := range a.ToolCalls {
+		if a.ToolCalls[i].ID == "" {
+			a.ToolCalls[i].ID = fmt.Sprintf("call_%d_%d", turn, i)
+		}
+		if a.ToolCalls[i].Arguments == "" {
+			a.ToolCalls[i].Arguments = "{}"
+		}
+	}
+	if flavour == Responses {
+		s.mu.Lock()
+		s.respSeq++
+		a.id = fmt.Sprintf("resp_%d", s.respSeq)
+		s.resp[a.id] = turn
+		s.mu.Unlock()
+	}
+	if !req.Stream {
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(a.whole(flavour))
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	events := a.events(flavour)
+	rc := http.NewResponseController(w)
+	for i, ev := range events {
+		if i == 1 && (reply.ResetMidStream || reply.StallMidStream) {
+			rc.Flush()
+			if reply.StallMidStream {
+				<-r.Context().Done()
+				return
+			}
+			conn, _, err := rc.Hijack()
+			if err == nil {
+				if tc, ok := conn.(*net.TCPConn); ok {
+					tc.SetLinger(0) // Close sends RST
+				}
+				conn.Close()
+			}
+			return
+		}
+		if ev.name != "" {
+			fmt.Fprintf(w, "event: %s\n", ev.name)
+		}
+		fmt.Fprintf(w, "data: %s\n\n", ev.data)
+		rc.Flush()
+	}
+}
+
+// request is the part of a request of any flavour the server reads.
+type request struct {
+	Model         string `json:"model"`
+	Stream        bool   `json:"stream"`
+	StreamOptions struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+	Messages           []json.RawMessage `json:"messages"`
+	Input              json.RawMessage   `json:"input"`
+	PreviousResponseID string            `json:"previous_response_id"`
+}
+
+type message struct {
+	Role    string          `json:"role"`
+	Type    string          `json:"type"`
+	Content json.RawMessage `json:"content"`
+	Output  json.RawMessage `json:"output"`
+}
+
+// conversation returns how many assistant turns the conversation holds
+// and the text of its last message.
+func (s *Server) conversation(flavour string, req *request) (int, string) {
+	var msgs []message
+	if flavour == Responses {
+		var text string
+		if json.Unmarshal(req.Input, &text) == nil {
+			msgs = []message{{Role: "user", Content: req.Input}}
+		} else {
+			_ = json.Unmarshal(req.Input, &msgs)
+		}
+	} else {
+		for _, raw := range req.Messages {
+			var m message
+			_ = json.Unmarshal(raw, &m)
+			msgs = append(msgs, m)
+		}
+	}
+	turns := 0
+	prevAssistant := false
+	for _, m := range msgs {
+		assistant := m.Role == "assistant" || m.Type == "function_call"
+		// In the responses API one reply is several items (a message and
+		// function calls): consecutive ones are one turn.
+		if assistant && !(flavour == Responses && prevAssistant) {
+			turns++
+		}
+		prevAssistant = assistant
+	}
+	if req.PreviousResponseID != "" {
+		s.mu.Lock()
+		if t, ok := s.resp[req.PreviousResponseID]; ok {
+			turns += t + 1
+		}
+		s.mu.Unlock()
+	}
+	last := ""
+	if len(msgs) > 0 {
+		m := msgs[len(msgs)-1]
+		last = textOf(m.Content) + textOf(m.Output)
+	}
+	return turns, last
+}
+
+// textOf flattens a content value: a string, or parts with text or
+// content.
+func textOf(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var parts []struct {
+		Text    string          `json:"text"`
+		Content json.RawMessage `json:"content"`
+	}
+	if json.Unmarshal(raw, &parts) != nil {
+		return string(raw)
+	}
+	var b strings.Builder
+	for _, p := range parts {
+		b.WriteString(p.Text)
+		b.WriteString(textOf(p.Content))
+	}
+	return b.String()
+}
+
+func httpError(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(map[string]any{"type": "error", "error": map[string]string{"type": "scripted_error", "message": msg}})
+}
+
+func cut(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "..."
+	}
+	return s
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, x := range s {
+		if x != "" {
+			return x
+		}
+	}
+	return ""
+}

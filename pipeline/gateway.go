@@ -1,0 +1,181 @@
+package pipeline
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/42-b3yond-6ug/ssebench/gateway"
+	"github.com/42-b3yond-6ug/ssebench/runner"
+	"github.com/42-b3yond-6ug/ssebench/sserun"
+)
+
+// The model gateway of a restricted run (SPEC.md section 14).
+const (
+	// GatewayMountPath is where the run's gateway directory, holding its
+	// socket, is mounted in the container: under /run, root's, and the
+	// directory itself is 0700, so only the entrypoint's forwarder (root)
+	// reaches the socket.
+	GatewayMountPath = "/run/ssebench-gateway"
+	// gatewaySocketName is the socket's name in that directory.
+	gatewaySocketName = "model.sock"
+	// GatewayBaseURL is SSE_BASE_URL in a restricted run with a gateway.
+	GatewayBaseURL = "http://" + sserun.GatewayAddr
+	// ModelLog is the gateway's record of every request, in the run folder.
+	ModelLog = "model.jsonl"
+	// maxSocketPath is what a Unix socket path may hold (sun_path, less
+	// the terminating NUL, with margin for other systems).
+	maxSocketPath = 100
+)
+
+// runGateway is a started gateway and what the run gives the container.
+type runGateway struct {
+	gw      *gateway.Gateway
+	record  *os.File
+	dir     string // the socket's directory
+	tempDir bool   // dir is a temporary directory to remove
+}
+
+// startGateway starts the run's model gateway when the run is restricted
+// and an upstream is configured; it returns nil when there is none.
+func (e *Env) startGateway(req *RunRequest, runDir string) (_ *runGateway, retErr error) {
+	lookup := func(k string) string {
+		switch k {
+		case gateway.DefaultKeyEnv:
+			if req.APIKey != "" {
+				return req.APIKey
+			}
+		case gateway.DefaultBaseURLEnv:
+			if req.BaseURL != "" {
+				return req.BaseURL
+			}
+		}
+		if req.Lookup != nil {
+			return req.Lookup(k)
+		}
+		return os.Getenv(k)
+	}
+	modelsDir := req.ModelsDir
+	if modelsDir == "" {
+		modelsDir = filepath.Join(e.Home, "models")
+	}
+	cfg, err := gateway.Resolve(req.Model, req.ModelFile, modelsDir, lookup)
+	if errors.Is(err, gateway.ErrNoUpstream) {
+		if req.ModelFile != "" || req.Limits != (gateway.Limits{}) {
+			return nil, err
+		}
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	rg := &runGateway{}
+	defer func() {
+		if retErr != nil {
+			rg.close()
+		}
+	}()
+	rg.record, err = os.OpenFile(filepath.Join(runDir, ModelLog), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("creating %s: %w", ModelLog, err)
+	}
+	rg.gw, err = gateway.New(cfg, gateway.WithRecorder(rg.record), gateway.WithLimits(req.Limits), gateway.WithLog(e.Log))
+	if err != nil {
+		return nil, err
+	}
+	// The socket lives in the run folder when its path fits in a socket
+	// address, else in a short temporary directory.
+	rg.dir = filepath.Join(runDir, "gateway")
+	if len(filepath.Join(rg.dir, gatewaySocketName)) > maxSocketPath {
+		if rg.dir, err = os.MkdirTemp("", "ssebench-gw-"); err != nil {
+			return nil, fmt.Errorf("creating the gateway's directory: %w", err)
+		}
+		rg.tempDir = true
+	} else if err := os.Mkdir(rg.dir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating the gateway's directory: %w", err)
+	}
+	if err := os.Chmod(rg.dir, 0o700); err != nil {
+		return nil, err
+	}
+	if err := rg.gw.Listen(filepath.Join(rg.dir, gatewaySocketName)); err != nil {
+		return nil, err
+	}
+	req.Model = cfg.Model
+	e.logf("model gateway: %s (%s) for model %s", cfg.Upstream.BaseURL.Redacted(), cfg.Upstream.Flavour, modelName(cfg.Model))
+	return rg, nil
+}
+
+// apply gives the container the gateway: the socket's directory mounted,
+// SSE_BASE_URL at the forwarder, the per-run token as SSE_API_KEY.
+func (rg *runGateway) apply(spec *runner.RunSpec, req *RunRequest) {
+	req.BaseURL, req.APIKey = GatewayBaseURL, rg.gw.Token()
+	spec.Env = append(req.env(), sserun.EnvGatewaySocket+"="+GatewayMountPath+"/"+gatewaySocketName)
+	spec.Mounts = append(spec.Mounts, runner.Mount{Source: rg.dir, Target: GatewayMountPath})
+}
+
+// finish stops the gateway and returns its totals; the record is closed.
+func (rg *runGateway) finish() *gateway.Totals {
+	if rg == nil {
+		return nil
+	}
+	rg.close()
+	t := rg.gw.Totals()
+	return &t
+}
+
+func (rg *runGateway) close() {
+	if rg.gw != nil {
+		_ = rg.gw.Close()
+	}
+	if rg.record != nil {
+		_ = rg.record.Close()
+	}
+	if rg.tempDir {
+		_ = os.RemoveAll(rg.dir)
+	} else if rg.dir != "" {
+		_ = os.Remove(rg.dir)
+	}
+}
+
+// mergeModelUsage adds the gateway's totals to result.json as
+// model_usage, keeping everything else the entrypoint wrote.
+func mergeModelUsage(runDir string, t *gateway.Totals) error {
+	path := filepath.Join(runDir, sserun.ResultFile)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil // no result: the container did not get that far
+	}
+	if err != nil {
+		return fmt.Errorf("adding the model usage to result.json: %w", err)
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(data, &m); err != nil {
+		return fmt.Errorf("adding the model usage to %s: %w", path, err)
+	}
+	if _, ok := m["model_usage"]; ok {
+		return nil
+	}
+	b, err := json.MarshalIndent(t, "  ", "  ")
+	if err != nil {
+		return err
+	}
+	// Appended as text: the entrypoint's order and formatting stay.
+	data = bytes.TrimRight(data, " \n")
+	if len(data) == 0 || data[len(data)-1] != '}' {
+		return fmt.Errorf("adding the model usage to %s: not a JSON object", path)
+	}
+	sep := ",\n"
+	if len(m) == 0 {
+		sep = "\n"
+	}
+	out := append(append(bytes.TrimRight(data[:len(data)-1], " \n"), sep+`  "model_usage": `...), b...)
+	out = append(out, "\n}\n"...)
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, out, 0o644); err != nil {
+		return fmt.Errorf("adding the model usage to result.json: %w", err)
+	}
+	return os.Rename(tmp, path)
+}

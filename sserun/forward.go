@@ -1,0 +1,155 @@
+package sserun
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"time"
+)
+
+// The model gateway in the container (SPEC.md section 14).
+const (
+	// EnvGatewaySocket is the gateway's Unix socket, bind-mounted by the
+	// run into a root-only directory. When it is set, the entrypoint
+	// forwards GatewayAddr to it before the agent starts.
+	EnvGatewaySocket = "SSE_GATEWAY_SOCKET"
+	// GatewayAddr is where the agent reaches the gateway; SSE_BASE_URL
+	// is http://127.0.0.1:4000 in a restricted run.
+	GatewayAddr = "127.0.0.1:4000"
+)
+
+// gatewayDialTimeout bounds a connect to the gateway's socket: the
+// gateway is on this machine and accepts at once when it is up.
+const gatewayDialTimeout = 10 * time.Second
+
+// Forwarder accepts TCP connections on a loopback address and relays each
+// to a Unix socket, bytes both ways, until one side ends. It runs as
+// root, so the agent reaches the socket only through it.
+type Forwarder struct {
+	l      net.Listener
+	socket string
+
+	mu     sync.Mutex
+	conns  map[net.Conn]struct{}
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// Forward listens on addr (host:port) and relays every connection to the
+// Unix socket at socket. Close stops it.
+func Forward(addr, socket string) (*Forwarder, error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("forwarding %s to the model gateway: %w", addr, err)
+	}
+	f := &Forwarder{l: l, socket: socket, conns: map[net.Conn]struct{}{}}
+	f.wg.Add(1)
+	go f.serve()
+	return f, nil
+}
+
+// ForwardGateway starts the model gateway's forwarder when the run set
+// SSE_GATEWAY_SOCKET (read with getenv); it returns nil, whose Close does
+// nothing, when the run has no gateway or the forwarder cannot start (said
+// through note).
+func ForwardGateway(getenv func(string) string, note func(string, ...any)) *Forwarder {
+	socket := getenv(EnvGatewaySocket)
+	if socket == "" {
+		return nil
+	}
+	if fi, err := os.Stat(socket); err != nil || fi.Mode()&os.ModeSocket == 0 {
+		note("no model gateway at %s=%s: the agent has no model access", EnvGatewaySocket, socket)
+		return nil
+	}
+	f, err := Forward(GatewayAddr, socket)
+	if err != nil {
+		note("%v: the agent has no model access", err)
+		return nil
+	}
+	return f
+}
+
+// Addr returns the address the forwarder listens on.
+func (f *Forwarder) Addr() net.Addr { return f.l.Addr() }
+
+func (f *Forwarder) serve() {
+	defer f.wg.Done()
+	for {
+		c, err := f.l.Accept()
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return
+		}
+		if !f.track(c, true) {
+			c.Close()
+			return
+		}
+		f.wg.Add(1)
+		go func() {
+			defer f.wg.Done()
+			defer f.track(c, false)
+			f.relay(c)
+		}()
+	}
+}
+
+func (f *Forwarder) track(c net.Conn, add bool) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if add {
+		if f.closed {
+			return false
+		}
+		f.conns[c] = struct{}{}
+	} else {
+		delete(f.conns, c)
+	}
+	return true
+}
+
+// relay copies between the client and the gateway. When the gateway's
+// side ends (a reply done, or cut short by a broken upstream), both
+// connections close, so the client sees the end at once; when the
+// client's side ends, the gateway gets a half-close and may still answer.
+func (f *Forwarder) relay(client net.Conn) {
+	defer client.Close()
+	up, err := net.DialTimeout("unix", f.socket, gatewayDialTimeout)
+	if err != nil {
+		return
+	}
+	defer up.Close()
+	go func() {
+		_, err := io.Copy(up, client)
+		if err == nil {
+			if uc, ok := up.(*net.UnixConn); ok {
+				_ = uc.CloseWrite()
+				return
+			}
+		}
+		up.Close()
+	}()
+	_, _ = io.Copy(client, up)
+}
+
+// Close stops accepting, closes every relayed connection and waits for
+// the relays to end. A nil Forwarder's Close does nothing.
+func (f *Forwarder) Close() error {
+	if f == nil {
+		return nil
+	}
+	err := f.l.Close()
+	f.mu.Lock()
+	f.closed = true
+	for c := range f.conns {
+		c.Close()
+	}
+	f.mu.Unlock()
+	f.wg.Wait()
+	return err
+}
