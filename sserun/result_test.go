@@ -13,7 +13,7 @@ func TestWriteRunResult(t *testing.T) {
 	dir := t.TempDir()
 	r := &RunResult{
 		TaskID: "t-1", Mode: "sandbox", Command: "echo hi", AgentExit: 124, TimedOut: true,
-		PatchBytes: 10, PatchSHA256: "ab",
+		PatchBytes: 10, PatchSHA256: "ab", Difficulty: 3, ToolCalls: 2,
 		Build: NewCheck(&Result{OK: true, DurationMS: 5, Output: "not in result.json"}, "build.log"),
 		Test:  NewCheck(&Result{Exit: -1, Skipped: "the build failed"}, "test.log"),
 		PoC:   NewCheck(nil, "poc.log"),
@@ -32,6 +32,7 @@ func TestWriteRunResult(t *testing.T) {
 	want := map[string]any{
 		"task_id": "t-1", "mode": "sandbox", "command": "echo hi", "agent_exit": 124.0, "timed_out": true,
 		"agent_duration_ms": 0.0, "patch_bytes": 10.0, "patch_sha256": "ab", "passed": false,
+		"difficulty": 3.0, "tool_calls": 2.0,
 		"build": map[string]any{"ok": true, "exit": 0.0, "duration_ms": 5.0, "log": "build.log"},
 		"test":  map[string]any{"ok": false, "exit": -1.0, "duration_ms": 0.0, "skipped": "the build failed", "log": "test.log"},
 		"poc":   nil,

@@ -415,7 +415,10 @@ func TestFlowMCPStdio(t *testing.T) {
 		`{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}`,
 		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"build","arguments":{}}}`,
 	}
-	script := "(printf '%s\\n' '" + strings.Join(msgs, "' '") + "'; sleep 5) | " + f.bin + "/entrypoint --mcp-stdio"
+	// Standard input stays open until the build's answer is out.
+	script := "out=$(mktemp); (printf '%s\\n' '" + strings.Join(msgs, "' '") + "'; " +
+		"for i in $(seq 120); do grep -q '\"id\":3' $out && break; sleep 0.5; done) | " +
+		f.bin + "/entrypoint --mcp-stdio > $out; cat $out"
 	if out, err := f.command(script).CombinedOutput(); err != nil {
 		t.Fatalf("entrypoint: %v\n%s", err, out)
 	}
