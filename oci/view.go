@@ -412,58 +412,24 @@ func (v *View) lookupDir(p string) *node {
 // A component that exists but is neither a directory nor a symlink, with
 // more components after it, is errNotDir.
 func (v *View) resolve(p string, followLast bool) ([]string, *node, error) {
-	names := []string{}
-	stack := []*node{v.root}
-	links, length := 0, 0 // length of "/" + strings.Join(names, "/"), less one
-	rest := p
-	for rest != "" {
-		var c string
-		c, rest, _ = strings.Cut(rest, "/")
-		switch c {
-		case "", ".":
-			continue
-		case "..":
-			if len(names) > 0 {
-				length -= 1 + len(names[len(names)-1])
-				names = names[:len(names)-1]
-				stack = stack[:len(stack)-1]
-			}
-			continue
-		}
-		cur := stack[len(stack)-1]
-		var next *node
-		if cur != nil {
-			if !cur.isDir() {
-				return nil, nil, fmt.Errorf("%q: %w", strings.Join(names, "/"), errNotDir)
-			}
-			next = cur.child(c)
-		}
-		if next != nil && next.isSymlink() && (rest != "" || followLast) {
-			links++
-			if links > maxSymlinks {
-				return nil, nil, errTooManyLinks
-			}
-			target := next.content.Linkname
-			if strings.HasPrefix(target, "/") {
-				names, stack, length = names[:0], stack[:1], 0
-			}
-			if rest != "" {
-				rest = target + "/" + rest
-			} else {
-				rest = target
-			}
-			continue
-		}
-		names = append(names, c)
-		stack = append(stack, next)
-		if length += 1 + len(c); length >= PathMax {
-			// Through symlinks a short name can lead anywhere deep; no
-			// runtime goes there, and a deeper tree would cost memory
-			// quadratic in its depth.
-			return nil, nil, errNameTooLong
-		}
+	names, n, _, err := ResolveInRoot[*node](viewTree{}, v.root, p, followLast, nil)
+	return names, n, err
+}
+
+// viewTree is the view as ResolveInRoot walks it.
+type viewTree struct{}
+
+// Child implements Tree.
+func (viewTree) Child(parent *node, name string) (*node, PathEntry, error) {
+	n := parent.child(name)
+	if n == nil {
+		return nil, PathEntry{}, nil
 	}
-	return names, stack[len(stack)-1], nil
+	e := PathEntry{Exists: true, Dir: n.isDir(), IsLink: n.isSymlink()}
+	if e.IsLink {
+		e.Link = n.content.Linkname
+	}
+	return n, e, nil
 }
 
 // Len returns the number of nodes in the view (the root not included).

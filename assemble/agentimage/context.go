@@ -16,15 +16,13 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/42-b3yond-6ug/ssebench/oci"
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 	"github.com/moby/patternmatcher"
 	"github.com/moby/patternmatcher/ignorefile"
 )
 
-// maxSymlinks bounds the links followed while resolving one path, as
-// containerd's fs.RootPath does.
-const maxSymlinks = 255
 
 // errNotFound marks a source that is not in its context.
 var errNotFound = errors.New("not found")
@@ -199,59 +197,47 @@ func (c *contextFS) readDir(rel string) ([]string, error) {
 // real path and its info. A symlink that climbs out of the context is an
 // error, where BuildKit would clamp it to the root.
 func (c *contextFS) resolve(rel string, followLast bool) (string, fs.FileInfo, error) {
-	todo := splitPath(rel)
-	var done []string
-	links := 0
-	var fi fs.FileInfo
-	if len(todo) == 0 {
+	names, _, _, err := oci.ResolveInRoot[string](contextTree{c}, "", rel, followLast, fmt.Errorf("a symlink leads out of %s", c.what))
+	var nd *oci.NotDirError
+	if errors.As(err, &nd) {
+		return "", nil, fmt.Errorf("%s: not a directory", nd.Path)
+	}
+	if err != nil {
+		return "", nil, err
+	}
+	real := path.Join(names...)
+	if real == "" {
 		fi, err := os.Stat(c.root)
 		return "", fi, err
 	}
-	for len(todo) > 0 {
-		comp := todo[0]
-		todo = todo[1:]
-		switch comp {
-		case "", ".":
-			continue
-		case "..":
-			if len(done) == 0 {
-				return "", nil, fmt.Errorf("a symlink leads out of %s", c.what)
-			}
-			done = done[:len(done)-1]
-			continue
-		}
-		cur := path.Join(append(cloneStrings(done), comp)...)
-		var err error
-		fi, err = c.lstat(cur)
-		if err != nil {
-			return "", nil, fmt.Errorf("%s: %w", cur, err)
-		}
-		if fi.Mode()&fs.ModeSymlink != 0 && (len(todo) > 0 || followLast) {
-			links++
-			if links > maxSymlinks {
-				return "", nil, fmt.Errorf("%s: too many levels of symbolic links", cur)
-			}
-			target, err := os.Readlink(c.abs(cur))
-			if err != nil {
-				return "", nil, err
-			}
-			if path.IsAbs(target) {
-				// An absolute target means the context's root, as for
-				// BuildKit; it cannot name the host's files.
-				done = nil
-			}
-			todo = append(strings.Split(target, "/"), todo...)
-			continue
-		}
-		if len(todo) > 0 && !fi.IsDir() {
-			return "", nil, fmt.Errorf("%s: not a directory", cur)
-		}
-		done = append(done, comp)
+	fi, err := c.lstat(real)
+	if err != nil {
+		return "", nil, fmt.Errorf("%s: %w", real, err)
 	}
-	return path.Join(done...), fi, nil
+	return real, fi, nil
 }
 
-func cloneStrings(s []string) []string { return append([]string(nil), s...) }
+// contextTree is the build context as oci.ResolveInRoot walks it: handles
+// are paths relative to the context, and a missing name is an error, as
+// COPY of a missing source is.
+type contextTree struct{ c *contextFS }
+
+// Child implements oci.Tree.
+func (t contextTree) Child(parent, name string) (string, oci.PathEntry, error) {
+	cur := path.Join(parent, name)
+	fi, err := t.c.lstat(cur)
+	if err != nil {
+		return "", oci.PathEntry{}, fmt.Errorf("%s: %w", cur, err)
+	}
+	e := oci.PathEntry{Exists: true, Dir: fi.IsDir(), IsLink: fi.Mode()&fs.ModeSymlink != 0}
+	if e.IsLink {
+		if e.Link, err = os.Readlink(t.c.abs(cur)); err != nil {
+			return "", oci.PathEntry{}, err
+		}
+	}
+	return cur, e, nil
+}
+
 
 var errNotDirSys = syscall.ENOTDIR
 

@@ -93,58 +93,36 @@ func (f *imageFS) lookup(p string, cur layerSet) (*entry, bool, error) {
 // stops at the root). A missing component ends the resolution: the rest is
 // appended as written. The result is relative to the root.
 func (f *imageFS) resolve(p string, cur layerSet) (string, error) {
-	todo := strings.Split(p, "/")
-	var done []string
-	links := 0
-	for len(todo) > 0 {
-		comp := todo[0]
-		todo = todo[1:]
-		switch comp {
-		case "", ".":
-			continue
-		case "..":
-			if len(done) > 0 {
-				done = done[:len(done)-1]
-			}
-			continue
-		}
-		cand := path.Join(append(cloneStrings(done), comp)...)
-		e, ok, err := f.lookup(cand, cur)
-		if err != nil {
-			return "", err
-		}
-		if !ok {
-			rest := append(cloneStrings(done), comp)
-			for _, c := range todo {
-				switch c {
-				case "", ".":
-				case "..":
-					if len(rest) > 0 {
-						rest = rest[:len(rest)-1]
-					}
-				default:
-					rest = append(rest, c)
-				}
-			}
-			return path.Join(rest...), nil
-		}
-		if e.isSymlink() {
-			links++
-			if links > maxSymlinks {
-				return "", fmt.Errorf("/%s: too many levels of symbolic links", cand)
-			}
-			if path.IsAbs(e.hdr.Linkname) {
-				done = nil
-			}
-			todo = append(strings.Split(e.hdr.Linkname, "/"), todo...)
-			continue
-		}
-		if !e.isDir() && len(todo) > 0 && strings.Trim(strings.Join(todo, ""), "./") != "" {
-			return "", fmt.Errorf("/%s is not a directory", cand)
-		}
-		done = append(done, comp)
+	names, _, _, err := oci.ResolveInRoot[string](imageTree{f, cur}, "", p, true, nil)
+	var nd *oci.NotDirError
+	if errors.As(err, &nd) {
+		return "", fmt.Errorf("/%s is not a directory", nd.Path)
 	}
-	return path.Join(done...), nil
+	if err != nil {
+		return "", err
+	}
+	return path.Join(names...), nil
+}
+
+// imageTree is the image being built (its lower layers and cur) as
+// oci.ResolveInRoot walks it; handles are paths relative to the root.
+type imageTree struct {
+	f   *imageFS
+	cur layerSet
+}
+
+// Child implements oci.Tree.
+func (t imageTree) Child(parent, name string) (string, oci.PathEntry, error) {
+	cand := path.Join(parent, name)
+	e, ok, err := t.f.lookup(cand, t.cur)
+	if err != nil || !ok {
+		return cand, oci.PathEntry{}, err
+	}
+	pe := oci.PathEntry{Exists: true, Dir: e.isDir(), IsLink: e.isSymlink()}
+	if pe.IsLink {
+		pe.Link = e.hdr.Linkname
+	}
+	return cand, pe, nil
 }
 
 // owner is a numeric uid and gid.
