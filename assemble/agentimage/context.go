@@ -23,7 +23,6 @@ import (
 	"github.com/moby/patternmatcher/ignorefile"
 )
 
-
 // errNotFound marks a source that is not in its context.
 var errNotFound = errors.New("not found")
 
@@ -237,7 +236,6 @@ func (t contextTree) Child(parent, name string) (string, oci.PathEntry, error) {
 	}
 	return cur, e, nil
 }
-
 
 var errNotDirSys = syscall.ENOTDIR
 
