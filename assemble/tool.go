@@ -17,19 +17,23 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 
 	"github.com/42-b3yond-6ug/ssebench/assemble/gitrepo"
+	"github.com/42-b3yond-6ug/ssebench/contract"
 	"github.com/42-b3yond-6ug/ssebench/oci"
 	"github.com/42-b3yond-6ug/ssebench/runtimebin"
 	"github.com/42-b3yond-6ug/ssebench/sserun"
 )
 
-// Paths the tool layer manages, relative to the root.
+// Paths the tool layer manages, relative to the root (as layers name them).
+var (
+	taskDir   = contract.Rel(contract.TaskRoot)
+	repoDir   = contract.Rel(contract.RepoDir)
+	stateDir  = contract.Rel(contract.StateDir)
+	modelHome = contract.Rel(contract.ModelHome)
+)
+
 const (
-	taskDir      = "ssebench"
-	repoDir      = "ssebench-repo"
-	stateDir     = "var/lib/ssebench"
-	modelHome    = "home/model"
-	modelUID     = 1000
-	modelGID     = 1000
+	modelUID     = contract.ModelUID
+	modelGID     = contract.ModelGID
 	createdByFmt = "ssebench assemble tool: %s"
 )
 

@@ -19,6 +19,7 @@ import (
 
 	"github.com/42-b3yond-6ug/ssebench/agent"
 	"github.com/42-b3yond-6ug/ssebench/casebuild"
+	"github.com/42-b3yond-6ug/ssebench/contract"
 	"github.com/42-b3yond-6ug/ssebench/gateway"
 	"github.com/42-b3yond-6ug/ssebench/remote"
 	"github.com/42-b3yond-6ug/ssebench/runner"
@@ -28,8 +29,8 @@ import (
 
 // Paths inside the container (SPEC.md section 10).
 const (
-	ResultsPath = "/var/lib/ssebench/results"
-	ArchivePath = "/tmp/sse-archive"
+	ResultsPath = contract.Results
+	ArchivePath = contract.Archive
 )
 
 // DefaultToolLayer is the tool layer of sandbox mode.

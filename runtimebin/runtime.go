@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/42-b3yond-6ug/ssebench/contract"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 )
 
@@ -12,7 +13,7 @@ const Env = "SSEBENCH_RUNTIME_IMAGE"
 
 // Entrypoint is the path every runtime image must hold: the tool image's
 // ENTRYPOINT.
-const Entrypoint = "/usr/local/bin/entrypoint"
+const Entrypoint = contract.Entrypoint
 
 // Daemon is the path of the daemon in a runtime image.
 const Daemon = "/ssebench/ssebench-daemon"

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/42-b3yond-6ug/ssebench/contract"
 )
 
 // Environment variables read by the entrypoint and the daemon. The run
@@ -50,12 +52,12 @@ const (
 
 // Defaults of the settings in Env.
 const (
-	DefaultResults     = "/var/lib/ssebench/results"
-	DefaultTaskRoot    = "/ssebench"
+	DefaultResults     = contract.Results
+	DefaultTaskRoot    = contract.TaskRoot
 	DefaultAgentSocket = "/tmp/sse.sock"
 	DefaultAdminSocket = "/run/ssebench/admin.sock"
 	DefaultMCPAddr     = "127.0.0.1:3000"
-	DefaultRunnerUser  = "sse-runner"
+	DefaultRunnerUser  = contract.RunnerName
 	// DefaultTimeout is the agent's time limit: one hour, as `ssebench run`
 	// passes it.
 	DefaultTimeout = time.Hour

@@ -7,6 +7,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/42-b3yond-6ug/ssebench/contract"
 )
 
 // User is an account a process runs as.
@@ -19,7 +21,7 @@ type User struct {
 
 // Model is the agent's account (SPEC.md section 4): uid and gid 1000,
 // whatever /etc/passwd says, because the tool layer made it so.
-var Model = User{Name: "model", UID: 1000, GID: 1000, Home: "/home/model"}
+var Model = User{Name: contract.ModelName, UID: contract.ModelUID, GID: contract.ModelGID, Home: contract.ModelHome}
 
 // PasswdFile is where LookupUser reads accounts.
 const PasswdFile = "/etc/passwd"

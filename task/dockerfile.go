@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/42-b3yond-6ug/ssebench/contract"
 	"github.com/moby/buildkit/frontend/dockerfile/parser"
 	"github.com/moby/buildkit/frontend/dockerfile/shell"
 )
@@ -18,7 +19,7 @@ import (
 const RegistryArg = "SSEBENCH_REGISTRY"
 
 // ImageRoot is where a case image holds the task files, copied from sse/.
-const ImageRoot = "/ssebench"
+const ImageRoot = contract.TaskRoot
 
 // registryMark stands for ${SSEBENCH_REGISTRY} while the last FROM is
 // expanded, so that the registry prefix can be recognised after the other

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/42-b3yond-6ug/ssebench/contract"
 )
 
 // CheckID returns an error when id is not a valid task id (SPEC.md section
@@ -91,8 +93,8 @@ func CheckImageName(ref string) error {
 // reservedSources are paths the tool layer or the runtime owns: SOURCE_DIR,
 // which is re-owned to model, must be neither one of them nor inside one.
 var reservedSources = []string{
-	"/ssebench", "/ssebench-repo", "/var/lib/ssebench", "/usr/local/bin/entrypoint",
-	"/home/model", "/tmp/sse-archive", "/proc", "/sys", "/dev", "/run", "/etc", "/boot",
+	contract.TaskRoot, contract.RepoDir, contract.StateDir, contract.Entrypoint,
+	contract.ModelHome, contract.Archive, "/proc", "/sys", "/dev", "/run", "/etc", "/boot",
 }
 
 // protectedTrees must not be inside SOURCE_DIR either: re-owning SOURCE_DIR

@@ -3,17 +3,19 @@ package accounts
 import (
 	"fmt"
 	"path"
+
+	"github.com/42-b3yond-6ug/ssebench/contract"
 )
 
 // Names, ids and paths that SPEC.md section 4 step 3 fixes.
 const (
-	ModelName   = "model"
-	ModelID     = 1000
-	ModelHome   = "/home/model"
-	ModelShell  = "/bin/bash"
-	RunnerName  = "sse-runner"
-	RunnerHome  = "/nonexistent"
-	RunnerShell = "/usr/sbin/nologin"
+	ModelName   = contract.ModelName
+	ModelID     = contract.ModelUID
+	ModelHome   = contract.ModelHome
+	ModelShell  = contract.ModelShell
+	RunnerName  = contract.RunnerName
+	RunnerHome  = contract.RunnerHome
+	RunnerShell = contract.RunnerShell
 )
 
 // Files holds the account files of an image, as bytes. A nil slice means
