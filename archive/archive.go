@@ -89,6 +89,15 @@ type ArchiveReport struct {
 	// Stored counts the blobs Load added to the store (the others were
 	// there already).
 	Stored int
+	// Replaced are the names Load pointed at other content than the
+	// store had under them.
+	Replaced []Replacement
+}
+
+// Replacement is a name whose content Load changed.
+type Replacement struct {
+	Name     string
+	Old, New v1.Hash
 }
 
 // String is the summary line.
@@ -502,12 +511,23 @@ func Load(ctx context.Context, r io.Reader, opts ...Option) (*ArchiveReport, err
 		if n == "" {
 			return nil, fmt.Errorf("index.json entry %s has no %s annotation: cannot tell which name to load it under", d.Digest, store.AnnotationRefName)
 		}
+		if o.checkName != nil {
+			if err := o.checkName(n); err != nil {
+				return nil, fmt.Errorf("index.json entry %s: %w", d.Digest, err)
+			}
+		}
 		ref, err := name.ParseReference(n)
 		if err != nil {
 			return nil, fmt.Errorf("index.json entry %s: %w", d.Digest, err)
 		}
 		if err := checkComplete(s, d, ref.Name(), omitted); err != nil {
 			return nil, err
+		}
+		if old, err := s.Descriptor(ref); err == nil && old.Digest != d.Digest {
+			if o.protected != nil && o.protected(ref.Name()) && !o.force {
+				return nil, fmt.Errorf("the archive would replace %s (%s in the store) with %s: pass --force to replace a runtime or tool image", ref.Name(), old.Digest, d.Digest)
+			}
+			rep.Replaced = append(rep.Replaced, Replacement{Name: ref.Name(), Old: old.Digest, New: d.Digest})
 		}
 		entries = append(entries, entry{ref: ref, desc: d})
 	}

@@ -419,3 +419,50 @@ func TestSaveLoadAfterPlatformPullKeepsIndex(t *testing.T) {
 		t.Errorf("pushed back %s, want the index %s", got, imagetest.Digest(t, idx))
 	}
 }
+
+// TestLoadGuards: a load names the tags it replaces, refuses to replace a
+// protected image without force, and refuses names outside the grammar,
+// tagging nothing in either case.
+func TestLoadGuards(t *testing.T) {
+	ctx := context.Background()
+	f := newArchiveFixture(t)
+	b, _ := save(t, f.store, []string{f.refA})
+
+	// A store whose tool/a is another image.
+	s := imagetest.Store(t)
+	other := imagetest.RandomImage(t, 100, 1)
+	if err := s.Write(ctx, imagetest.Ref(t, f.refA), other); err != nil {
+		t.Fatal(err)
+	}
+	tool := func(ref string) bool { return strings.Contains(ref, "/tool/") }
+	_, err := Load(ctx, bytes.NewReader(b), WithStore(s), WithProtected(tool))
+	if err == nil || !strings.Contains(err.Error(), "--force") || !strings.Contains(err.Error(), f.refA) {
+		t.Fatalf("Load over a tool image = %v, want a refusal naming it and --force", err)
+	}
+	if d, _ := s.Descriptor(imagetest.Ref(t, f.refA)); d.Digest != imagetest.Digest(t, other) {
+		t.Error("the refused load changed the tag")
+	}
+	rep, err := Load(ctx, bytes.NewReader(b), WithStore(s), WithProtected(tool), WithForce(true))
+	if err != nil {
+		t.Fatalf("Load with force: %v", err)
+	}
+	if len(rep.Replaced) != 1 || rep.Replaced[0].Name != f.refA || rep.Replaced[0].Old != imagetest.Digest(t, other) {
+		t.Errorf("Replaced = %+v, want %s replaced", rep.Replaced, f.refA)
+	}
+
+	// A name with ".." inside the archive tags nothing.
+	bad := bytes.Replace(b, []byte("tool/a:1.0.0"), []byte("to../a:1.0.0"), -1)
+	fresh := imagetest.Store(t)
+	check := func(ref string) error {
+		if strings.Contains(ref, "..") {
+			return errors.New("image name has \"..\"")
+		}
+		return nil
+	}
+	if _, err := Load(ctx, bytes.NewReader(bad), WithStore(fresh), WithNameCheck(check)); err == nil {
+		t.Error("an archive naming a path with .. loaded")
+	}
+	if names := imagetest.Names(t, fresh); len(names) != 0 {
+		t.Errorf("the refused archive tagged %v", names)
+	}
+}

@@ -18,6 +18,11 @@ type options struct {
 	prefix   string
 	platform *v1.Platform
 	remote   []remote.Option
+	// checkName, protected and force are Load's guards (WithNameCheck,
+	// WithProtected, WithForce).
+	checkName func(string) error
+	protected func(string) bool
+	force     bool
 }
 
 func makeOptions(opts ...Option) *options {
@@ -66,4 +71,23 @@ func WithSince(paths ...string) Option {
 // it (see remote.Retarget).
 func WithRegistryPrefix(prefix string) Option {
 	return func(o *options) { o.prefix = strings.TrimRight(prefix, "/") }
+}
+
+// WithNameCheck makes Load refuse an archive naming an image that check
+// rejects (task.CheckImageName: no "..", no empty component), before any
+// name is tagged.
+func WithNameCheck(check func(ref string) error) Option {
+	return func(o *options) { o.checkName = check }
+}
+
+// WithProtected makes Load refuse to point a name that protected reports
+// (the runtime image, tool images) at other content than the store has,
+// unless WithForce; other replaced names are listed in the report.
+func WithProtected(protected func(ref string) bool) Option {
+	return func(o *options) { o.protected = protected }
+}
+
+// WithForce lets Load replace protected names.
+func WithForce(force bool) Option {
+	return func(o *options) { o.force = force }
 }

@@ -4,12 +4,16 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/spf13/cobra"
 
 	"github.com/42-b3yond-6ug/ssebench/archive"
 	"github.com/42-b3yond-6ug/ssebench/internal/commands/options"
+	"github.com/42-b3yond-6ug/ssebench/internal/units"
 	"github.com/42-b3yond-6ug/ssebench/remote"
+	"github.com/42-b3yond-6ug/ssebench/task"
 )
 
 type saveOptions struct {
@@ -94,8 +98,9 @@ The archive records REGISTRY, which load --push replaces.`,
 }
 
 type loadOptions struct {
-	Push string
-	Jobs int
+	Push  string
+	Jobs  int
+	Force bool
 }
 
 func newCmdLoad(g *options.Global) *cobra.Command {
@@ -124,9 +129,13 @@ get PREFIX instead, other names keep their repository path under PREFIX.`,
 				return err
 			}
 			defer s.Close()
-			rep, err := archive.Load(ctx, f, archive.WithStore(s))
+			rep, err := archive.Load(ctx, f, archive.WithStore(s), archive.WithNameCheck(task.CheckImageName),
+				archive.WithProtected(protectedImage), archive.WithForce(o.Force))
 			if err != nil {
 				return fmt.Errorf("loading %s: %w", args[0], err)
+			}
+			for _, r := range rep.Replaced {
+				fmt.Fprintf(cmd.ErrOrStderr(), "replaced %s (was %s, now %s)\n", r.Name, units.Digest(r.Old), units.Digest(r.New))
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "loaded %s\n", rep)
 			if o.Push == "" {
@@ -154,6 +163,19 @@ get PREFIX instead, other names keep their repository path under PREFIX.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Push, "push", "", "push the images under this registry prefix, e.g. mirror.lan:5000/ssebench")
+	f.BoolVar(&o.Force, "force", false, "replace a runtime or tool image the store holds with other content")
 	f.IntVar(&o.Jobs, "jobs", 4, "blobs uploaded at once")
 	return cmd
+}
+
+// protectedImage reports whether ref is a runtime or tool image, which a
+// load replaces only with --force: everything built later stands on them.
+func protectedImage(ref string) bool {
+	r, err := name.ParseReference(ref)
+	if err != nil {
+		return false
+	}
+	repo := "/" + r.Context().RepositoryStr()
+	return strings.HasSuffix(repo, "/runtime") || strings.Contains(repo, "/tool/") ||
+		strings.Contains(repo, "/tool-sidecar/") || strings.HasSuffix(repo, "/tool-sidecar-agent")
 }
