@@ -52,10 +52,6 @@ const (
 	indexLock    = ".index.lock"
 	gcLock       = ".gc.lock"
 	ingestPrefix = "ingest-"
-	// staleIngest is how long an unfinished blob may sit in the temp
-	// directory before GC removes it: live writers touch their file on
-	// every write, so an hour of silence means its writer died.
-	staleIngest = time.Hour
 	// lockRetry is how often a context-aware lock attempt retries.
 	lockRetry = 10 * time.Millisecond
 	// blobJobs is how many layers Write copies at once.
@@ -85,6 +81,7 @@ var ErrCorruptBlob = errors.New("corrupt blob")
 type Store struct {
 	dir   string
 	fetch *fetchState
+	temp  *tempClaim
 }
 
 // Entry is one image in the store.
@@ -133,6 +130,9 @@ func Open(dir string, opts ...Option) (*Store, error) {
 	if err := s.init(); err != nil {
 		return nil, fmt.Errorf("opening image store %s: %w", abs, err)
 	}
+	if err := s.claimTemp(); err != nil {
+		return nil, fmt.Errorf("opening image store %s: %w", abs, err)
+	}
 	return s, nil
 }
 
@@ -163,7 +163,7 @@ func (s *Store) init() error {
 	if err := json.Unmarshal(b, &l); err != nil || l.Version != "1.0.0" {
 		return fmt.Errorf("unsupported %s %q: expected image layout version 1.0.0", layoutFile, b)
 	}
-	for _, d := range []string{s.blobDir(), s.TempDir()} {
+	for _, d := range []string{s.blobDir(), s.tmpRoot()} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err
 		}
@@ -184,7 +184,7 @@ func (s *Store) create() error {
 			return fmt.Errorf("the directory is not empty and is not an OCI image layout (no %s file); choose another directory with --store or %s", layoutFile, DirEnv)
 		}
 	}
-	for _, d := range []string{s.blobDir(), s.TempDir()} {
+	for _, d := range []string{s.blobDir(), s.tmpRoot()} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err
 		}
@@ -204,11 +204,22 @@ func (s *Store) Dir() string { return s.dir }
 // the blob pool, where layer writers may spool files and then hand them to
 // AdoptBlob. Callers remove their own files; GC removes only its own
 // abandoned "ingest-" files there.
-func (s *Store) TempDir() string { return filepath.Join(s.dir, tmpDirName) }
+func (s *Store) TempDir() string { return s.temp.dir }
 
-// Close releases the store. It holds no resources between calls today; the
-// CLI defers it anyway.
-func (s *Store) Close() error { return nil }
+// tmpRoot holds every process's temporary directory.
+func (s *Store) tmpRoot() string { return filepath.Join(s.dir, tmpDirName) }
+
+// Close releases the store: its temporary directory (and whatever a
+// command left there) goes. The store must not be used afterwards.
+func (s *Store) Close() error {
+	if t := s.temp; t != nil && t.lock != nil {
+		os.RemoveAll(t.dir)
+		os.Remove(t.dir + ".lock")
+		t.lock.Close()
+		t.lock = nil
+	}
+	return nil
+}
 
 func (s *Store) blobDir() string { return filepath.Join(s.dir, "blobs", "sha256") }
 
@@ -767,7 +778,7 @@ func (s *Store) writeIndexFile(im *v1.IndexManifest) error {
 }
 
 func (s *Store) writeFileAtomic(file string, b []byte) error {
-	f, err := os.CreateTemp(s.TempDir(), "."+file+"-*")
+	f, err := os.CreateTemp(s.tmpRoot(), "."+file+"-*")
 	if err != nil {
 		return err
 	}
@@ -1014,18 +1025,7 @@ func (s *Store) GC(ctx context.Context) (GCResult, error) {
 		res.Blobs++
 		res.Bytes += fi.Size()
 	}
-	tmp, err := os.ReadDir(s.TempDir())
-	if err != nil {
-		return res, err
-	}
-	for _, e := range tmp {
-		if !strings.HasPrefix(e.Name(), ingestPrefix) {
-			continue
-		}
-		if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > staleIngest {
-			os.Remove(filepath.Join(s.TempDir(), e.Name()))
-		}
-	}
+	s.sweepTemp()
 	return res, nil
 }
 

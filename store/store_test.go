@@ -302,30 +302,43 @@ func TestStoreTagDeleteGC(t *testing.T) {
 	}
 }
 
-func TestStoreGCRemovesAbandonedIngests(t *testing.T) {
+func TestStoreRemovesTheTempOfDeadCommands(t *testing.T) {
 	s := openStore(t)
-	old := filepath.Join(s.TempDir(), ingestPrefix+"old")
-	fresh := filepath.Join(s.TempDir(), ingestPrefix+"fresh")
-	spool := filepath.Join(s.TempDir(), "spool-of-someone-else")
-	for _, p := range []string{old, fresh, spool} {
-		if err := os.WriteFile(p, []byte("partial"), 0o644); err != nil {
-			t.Fatal(err)
-		}
+	root := filepath.Join(s.Dir(), ".tmp")
+	// A command that died: its directory and lock file, the lock free.
+	dead := filepath.Join(root, "p999999-1")
+	if err := os.MkdirAll(dead, 0o755); err != nil {
+		t.Fatal(err)
 	}
-	past := time.Now().Add(-2 * staleIngest)
-	for _, p := range []string{old, spool} {
-		if err := os.Chtimes(p, past, past); err != nil {
-			t.Fatal(err)
-		}
-	}
+	os.WriteFile(filepath.Join(dead, ingestPrefix+"x"), []byte("partial"), 0o644)
+	os.WriteFile(dead+".lock", nil, 0o644)
+	// A live command's file, and a loose stale one.
+	mine := filepath.Join(s.TempDir(), "layer-1.spool")
+	os.WriteFile(mine, []byte("in use"), 0o644)
+	loose := filepath.Join(root, ".index.json-123")
+	os.WriteFile(loose, []byte("{"), 0o644)
+	past := time.Now().Add(-2 * staleLoose)
+	os.Chtimes(loose, past, past)
+
 	if _, err := s.GC(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	for p, want := range map[string]bool{old: false, fresh: true, spool: true} {
+	for p, want := range map[string]bool{dead: false, dead + ".lock": false, mine: true, loose: false} {
 		_, err := os.Stat(p)
 		if got := err == nil; got != want {
-			t.Errorf("after GC, %s exists = %v, want %v", filepath.Base(p), got, want)
+			t.Errorf("after GC, %s exists = %v, want %v", p, got, want)
 		}
+	}
+	// Another store of this process (another command) keeps its own.
+	other, err := Open(s.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if other.TempDir() == s.TempDir() {
+		t.Error("two stores share one temporary directory")
+	}
+	if _, err := os.Stat(mine); err != nil {
+		t.Error("opening the store again removed a live command's file")
 	}
 }
 
@@ -923,6 +936,13 @@ func TestStoreSurvivesSIGKILL(t *testing.T) {
 	}
 	cmd.Wait()
 
+	// The killed write left its temporary file in its own directory.
+	leftovers, _ := filepath.Glob(filepath.Join(dir, ".tmp", "p*", ingestPrefix+"*"))
+	if len(leftovers) == 0 {
+		t.Fatal("no temporary file left by the killed write; did it write straight into the pool?")
+	}
+	// The next command finds the directory of a dead process and
+	// removes it: .tmp holds nothing but its own.
 	checkStore(t, dir)
 	s, err := Open(dir)
 	if err != nil {
@@ -931,21 +951,16 @@ func TestStoreSurvivesSIGKILL(t *testing.T) {
 	if diff := cmp.Diff([]string{"localhost:5000/done:1"}, entryNames(t, s)); diff != "" {
 		t.Errorf("entries after the writer was killed (-want +got):\n%s", diff)
 	}
-	// The killed write left its temporary file: it is not a blob, and GC
-	// clears it once it is stale.
-	leftovers, _ := filepath.Glob(filepath.Join(s.TempDir(), ingestPrefix+"*"))
-	if len(leftovers) == 0 {
-		t.Fatal("no temporary file left by the killed write; did it write straight into the pool?")
-	}
-	past := time.Now().Add(-2 * staleIngest)
 	for _, p := range leftovers {
-		os.Chtimes(p, past, past)
+		if _, err := os.Stat(p); err == nil {
+			t.Errorf("the killed write's %s is still there after the next Open", p)
+		}
 	}
-	if _, err := s.GC(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if left, _ := filepath.Glob(filepath.Join(s.TempDir(), ingestPrefix+"*")); len(left) != 0 {
-		t.Errorf("GC left abandoned temporary files: %v", left)
+	ents, _ := os.ReadDir(filepath.Join(dir, ".tmp"))
+	for _, e := range ents {
+		if p := filepath.Join(dir, ".tmp", e.Name()); p != s.TempDir() && p != s.TempDir()+".lock" && !strings.HasPrefix(p, filepath.Join(dir, ".tmp", fmt.Sprintf("p%d-", os.Getpid()))) {
+			t.Errorf(".tmp holds %s after the next command", e.Name())
+		}
 	}
 	checkStore(t, dir)
 }

@@ -1,10 +1,13 @@
 package commands
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/spf13/cobra"
@@ -61,7 +64,10 @@ The archive records REGISTRY, which load --push replaces.`,
 			if err != nil {
 				return err
 			}
-			tmp, err := os.CreateTemp(filepath.Dir(abs), "."+filepath.Base(abs)+"-*")
+			// A save killed before its rename left such a file: remove
+			// those of dead processes, and name ours with our pid.
+			removeDeadPartials(abs)
+			tmp, err := os.CreateTemp(filepath.Dir(abs), fmt.Sprintf(".%s-%d-*", filepath.Base(abs), os.Getpid()))
 			if err != nil {
 				return fmt.Errorf("writing the archive: %w", err)
 			}
@@ -178,4 +184,28 @@ func protectedImage(ref string) bool {
 	repo := "/" + r.Context().RepositoryStr()
 	return strings.HasSuffix(repo, "/runtime") || strings.Contains(repo, "/tool/") ||
 		strings.Contains(repo, "/tool-sidecar/") || strings.HasSuffix(repo, "/tool-sidecar-agent")
+}
+
+// removeDeadPartials removes the partial archives (".FILE-<pid>-*") that
+// killed saves of target left, where that pid is no longer running.
+func removeDeadPartials(target string) {
+	prefix := "." + filepath.Base(target) + "-"
+	ents, err := os.ReadDir(filepath.Dir(target))
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		rest, ok := strings.CutPrefix(e.Name(), prefix)
+		if !ok {
+			continue
+		}
+		pidStr, _, _ := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(pidStr)
+		if err != nil || pid <= 0 || pid == os.Getpid() {
+			continue
+		}
+		if errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
+			os.Remove(filepath.Join(filepath.Dir(target), e.Name()))
+		}
+	}
 }

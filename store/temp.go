@@ -1,0 +1,94 @@
+package store
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/gofrs/flock"
+)
+
+// tempClaim is this Store's own directory under .tmp, locked for as long
+// as the process lives. Every temporary file of a command (blobs being
+// written, layer spools, BuildKit's output, an adopted spool's link) goes
+// there, so that what a killed command left behind is found and removed by
+// the next one: a directory whose lock can be taken belongs to a process
+// that is gone.
+type tempClaim struct {
+	dir  string
+	lock *flock.Flock
+}
+
+// claimSeq numbers the claims of this process (one per Open).
+var claimSeq atomic.Int64
+
+// claimTemp makes and locks this Store's temporary directory, after
+// removing those of dead processes.
+func (s *Store) claimTemp() error {
+	s.sweepTemp()
+	var err error
+	// A sweep of another command may catch a lock file between its
+	// creation and its locking: then take the next name.
+	for range 5 {
+		dir := filepath.Join(s.tmpRoot(), fmt.Sprintf("p%d-%d", os.Getpid(), claimSeq.Add(1)))
+		l := flock.New(dir + ".lock")
+		var ok bool
+		if ok, err = l.TryLock(); err != nil || !ok {
+			continue
+		}
+		if err = os.MkdirAll(dir, 0o755); err != nil {
+			l.Close()
+			return err
+		}
+		s.temp = &tempClaim{dir: dir, lock: l}
+		return nil
+	}
+	return fmt.Errorf("claiming a temporary directory in the store: %v", err)
+}
+
+// staleLoose is how old a loose temporary file (not in a claimed
+// directory: index.json being replaced, or one of an older ssebench) must
+// be before a sweep removes it.
+const staleLoose = 10 * time.Minute
+
+// sweepTemp removes the temporary directories of processes that are gone
+// and loose temporary files that are stale. It never touches a live
+// command's files: their directory's lock is held.
+func (s *Store) sweepTemp() {
+	ents, err := os.ReadDir(s.tmpRoot())
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		n := e.Name()
+		p := filepath.Join(s.tmpRoot(), n)
+		switch {
+		case strings.HasSuffix(n, ".lock"):
+			dir := strings.TrimSuffix(p, ".lock")
+			if s.temp != nil && dir == s.temp.dir {
+				continue
+			}
+			l := flock.New(p)
+			if ok, err := l.TryLock(); err == nil && ok {
+				os.RemoveAll(dir)
+				os.Remove(p)
+				l.Close()
+			}
+		case e.IsDir() && strings.HasPrefix(n, "p"):
+			// Removed with its lock above; a directory whose lock file
+			// is gone was half made or half removed.
+			if _, err := os.Stat(p + ".lock"); os.IsNotExist(err) {
+				if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > staleLoose {
+					os.RemoveAll(p)
+				}
+			}
+		default:
+			if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > staleLoose {
+				os.RemoveAll(p)
+			}
+		}
+	}
+}
