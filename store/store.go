@@ -778,7 +778,14 @@ func (s *Store) writeIndexFile(im *v1.IndexManifest) error {
 }
 
 func (s *Store) writeFileAtomic(file string, b []byte) error {
-	f, err := os.CreateTemp(s.tmpRoot(), "."+file+"-*")
+	// In this command's own temporary directory, so that a kill between
+	// create and rename leaves nothing the next command does not remove;
+	// while the store is being created it has none yet.
+	dir := s.tmpRoot()
+	if s.temp != nil {
+		dir = s.temp.dir
+	}
+	f, err := os.CreateTemp(dir, "."+file+"-*")
 	if err != nil {
 		return err
 	}
