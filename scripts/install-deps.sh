@@ -14,10 +14,12 @@ take_lock
 
 APT_PACKAGES=(
 	ca-certificates
+	chromium
 	containerd
 	curl
 	debootstrap
 	docker-registry
+	libxml2-utils
 	mmdebstrap
 	runc
 	skopeo
