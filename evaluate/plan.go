@@ -155,3 +155,11 @@ func SplitList(s []string) []string {
 	}
 	return out
 }
+
+func writeJSONFile(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeAtomic(path, append(b, '\n'))
+}
