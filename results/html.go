@@ -132,7 +132,7 @@ footer { color: #777; font-size: 0.85em; margin-top: 3em; }
 		data: { labels: d.agents, datasets: [{ label: "pass rate (%)", data: d.rates,
 			backgroundColor: d.agents.map(function (_, i) { return palette[i % palette.length]; }) }] },
 		options: { maintainAspectRatio: false, scales: { y: { min: 0, max: 100, title: { display: true, text: "% of attempts passed" } } },
-			plugins: { title: { display: true, text: "Pass rate per agent" },
+			plugins: { title: { display: true, text: "Pass rate per agent (%)" }, legend: { display: false },
 				tooltip: { callbacks: { afterLabel: function (c) { return "95% CI " + d.low[c.dataIndex].toFixed(0) + "–" + d.high[c.dataIndex].toFixed(0) + "%"; } } } } }
 	});
 	var time = new Chart(document.getElementById("run-time"), {
