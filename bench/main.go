@@ -34,6 +34,12 @@
 // mirror copies the images of the example dataset (bases, cases, runtime,
 // tool and dummy-agent images, made first when missing) to a throwaway
 // registry and reports bytes moved over unique blob bytes (target 1.00).
+//
+//	go run ./bench eval [flags]
+//
+// eval times 12 runs of the dummy agent on the example dataset with
+// `ssebench eval --jobs 4` against the same 12 with --jobs 1, and prints
+// the speed-up and ssebench's own time per run (all but the containers').
 package main
 
 import (
@@ -55,7 +61,7 @@ func main() {
 
 func run(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("usage: bench tool|rebuild|mirror [flags] (see go doc ./bench)")
+		return fmt.Errorf("usage: bench tool|rebuild|mirror|eval [flags] (see go doc ./bench)")
 	}
 	switch args[0] {
 	case "tool":
@@ -68,6 +74,8 @@ func run(ctx context.Context, args []string) error {
 		return runPushChild(ctx, args[1:])
 	case "mirror":
 		return runMirror(ctx, args[1:])
+	case "eval":
+		return runEval(ctx, args[1:])
 	}
-	return fmt.Errorf("unknown subcommand %q: want tool, rebuild or mirror", args[0])
+	return fmt.Errorf("unknown subcommand %q: want tool, rebuild, mirror or eval", args[0])
 }
