@@ -171,14 +171,14 @@ func Evaluate(ctx context.Context, b Backend, dir string, plan *Plan, opts ...Op
 	if err != nil {
 		return nil, err
 	}
-	// What a killed evaluation left: half-written runs and their
-	// containers.
+	// What a killed evaluation left: its containers (first, so that none
+	// still writes), then the half-written runs.
+	if err := b.Cleanup(ctx, plan.ID); err != nil {
+		return nil, fmt.Errorf("removing what the interrupted evaluation left in its backend: %w", err)
+	}
 	partial := filepath.Join(dir, PartialDir)
 	if err := os.RemoveAll(partial); err != nil {
 		return nil, fmt.Errorf("removing unfinished runs: %w", err)
-	}
-	if err := b.Cleanup(ctx, plan.ID); err != nil {
-		return nil, fmt.Errorf("removing what the interrupted evaluation left in its backend: %w", err)
 	}
 	for _, d := range []string{partial, filepath.Join(dir, RunsDir)} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
