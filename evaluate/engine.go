@@ -30,10 +30,18 @@ const (
 type Option func(*options) error
 
 type options struct {
-	jobs     int
-	retries  int
-	progress Progress
-	backoff  time.Duration
+	jobs      int
+	retries   int
+	progress  Progress
+	backoff   time.Duration
+	buildOnly bool
+}
+
+// WithBuildOnly builds every image the plan needs and runs nothing: the
+// images are then ready for runs (or --prebuilt ones elsewhere). The
+// default is to build and run.
+func WithBuildOnly() Option {
+	return func(o *options) error { o.buildOnly = true; return nil }
 }
 
 // WithJobs sets how many runs go at once. The default is DefaultJobs().
@@ -120,7 +128,7 @@ type Outcome struct {
 	// Dir is the evaluation folder.
 	Dir string
 	// Kept counts runs found done (a resumed evaluation), Ran those run
-	// now; Failed are the jobs that failed for an infrastructure reason
+	// now (with WithBuildOnly: those whose images are built); Failed are the jobs that failed for an infrastructure reason
 	// after every retry, with their last error.
 	Kept, Ran int
 	Failed    map[string]error
@@ -223,7 +231,7 @@ func Evaluate(ctx context.Context, b Backend, dir string, plan *Plan, opts ...Op
 				}
 				o.progress.Start(j)
 				start := time.Now()
-				run, err = runOne(ctx, b, builds, plan, j, dir)
+				run, err = runOne(ctx, b, builds, plan, j, dir, o.buildOnly)
 				if ctx.Err() != nil {
 					return
 				}
@@ -239,7 +247,7 @@ func Evaluate(ctx context.Context, b Backend, dir string, plan *Plan, opts ...Op
 				out.Ran++
 			}
 			mu.Unlock()
-			if err == nil {
+			if err == nil && run != nil {
 				o.progress.Finish(j, run)
 			}
 		}(j)
@@ -262,7 +270,7 @@ func Evaluate(ctx context.Context, b Backend, dir string, plan *Plan, opts ...Op
 
 // runOne builds what j needs (once per image) and runs it into
 // dir/.partial/, then moves the whole run folder into dir/runs/.
-func runOne(ctx context.Context, b Backend, builds *memo, plan *Plan, j Job, dir string) (*results.Run, error) {
+func runOne(ctx context.Context, b Backend, builds *memo, plan *Plan, j Job, dir string, buildOnly bool) (*results.Run, error) {
 	var images *pipeline.RunImages
 	if !plan.Prebuilt {
 		v, err := builds.do(ctx, "task:"+j.Task, func() (any, error) { return b.BuildTask(ctx, j.Task) })
@@ -275,6 +283,9 @@ func runOne(ctx context.Context, b Backend, builds *memo, plan *Plan, j Job, dir
 			return nil, fmt.Errorf("building the image of %s on %s: %w", j.Agent, j.Task, err)
 		}
 		images = v.(*pipeline.RunImages)
+	}
+	if buildOnly {
+		return nil, nil
 	}
 	tmp, err := os.MkdirTemp(filepath.Join(dir, PartialDir), "run-")
 	if err != nil {

@@ -229,3 +229,14 @@ func TestPrinterStatus(t *testing.T) {
 type nopWriter struct{}
 
 func (*nopWriter) Write(b []byte) (int, error) { return len(b), nil }
+
+func TestEvaluateBuildOnly(t *testing.T) {
+	dir := t.TempDir()
+	p := testPlan(t)
+	WritePlan(dir, p)
+	f := newFake()
+	out, err := Evaluate(context.Background(), f, dir, p, WithJobs(3), WithBuildOnly())
+	if err != nil || f.runs != 0 || len(f.builds) != 9 || len(out.Builds) != 9 {
+		t.Errorf("build only: %+v, %v; ran %d, built %v: want every image once and no run", out, err, f.runs, f.builds)
+	}
+}

@@ -20,7 +20,7 @@ type evalOptions struct {
 	Local, Catalog, Model, RunsDir, Resume       string
 	Runtime, Egress                              string
 	Jobs, Attempts, Timeout, Difficulty, Retries int
-	Prebuilt                                     bool
+	Prebuilt, BuildOnly                          bool
 }
 
 func newCmdEval(g *options.Global) *cobra.Command {
@@ -78,8 +78,19 @@ the grades; 1 otherwise.`,
 				APIKey: g.Lookup("SSE_API_KEY"), BaseURL: g.Lookup("SSE_BASE_URL"),
 				Network: network, ContainerdAddr: g.ContainerdAddr, Output: discard{},
 			}}
-			out, err := evaluate.Evaluate(cmd.Context(), backend, dir, plan,
-				evaluate.WithJobs(jobs), evaluate.WithRetries(o.Retries), evaluate.WithProgress(evaluate.NewPrinter(stderr)))
+			eopts := []evaluate.Option{evaluate.WithJobs(jobs), evaluate.WithRetries(o.Retries)}
+			if o.BuildOnly {
+				eopts = append(eopts, evaluate.WithBuildOnly())
+			} else {
+				eopts = append(eopts, evaluate.WithProgress(evaluate.NewPrinter(stderr)))
+			}
+			out, err := evaluate.Evaluate(cmd.Context(), backend, dir, plan, eopts...)
+			if o.BuildOnly {
+				if err == nil {
+					fmt.Fprintf(stderr, "every image of the plan is built (%d builds)\n", len(out.Builds))
+				}
+				return err
+			}
 			if out != nil {
 				fmt.Fprintf(stderr, "%d runs now, %d kept from before, %d failed; results in %s\n", out.Ran, out.Kept, len(out.Failed), dir)
 			}
@@ -102,6 +113,7 @@ the grades; 1 otherwise.`,
 	f.IntVar(&o.Timeout, "timeout", 0, "seconds each agent may run (default 3600)")
 	f.IntVar(&o.Difficulty, "difficulty", 2, "SSE_DIFFICULTY, 0–4")
 	f.BoolVar(&o.Prebuilt, "prebuilt", false, "build nothing: pull each agent image and run it")
+	f.BoolVar(&o.BuildOnly, "build-only", false, "build every image the plan needs and run nothing")
 	f.StringVar(&o.RunsDir, "runs-dir", "runs", "where the evaluation folder eval-<id>/ goes")
 	f.StringVar(&o.Resume, "resume", "", "finish the evaluation in this folder: run what is missing, keep what is done")
 	f.IntVar(&o.Retries, "retries", evaluate.DefaultRetries, "times a run that failed for an infrastructure reason is tried again")
