@@ -40,6 +40,14 @@
 // eval times 12 runs of the dummy agent on the example dataset with
 // `ssebench eval --jobs 4` against the same 12 with --jobs 1, and prints
 // the speed-up and ssebench's own time per run (all but the containers').
+//
+//	go run ./bench eval-build [flags]
+//
+// eval-build generates -tasks (8) tasks on one base and compares the build
+// phase of `ssebench eval` (the tool and dummy-agent images of every task,
+// cold store, empty facts cache) with BuildKit building the same tool
+// layers task after task on a fresh daemon: the ratio, the seconds per task
+// after the first, and the layers read (the base's once).
 package main
 
 import (
@@ -61,7 +69,7 @@ func main() {
 
 func run(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("usage: bench tool|rebuild|mirror|eval [flags] (see go doc ./bench)")
+		return fmt.Errorf("usage: bench tool|rebuild|mirror|eval|eval-build [flags] (see go doc ./bench)")
 	}
 	switch args[0] {
 	case "tool":
@@ -76,6 +84,8 @@ func run(ctx context.Context, args []string) error {
 		return runMirror(ctx, args[1:])
 	case "eval":
 		return runEval(ctx, args[1:])
+	case "eval-build":
+		return runEvalBuild(ctx, args[1:])
 	}
-	return fmt.Errorf("unknown subcommand %q: want tool, rebuild, mirror or eval", args[0])
+	return fmt.Errorf("unknown subcommand %q: want tool, rebuild, mirror, eval or eval-build", args[0])
 }
