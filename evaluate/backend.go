@@ -95,7 +95,7 @@ func (c *Containerd) Cleanup(ctx context.Context, id string) error {
 	}
 	defer cl.Close()
 	ctx = namespaces.WithNamespace(ctx, runner.DefaultNamespace)
-	ctrs, err := cl.Containers(ctx, fmt.Sprintf("labels.%q==%q", EvalLabel, id))
+	ctrs, err := cl.Containers(ctx, evalFilter(id))
 	if err != nil {
 		return fmt.Errorf("listing the evaluation's containers: %w", err)
 	}
@@ -116,3 +116,6 @@ func (c *Containerd) Cleanup(ctx context.Context, id string) error {
 	}
 	return errors.Join(errs...)
 }
+
+// evalFilter is the containerd filter of the containers of evaluation id.
+func evalFilter(id string) string { return fmt.Sprintf("labels.%q==%q", EvalLabel, id) }
