@@ -205,52 +205,40 @@ func Evaluate(ctx context.Context, b Backend, dir string, plan *Plan, opts ...Op
 
 	var mu sync.Mutex
 	builds := &memo{calls: map[string]*call{}, count: func(k string) { mu.Lock(); out.Builds[k]++; mu.Unlock() }}
-	sem := make(chan struct{}, o.jobs)
-	var wg sync.WaitGroup
-	for _, j := range todo {
-		wg.Add(1)
-		go func(j Job) {
-			defer wg.Done()
+	// o.jobs workers take the jobs in the plan's order.
+	queue := make(chan Job)
+	go func() {
+		defer close(queue)
+		for _, j := range todo {
 			select {
-			case sem <- struct{}{}:
+			case queue <- j:
 			case <-ctx.Done():
 				return
 			}
-			defer func() { <-sem }()
-			var run *results.Run
-			var err error
-			for try := 0; try <= o.retries; try++ {
-				if try > 0 {
-					select {
-					case <-time.After(o.backoff * time.Duration(try)):
-					case <-ctx.Done():
-					}
+		}
+	}()
+	var wg sync.WaitGroup
+	for w := 0; w < o.jobs; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range queue {
+				run, stopped, err := attempt(ctx, b, builds, plan, j, dir, o)
+				if stopped {
+					continue
 				}
-				if ctx.Err() != nil {
-					return
+				mu.Lock()
+				if err != nil {
+					out.Failed[j.Key()] = err
+				} else {
+					out.Ran++
 				}
-				o.progress.Start(j)
-				start := time.Now()
-				run, err = runOne(ctx, b, builds, plan, j, dir, o.buildOnly)
-				if ctx.Err() != nil {
-					return
+				mu.Unlock()
+				if err == nil && run != nil {
+					o.progress.Finish(j, run)
 				}
-				if err == nil {
-					break
-				}
-				o.progress.Retry(j, err, try < o.retries, time.Since(start))
 			}
-			mu.Lock()
-			if err != nil {
-				out.Failed[j.Key()] = err
-			} else {
-				out.Ran++
-			}
-			mu.Unlock()
-			if err == nil && run != nil {
-				o.progress.Finish(j, run)
-			}
-		}(j)
+		}()
 	}
 	wg.Wait()
 	o.progress.End()
@@ -266,6 +254,33 @@ func Evaluate(ctx context.Context, b Backend, dir string, plan *Plan, opts ...Op
 		return out, fmt.Errorf("%d runs failed for an infrastructure reason (first: %s: %v); `ssebench eval --resume %s` tries them again", len(keys), keys[0], out.Failed[keys[0]], dir)
 	}
 	return out, nil
+}
+
+// attempt runs j, trying again after an infrastructure failure; stopped
+// says ctx ended it.
+func attempt(ctx context.Context, b Backend, builds *memo, plan *Plan, j Job, dir string, o *options) (run *results.Run, stopped bool, err error) {
+	for try := 0; try <= o.retries; try++ {
+		if try > 0 {
+			select {
+			case <-time.After(o.backoff * time.Duration(try)):
+			case <-ctx.Done():
+			}
+		}
+		if ctx.Err() != nil {
+			return nil, true, nil
+		}
+		o.progress.Start(j)
+		start := time.Now()
+		run, err = runOne(ctx, b, builds, plan, j, dir, o.buildOnly)
+		if ctx.Err() != nil {
+			return nil, true, nil
+		}
+		if err == nil {
+			return run, false, nil
+		}
+		o.progress.Retry(j, err, try < o.retries, time.Since(start))
+	}
+	return nil, false, err
 }
 
 // runOne builds what j needs (once per image) and runs it into

@@ -27,6 +27,7 @@ type fakeBackend struct {
 	infra       map[string]int
 	runs        int32
 	block       chan struct{} // when set, runs wait on it
+	order       []string
 	cleanedUpID string
 }
 
@@ -59,6 +60,7 @@ func (f *fakeBackend) Run(ctx context.Context, j Job, im *pipeline.RunImages, di
 		}
 	}
 	f.mu.Lock()
+	f.order = append(f.order, j.Key())
 	fail := f.infra[j.Key()] > 0
 	if fail {
 		f.infra[j.Key()]--
@@ -238,5 +240,27 @@ func TestEvaluateBuildOnly(t *testing.T) {
 	out, err := Evaluate(context.Background(), f, dir, p, WithJobs(3), WithBuildOnly())
 	if err != nil || f.runs != 0 || len(f.builds) != 9 || len(out.Builds) != 9 {
 		t.Errorf("build only: %+v, %v; ran %d, built %v: want every image once and no run", out, err, f.runs, f.builds)
+	}
+}
+
+// TestEvaluateOrder: runs start in the plan's order, attempt 1 of every
+// task and agent first.
+func TestEvaluateOrder(t *testing.T) {
+	dir := t.TempDir()
+	p := testPlan(t)
+	WritePlan(dir, p)
+	f := newFake()
+	if _, err := Evaluate(context.Background(), f, dir, p, WithJobs(1)); err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, j := range p.Runs {
+		want = append(want, j.Key())
+	}
+	if fmt.Sprint(f.order) != fmt.Sprint(want) {
+		t.Errorf("runs started in the order %v, want %v", f.order, want)
+	}
+	if want[0] != "t1/good/1" || want[6] != "t1/good/2" {
+		t.Errorf("plan order %v: want the attempts outermost", want)
 	}
 }

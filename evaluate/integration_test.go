@@ -257,7 +257,10 @@ func TestEvaluate(t *testing.T) {
 		if i == 0 {
 			args = []string{"eval", "--agents", strings.Join(agents, ","), "--local", plan.Dataset, "--attempts", "2", "--jobs", "3", "--timeout", "600", "--runs-dir", runsDir}
 		}
-		delay := 3*time.Second + randDuration(clean*2/3)
+		// Anywhere in the first minute (or third of a clean
+		// evaluation): in the build phase, between runs, inside them.
+		limit := min(clean/3, time.Minute)
+		delay := 2*time.Second + randDuration(limit)
 		cmd := w.command(bin, args...)
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
