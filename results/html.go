@@ -87,6 +87,7 @@ table { border-collapse: collapse; margin: 1em 0; }
 th, td { border: 1px solid #ccc; padding: 0.3em 0.7em; text-align: right; }
 th:first-child, td:first-child { text-align: left; }
 td.pass { background: #e3f6e3; } td.fail { background: #fbe4e4; }
+#runs td { text-align: left; } #runs td:nth-child(n+5) { text-align: right; white-space: nowrap; }
 .charts { display: flex; flex-wrap: wrap; gap: 2em; }
 .chart { width: 520px; height: 320px; }
 footer { color: #777; font-size: 0.85em; margin-top: 3em; }
