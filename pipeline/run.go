@@ -429,7 +429,8 @@ func annotateResult(dir string, req RunRequest, runID string, ri *RunImages) err
 	} else if err != nil {
 		return err
 	}
-	r.RunID, r.Agent, r.Model, r.Difficulty = runID, req.Agent, modelName(req.Model), req.Difficulty
+	d := req.Difficulty
+	r.RunID, r.Agent, r.Model, r.Difficulty = runID, req.Agent, modelName(req.Model), &d
 	if ri != nil {
 		r.CaseImage = ri.Case
 		if ri.CaseDigest != "" {

@@ -58,7 +58,7 @@ type RunResult struct {
 	RunID      string `json:"run_id,omitempty"`
 	Agent      string `json:"agent,omitempty"`
 	Model      string `json:"model,omitempty"`
-	Difficulty int    `json:"difficulty"`
+	Difficulty *int   `json:"difficulty,omitempty"`
 	CaseImage  string `json:"case_image,omitempty"`
 }
 
