@@ -42,6 +42,20 @@
 // forwarder and the gateway's Unix socket, and prints the median added
 // latency of a request (goal under 2 ms) and of a stream's first byte
 // (goal under 5 ms). It needs no service.
+//
+//	go run ./bench eval [flags]
+//
+// eval times 12 runs of the dummy agent on the example dataset with
+// `ssebench eval --jobs 4` against the same 12 with --jobs 1, and prints
+// the speed-up and ssebench's own time per run (all but the containers').
+//
+//	go run ./bench eval-build [flags]
+//
+// eval-build generates -tasks (8) tasks on one base and compares the build
+// phase of `ssebench eval` (the tool and dummy-agent images of every task,
+// cold store, empty facts cache) with BuildKit building the same tool
+// layers task after task on a fresh daemon: the ratio, the seconds per task
+// after the first, and the layers read (the base's once).
 package main
 
 import (
@@ -63,7 +77,7 @@ func main() {
 
 func run(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("usage: bench tool|rebuild|mirror|gateway [flags] (see go doc ./bench)")
+		return fmt.Errorf("usage: bench tool|rebuild|mirror|gateway|eval|eval-build [flags] (see go doc ./bench)")
 	}
 	switch args[0] {
 	case "tool":
@@ -78,6 +92,10 @@ func run(ctx context.Context, args []string) error {
 		return runMirror(ctx, args[1:])
 	case "gateway":
 		return runGateway(ctx, args[1:])
+	case "eval":
+		return runEval(ctx, args[1:])
+	case "eval-build":
+		return runEvalBuild(ctx, args[1:])
 	}
-	return fmt.Errorf("unknown subcommand %q: want tool, rebuild, mirror or gateway", args[0])
+	return fmt.Errorf("unknown subcommand %q: want tool, rebuild, mirror, gateway, eval or eval-build", args[0])
 }

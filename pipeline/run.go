@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -23,6 +24,7 @@ import (
 	"github.com/42-b3yond-6ug/ssebench/gateway"
 	"github.com/42-b3yond-6ug/ssebench/remote"
 	"github.com/42-b3yond-6ug/ssebench/runner"
+	"github.com/42-b3yond-6ug/ssebench/sserun"
 	"github.com/42-b3yond-6ug/ssebench/store"
 	"github.com/42-b3yond-6ug/ssebench/task"
 )
@@ -92,6 +94,35 @@ type RunRequest struct {
 	ContainerdAddr string
 	// Output receives the container's output (stdout and stderr).
 	Output io.Writer
+	// Images, when set, are the run's images, built before (see
+	// BuildTask and BuildAgent): Run builds nothing. Evaluations build
+	// each image once for many runs this way.
+	Images *RunImages
+	// RunID names the run (and its folder); "" means a new one.
+	RunID string
+	// Attempt is the attempt number of the run within an evaluation (1,
+	// 2, ...); 0 outside one.
+	Attempt int
+	// Labels are extra container labels.
+	Labels map[string]string
+}
+
+// RunImages are the images of one run.
+type RunImages struct {
+	// Case is the case image reference, CaseDigest its manifest digest
+	// ("" when unknown).
+	Case, CaseDigest string
+	// Tool and Agent are name@digest.
+	Tool, Agent string
+}
+
+// TaskImages are a task's case and tool images, which every agent's image
+// of the task starts from.
+type TaskImages struct {
+	Case, CaseDigest string
+	Tool             *Built
+	// ToolTook is how long the tool image took, of the whole.
+	ToolTook time.Duration
 }
 
 // Summary is runs/<run-id>/summary.json.
@@ -117,12 +148,14 @@ type Summary struct {
 	Timings    map[string]float64 `json:"timings_seconds"`
 	// LayersUnpacked is how many layers containerd had to unpack: none
 	// when the same images ran before.
-	LayersUnpacked int       `json:"layers_unpacked"`
-	Status         string    `json:"status"`
-	ExitCode       int       `json:"exit_code"`
-	Results        string    `json:"results"`
-	Started        time.Time `json:"started"`
-	Finished       time.Time `json:"finished"`
+	LayersUnpacked int `json:"layers_unpacked"`
+	// Attempt is the run's attempt number within an evaluation.
+	Attempt  int       `json:"attempt,omitempty"`
+	Status   string    `json:"status"`
+	ExitCode int       `json:"exit_code"`
+	Results  string    `json:"results"`
+	Started  time.Time `json:"started"`
+	Finished time.Time `json:"finished"`
 }
 
 // RunResult is what Run did.
@@ -189,53 +222,38 @@ func (e *Env) Run(ctx context.Context, req RunRequest) (_ *RunResult, retErr err
 	}
 	agentName := e.Names.Agent(a.Name, req.Task, a.Version)
 
-	// The platform: the task's arches against the host's.
-	datasetDir := req.Dataset
-	if datasetDir == "" && req.Catalog == "" {
-		if datasetDir = task.FindDataset(e.Home, req.Task); datasetDir == "" {
-			return nil, fmt.Errorf("task %q is in no dataset under %s: pass --local DIR or --catalog PATH", req.Task, filepath.Join(e.Home, "datasets"))
-		}
+	datasetDir, platform, plat, err := e.runPlatform(req)
+	if err != nil {
+		return nil, err
 	}
-	arches := task.DefaultArches()
-	if dir := firstNonEmpty(datasetDir, req.Catalog); dir != "" {
-		if arches, err = task.TaskArches(dir, req.Task); err != nil {
-			return nil, err
-		}
-	}
-	arch, emulated := task.RunArch(arches, runtime.GOARCH)
-	platform := task.Platform(arch)
-	if emulated {
-		e.logf("warning: %s runs as %s, which this %s machine emulates", req.Task, platform, runtime.GOARCH)
-	}
-	plat, _ := v1.ParsePlatform(platform)
 
 	images := map[string]string{}
-	if !req.Prebuilt {
+	ri := req.Images
+	if ri == nil && !req.Prebuilt {
 		t := time.Now()
-		caseRef, srcDir, err := e.caseImage(ctx, req, datasetDir, plat)
+		ti, err := e.taskImages(ctx, req, datasetDir, plat)
 		if err != nil {
 			return nil, err
 		}
-		lap("case", t)
+		lap("case", t.Add(ti.ToolTook))
+		timings["tool"] = ti.ToolTook.Seconds()
 		t = time.Now()
-		tool, err := e.Tool(ctx, ToolRequest{Case: caseRef, Task: req.Task, SourceDir: srcDir, Platform: plat})
-		if err != nil {
+		if ri, err = e.agentImage(ctx, req, ti, plat); err != nil {
 			return nil, err
 		}
-		images["case"] = caseRef
-		images["tool"] = tool.Name + "@" + tool.Digest.String()
-		lap("tool", t)
-		t = time.Now()
-		ag, err := e.Agent(ctx, AgentRequest{Tool: tool.Name, Folder: req.Agent, Task: req.Task, Platform: plat, Push: req.ViaRegistry})
-		if err != nil {
-			return nil, err
-		}
-		images["agent"] = ag.Name + "@" + ag.Digest.String()
 		lap("agent", t)
+	}
+	if ri != nil {
+		images["case"] = ri.Case
+		images["tool"] = ri.Tool
+		images["agent"] = ri.Agent
 	}
 
 	// The run's folder: results, and archive/ inside it.
-	runID := newRunID(req.Task, req.Agent, started)
+	runID := req.RunID
+	if runID == "" {
+		runID = newRunID(req.Task, req.Agent, started)
+	}
 	runsDir := firstNonEmpty(req.RunsDir, "runs")
 	dir, err := filepath.Abs(filepath.Join(runsDir, runID))
 	if err != nil {
@@ -297,6 +315,9 @@ func (e *Env) Run(ctx context.Context, req RunRequest) (_ *RunResult, retErr err
 	if gw != nil {
 		gw.apply(&spec, &req)
 	}
+	for k, v := range req.Labels {
+		spec.Labels[k] = v
+	}
 	if req.Prebuilt {
 		spec.Pull = true
 	}
@@ -341,6 +362,7 @@ func (e *Env) Run(ctx context.Context, req RunRequest) (_ *RunResult, retErr err
 	s.Config.Difficulty = req.Difficulty
 	s.Config.Model = modelName(req.Model)
 	s.Config.Plugins = req.Plugins
+	s.Attempt = req.Attempt
 	switch {
 	case res.Stopped:
 		s.Status = "stopped"
@@ -351,11 +373,124 @@ func (e *Env) Run(ctx context.Context, req RunRequest) (_ *RunResult, retErr err
 	default:
 		s.Status = "failed"
 	}
+	// result.json is the container's; the host adds what only it knows.
+	if werr := annotateResult(dir, req, runID, ri); werr != nil && err == nil {
+		err = werr
+	}
 	timings["total"] = time.Since(started).Seconds()
 	if werr := writeJSON(filepath.Join(dir, "summary.json"), s); werr != nil && err == nil {
 		err = werr
 	}
 	return &RunResult{Dir: dir, Summary: s}, err
+}
+
+// runPlatform finds the dataset folder of the run's task (when not a
+// catalog's) and the platform it runs as: the task's arches against the
+// host's.
+func (e *Env) runPlatform(req RunRequest) (datasetDir, platform string, plat *v1.Platform, err error) {
+	datasetDir = req.Dataset
+	if datasetDir == "" && req.Catalog == "" {
+		if datasetDir = task.FindDataset(e.Home, req.Task); datasetDir == "" {
+			return "", "", nil, fmt.Errorf("task %q is in no dataset under %s: pass --local DIR or --catalog PATH", req.Task, filepath.Join(e.Home, "datasets"))
+		}
+	}
+	arches := task.DefaultArches()
+	if dir := firstNonEmpty(datasetDir, req.Catalog); dir != "" {
+		if arches, err = task.TaskArches(dir, req.Task); err != nil {
+			return "", "", nil, err
+		}
+	}
+	arch, emulated := task.RunArch(arches, runtime.GOARCH)
+	platform = task.Platform(arch)
+	if emulated {
+		e.logf("warning: %s runs as %s, which this %s machine emulates", req.Task, platform, runtime.GOARCH)
+	}
+	plat, _ = v1.ParsePlatform(platform)
+	return datasetDir, platform, plat, nil
+}
+
+// BuildTask builds the case image (or finds it in the catalog) and the tool
+// image of req's task: what every agent's image of the task starts from.
+func (e *Env) BuildTask(ctx context.Context, req RunRequest) (*TaskImages, error) {
+	datasetDir, _, plat, err := e.runPlatform(req)
+	if err != nil {
+		return nil, err
+	}
+	return e.taskImages(ctx, req, datasetDir, plat)
+}
+
+// BuildAgent builds the agent image of req on the task's images ti, and
+// returns the images of the run for RunRequest.Images.
+func (e *Env) BuildAgent(ctx context.Context, req RunRequest, ti *TaskImages) (*RunImages, error) {
+	_, _, plat, err := e.runPlatform(req)
+	if err != nil {
+		return nil, err
+	}
+	return e.agentImage(ctx, req, ti, plat)
+}
+
+func (e *Env) taskImages(ctx context.Context, req RunRequest, datasetDir string, plat *v1.Platform) (*TaskImages, error) {
+	caseRef, srcDir, err := e.caseImage(ctx, req, datasetDir, plat)
+	if err != nil {
+		return nil, err
+	}
+	ti := &TaskImages{Case: caseRef}
+	// The case image's digest goes into result.json: which bug ran.
+	if r, err := e.Resolver(plat); err == nil {
+		if res, err := r.Resolve(ctx, caseRef); err == nil {
+			if d, err := res.Image.Digest(); err == nil {
+				ti.CaseDigest = d.String()
+			}
+		}
+	}
+	t := time.Now()
+	if ti.Tool, err = e.Tool(ctx, ToolRequest{Case: caseRef, Task: req.Task, SourceDir: srcDir, Platform: plat}); err != nil {
+		return nil, err
+	}
+	ti.ToolTook = time.Since(t)
+	return ti, nil
+}
+
+func (e *Env) agentImage(ctx context.Context, req RunRequest, ti *TaskImages, plat *v1.Platform) (*RunImages, error) {
+	ag, err := e.Agent(ctx, AgentRequest{Tool: ti.Tool.Name, Folder: req.Agent, Task: req.Task, Platform: plat, Push: req.ViaRegistry})
+	if err != nil {
+		return nil, err
+	}
+	return &RunImages{
+		Case: ti.Case, CaseDigest: ti.CaseDigest,
+		Tool:  ti.Tool.Name + "@" + ti.Tool.Digest.String(),
+		Agent: ag.Name + "@" + ag.Digest.String(),
+	}, nil
+}
+
+// annotateResult adds to the container's result.json what the host knows
+// of the run: its id, agent, model and case image. A run whose
+// container wrote no result.json is left as it is.
+func annotateResult(dir string, req RunRequest, runID string, ri *RunImages) error {
+	r, err := sserun.ReadRunResult(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	// The difficulty is the container's own (it read SSE_DIFFICULTY).
+	r.RunID, r.Agent, r.Model = runID, req.Agent, modelName(req.Model)
+	if ri != nil {
+		r.CaseImage = ri.Case
+		if ri.CaseDigest != "" {
+			r.CaseImage = caseWithDigest(ri.Case, ri.CaseDigest)
+		}
+	}
+	return sserun.WriteRunResult(dir, r)
+}
+
+// caseWithDigest pins ref to digest d (a reference already pinned keeps
+// its digest).
+func caseWithDigest(ref, d string) string {
+	if strings.Contains(ref, "@") {
+		return ref
+	}
+	return ref + "@" + d
 }
 
 // env is the container's environment (SPEC.md section 10).

@@ -135,7 +135,7 @@ func TestRun(t *testing.T) {
 	ctx := context.Background()
 
 	t.Run("dummy", func(t *testing.T) {
-		res, out, err := x.run(t, ctx, "dummy", nil)
+		res, out, err := x.run(t, ctx, "dummy", func(r *pipeline.RunRequest) { r.Difficulty, r.Model = 3, "test-model" })
 		if err != nil {
 			t.Fatalf("Run() = %v\n%s", err, out)
 		}
@@ -159,6 +159,21 @@ func TestRun(t *testing.T) {
 		}
 		if s.Config.ToolLayer != "sandbox" || s.Images["tool"] == "" || s.Images["agent"] == "" {
 			t.Errorf("summary = %+v", s)
+		}
+		// The host adds what the container cannot know to result.json.
+		var host struct {
+			RunID      string `json:"run_id"`
+			Agent      string `json:"agent"`
+			Model      string `json:"model"`
+			Difficulty *int   `json:"difficulty"`
+			CaseImage  string `json:"case_image"`
+		}
+		if err := json.Unmarshal([]byte(read(t, filepath.Join(res.Dir, "result.json"))), &host); err != nil {
+			t.Fatal(err)
+		}
+		if host.RunID != s.RunID || host.Agent != "dummy" || host.Model != "test-model" || host.Difficulty == nil || *host.Difficulty != 3 ||
+			!strings.HasPrefix(host.CaseImage, s.Images["case"]+"@sha256:") {
+			t.Errorf("result.json's host fields = %+v, want run id %s, agent dummy, model test-model, difficulty 3, case image %s@sha256:…", host, s.RunID, s.Images["case"])
 		}
 		if _, err := os.Stat(filepath.Join(res.Dir, "archive")); err != nil {
 			t.Errorf("no archive folder: %v", err)

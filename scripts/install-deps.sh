@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # install-deps.sh installs what the tests and the development daemons need on
 # a Debian 12 machine, as root:
-#   - Debian packages: containerd, runc, the registry, mmdebstrap and friends
+#   - Debian packages: containerd, runc, the registry, mmdebstrap and friends,
+#     chromium (the HTML report test) and libxml2-utils (xmllint, the JUnit one)
 #     (apt is skipped entirely when they are all present);
 #   - buildkitd and buildctl, built from the pinned tools/buildkit module
 #     into $SSEBENCH_DEV_CACHE/buildkit-<version>/bin (skipped when cached).
@@ -14,10 +15,12 @@ take_lock
 
 APT_PACKAGES=(
 	ca-certificates
+	chromium
 	containerd
 	curl
 	debootstrap
 	docker-registry
+	libxml2-utils
 	mmdebstrap
 	runc
 	skopeo

@@ -40,7 +40,11 @@ tool=$("$ssebench" assemble tool --case "$("$ssebench" names --task "$task" --js
 "$ssebench" assemble agent --tool "${tool%@*}" --agent dummy --task "$task"
 
 step "run the dummy agent on $task in containerd"
-"$ssebench" run --task "$task" --agent dummy --local "$dataset" --timeout 600
+# The dummy agent changes nothing, so the bug is still there: its grade is
+# FAILED, which `ssebench run` says with exit status 2 (0 is PASSED).
+rc=0
+"$ssebench" run --task "$task" --agent dummy --local "$dataset" --timeout 600 || rc=$?
+[ "$rc" -eq 2 ] || { echo "main.sh: expected the dummy agent's grade FAILED (exit 2), got exit $rc" >&2; exit 1; }
 
 run_dir=$(ls -1td runs/*/ | head -n 1)
 step "results in $root/$run_dir"

@@ -57,6 +57,14 @@ type RunResult struct {
 	// Notes are things a reader of the result should know (no git, no
 	// daemon, ...).
 	Notes []string `json:"notes,omitempty"`
+
+	// The host adds these after the container exits (the container does
+	// not know them): the run id, the agent folder, the model and the
+	// case image as name@digest.
+	RunID     string `json:"run_id,omitempty"`
+	Agent     string `json:"agent,omitempty"`
+	Model     string `json:"model,omitempty"`
+	CaseImage string `json:"case_image,omitempty"`
 }
 
 // Check is the outcome of one check in result.json. Its output is in Log,

@@ -1,7 +1,10 @@
 package commands
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -9,19 +12,29 @@ import (
 	"github.com/42-b3yond-6ug/ssebench/gateway"
 	"github.com/42-b3yond-6ug/ssebench/internal/commands/options"
 	"github.com/42-b3yond-6ug/ssebench/pipeline"
+	"github.com/42-b3yond-6ug/ssebench/results"
 	"github.com/42-b3yond-6ug/ssebench/runner"
 	"github.com/42-b3yond-6ug/ssebench/task"
 )
 
 // ExitError makes ssebench exit with Code without printing anything more:
-// the container's own status, after a run.
+// a run's grade (see the exit statuses below).
 type ExitError struct{ Code int }
+
+// Exit statuses of `ssebench run`. 1 stays every command's "ssebench
+// failed" (the run did not happen, e.g. a build failed).
+const (
+	// ExitFailed: the run was graded and a check failed.
+	ExitFailed = 2
+	// ExitNotGraded: the container ran but left no grade.
+	ExitNotGraded = 3
+)
 
 func (e *ExitError) Error() string { return fmt.Sprintf("exit status %d", e.Code) }
 
 type runOptions struct {
 	Task, Agent, Local, Catalog, ToolLayer, Egress, Model, RunsDir, Runtime string
-	Prebuilt, Build, Keep, KeepAlive                                        bool
+	Prebuilt, Build, Keep, KeepAlive, JSON                                  bool
 	Timeout, Difficulty                                                     int
 	Plugins                                                                 []string
 	// Model access through the gateway (restricted runs).
@@ -38,9 +51,16 @@ func newCmdRun(g *options.Global) *cobra.Command {
 agent images assembled), then run the agent image with containerd: the results
 directory runs/<run-id>/ is mounted at /var/lib/ssebench/results and its
 archive/ at /tmp/sse-archive, the environment and labels of SPEC.md section 10
-are set, the output is streamed, and ssebench exits with the container's
-status. runs/<run-id>/summary.json records the task, agent, images, tool
-layer, timings and status.
+are set, and the output is streamed. runs/<run-id>/summary.json records
+the task, agent, images, tool layer, timings and status; result.json the
+grade, with the run id, agent, model, difficulty and case image added.
+
+The run ends with its grade on stderr, "PASSED" or e.g. "FAILED: poc,
+intent_test (build ✓ test ✓)", and the exit status says it too: 0 PASSED,
+2 FAILED (a check failed), 3 not graded (the container left no grade), 1
+when the run could not happen. With --json the container's output goes to
+stderr and stdout gets one JSON object: the run as "ssebench runs ls
+--json" prints it.
 
 With --registry the images are pushed there and containerd pulls them. With
 --prebuilt (or SSEBENCH_PREBUILT=1) nothing is built: the agent image is
@@ -90,19 +110,28 @@ runs/<run-id>/model.jsonl. --max-requests, --max-tokens and --max-cost answer
 				ModelFile:      o.ModelFile, ModelsDir: o.ModelsDir, Limits: o.Limits, Lookup: g.Lookup,
 				Output: cmd.OutOrStdout(),
 			}
+			if o.JSON {
+				req.Output = cmd.ErrOrStderr()
+			}
 			res, err := e.Run(cmd.Context(), req)
-			if res != nil {
-				s := res.Summary
-				fmt.Fprintf(cmd.ErrOrStderr(), "\nrun %s: %s (exit %d); results in %s\n", s.RunID, s.Status, s.ExitCode, res.Dir)
+			if res == nil {
+				return err
+			}
+			run, lerr := results.Load(res.Dir)
+			if lerr != nil {
+				return errors.Join(err, lerr)
+			}
+			s := res.Summary
+			fmt.Fprintf(cmd.ErrOrStderr(), "\nrun %s: container %s (exit %d); results in %s\n%s\n", s.RunID, s.Status, s.ExitCode, res.Dir, run.Grade())
+			if o.JSON {
+				if jerr := writeJSONTo(cmd.OutOrStdout(), run.Entry()); jerr != nil {
+					return jerr
+				}
 			}
 			if err != nil {
 				return err
 			}
-			if res.Summary.ExitCode != 0 {
-				cmd.SilenceErrors = true
-				return &ExitError{Code: res.Summary.ExitCode}
-			}
-			return nil
+			return runExit(cmd, run)
 		},
 	}
 	f := cmd.Flags()
@@ -126,6 +155,30 @@ runs/<run-id>/model.jsonl. --max-requests, --max-tokens and --max-cost answer
 	f.Int64Var(&o.Limits.MaxTokens, "max-tokens", 0, "tokens, input plus output, the run may use (default no limit)")
 	f.Float64Var(&o.Limits.MaxCost, "max-cost", 0, "US dollars the run may spend, priced by the model file (default no limit)")
 	f.StringVar(&o.RunsDir, "runs-dir", "", "where runs/<run-id>/ goes (default ./runs)")
+	f.BoolVar(&o.JSON, "json", false, "print the run's summary as JSON on stdout (the container's output goes to stderr)")
 	f.StringVar(&o.Runtime, "runtime", "", "runtime image (default $SSEBENCH_RUNTIME_IMAGE, else REGISTRY/runtime:VERSION)")
 	return cmd
+}
+
+// runExit turns a run's grade into the exit status.
+func runExit(cmd *cobra.Command, run *results.Run) error {
+	code := 0
+	switch {
+	case !run.Graded():
+		code = ExitNotGraded
+	case !run.Passed():
+		code = ExitFailed
+	}
+	if code == 0 {
+		return nil
+	}
+	cmd.SilenceErrors = true
+	return &ExitError{Code: code}
+}
+
+func writeJSONTo(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
 }

@@ -1,0 +1,266 @@
+package evaluate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/v1/random"
+
+	"github.com/42-b3yond-6ug/ssebench/pipeline"
+	"github.com/42-b3yond-6ug/ssebench/sserun"
+)
+
+// fakeBackend writes run folders as the pipeline does, counting builds and
+// the runs going at once; infra makes the first tries of a job key fail.
+type fakeBackend struct {
+	mu          sync.Mutex
+	builds      map[string]int
+	running     int32
+	maxRunning  int32
+	infra       map[string]int
+	runs        int32
+	block       chan struct{} // when set, runs wait on it
+	order       []string
+	cleanedUpID string
+}
+
+func (f *fakeBackend) BuildTask(ctx context.Context, task string) (*pipeline.TaskImages, error) {
+	f.count("task:" + task)
+	time.Sleep(20 * time.Millisecond)
+	img, _ := random.Image(10, 1)
+	d, _ := img.Digest()
+	return &pipeline.TaskImages{Case: "case/" + task, CaseDigest: d.String(), Tool: &pipeline.Built{Name: "tool/" + task, Digest: d}}, nil
+}
+
+func (f *fakeBackend) BuildAgent(ctx context.Context, task, agent string, ti *pipeline.TaskImages) (*pipeline.RunImages, error) {
+	f.count("agent:" + task + "/" + agent)
+	return &pipeline.RunImages{Case: ti.Case, Tool: ti.Tool.Name, Agent: agent + "/" + task}, nil
+}
+
+func (f *fakeBackend) count(k string) {
+	f.mu.Lock()
+	f.builds[k]++
+	f.mu.Unlock()
+}
+
+func (f *fakeBackend) Run(ctx context.Context, j Job, im *pipeline.RunImages, dir string) (string, error) {
+	n := atomic.AddInt32(&f.running, 1)
+	defer atomic.AddInt32(&f.running, -1)
+	for {
+		m := atomic.LoadInt32(&f.maxRunning)
+		if n <= m || atomic.CompareAndSwapInt32(&f.maxRunning, m, n) {
+			break
+		}
+	}
+	f.mu.Lock()
+	f.order = append(f.order, j.Key())
+	fail := f.infra[j.Key()] > 0
+	if fail {
+		f.infra[j.Key()]--
+	}
+	f.mu.Unlock()
+	if fail {
+		return "", errors.New("containerd: connection refused")
+	}
+	if f.block != nil {
+		select {
+		case <-f.block:
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	}
+	time.Sleep(10 * time.Millisecond)
+	atomic.AddInt32(&f.runs, 1)
+	id := fmt.Sprintf("%s-%s-%d-%d", j.Task, j.Agent, j.Attempt, time.Now().UnixNano())
+	rd := filepath.Join(dir, id)
+	os.MkdirAll(rd, 0o755)
+	passed := j.Agent == "good"
+	sserun.WriteRunResult(rd, &sserun.RunResult{TaskID: j.Task, Passed: passed, Build: &sserun.Check{OK: true}, PoC: &sserun.Check{OK: passed}})
+	s := pipeline.Summary{RunID: id, Task: j.Task, Agent: j.Agent, Attempt: j.Attempt, Status: "ok", Results: rd, Started: time.Now()}
+	return rd, writeJSONFile(filepath.Join(rd, "summary.json"), s)
+}
+
+func (f *fakeBackend) Cleanup(ctx context.Context, id string) error {
+	f.cleanedUpID = id
+	return nil
+}
+
+func newFake() *fakeBackend { return &fakeBackend{builds: map[string]int{}, infra: map[string]int{}} }
+
+func testPlan(t *testing.T) *Plan {
+	t.Helper()
+	p, err := NewPlan([]string{"good", "bad"}, []string{"t1", "t2", "t3"}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestEvaluate(t *testing.T) {
+	dir := t.TempDir()
+	p := testPlan(t)
+	if err := WritePlan(dir, p); err != nil {
+		t.Fatal(err)
+	}
+	f := newFake()
+	f.infra["t2/bad/1"] = 1 // fails once, then runs
+	out, err := Evaluate(context.Background(), f, dir, p, WithJobs(3), func(o *options) error { o.backoff = time.Millisecond; return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Ran != 12 || f.runs != 12 {
+		t.Errorf("ran %d (backend %d), want 12", out.Ran, f.runs)
+	}
+	if f.maxRunning > 3 || f.maxRunning < 2 {
+		t.Errorf("%d runs at once, want at most 3 (and more than one)", f.maxRunning)
+	}
+	if len(f.builds) != 3+6 {
+		t.Errorf("built %v, want 3 task and 6 agent images", f.builds)
+	}
+	for k, n := range f.builds {
+		if n != 1 {
+			t.Errorf("%s built %d times, want once", k, n)
+		}
+	}
+	done, _ := Done(dir)
+	if len(done) != 12 {
+		t.Errorf("%d runs in the folder, want 12", len(done))
+	}
+	ents, _ := os.ReadDir(filepath.Join(dir, PartialDir))
+	if len(ents) != 0 {
+		t.Errorf("%d runs left in .partial", len(ents))
+	}
+	// Resuming a finished evaluation runs nothing.
+	f2 := newFake()
+	out, err = Evaluate(context.Background(), f2, dir, p, WithJobs(3))
+	if err != nil || out.Kept != 12 || out.Ran != 0 || f2.runs != 0 || len(f2.builds) != 0 {
+		t.Errorf("resume of a finished evaluation: %+v, %v; backend ran %d, built %v", out, err, f2.runs, f2.builds)
+	}
+	if f2.cleanedUpID != p.ID {
+		t.Errorf("resume cleaned up %q, want the evaluation %q", f2.cleanedUpID, p.ID)
+	}
+}
+
+// TestEvaluateInterrupted cancels an evaluation while runs are going: the
+// runs that finished stay, those that did not leave nothing, and the
+// resume runs exactly the rest.
+func TestEvaluateInterrupted(t *testing.T) {
+	dir := t.TempDir()
+	p := testPlan(t)
+	WritePlan(dir, p)
+	f := newFake()
+	f.block = make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	var outErr error
+	doneCh := make(chan struct{})
+	go func() {
+		_, outErr = Evaluate(ctx, f, dir, p, WithJobs(2))
+		close(doneCh)
+	}()
+	// Let two runs through, then cancel while the next two wait.
+	f.block <- struct{}{}
+	f.block <- struct{}{}
+	for atomic.LoadInt32(&f.runs) < 2 {
+		time.Sleep(time.Millisecond)
+	}
+	for atomic.LoadInt32(&f.running) < 2 {
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	<-doneCh
+	if !errors.Is(outErr, context.Canceled) {
+		t.Errorf("Evaluate() = %v, want context.Canceled", outErr)
+	}
+	done, _ := Done(dir)
+	if len(done) != 2 {
+		t.Fatalf("%d runs kept after the interruption, want 2", len(done))
+	}
+	f2 := newFake()
+	out, err := Evaluate(context.Background(), f2, dir, p, WithJobs(4))
+	if err != nil || out.Kept != 2 || out.Ran != 10 {
+		t.Fatalf("resume: %+v, %v; want 2 kept and 10 run", out, err)
+	}
+	done, _ = Done(dir)
+	ents, _ := os.ReadDir(filepath.Join(dir, RunsDir))
+	if len(done) != 12 || len(ents) != 12 {
+		t.Errorf("%d jobs done in %d folders, want 12 in 12", len(done), len(ents))
+	}
+}
+
+// TestEvaluateGivesUp: a run that keeps failing for an infrastructure
+// reason is reported and left for --resume; graded failures are results.
+func TestEvaluateGivesUp(t *testing.T) {
+	dir := t.TempDir()
+	p := testPlan(t)
+	WritePlan(dir, p)
+	f := newFake()
+	f.infra["t1/good/2"] = 100
+	out, err := Evaluate(context.Background(), f, dir, p, WithJobs(2), WithRetries(1), func(o *options) error { o.backoff = time.Millisecond; return nil })
+	if err == nil || len(out.Failed) != 1 || out.Ran != 11 || f.infra["t1/good/2"] != 98 {
+		t.Fatalf("Evaluate() = %+v, %v; tries left %d: want one job failed after 2 tries, 11 run", out, err, f.infra["t1/good/2"])
+	}
+	f.infra["t1/good/2"] = 0
+	out, err = Evaluate(context.Background(), f, dir, p, WithJobs(2))
+	if err != nil || out.Ran != 1 || out.Kept != 11 {
+		t.Errorf("resume = %+v, %v; want the failed job alone run", out, err)
+	}
+}
+
+func TestPrinterStatus(t *testing.T) {
+	now := time.Unix(1000, 0)
+	p := &Printer{w: new(nopWriter), now: func() time.Time { return now }}
+	p.Begin(12, 2, 3)
+	p.Start(Job{})
+	if got := p.StatusLine(); got != "running 1, done 2, left 10" {
+		t.Errorf("StatusLine() = %q", got)
+	}
+	p.running, p.done, p.ranNow = 3, 6, 4
+	now = now.Add(40 * time.Second)
+	if got := p.StatusLine(); got != "running 3, done 6, left 6, about 1m0s left" {
+		t.Errorf("StatusLine() = %q", got)
+	}
+}
+
+type nopWriter struct{}
+
+func (*nopWriter) Write(b []byte) (int, error) { return len(b), nil }
+
+func TestEvaluateBuildOnly(t *testing.T) {
+	dir := t.TempDir()
+	p := testPlan(t)
+	WritePlan(dir, p)
+	f := newFake()
+	out, err := Evaluate(context.Background(), f, dir, p, WithJobs(3), WithBuildOnly())
+	if err != nil || f.runs != 0 || len(f.builds) != 9 || len(out.Builds) != 9 {
+		t.Errorf("build only: %+v, %v; ran %d, built %v: want every image once and no run", out, err, f.runs, f.builds)
+	}
+}
+
+// TestEvaluateOrder: runs start in the plan's order, attempt 1 of every
+// task and agent first.
+func TestEvaluateOrder(t *testing.T) {
+	dir := t.TempDir()
+	p := testPlan(t)
+	WritePlan(dir, p)
+	f := newFake()
+	if _, err := Evaluate(context.Background(), f, dir, p, WithJobs(1)); err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, j := range p.Runs {
+		want = append(want, j.Key())
+	}
+	if fmt.Sprint(f.order) != fmt.Sprint(want) {
+		t.Errorf("runs started in the order %v, want %v", f.order, want)
+	}
+	if want[0] != "t1/good/1" || want[6] != "t1/good/2" {
+		t.Errorf("plan order %v: want the attempts outermost", want)
+	}
+}

@@ -1,0 +1,165 @@
+package evaluate
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Files and folders of an evaluation folder.
+const (
+	PlanFile   = "plan.json"
+	RunsDir    = "runs"
+	PartialDir = ".partial"
+)
+
+// Plan is what an evaluation runs: plan.json.
+type Plan struct {
+	ID      string    `json:"id"`
+	Created time.Time `json:"created"`
+	// Agents are agent folders, Tasks task ids; every pair runs Attempts
+	// times.
+	Agents   []string `json:"agents"`
+	Tasks    []string `json:"tasks"`
+	Attempts int      `json:"attempts"`
+	// Dataset (--local) or Catalog is where the tasks come from; neither
+	// means the dataset under the home that has each task.
+	Dataset string `json:"dataset,omitempty"`
+	Catalog string `json:"catalog,omitempty"`
+	// The settings of every run.
+	Model      string `json:"model"`
+	Timeout    int    `json:"timeout"`
+	Difficulty int    `json:"difficulty"`
+	Prebuilt   bool   `json:"prebuilt"`
+	// Runs are the jobs, in the order they start.
+	Runs []Job `json:"runs"`
+}
+
+// Job is one run of a plan.
+type Job struct {
+	Task    string `json:"task"`
+	Agent   string `json:"agent"`
+	Attempt int    `json:"attempt"`
+}
+
+// Key names the job.
+func (j Job) Key() string { return fmt.Sprintf("%s/%s/%d", j.Task, j.Agent, j.Attempt) }
+
+// NewPlan plans every (task, agent, attempt). Attempts come outermost, so
+// the first results cover every task and agent early.
+func NewPlan(agents, tasks []string, attempts int) (*Plan, error) {
+	switch {
+	case len(agents) == 0:
+		return nil, errors.New("no agents: pass --agents a,b")
+	case len(tasks) == 0:
+		return nil, errors.New("no tasks: the dataset has none, or --tasks named none")
+	case attempts < 1:
+		return nil, fmt.Errorf("--attempts %d: want at least 1", attempts)
+	}
+	p := &Plan{ID: newID(time.Now()), Created: time.Now().UTC().Truncate(time.Second), Agents: agents, Tasks: tasks, Attempts: attempts}
+	for a := 1; a <= attempts; a++ {
+		for _, t := range tasks {
+			for _, ag := range agents {
+				p.Runs = append(p.Runs, Job{Task: t, Agent: ag, Attempt: a})
+			}
+		}
+	}
+	return p, nil
+}
+
+func newID(t time.Time) string {
+	b := make([]byte, 3)
+	rand.Read(b)
+	return t.UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b)
+}
+
+// FolderName is the evaluation folder's name: eval-<id>.
+func (p *Plan) FolderName() string { return "eval-" + p.ID }
+
+// WritePlan writes dir/plan.json atomically, creating dir; an existing plan
+// is an error (resume it instead).
+func WritePlan(dir string, p *Plan) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("creating the evaluation folder: %w", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, PlanFile)); err == nil {
+		return fmt.Errorf("%s already has a plan: resume it with --resume %s", dir, dir)
+	}
+	b, err := json.MarshalIndent(p, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeAtomic(filepath.Join(dir, PlanFile), append(b, '\n'))
+}
+
+// ReadPlan reads dir/plan.json.
+func ReadPlan(dir string) (*Plan, error) {
+	b, err := os.ReadFile(filepath.Join(dir, PlanFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%s is not an evaluation folder (no %s)", dir, PlanFile)
+	} else if err != nil {
+		return nil, fmt.Errorf("reading the plan: %w", err)
+	}
+	var p Plan
+	if err := json.Unmarshal(b, &p); err != nil {
+		return nil, fmt.Errorf("reading %s: %w", filepath.Join(dir, PlanFile), err)
+	}
+	return &p, nil
+}
+
+func writeAtomic(path string, data []byte) (retErr error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	defer func() {
+		if retErr != nil {
+			os.Remove(f.Name())
+		}
+	}()
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := f.Chmod(0o644); err != nil {
+		f.Close()
+		return err
+	}
+	// Synced before the rename: after a reboot the plan is whole or absent.
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return os.Rename(f.Name(), path)
+}
+
+// SplitList splits a comma-separated flag value, dropping empty items.
+func SplitList(s []string) []string {
+	var out []string
+	for _, v := range s {
+		for _, x := range strings.Split(v, ",") {
+			if x = strings.TrimSpace(x); x != "" {
+				out = append(out, x)
+			}
+		}
+	}
+	return out
+}
+
+func writeJSONFile(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeAtomic(path, append(b, '\n'))
+}

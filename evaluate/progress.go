@@ -1,0 +1,150 @@
+package evaluate
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/42-b3yond-6ug/ssebench/results"
+)
+
+// Progress hears what an evaluation does. Its methods are called from many
+// goroutines.
+type Progress interface {
+	// Begin: total runs in the plan, kept of them already done, jobs at
+	// once.
+	Begin(total, kept, jobs int)
+	Start(j Job)
+	// Retry: j failed for an infrastructure reason; again says it will be
+	// tried again.
+	Retry(j Job, err error, again bool, took time.Duration)
+	Finish(j Job, r *results.Run)
+	End()
+}
+
+type nopProgress struct{}
+
+func (nopProgress) Begin(int, int, int)                   {}
+func (nopProgress) Start(Job)                             {}
+func (nopProgress) Retry(Job, error, bool, time.Duration) {}
+func (nopProgress) Finish(Job, *results.Run)              {}
+func (nopProgress) End()                                  {}
+
+// Printer prints one line per finished run and, on a terminal, a status
+// line below them (running, done, left, and an estimate of the time left).
+type Printer struct {
+	mu                         sync.Mutex
+	w                          io.Writer
+	tty                        bool
+	total, done, running, jobs int
+	ranNow                     int
+	started                    time.Time
+	status                     bool
+	now                        func() time.Time
+}
+
+// NewPrinter prints to w; the status line is drawn only when w is a
+// terminal.
+func NewPrinter(w io.Writer) *Printer {
+	return &Printer{w: w, tty: isTerminal(w), now: time.Now}
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0 && os.Getenv("TERM") != "dumb"
+}
+
+// Begin implements Progress.
+func (p *Printer) Begin(total, kept, jobs int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.total, p.done, p.jobs, p.started = total, kept, jobs, p.now()
+	if kept > 0 {
+		fmt.Fprintf(p.w, "%d of %d runs already done\n", kept, total)
+	}
+	p.drawStatus()
+}
+
+// Start implements Progress.
+func (p *Printer) Start(Job) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.running++
+	p.drawStatus()
+}
+
+// Retry implements Progress.
+func (p *Printer) Retry(j Job, err error, again bool, took time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.running--
+	p.clearStatus()
+	what := "giving up (resume the evaluation to try again)"
+	if again {
+		what = "trying again"
+	}
+	fmt.Fprintf(p.w, "! %s %s #%d: %v after %s; %s\n", j.Task, j.Agent, j.Attempt, err, took.Round(100*time.Millisecond), what)
+	p.drawStatus()
+}
+
+// Finish implements Progress.
+func (p *Printer) Finish(j Job, r *results.Run) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.running--
+	p.done++
+	p.ranNow++
+	p.clearStatus()
+	mark := "✗"
+	if r.Passed() {
+		mark = "✓"
+	}
+	tok := "-"
+	if r.Tokens >= 0 {
+		tok = fmt.Sprint(r.Tokens)
+	}
+	fmt.Fprintf(p.w, "%s %s %s #%d  %s  %s  tokens %s\n", mark, j.Task, j.Agent, j.Attempt, r.Marks(), r.Duration().Round(100*time.Millisecond), tok)
+	p.drawStatus()
+}
+
+// End implements Progress.
+func (p *Printer) End() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.clearStatus()
+}
+
+// StatusLine is the status: "running 3, done 5, left 4, about 40s left".
+func (p *Printer) StatusLine() string {
+	left := p.total - p.done
+	s := fmt.Sprintf("running %d, done %d, left %d", p.running, p.done, left)
+	if p.ranNow > 0 && left > 0 {
+		// The runs go p.jobs at once at the pace seen so far.
+		per := p.now().Sub(p.started) / time.Duration(p.ranNow)
+		s += fmt.Sprintf(", about %s left", (per * time.Duration(left)).Round(time.Second))
+	}
+	return s
+}
+
+func (p *Printer) drawStatus() {
+	if !p.tty {
+		return
+	}
+	fmt.Fprintf(p.w, "\r\x1b[K%s", p.StatusLine())
+	p.status = true
+}
+
+func (p *Printer) clearStatus() {
+	if p.status {
+		fmt.Fprint(p.w, "\r\x1b[K")
+		p.status = false
+	}
+}
+
+var _ Progress = (*Printer)(nil)

@@ -1,0 +1,206 @@
+package commands
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/42-b3yond-6ug/ssebench/evaluate"
+	"github.com/42-b3yond-6ug/ssebench/internal/commands/options"
+	"github.com/42-b3yond-6ug/ssebench/pipeline"
+	"github.com/42-b3yond-6ug/ssebench/results"
+	"github.com/42-b3yond-6ug/ssebench/runner"
+	"github.com/42-b3yond-6ug/ssebench/task"
+)
+
+type evalOptions struct {
+	Agents, Tasks                                []string
+	Local, Catalog, Model, RunsDir, Resume       string
+	Runtime, Egress                              string
+	Jobs, Attempts, Timeout, Difficulty, Retries int
+	Prebuilt, BuildOnly                          bool
+}
+
+func newCmdEval(g *options.Global) *cobra.Command {
+	o := &evalOptions{}
+	cmd := &cobra.Command{
+		Use:   "eval --agents a,b [--local DIR | --catalog PATH] [--tasks ...] [--jobs N] [--attempts K] | --resume DIR",
+		Short: "Evaluate agents on a dataset: every task, agent and attempt, many at once, resumable",
+		Long: `Run every (task, agent, attempt) of a plan with at most --jobs containers at
+once, into one evaluation folder runs/eval-<id>/: plan.json (the plan) and
+runs/<run-id>/ per finished run. Each task's case and tool images and each
+agent's image are built once, however many runs need them.
+
+A finished run is moved into the folder whole, so an evaluation that was
+interrupted (Ctrl-C, kill, reboot) has complete runs or none:
+"ssebench eval --resume DIR" runs what is missing and keeps what is done.
+Runs that fail for an infrastructure reason (a build, a pull, containerd)
+are retried (--retries) and, if they still fail, left for --resume; a run
+that ran and was graded is a result, passed or not.
+
+One line is printed per finished run (task, agent, attempt, checks,
+duration, tokens), and on a terminal a status line with an estimate. At the
+end stdout gets the report ("ssebench runs report DIR" makes it again, in
+other formats). Exit status: 0 when every run of the plan is done, whatever
+the grades; 1 otherwise.`,
+		Example: `  ssebench eval --agents dummy,files-demo --local datasets/examples --jobs 3 --attempts 2
+  ssebench eval --agents my-agent --catalog catalog/ --tasks kvconf-12-afb9ee1,libqs-3-b2a739e --model gpt-x
+  ssebench eval --resume runs/eval-20261201-213000-ab12cd`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			network, err := runner.ParseNetwork(o.Egress)
+			if err != nil {
+				return fmt.Errorf("--egress: %w", err)
+			}
+			e, done, err := newEnv(g, cmd, o.Runtime)
+			if err != nil {
+				return err
+			}
+			defer done()
+			// The builds' own progress lines would drown the runs' lines.
+			e.Log = nil
+			plan, dir, err := evalPlan(g, e, cmd, o)
+			if err != nil {
+				return err
+			}
+			jobs, why := evaluate.DefaultJobs()
+			if cmd.Flag("jobs").Changed {
+				jobs, why = o.Jobs, "--jobs"
+			}
+			stderr := cmd.ErrOrStderr()
+			fmt.Fprintf(stderr, "evaluation %s: %d runs (%d tasks × %d agents × %d attempts), %d at once (%s)\n",
+				dir, len(plan.Runs), len(plan.Tasks), len(plan.Agents), plan.Attempts, jobs, why)
+			backend := &evaluate.Containerd{Env: e, EvalID: plan.ID, Request: pipeline.RunRequest{
+				Dataset: plan.Dataset, Catalog: plan.Catalog, Prebuilt: plan.Prebuilt,
+				Timeout: plan.Timeout, Difficulty: plan.Difficulty, Model: plan.Model,
+				APIKey: g.Lookup("SSE_API_KEY"), BaseURL: g.Lookup("SSE_BASE_URL"),
+				Network: network, ContainerdAddr: g.ContainerdAddr, Output: discard{},
+			}}
+			eopts := []evaluate.Option{evaluate.WithJobs(jobs), evaluate.WithRetries(o.Retries)}
+			if o.BuildOnly {
+				eopts = append(eopts, evaluate.WithBuildOnly())
+			} else {
+				eopts = append(eopts, evaluate.WithProgress(evaluate.NewPrinter(stderr)))
+			}
+			out, err := evaluate.Evaluate(cmd.Context(), backend, dir, plan, eopts...)
+			if o.BuildOnly {
+				if err == nil {
+					fmt.Fprintf(stderr, "every image of the plan is built (%d builds)\n", len(out.Builds))
+				}
+				return err
+			}
+			if out != nil {
+				fmt.Fprintf(stderr, "%d runs now, %d kept from before, %d failed; results in %s\n", out.Ran, out.Kept, len(out.Failed), dir)
+			}
+			if runs, lerr := results.List(dir); lerr == nil && len(runs) > 0 {
+				if werr := results.Write(cmd.OutOrStdout(), results.NewReport(filepath.Base(dir), runs), "md"); werr != nil && err == nil {
+					err = werr
+				}
+			}
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringSliceVar(&o.Agents, "agents", nil, "agent folders under agents/, comma-separated (required unless --resume)")
+	f.StringSliceVar(&o.Tasks, "tasks", nil, "task ids (default: every task of the dataset or catalog)")
+	f.StringVar(&o.Local, "local", "", "dataset folder (default: datasets/examples under the home)")
+	f.StringVar(&o.Catalog, "catalog", "", "catalog folder (manifest.json, images.lock.json) to pull the case images from")
+	f.IntVar(&o.Jobs, "jobs", 0, "runs at once (default: one per core, at most one per 2 GiB of available memory)")
+	f.IntVar(&o.Attempts, "attempts", 1, "attempts of each task and agent")
+	f.StringVar(&o.Model, "model", "", "model name (default $SSE_MODEL_NAME, else none)")
+	f.IntVar(&o.Timeout, "timeout", 0, "seconds each agent may run (default 3600)")
+	f.IntVar(&o.Difficulty, "difficulty", 2, "SSE_DIFFICULTY, 0–4")
+	f.BoolVar(&o.Prebuilt, "prebuilt", false, "build nothing: pull each agent image and run it")
+	f.BoolVar(&o.BuildOnly, "build-only", false, "build every image the plan needs and run nothing")
+	f.StringVar(&o.RunsDir, "runs-dir", "runs", "where the evaluation folder eval-<id>/ goes")
+	f.StringVar(&o.Resume, "resume", "", "finish the evaluation in this folder: run what is missing, keep what is done")
+	f.IntVar(&o.Retries, "retries", evaluate.DefaultRetries, "times a run that failed for an infrastructure reason is tried again")
+	f.StringVar(&o.Egress, "egress", "restricted", "container network: restricted (loopback only) or open")
+	f.StringVar(&o.Runtime, "runtime", "", "runtime image (default $SSEBENCH_RUNTIME_IMAGE, else REGISTRY/runtime:VERSION)")
+	return cmd
+}
+
+// evalPlan reads the plan of --resume, or makes a new one and writes it.
+func evalPlan(g *options.Global, e *pipeline.Env, cmd *cobra.Command, o *evalOptions) (*evaluate.Plan, string, error) {
+	if o.Resume != "" {
+		for _, f := range []string{"agents", "tasks", "local", "catalog", "attempts", "model", "timeout", "difficulty", "prebuilt", "runs-dir"} {
+			if cmd.Flag(f).Changed {
+				return nil, "", fmt.Errorf("--resume runs the plan as it was made: --%s cannot change it (start a new evaluation instead)", f)
+			}
+		}
+		p, err := evaluate.ReadPlan(o.Resume)
+		return p, o.Resume, err
+	}
+	if o.Local != "" && o.Catalog != "" {
+		return nil, "", errors.New("--local and --catalog name two sources of the tasks: pass one")
+	}
+	agents := evaluate.SplitList(o.Agents)
+	tasks := evaluate.SplitList(o.Tasks)
+	local := o.Local
+	if len(tasks) == 0 {
+		var err error
+		if tasks, local, err = allTasks(e.Home, local, o.Catalog); err != nil {
+			return nil, "", err
+		}
+	}
+	if local != "" {
+		abs, err := filepath.Abs(local)
+		if err != nil {
+			return nil, "", err
+		}
+		local = abs
+	}
+	p, err := evaluate.NewPlan(agents, tasks, o.Attempts)
+	if err != nil {
+		return nil, "", err
+	}
+	p.Dataset, p.Catalog, p.Timeout, p.Difficulty, p.Prebuilt = local, o.Catalog, o.Timeout, o.Difficulty, o.Prebuilt
+	if p.Catalog != "" {
+		if p.Catalog, err = filepath.Abs(p.Catalog); err != nil {
+			return nil, "", err
+		}
+	}
+	p.Model = o.Model
+	if p.Model == "" {
+		p.Model = g.Lookup("SSE_MODEL_NAME")
+	}
+	dir := filepath.Join(o.RunsDir, p.FolderName())
+	if err := evaluate.WritePlan(dir, p); err != nil {
+		return nil, "", err
+	}
+	return p, dir, nil
+}
+
+// allTasks lists the tasks of the catalog, else of the dataset folder
+// (default: datasets/examples under the home).
+func allTasks(home, local, catalog string) ([]string, string, error) {
+	if catalog != "" {
+		m, err := task.ReadManifest(filepath.Join(catalog, task.ManifestFile))
+		if err != nil {
+			return nil, "", fmt.Errorf("reading the catalog: %w", err)
+		}
+		var ids []string
+		for _, t := range m.Tasks {
+			ids = append(ids, t.ID)
+		}
+		return ids, "", nil
+	}
+	if local == "" {
+		local = filepath.Join(home, "datasets", "examples")
+	}
+	dirs, err := task.TaskDirs(local)
+	if err != nil {
+		return nil, "", err
+	}
+	var ids []string
+	for _, d := range dirs {
+		ids = append(ids, filepath.Base(d))
+	}
+	return ids, local, nil
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }

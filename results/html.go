@@ -1,0 +1,156 @@
+package results
+
+import (
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"io"
+)
+
+// chartJS is Chart.js's UMD build, vendored (see assets/README.md).
+//
+//go:embed assets/chart.umd.min.js
+var chartJS string
+
+// chartJSVersion is the version of the vendored Chart.js.
+const chartJSVersion = "4.6.1"
+
+// chartData is what the page's script draws.
+type chartData struct {
+	Agents    []string  `json:"agents"`
+	Rates     []float64 `json:"rates"`
+	Low       []float64 `json:"low"`
+	High      []float64 `json:"high"`
+	RunLabels []string  `json:"run_labels"`
+	RunSecs   []float64 `json:"run_seconds"`
+	RunAgent  []int     `json:"run_agent"`
+	RunPassed []bool    `json:"run_passed"`
+}
+
+func writeHTML(w io.Writer, rep *Report) error {
+	d := chartData{}
+	index := map[string]int{}
+	for i, a := range rep.Agents {
+		d.Agents = append(d.Agents, a.Label())
+		d.Rates = append(d.Rates, 100*a.Rate)
+		d.Low = append(d.Low, 100*a.Low)
+		d.High = append(d.High, 100*a.High)
+		index[a.Agent+"\x00"+a.Model] = i
+	}
+	for _, e := range rep.Entries {
+		d.RunLabels = append(d.RunLabels, fmt.Sprintf("%s · %s", caseName(e), e.Agent))
+		d.RunSecs = append(d.RunSecs, e.DurationSeconds)
+		d.RunAgent = append(d.RunAgent, index[e.Agent+"\x00"+e.Model])
+		d.RunPassed = append(d.RunPassed, e.Passed)
+	}
+	data, err := json.Marshal(d)
+	if err != nil {
+		return err
+	}
+	return pageTemplate.Execute(w, map[string]any{
+		"R": rep, "Checks": CheckNames, "ChartJS": template.JS(chartJS), "ChartJSVersion": chartJSVersion,
+		"Data": template.JS(data),
+	})
+}
+
+var pageTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
+	"pct": pct, "tokens": tokens,
+	"check": func(a AgentStats, name string) string {
+		for _, c := range a.Checks {
+			if c.Name == name {
+				return fmt.Sprintf("%d/%d", c.Passed, c.Of)
+			}
+		}
+		return "-"
+	},
+	"secs": func(x float64) string { return fmt.Sprintf("%.1f s", x) },
+}).Parse(`<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>ssebench report: {{.R.Title}}</title>
+<script>
+// Errors of this page are listed in #page-errors, for whoever checks the
+// report without a console.
+window.pageErrors = [];
+window.addEventListener("error", function (e) { window.pageErrors.push(String(e.message)); });
+(function () {
+	var orig = console.error;
+	console.error = function () { window.pageErrors.push(Array.prototype.join.call(arguments, " ")); return orig.apply(console, arguments); };
+})();
+</script>
+<style>
+body { font-family: system-ui, sans-serif; margin: 2em; color: #222; }
+table { border-collapse: collapse; margin: 1em 0; }
+th, td { border: 1px solid #ccc; padding: 0.3em 0.7em; text-align: right; }
+th:first-child, td:first-child { text-align: left; }
+td.pass { background: #e3f6e3; } td.fail { background: #fbe4e4; }
+#runs td { text-align: left; } #runs td:nth-child(n+5) { text-align: right; white-space: nowrap; }
+.charts { display: flex; flex-wrap: wrap; gap: 2em; }
+.chart { width: 520px; height: 320px; }
+footer { color: #777; font-size: 0.85em; margin-top: 3em; }
+</style>
+</head>
+<body>
+<h1>Evaluation report: {{.R.Title}}</h1>
+<p>{{.R.Runs}} runs of {{len .R.Agents}} agents on {{len .R.Tasks}} tasks{{if not .R.Started.IsZero}}, {{.R.Started.UTC.Format "2006-01-02 15:04"}} to {{.R.Finished.UTC.Format "2006-01-02 15:04"}} UTC{{end}}.</p>
+<div class="charts">
+<div class="chart"><canvas id="pass-rate" aria-label="pass rate per agent" role="img"></canvas></div>
+<div class="chart"><canvas id="run-time" aria-label="time per run" role="img"></canvas></div>
+</div>
+<h2>Pass rate</h2>
+<table id="agents">
+<tr><th>agent</th><th>model</th><th>passed</th><th>attempts</th><th>rate</th><th>95% CI (Wilson)</th><th>not graded</th><th>mean time</th><th>total time</th><th>tokens</th></tr>
+{{range .R.Agents}}<tr><td class="agent">{{.Agent}}</td><td>{{.Model}}</td><td>{{.Passed}}</td><td>{{.Attempts}}</td><td>{{pct .Rate}}</td><td>{{pct .Low}}–{{pct .High}}</td><td>{{.NotGraded}}</td><td>{{secs .MeanSeconds}}</td><td>{{secs .Seconds}}</td><td>{{tokens .Tokens}}</td></tr>
+{{end}}</table>
+<h2>Checks</h2>
+<table id="checks">
+<tr><th>agent</th>{{range .Checks}}<th>{{.}}</th>{{end}}</tr>
+{{range $a := .R.Agents}}<tr><td>{{$a.Label}}</td>{{range $.Checks}}<td>{{check $a .}}</td>{{end}}</tr>
+{{end}}</table>
+<h2>Tasks</h2>
+<table id="matrix">
+<tr><th>task</th>{{range .R.Agents}}<th>{{.Label}}</th>{{end}}</tr>
+{{range .R.Matrix}}<tr><td>{{.Task}}</td>{{range .Cells}}<td class="{{if eq .Passed .Attempts}}pass{{else}}fail{{end}}">{{.Passed}}/{{.Attempts}}</td>{{end}}</tr>
+{{end}}</table>
+<h2>Runs</h2>
+<table id="runs">
+<tr><th>run</th><th>task</th><th>agent</th><th>grade</th><th>time</th><th>tokens</th></tr>
+{{range .R.Entries}}<tr><td>{{.ID}}</td><td>{{.Task}}</td><td>{{.Agent}}</td><td class="{{if .Passed}}pass{{else}}fail{{end}}">{{.Grade}}</td><td>{{secs .DurationSeconds}}</td><td>{{tokens .Tokens}}</td></tr>
+{{end}}</table>
+<pre id="page-errors" hidden></pre>
+<footer>Made by ssebench; charts by Chart.js {{.ChartJSVersion}} (MIT licence), inlined: this page needs no network.</footer>
+<script>{{.ChartJS}}</script>
+<script>
+(function () {
+	var d = {{.Data}};
+	var palette = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7"];
+	Chart.defaults.animation = false;
+	var rate = new Chart(document.getElementById("pass-rate"), {
+		type: "bar",
+		data: { labels: d.agents, datasets: [{ label: "pass rate (%)", data: d.rates,
+			backgroundColor: d.agents.map(function (_, i) { return palette[i % palette.length]; }) }] },
+		options: { maintainAspectRatio: false, scales: { y: { min: 0, max: 100, title: { display: true, text: "% of attempts passed" } } },
+			plugins: { title: { display: true, text: "Pass rate per agent (%)" }, legend: { display: false },
+				tooltip: { callbacks: { afterLabel: function (c) { return "95% CI " + d.low[c.dataIndex].toFixed(0) + "–" + d.high[c.dataIndex].toFixed(0) + "%"; } } } } }
+	});
+	var time = new Chart(document.getElementById("run-time"), {
+		type: "bar",
+		data: { labels: d.run_labels, datasets: [{ label: "seconds", data: d.run_seconds,
+			backgroundColor: d.run_agent.map(function (i) { return palette[i % palette.length]; }) }] },
+		options: { maintainAspectRatio: false, plugins: { title: { display: true, text: "Time per run (s)" }, legend: { display: false } },
+			scales: { y: { min: 0 } } }
+	});
+	// How many bars each chart drew, for checks of the page.
+	document.getElementById("pass-rate").dataset.bars = rate.getDatasetMeta(0).data.length;
+	document.getElementById("run-time").dataset.bars = time.getDatasetMeta(0).data.length;
+	var pe = document.getElementById("page-errors");
+	pe.textContent = window.pageErrors.join("\n");
+	pe.dataset.count = window.pageErrors.length;
+})();
+</script>
+</body>
+</html>
+`))

@@ -1,0 +1,204 @@
+package results
+
+import (
+	"math"
+	"sort"
+	"time"
+)
+
+// z95 is the normal quantile of a two-sided 95% interval.
+const z95 = 1.959963984540054
+
+// Report is what a set of runs says about the agents that ran.
+type Report struct {
+	// Title names the runs (their folder).
+	Title string `json:"title"`
+	// Runs is how many runs; Tasks the tasks, sorted.
+	Runs  int      `json:"runs"`
+	Tasks []string `json:"tasks"`
+	// Agents are the agent and model pairs, sorted.
+	Agents []AgentStats `json:"agents"`
+	// Matrix has a row per task, a cell per agent (as in Agents).
+	Matrix []TaskRow `json:"matrix"`
+	// Started and Finished span the runs.
+	Started  time.Time `json:"started"`
+	Finished time.Time `json:"finished"`
+	// Entries are the runs, in the order of List.
+	Entries []Entry `json:"runs_list"`
+}
+
+// AgentStats is one agent with one model over every attempt.
+type AgentStats struct {
+	Agent string `json:"agent"`
+	Model string `json:"model"`
+	// Attempts counts runs, Passed those that passed, NotGraded those
+	// that left no grade.
+	Attempts  int `json:"attempts"`
+	Passed    int `json:"passed"`
+	NotGraded int `json:"not_graded"`
+	// Rate is Passed/Attempts; Low and High bound it: the Wilson score
+	// interval at 95%, which stays inside [0, 1] and is honest for few
+	// attempts.
+	Rate float64 `json:"pass_rate"`
+	Low  float64 `json:"ci95_low"`
+	High float64 `json:"ci95_high"`
+	// Checks is each check's rate.
+	Checks []CheckRate `json:"checks"`
+	// Seconds is the runs' total wall time, MeanSeconds per run.
+	Seconds     float64 `json:"seconds"`
+	MeanSeconds float64 `json:"mean_seconds"`
+	// Tokens is the tokens the model gateway counted; null when no run
+	// has a record.
+	Tokens *int64 `json:"tokens"`
+}
+
+// Label is "agent" or "agent (model)" when a model is set.
+func (a AgentStats) Label() string {
+	if a.Model == "" || a.Model == "none" {
+		return a.Agent
+	}
+	return a.Agent + " (" + a.Model + ")"
+}
+
+// CheckRate is how often a check passed of the runs that had it.
+type CheckRate struct {
+	Name   string  `json:"name"`
+	Passed int     `json:"passed"`
+	Of     int     `json:"of"`
+	Rate   float64 `json:"rate"`
+}
+
+// TaskRow is a task's line of the matrix.
+type TaskRow struct {
+	Task  string `json:"task"`
+	Cells []Cell `json:"cells"`
+}
+
+// Cell is one agent on one task.
+type Cell struct {
+	Passed   int `json:"passed"`
+	Attempts int `json:"attempts"`
+}
+
+// NewReport computes the report of runs.
+func NewReport(title string, runs []*Run) *Report {
+	rep := &Report{Title: title, Runs: len(runs), Tasks: []string{}, Agents: []AgentStats{}, Matrix: []TaskRow{}, Entries: []Entry{}}
+	type key struct{ agent, model string }
+	agents := map[key]*AgentStats{}
+	checks := map[key]map[string]*CheckRate{}
+	tasks := map[string]bool{}
+	cells := map[string]map[key]*Cell{}
+	for _, r := range runs {
+		k := key{r.Agent(), r.Model()}
+		a := agents[k]
+		if a == nil {
+			a = &AgentStats{Agent: k.agent, Model: k.model}
+			agents[k] = a
+			checks[k] = map[string]*CheckRate{}
+		}
+		a.Attempts++
+		if r.Passed() {
+			a.Passed++
+		}
+		if !r.Graded() {
+			a.NotGraded++
+		}
+		a.Seconds += r.Duration().Seconds()
+		if r.Tokens >= 0 {
+			if a.Tokens == nil {
+				a.Tokens = new(int64)
+			}
+			*a.Tokens += r.Tokens
+		}
+		for _, c := range r.Checks() {
+			if c.Status == "skipped" {
+				continue
+			}
+			cr := checks[k][c.Name]
+			if cr == nil {
+				cr = &CheckRate{Name: c.Name}
+				checks[k][c.Name] = cr
+			}
+			cr.Of++
+			if c.OK() {
+				cr.Passed++
+			}
+		}
+		tasks[r.Task()] = true
+		if cells[r.Task()] == nil {
+			cells[r.Task()] = map[key]*Cell{}
+		}
+		c := cells[r.Task()][k]
+		if c == nil {
+			c = &Cell{}
+			cells[r.Task()][k] = c
+		}
+		c.Attempts++
+		if r.Passed() {
+			c.Passed++
+		}
+		if rep.Started.IsZero() || r.Summary.Started.Before(rep.Started) {
+			rep.Started = r.Summary.Started
+		}
+		if r.Summary.Finished.After(rep.Finished) {
+			rep.Finished = r.Summary.Finished
+		}
+		rep.Entries = append(rep.Entries, r.Entry())
+	}
+	var keys []key
+	for k := range agents {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].agent != keys[j].agent {
+			return keys[i].agent < keys[j].agent
+		}
+		return keys[i].model < keys[j].model
+	})
+	for _, k := range keys {
+		a := agents[k]
+		a.Rate = float64(a.Passed) / float64(a.Attempts)
+		a.Low, a.High = Wilson(a.Passed, a.Attempts, z95)
+		a.Rate, a.Low, a.High = round(a.Rate, 4), round(a.Low, 4), round(a.High, 4)
+		a.MeanSeconds = round(a.Seconds/float64(a.Attempts), 3)
+		a.Seconds = round(a.Seconds, 3)
+		a.Checks = []CheckRate{}
+		for _, n := range CheckNames {
+			if cr := checks[k][n]; cr != nil {
+				cr.Rate = round(float64(cr.Passed)/float64(cr.Of), 4)
+				a.Checks = append(a.Checks, *cr)
+			}
+		}
+		rep.Agents = append(rep.Agents, *a)
+	}
+	for t := range tasks {
+		rep.Tasks = append(rep.Tasks, t)
+	}
+	sort.Strings(rep.Tasks)
+	for _, t := range rep.Tasks {
+		row := TaskRow{Task: t}
+		for _, k := range keys {
+			c := cells[t][k]
+			if c == nil {
+				c = &Cell{}
+			}
+			row.Cells = append(row.Cells, *c)
+		}
+		rep.Matrix = append(rep.Matrix, row)
+	}
+	return rep
+}
+
+// Wilson is the Wilson score interval of k successes in n trials at normal
+// quantile z: (0, 0) when n is 0.
+func Wilson(k, n int, z float64) (low, high float64) {
+	if n == 0 {
+		return 0, 0
+	}
+	p := float64(k) / float64(n)
+	fn := float64(n)
+	z2 := z * z
+	centre := (p + z2/(2*fn)) / (1 + z2/fn)
+	half := z / (1 + z2/fn) * math.Sqrt(p*(1-p)/fn+z2/(4*fn*fn))
+	return math.Max(0, centre-half), math.Min(1, centre+half)
+}

@@ -1,0 +1,360 @@
+package results
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/42-b3yond-6ug/ssebench/pipeline"
+	"github.com/42-b3yond-6ug/ssebench/sserun"
+)
+
+// Files of a run folder read here besides result.json.
+const (
+	SummaryFile = "summary.json"
+	// ModelLog is the model gateway's record of every request, one JSON
+	// object a line; the tokens of a run are summed from it.
+	ModelLog = "model.jsonl"
+)
+
+// CheckNames are the checks of a grade, in the order they run.
+var CheckNames = []string{"build", "test", "poc", "intent_test"}
+
+// Run is one run folder read back.
+type Run struct {
+	// ID is the run id, Dir its folder.
+	ID, Dir string
+	// Summary is summary.json (the host's record); Result is result.json
+	// (the grade), nil when the container wrote none.
+	Summary *pipeline.Summary
+	Result  *sserun.RunResult
+	// Tokens is the tokens the model gateway counted; -1 when the run
+	// has no record of them.
+	Tokens int64
+}
+
+// CheckOutcome is one check of a run.
+type CheckOutcome struct {
+	Name string `json:"name"`
+	// Status is "ok", "failed", "timeout" or "skipped".
+	Status     string  `json:"status"`
+	Exit       int     `json:"exit"`
+	Seconds    float64 `json:"seconds"`
+	Log        string  `json:"log,omitempty"`
+	SkipReason string  `json:"skipped,omitempty"`
+}
+
+// OK says the check passed.
+func (c CheckOutcome) OK() bool { return c.Status == "ok" }
+
+// ErrNotRun says a folder holds no run (no summary.json).
+var ErrNotRun = errors.New("not a run folder")
+
+// Load reads the run folder dir.
+func Load(dir string) (*Run, error) {
+	data, err := os.ReadFile(filepath.Join(dir, SummaryFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%s has no %s: %w", dir, SummaryFile, ErrNotRun)
+	} else if err != nil {
+		return nil, fmt.Errorf("reading run %s: %w", dir, err)
+	}
+	var s pipeline.Summary
+	if err := json.Unmarshal(data, &s); err != nil {
+		return nil, fmt.Errorf("reading %s: %w", filepath.Join(dir, SummaryFile), err)
+	}
+	r := &Run{ID: s.RunID, Dir: dir, Summary: &s, Tokens: -1}
+	if r.ID == "" {
+		r.ID = filepath.Base(dir)
+	}
+	if _, err := os.Stat(filepath.Join(dir, sserun.ResultFile)); err == nil {
+		if r.Result, err = sserun.ReadRunResult(dir); err != nil {
+			return nil, err
+		}
+	}
+	r.Tokens = countTokens(filepath.Join(dir, ModelLog))
+	return r, nil
+}
+
+// List reads every run under root: its run folders, and those of the
+// evaluation folders in it (eval-<id>/runs/). Runs come oldest first; folders
+// that are not runs are passed over.
+func List(root string) ([]*Run, error) {
+	var runs []*Run
+	var walk func(dir string, depth int) error
+	walk = func(dir string, depth int) error {
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			return fmt.Errorf("listing runs: %w", err)
+		}
+		for _, e := range ents {
+			if !e.IsDir() || strings.HasPrefix(e.Name(), ".") {
+				continue
+			}
+			sub := filepath.Join(dir, e.Name())
+			r, err := Load(sub)
+			switch {
+			case err == nil:
+				runs = append(runs, r)
+			case errors.Is(err, ErrNotRun):
+				if depth < 2 {
+					if err := walk(sub, depth+1); err != nil {
+						return err
+					}
+				}
+			default:
+				return err
+			}
+		}
+		return nil
+	}
+	if err := walk(root, 0); err != nil {
+		return nil, err
+	}
+	sort.SliceStable(runs, func(i, j int) bool {
+		a, b := runs[i].Summary.Started, runs[j].Summary.Started
+		if !a.Equal(b) {
+			return a.Before(b)
+		}
+		return runs[i].ID < runs[j].ID
+	})
+	return runs, nil
+}
+
+// Find returns the run called id under root (a unique prefix will do).
+func Find(root, id string) (*Run, error) {
+	runs, err := List(root)
+	if err != nil {
+		return nil, err
+	}
+	var found []*Run
+	for _, r := range runs {
+		if r.ID == id {
+			return r, nil
+		}
+		if strings.HasPrefix(r.ID, id) {
+			found = append(found, r)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return nil, fmt.Errorf("no run %q under %s: `ssebench runs ls` lists them", id, root)
+	case 1:
+		return found[0], nil
+	}
+	return nil, fmt.Errorf("%q names %d runs under %s: give more of the id", id, len(found), root)
+}
+
+// Task, Agent and Model say what ran.
+func (r *Run) Task() string  { return r.Summary.Task }
+func (r *Run) Agent() string { return r.Summary.Agent }
+func (r *Run) Model() string { return r.Summary.Config.Model }
+
+// Graded says the container wrote a grade.
+func (r *Run) Graded() bool { return r.Result != nil && r.Result.GradeError == "" }
+
+// Passed says every check passed.
+func (r *Run) Passed() bool { return r.Result != nil && r.Result.Passed }
+
+// Duration is the run's wall time, from the first build step to the
+// container's exit.
+func (r *Run) Duration() time.Duration {
+	if t, ok := r.Summary.Timings["total"]; ok {
+		return time.Duration(t * float64(time.Second))
+	}
+	return r.Summary.Finished.Sub(r.Summary.Started)
+}
+
+// ContainerTime is the time the container ran (after its start-up).
+func (r *Run) ContainerTime() time.Duration {
+	run := r.Summary.Timings["run"] - r.Summary.Timings["startup"]
+	if run < 0 {
+		run = 0
+	}
+	return time.Duration(run * float64(time.Second))
+}
+
+// Checks are the run's checks in CheckNames order; a check the task does
+// not have is left out.
+func (r *Run) Checks() []CheckOutcome {
+	if r.Result == nil {
+		return nil
+	}
+	var out []CheckOutcome
+	for i, c := range []*sserun.Check{r.Result.Build, r.Result.Test, r.Result.PoC, r.Result.IntentTest} {
+		if c == nil {
+			continue
+		}
+		o := CheckOutcome{Name: CheckNames[i], Exit: c.Exit, Seconds: float64(c.DurationMS) / 1000, Log: c.Log, SkipReason: c.Skipped}
+		switch {
+		case c.Skipped != "":
+			o.Status = "skipped"
+		case c.OK:
+			o.Status = "ok"
+		case c.TimedOut:
+			o.Status = "timeout"
+		default:
+			o.Status = "failed"
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
+// FailedChecks are the names of the checks that did not pass.
+func (r *Run) FailedChecks() []string {
+	var out []string
+	for _, c := range r.Checks() {
+		if !c.OK() && c.Status != "skipped" {
+			out = append(out, c.Name)
+		}
+	}
+	return out
+}
+
+// Grade is the one-line verdict: "PASSED", "FAILED: poc, intent_test
+// (build ✓ test ✓)", or "NOT GRADED: why".
+func (r *Run) Grade() string {
+	switch {
+	case r.Result == nil:
+		return fmt.Sprintf("NOT GRADED: the container wrote no %s (status %s, exit %d)", sserun.ResultFile, r.Summary.Status, r.Summary.ExitCode)
+	case r.Result.GradeError != "":
+		return "NOT GRADED: " + r.Result.GradeError
+	case r.Result.Passed:
+		return "PASSED"
+	}
+	var ok []string
+	for _, c := range r.Checks() {
+		if c.OK() {
+			ok = append(ok, c.Name+" ✓")
+		}
+	}
+	g := "FAILED"
+	if f := r.FailedChecks(); len(f) > 0 {
+		g += ": " + strings.Join(f, ", ")
+	}
+	if len(ok) > 0 {
+		g += " (" + strings.Join(ok, " ") + ")"
+	}
+	return g
+}
+
+// Marks is the checks as "build ✓ test ✓ poc ✗ intent_test ✗".
+func (r *Run) Marks() string {
+	var parts []string
+	for _, c := range r.Checks() {
+		m := "✗"
+		switch c.Status {
+		case "ok":
+			m = "✓"
+		case "skipped":
+			m = "-"
+		}
+		parts = append(parts, c.Name+" "+m)
+	}
+	if len(parts) == 0 {
+		return "not graded"
+	}
+	return strings.Join(parts, " ")
+}
+
+// Entry is a run as `ssebench runs ls --json` and `ssebench run --json`
+// print it.
+type Entry struct {
+	ID              string         `json:"id"`
+	Task            string         `json:"task"`
+	Agent           string         `json:"agent"`
+	Model           string         `json:"model"`
+	Attempt         int            `json:"attempt,omitempty"`
+	Passed          bool           `json:"passed"`
+	Graded          bool           `json:"graded"`
+	Grade           string         `json:"grade"`
+	Checks          []CheckOutcome `json:"checks"`
+	Status          string         `json:"status"`
+	ExitCode        int            `json:"exit_code"`
+	DurationSeconds float64        `json:"duration_seconds"`
+	// Tokens is null when the run has no model record.
+	Tokens  *int64    `json:"tokens"`
+	Started time.Time `json:"started"`
+	Dir     string    `json:"dir"`
+}
+
+// Entry returns r as an Entry.
+func (r *Run) Entry() Entry {
+	e := Entry{
+		ID: r.ID, Task: r.Task(), Agent: r.Agent(), Model: r.Model(), Attempt: r.Summary.Attempt,
+		Passed: r.Passed(), Graded: r.Graded(), Grade: r.Grade(), Checks: r.Checks(),
+		Status: r.Summary.Status, ExitCode: r.Summary.ExitCode,
+		DurationSeconds: round(r.Duration().Seconds(), 3), Started: r.Summary.Started, Dir: r.Dir,
+	}
+	if e.Checks == nil {
+		e.Checks = []CheckOutcome{}
+	}
+	if r.Tokens >= 0 {
+		t := r.Tokens
+		e.Tokens = &t
+	}
+	return e
+}
+
+// countTokens sums the usage of every request in a model gateway record:
+// total_tokens when given, else input plus output (OpenAI's and
+// Anthropic's names). -1 when there is no record.
+func countTokens(path string) int64 {
+	f, err := os.Open(path)
+	if err != nil {
+		return -1
+	}
+	defer f.Close()
+	var total int64
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
+	for sc.Scan() {
+		var line struct {
+			Usage    *usage `json:"usage"`
+			Response *struct {
+				Usage *usage `json:"usage"`
+			} `json:"response"`
+		}
+		if json.Unmarshal(sc.Bytes(), &line) != nil {
+			continue
+		}
+		u := line.Usage
+		if u == nil && line.Response != nil {
+			u = line.Response.Usage
+		}
+		if u != nil {
+			total += u.total()
+		}
+	}
+	return total
+}
+
+type usage struct {
+	Total      int64 `json:"total_tokens"`
+	Prompt     int64 `json:"prompt_tokens"`
+	Completion int64 `json:"completion_tokens"`
+	Input      int64 `json:"input_tokens"`
+	Output     int64 `json:"output_tokens"`
+}
+
+func (u *usage) total() int64 {
+	if u.Total > 0 {
+		return u.Total
+	}
+	return u.Prompt + u.Completion + u.Input + u.Output
+}
+
+func round(x float64, digits int) float64 {
+	p := 1.0
+	for i := 0; i < digits; i++ {
+		p *= 10
+	}
+	return float64(int64(x*p+0.5)) / p
+}
