@@ -27,8 +27,11 @@ func newCmdRuns(g *options.Global) *cobra.Command {
 		Long: `Read the run folders that "ssebench run" and "ssebench eval" leave (runs/<run-id>/
 and runs/eval-<id>/runs/<run-id>/): list them, show one with its grade,
 its checks' logs and the agent's patch, or report on many.`,
-		Args: cobra.NoArgs,
+		Example: `  ssebench runs ls
+  ssebench runs show kvconf-12-afb9ee1-dummy-20261201-120000
+  ssebench runs report runs/eval-20261201-120000 --format html > report.html`,
 	}
+	groupCommand(cmd)
 	cmd.PersistentFlags().StringVar(&runsDir, "runs-dir", "runs", "the runs folder")
 	cmd.AddCommand(newCmdRunsLs(&runsDir), newCmdRunsShow(&runsDir), newCmdRunsReport())
 	return cmd
