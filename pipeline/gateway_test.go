@@ -46,12 +46,13 @@ leak=$(grep -rlsaF "$P" /etc /home /root /tmp /run /var /opt /src /ssebench /usr
 [ -z "$leak" ] || bad "the host key is in $leak"
 `
 
-// rootProbe is the agent image's ENTRYPOINT: as root it starts the real
+// rootProbe is the run's ENTRYPOINT (RunRequest.Entrypoint): as root it starts the real
 // entrypoint, waits until the agent is running, checks, and lets the
 // agent finish.
 const rootProbe = `#!/bin/bash
 who=root
-/usr/local/bin/entrypoint "$@" &
+# A replaced ENTRYPOINT drops the image's CMD: name the agent here.
+/usr/local/bin/entrypoint /opt/probe.sh &
 ep=$!
 i=0; while [ ! -e /tmp/agent-ready ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done
 {
@@ -89,7 +90,7 @@ exit $fail
 // model server only through the gateway.
 func testGatewayRun(t *testing.T, x *e2e) {
 	ctx := context.Background()
-	agentDir(t, x.home, "netprobe", "FROM ssebench-agent\nCOPY --chmod=0755 root.sh /opt/root.sh\nCOPY --chmod=0755 probe.sh /opt/probe.sh\nENTRYPOINT [\"/opt/root.sh\"]\nCMD [\"/opt/probe.sh\"]\n",
+	agentDir(t, x.home, "netprobe", "FROM ssebench-agent\nCOPY --chmod=0755 root.sh /opt/root.sh\nCOPY --chmod=0755 probe.sh /opt/probe.sh\nCMD [\"/opt/probe.sh\"]\n",
 		map[string]string{"root.sh": rootProbe, "probe.sh": modelProbe})
 	b := make([]byte, 16)
 	rand.Read(b)
@@ -101,6 +102,9 @@ func testGatewayRun(t *testing.T, x *e2e) {
 	defer up.Close()
 
 	res, out, err := x.run(t, ctx, "netprobe", func(r *pipeline.RunRequest) {
+		// An agent image may not replace the entrypoint: the root probe
+		// wraps it for this run only.
+		r.Entrypoint = []string{"/opt/root.sh"}
 		r.Model = "scripted"
 		r.BaseURL = up.URL + "/v1"
 		r.APIKey = hostKey

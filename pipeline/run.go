@@ -105,6 +105,11 @@ type RunRequest struct {
 	Attempt int
 	// Labels are extra container labels.
 	Labels map[string]string
+	// Entrypoint, when set, replaces the image's ENTRYPOINT for this run
+	// only. Agent images may not change it (the runtime's entrypoint runs
+	// the agent as model); tests use it to probe the container as root
+	// around the real entrypoint. The CLI never sets it.
+	Entrypoint []string
 }
 
 // RunImages are the images of one run.
@@ -293,13 +298,14 @@ func (e *Env) Run(ctx context.Context, req RunRequest) (_ *RunResult, retErr err
 	defer rn.Close()
 
 	spec := runner.RunSpec{
-		Image:   agentName,
-		Pull:    req.ViaRegistry,
-		ID:      "ssebench-" + runID,
-		Env:     req.env(),
-		Network: req.Network,
-		Keep:    req.Keep,
-		Output:  req.Output,
+		Image:      agentName,
+		Entrypoint: req.Entrypoint,
+		Pull:       req.ViaRegistry,
+		ID:         "ssebench-" + runID,
+		Env:        req.env(),
+		Network:    req.Network,
+		Keep:       req.Keep,
+		Output:     req.Output,
 		Mounts: []runner.Mount{
 			{Source: dir, Target: ResultsPath},
 			{Source: filepath.Join(dir, "archive"), Target: ArchivePath},

@@ -65,6 +65,9 @@ type RunResult struct {
 	Agent     string `json:"agent,omitempty"`
 	Model     string `json:"model,omitempty"`
 	CaseImage string `json:"case_image,omitempty"`
+	// ModelUsage is the model gateway's totals (pipeline adds them), kept
+	// as they are by whoever rewrites the file.
+	ModelUsage json.RawMessage `json:"model_usage,omitempty"`
 }
 
 // Check is the outcome of one check in result.json. Its output is in Log,
