@@ -15,7 +15,7 @@ import (
 	"github.com/42-b3yond-6ug/ssebench/task"
 )
 
-// maxAgentFile bounds agent.yaml: two keys.
+// maxAgentFile bounds agent.yaml: a few keys.
 const maxAgentFile = 64 << 10
 
 // Agent is one agent folder.
@@ -29,10 +29,23 @@ type Agent struct {
 	// Version is agent.yaml's version, or "" when it names none (the image
 	// is then tagged with the SSEBench version).
 	Version string
+	// GoBuild are the Go programs ssebench compiles into the folder before
+	// the Dockerfile is built (agent.yaml's go_build), sorted by output.
+	GoBuild []GoProgram
+}
+
+// GoProgram is one entry of go_build: a file of the folder that is the
+// compiled Go package.
+type GoProgram struct {
+	// Output is the file's name in the folder (what the Dockerfile COPYs).
+	Output string
+	// Package is the package's directory, relative to the folder.
+	Package string
 }
 
 type file struct {
 	Name, Version *string
+	GoBuild       []GoProgram
 }
 
 // Load reads agents/<folder>/agent.yaml under home. An unknown folder is an
@@ -65,20 +78,26 @@ func Load(home, folder string) (*Agent, error) {
 		}
 		for i := 0; i+1 < len(m.Content); i += 2 {
 			k, v := m.Content[i], m.Content[i+1]
+			if k.Value == "go_build" {
+				if f.GoBuild, err = goBuild(p, v); err != nil {
+					return nil, err
+				}
+				continue
+			}
 			switch k.Value {
 			case "name":
 				f.Name = &v.Value
 			case "version":
 				f.Version = &v.Value
 			default:
-				return nil, fmt.Errorf("%s: line %d: unknown key %q (allowed: name, version)", p, k.Line, k.Value)
+				return nil, fmt.Errorf("%s: line %d: unknown key %q (allowed: name, version, go_build)", p, k.Line, k.Value)
 			}
 			if v.Kind != yaml.ScalarNode {
 				return nil, fmt.Errorf("%s: line %d: key %q must be a string", p, v.Line, k.Value)
 			}
 		}
 	}
-	a := &Agent{Folder: folder, Dir: dir}
+	a := &Agent{Folder: folder, Dir: dir, GoBuild: f.GoBuild}
 	if f.Name != nil {
 		a.Name = strings.TrimSpace(*f.Name)
 	}

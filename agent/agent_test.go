@@ -41,7 +41,7 @@ func TestLoad(t *testing.T) {
 	}
 
 	tests := []struct{ folder, want string }{
-		{"bad", `bad/agent.yaml: line 2: unknown key "image" (allowed: name, version)`},
+		{"bad", `bad/agent.yaml: line 2: unknown key "image" (allowed: name, version, go_build)`},
 		{"noname", `noname/agent.yaml: key "name" is required`},
 		{"dumy", `unknown agent "dumy": did you mean "dummy"? agents: bad, claude-code, dummy, noname`},
 		{"notanagent", `did you mean`},

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -178,18 +177,12 @@ func jsonInts(v []int) string {
 func testLoopRun(t *testing.T, x *e2e) {
 	ctx := context.Background()
 	repo := moduleDir(t)
+	// The folder as it is in the repository: ssebench compiles its
+	// go_build program, which needs the module around it.
 	dst := filepath.Join(x.home, "agents", "loop")
-	if err := os.MkdirAll(dst, 0o755); err != nil {
+	os.RemoveAll(dst)
+	if err := os.Symlink(filepath.Join(repo, "agents", "loop"), dst); err != nil {
 		t.Fatal(err)
-	}
-	for _, f := range []string{"agent.yaml", "Dockerfile"} {
-		cp(t, filepath.Join(repo, "agents", "loop", f), filepath.Join(dst, f))
-	}
-	build := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(dst, "sse-loop"), "./agents/loop")
-	build.Dir = repo
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building agents/loop: %v\n%s", err, out)
 	}
 	old := "\t\tcase 'x':\n\t\t\thi, lo := unhex(s[i+1]), unhex(s[i+2])\n"
 	fixed := "\t\tcase 'x':\n\t\t\tif i+2 >= len(s) {\n\t\t\t\treturn \"\", fmt.Errorf(\"short \\\\x escape %q: want two hex digits\", s[i-1:])\n\t\t\t}\n\t\t\thi, lo := unhex(s[i+1]), unhex(s[i+2])\n"
@@ -197,6 +190,8 @@ func testLoopRun(t *testing.T, x *e2e) {
 	script := []gatewaytest.Reply{
 		{Match: "Find the bug", Text: "The \\x escape reads two bytes without checking the length.", InputTokens: 1000, OutputTokens: 80,
 			ToolCalls: []gatewaytest.ToolCall{
+				// One of the run's MCP tools, through the loop's MCP client.
+				{Name: "task_info", Arguments: `{}`},
 				{Name: "edit_file", Arguments: string(args)},
 				// Cheap: compiling here would double the grade's time.
 				{Name: "shell", Arguments: `{"command":"cd /src/kvconf && gofmt -l . && grep -c 'i+2 >= len' unquote.go && entrypoint --call ping"}`},
@@ -221,6 +216,9 @@ func testLoopRun(t *testing.T, x *e2e) {
 	t.Logf("agent.log:\n%s", log)
 	if res.Summary.ExitCode != 0 || !strings.Contains(log, "edited /src/kvconf/unquote.go") || !strings.Contains(log, "loop: done") {
 		t.Errorf("the loop did not finish its script (exit %d)", res.Summary.ExitCode)
+	}
+	if i := strings.Index(log, "tool task_info {}\nresult: "); i < 0 || strings.HasPrefix(log[i+len("tool task_info {}\nresult: "):], "error") {
+		t.Errorf("the loop did not get an answer from the MCP tool task_info")
 	}
 	if r := readResult(t, res.Dir); !r.Passed {
 		t.Errorf("result.json = %+v, want passed", r)

@@ -274,6 +274,15 @@ func (e *Env) Agent(ctx context.Context, req AgentRequest) (*Built, error) {
 	if err != nil {
 		return nil, fmt.Errorf("finding the tool image: %w", err)
 	}
+	if len(a.GoBuild) > 0 {
+		cf, err := toolRes.Image.ConfigFile()
+		if err != nil {
+			return nil, fmt.Errorf("reading the tool image's config: %w", err)
+		}
+		if err := a.Build(ctx, v1.Platform{OS: cf.OS, Architecture: cf.Architecture, Variant: cf.Variant}); err != nil {
+			return nil, err
+		}
+	}
 	// One build time for both ways: SOURCE_DATE_EPOCH, else the tool
 	// image's creation time.
 	when, ok, err := SourceDateEpoch()

@@ -3,6 +3,7 @@ package runtimebin
 import (
 	"archive/tar"
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -330,29 +331,48 @@ func goCompile(ctx context.Context, o *buildOptions, p v1.Platform, dir string) 
 		{DaemonPackage, "daemon"},
 		{MCPPackage, "mcp"},
 	} {
-		args := append([]string{"build"}, goFlags...)
-		args = append(args, "-o", filepath.Join(dir, b.out), b.pkg)
-		cmd := exec.CommandContext(ctx, o.goTool, args...)
-		cmd.Dir = o.moduleDir
-		cmd.Env = append(os.Environ(),
-			"CGO_ENABLED=0", "GOOS="+p.OS, "GOARCH="+p.Architecture,
-			// Baseline instruction sets: the user's environment must not
-			// change the bytes, and the binaries must run on any machine
-			// of the architecture.
-			"GOAMD64=v1", "GOARM64=v8.0",
-			// GOFLAGS from the environment could add flags that change
-			// the output; ours are on the command line.
-			"GOFLAGS=",
-		)
-		var stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stderr, &stderr
-		if err := cmd.Run(); err != nil {
-			msg := strings.TrimSpace(stderr.String())
-			if msg != "" {
-				return fmt.Errorf("go build %s: %w\n%s", b.pkg, err, msg)
-			}
-			return fmt.Errorf("go build %s: %w", b.pkg, err)
+		if err := compileGo(ctx, o.goTool, o.moduleDir, b.pkg, filepath.Join(dir, b.out), p); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// CompileGo builds the Go program pkg (a package path, relative to dir
+// when it starts with ".") into out the way the runtime's programs are
+// built: static, for p, with the same bytes on any machine. Agent folders
+// with a go_build in agent.yaml are built with it.
+func CompileGo(ctx context.Context, dir, pkg, out string, p v1.Platform) error {
+	return compileGo(ctx, "go", dir, pkg, out, p)
+}
+
+func compileGo(ctx context.Context, goTool, dir, pkg, out string, p v1.Platform) error {
+	args := append([]string{"build"}, goFlags...)
+	args = append(args, "-o", out, pkg)
+	cmd := exec.CommandContext(ctx, goTool, args...)
+	cmd.Dir = dir
+	env := append(os.Environ(),
+		"CGO_ENABLED=0", "GOOS="+p.OS, "GOARCH="+p.Architecture,
+		// Baseline instruction sets: the user's environment must not
+		// change the bytes, and the binaries must run on any machine
+		// of the architecture.
+		"GOAMD64=v1", "GOARM64=v8.0",
+		// GOFLAGS from the environment could add flags that change
+		// the output; ours are on the command line.
+		"GOFLAGS=",
+	)
+	if p.Architecture == "arm" {
+		env = append(env, "GOARM="+strings.TrimPrefix(cmp.Or(p.Variant, "v7"), "v"))
+	}
+	cmd.Env = env
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stderr, &stderr
+	if err := cmd.Run(); err != nil {
+		msg := strings.TrimSpace(stderr.String())
+		if msg != "" {
+			return fmt.Errorf("go build %s: %w\n%s", pkg, err, msg)
+		}
+		return fmt.Errorf("go build %s: %w", pkg, err)
 	}
 	return nil
 }

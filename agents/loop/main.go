@@ -1,6 +1,9 @@
 // Command loop is ssebench's reference agent: a tool-use loop over the
-// OpenAI-compatible chat completions API with two tools, a shell and a
-// file edit. It talks to $SSE_BASE_URL with $SSE_API_KEY as
+// OpenAI-compatible chat completions API with the run's MCP tools
+// (task_info, build, test, run_pocs, status: SPEC.md section 13, from
+// $SSE_MCP_URL or http://127.0.0.1:3000/mcp) plus two of its own, a shell
+// and a file edit. Without an MCP server it works with its own two. It
+// talks to $SSE_BASE_URL with $SSE_API_KEY as
 // $SSE_MODEL_NAME (in a restricted run: the run's model gateway) and works
 // in the directory it starts in (the task's source tree).
 //
@@ -11,7 +14,8 @@
 // model API that retrying does not cure (exit 1; a refusal such as 429 is
 // not retried and its body is printed).
 //
-// Build it static for the agent image (agents/loop/Dockerfile copies it):
+// ssebench compiles it for the agent image (agent.yaml's go_build), static
+// and for the run's platform; by hand:
 //
 //	CGO_ENABLED=0 go build -trimpath -o agents/loop/sse-loop ./agents/loop
 package main
@@ -49,6 +53,10 @@ const (
 const defaultPrompt = `You are working in a software repository at %s. A bug in it makes the program crash or misbehave. Find the bug and fix it in the source with the smallest correct change.
 
 Tools: "shell" runs a bash command in the repository; "edit_file" replaces text in a file. To build or run the task's tests and proofs of concept, run "entrypoint --call build", "entrypoint --call test" or "entrypoint --call poc" in the shell. When the fix is done, answer with a short summary and no tool call.`
+
+const mcpPrompt = `
+
+The benchmark's own tools are there too (%s): "task_info" tells what is known about the bug, "build", "test" and "run_pocs" build the program, run its tests and its proofs of concept, "status" tells what you have run so far.`
 
 var tools = []any{
 	map[string]any{"type": "function", "function": map[string]any{
@@ -110,6 +118,10 @@ type agent struct {
 	dir              string
 	client           *http.Client
 	log              io.Writer
+	// mcp is the run's MCP server, nil when there is none.
+	mcp *mcpTools
+	// tools are the chat API's tool definitions: ours, then MCP's.
+	tools []any
 }
 
 func run(ctx context.Context, getenv func(string) string, log io.Writer) int {
@@ -134,9 +146,21 @@ func run(ctx context.Context, getenv func(string) string, log io.Writer) int {
 	if v, err := strconv.Atoi(getenv("SSE_LOOP_MAX_TURNS")); err == nil && v > 0 {
 		maxTurns = v
 	}
+	a.tools = tools
+	if m, err := connectMCP(ctx, mcpEndpoint(getenv)); err != nil {
+		fmt.Fprintf(log, "loop: no MCP tools (%v): shell and edit_file only\n", err)
+	} else {
+		defer m.close()
+		a.mcp = m
+		a.tools = append(append([]any{}, tools...), m.defs...)
+		fmt.Fprintf(log, "loop: MCP tools: %s\n", m.list())
+	}
 	prompt := getenv("SSE_TASK_PROMPT")
 	if prompt == "" {
 		prompt = fmt.Sprintf(defaultPrompt, dir)
+		if a.mcp != nil {
+			prompt += fmt.Sprintf(mcpPrompt, a.mcp.list())
+		}
 	}
 	msgs := []message{{Role: "user", Content: str(prompt)}}
 	for turn := 1; turn <= maxTurns; turn++ {
@@ -192,7 +216,7 @@ func retryable(err error) bool {
 }
 
 func (a *agent) complete(ctx context.Context, msgs []message) (*chatResponse, error) {
-	body, err := json.Marshal(map[string]any{"model": a.model, "messages": msgs, "tools": tools})
+	body, err := json.Marshal(map[string]any{"model": a.model, "messages": msgs, "tools": a.tools})
 	if err != nil {
 		return nil, err
 	}
@@ -267,6 +291,12 @@ func (a *agent) call(ctx context.Context, name, args string) string {
 			return "error: " + err.Error()
 		}
 		return "edited " + p.Path
+	}
+	if a.mcp.has(name) {
+		return a.mcp.call(ctx, name, args)
+	}
+	if a.mcp != nil {
+		return fmt.Sprintf("error: no tool %q: the tools are shell, edit_file, %s", name, a.mcp.list())
 	}
 	return fmt.Sprintf("error: no tool %q: the tools are shell and edit_file", name)
 }
