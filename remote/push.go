@@ -307,10 +307,19 @@ func (p *pusher) push(ctx context.Context, ref name.Reference, content remote.Ta
 			return fmt.Errorf("pushing %s: %w", ref.Name(), err)
 		}
 	}
-	if err := p.pushBlobs(ctx, dst, blobs); err != nil {
+	if err := p.pushBlobs(ctx, dst, blobs, false); err != nil {
 		return fmt.Errorf("pushing %s: %w", ref.Name(), err)
 	}
-	if err := p.pushManifests(ctx, ref, content); err != nil {
+	err = p.pushManifests(ctx, ref, content)
+	if blobUnknown(err) {
+		// A registry (or a proxy in front of it) that answered a HEAD
+		// with 200 for a blob it does not hold refuses the manifest:
+		// upload every blob without asking, then try once more.
+		if err = p.pushBlobs(ctx, dst, blobs, true); err == nil {
+			err = p.pushManifests(ctx, ref, content)
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("pushing %s: %w", ref.Name(), err)
 	}
 	p.remember(dst, blobs)
@@ -441,16 +450,18 @@ func layerBlob(l v1.Layer, origin *name.Repository) (blob, error) {
 	return b, nil
 }
 
-func (p *pusher) pushBlobs(ctx context.Context, dst name.Repository, blobs []blob) error {
-	p.mu.Lock()
-	for _, b := range blobs {
-		p.total += b.size
+func (p *pusher) pushBlobs(ctx context.Context, dst name.Repository, blobs []blob, force bool) error {
+	if !force {
+		p.mu.Lock()
+		for _, b := range blobs {
+			p.total += b.size
+		}
+		p.mu.Unlock()
 	}
-	p.mu.Unlock()
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(p.o.jobs)
 	for _, b := range blobs {
-		g.Go(func() error { return p.pushBlob(gctx, dst, b) })
+		g.Go(func() error { return p.pushBlob(gctx, dst, b, force) })
 	}
 	return g.Wait()
 }
@@ -471,7 +482,9 @@ func (p *pusher) lockBlob(k string) func() {
 	return m.Unlock
 }
 
-func (p *pusher) pushBlob(ctx context.Context, dst name.Repository, b blob) error {
+// pushBlob makes b present in dst: it checks first (HEAD), then mounts,
+// then uploads; force skips the check.
+func (p *pusher) pushBlob(ctx context.Context, dst name.Repository, b blob, force bool) error {
 	k := p.key(dst.RegistryStr(), b.digest)
 	unlock := p.lockBlob(k)
 	defer unlock()
@@ -479,7 +492,9 @@ func (p *pusher) pushBlob(ctx context.Context, dst name.Repository, b blob) erro
 	if err != nil {
 		return err
 	}
-	if ok, err := p.exists(ctx, c, dst, b.digest); err != nil {
+	if force {
+		// The registry said it had the blob and then did not: upload.
+	} else if ok, err := p.exists(ctx, c, dst, b); err != nil {
 		return err
 	} else if ok {
 		p.addHolder(k, dst)
@@ -688,21 +703,46 @@ func do(ctx context.Context, c *http.Client, method, u string, body io.Reader, s
 	return resp, nil
 }
 
-func (p *pusher) exists(ctx context.Context, c *http.Client, dst name.Repository, d v1.Hash) (bool, error) {
+// exists says whether dst holds b. A 200 is believed only when what it
+// describes is b: a Content-Length or Docker-Content-Digest of another
+// blob means no (the blob is uploaded), as a registry that answers HEAD
+// with a cached or wrong answer must not make a push skip a blob.
+func (p *pusher) exists(ctx context.Context, c *http.Client, dst name.Repository, b blob) (bool, error) {
 	var found bool
 	err := p.retry(ctx, func() error {
-		resp, err := p.do(ctx, c, http.MethodHead, blobsURL(dst, d.String()), nil, 0, nil, http.StatusOK, http.StatusNotFound)
+		resp, err := p.do(ctx, c, http.MethodHead, blobsURL(dst, b.digest.String()), nil, 0, nil, http.StatusOK, http.StatusNotFound)
 		if err != nil {
 			return err
 		}
 		resp.Body.Close()
 		found = resp.StatusCode == http.StatusOK
+		if found && b.size > 0 && resp.ContentLength >= 0 && resp.ContentLength != b.size {
+			found = false
+		}
+		if dcd := resp.Header.Get("Docker-Content-Digest"); found && dcd != "" && dcd != b.digest.String() {
+			found = false
+		}
 		return nil
 	})
 	if err != nil {
-		return false, fmt.Errorf("checking for blob %s in %s: %w", d, dst.Name(), err)
+		return false, fmt.Errorf("checking for blob %s in %s: %w", b.digest, dst.Name(), err)
 	}
 	return found, nil
+}
+
+// blobUnknown says whether err is a registry refusing a manifest because
+// a blob it names is missing.
+func blobUnknown(err error) bool {
+	var te *transport.Error
+	if !errors.As(err, &te) {
+		return false
+	}
+	for _, d := range te.Errors {
+		if d.Code == transport.ManifestBlobUnknownErrorCode || d.Code == transport.BlobUnknownErrorCode {
+			return true
+		}
+	}
+	return false
 }
 
 // mount asks the registry to copy d from the repository from into dst. It
