@@ -29,8 +29,8 @@ func tagged(t *testing.T, ref string) bool {
 }
 
 const (
-	uploadPath   = "/blobs/uploads/"
-	blobPath     = "/blobs/sha256:"
+	uploadPath    = "/blobs/uploads/"
+	blobPath      = "/blobs/sha256:"
 	manifestsPath = "/manifests/"
 )
 
