@@ -210,7 +210,10 @@ func (r *Resolver) fromRegistry(ctx context.Context, ref name.Reference) (*Resol
 	if res.Index != nil {
 		content = res.Index
 	}
-	if err := s.Record(ctx, ref, content, ref.Context()); err != nil {
+	if err := s.Record(ctx, ref, content, ref.Context()); errors.Is(err, store.ErrReadOnly) {
+		// A command that only looks: the registry's image, unrecorded.
+		return res, nil
+	} else if err != nil {
 		return nil, fmt.Errorf("recording %s in the local store: %w", ref.Name(), err)
 	}
 	stored, err := r.fromStore(ref)

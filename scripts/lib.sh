@@ -114,8 +114,12 @@ wait_ready() {
 	local name=$1
 	shift
 	local deadline=$(($(now_s) + SSEBENCH_DEV_START_TIMEOUT))
+	local pid
+	pid=$(recorded_pid "$name")
 	while ! "$@" >/dev/null 2>&1; do
-		if ! pid_alive "$name"; then
+		# kill -0, not pid_alive: until setsid and nohup have exec'd the
+		# daemon (slow on a loaded machine), /proc/PID/exe is theirs.
+		if ! kill -0 "$pid" 2>/dev/null; then
 			show_log_tail "$LOG_DIR/$name.log"
 			die "$name exited during start-up (see $LOG_DIR/$name.log)"
 		fi

@@ -64,3 +64,20 @@ func findUser(r io.Reader, name string) (User, error) {
 	}
 	return User{}, fmt.Errorf("no such user")
 }
+
+// CheckRunner refuses an account that must not run the task's scripts
+// (SPEC.md section 12): root, the agent, or one whose primary group is
+// root's or the agent's, which would hand the scripts root's group files
+// or the agent the scripts' files. SSE_RUNNER_USER comes from the image's
+// environment, which the run sets but a hostile image may have tried to.
+func CheckRunner(u User) error {
+	switch {
+	case u.UID == 0:
+		return fmt.Errorf("the runner %q is root: scripts must not run as root", u.Name)
+	case u.UID == Model.UID:
+		return fmt.Errorf("the runner %q has the agent's uid %d: scripts must not run as the agent", u.Name, u.UID)
+	case u.GID == 0 || u.GID == Model.GID:
+		return fmt.Errorf("the runner %q has primary group %d: scripts must run in a group of their own", u.Name, u.GID)
+	}
+	return nil
+}

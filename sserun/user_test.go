@@ -29,3 +29,19 @@ func TestLookupUser(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckRunner(t *testing.T) {
+	if err := CheckRunner(User{Name: "sse-runner", UID: 999, GID: 999}); err != nil {
+		t.Errorf("CheckRunner(sse-runner) = %v", err)
+	}
+	for _, u := range []User{
+		{Name: "root", UID: 0, GID: 0},
+		{Name: "model", UID: Model.UID, GID: Model.GID},
+		{Name: "sse-runner", UID: 999, GID: 0},
+		{Name: "sse-runner", UID: 999, GID: Model.GID},
+	} {
+		if err := CheckRunner(u); err == nil || !strings.Contains(err.Error(), u.Name) {
+			t.Errorf("CheckRunner(%+v) = %v, want a refusal naming the account", u, err)
+		}
+	}
+}

@@ -127,6 +127,9 @@ func (t *teeReader) Close() error {
 // oci-layout contexts, containerd's import, skopeo): after it, the entry
 // is whole on disk.
 func (s *Store) Complete(ctx context.Context, desc v1.Descriptor) error {
+	if err := s.writable(); err != nil {
+		return err
+	}
 	unlock, err := s.lock(ctx, gcLock, false)
 	if err != nil {
 		return err

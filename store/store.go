@@ -79,9 +79,24 @@ var ErrCorruptBlob = errors.New("corrupt blob")
 // replaced by rename, under a file lock, and only once every blob an entry
 // needs is present. Several processes may use one store at once.
 type Store struct {
-	dir   string
-	fetch *fetchState
-	temp  *tempClaim
+	dir      string
+	fetch    *fetchState
+	temp     *tempClaim
+	readOnly bool
+}
+
+// ErrReadOnly is the error of a write to a store opened with ReadOnly.
+var ErrReadOnly = errors.New("the image store was opened read-only")
+
+// ErrNoStore is the error of opening, ReadOnly, a directory that holds no
+// store.
+var ErrNoStore = errors.New("no image store")
+
+func (s *Store) writable() error {
+	if s.readOnly {
+		return ErrReadOnly
+	}
+	return nil
 }
 
 // Entry is one image in the store.
@@ -126,6 +141,15 @@ func Open(dir string, opts ...Option) (*Store, error) {
 	s := &Store{dir: abs, fetch: &fetchState{}}
 	for _, opt := range opts {
 		opt(s)
+	}
+	if s.readOnly {
+		if _, err := os.Stat(filepath.Join(abs, layoutFile)); errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%w at %s", ErrNoStore, abs)
+		} else if err != nil {
+			return nil, fmt.Errorf("opening image store %s: %w", abs, err)
+		}
+		s.temp = &tempClaim{}
+		return s, nil
 	}
 	if err := s.init(); err != nil {
 		return nil, fmt.Errorf("opening image store %s: %w", abs, err)
@@ -355,6 +379,9 @@ type ingest struct {
 }
 
 func (s *Store) newIngest() (*ingest, error) {
+	if err := s.writable(); err != nil {
+		return nil, err
+	}
 	f, err := os.CreateTemp(s.TempDir(), ingestPrefix+"*")
 	if err != nil {
 		return nil, fmt.Errorf("creating a temporary blob: %w", err)
@@ -411,6 +438,9 @@ func (w *ingest) commit(want v1.Hash, size int64) (v1.Hash, int64, error) {
 // PutBlob streams r into the pool, verified. want may be zero when the digest is not
 // known in advance (a stream.Layer); size may be -1.
 func (s *Store) PutBlob(ctx context.Context, r io.Reader, want v1.Hash, size int64) (v1.Hash, int64, error) {
+	if err := s.writable(); err != nil {
+		return v1.Hash{}, 0, err
+	}
 	w, err := s.newIngest()
 	if err != nil {
 		return v1.Hash{}, 0, err
@@ -436,6 +466,9 @@ func (s *Store) putBytes(ctx context.Context, b []byte, want v1.Hash) error {
 // (when ≥ 0). On success the file is gone from path; on failure it is left
 // for the caller to remove.
 func (s *Store) AdoptBlob(ctx context.Context, path string, h v1.Hash, size int64) error {
+	if err := s.writable(); err != nil {
+		return err
+	}
 	if s.HasBlob(h) {
 		return os.Remove(path)
 	}
@@ -480,6 +513,9 @@ func (r *ctxReader) Read(p []byte) (int, error) {
 // blob the pool lacks (layers first, streamed, then config and manifest)
 // and only then points index.json at the manifest.
 func (s *Store) Write(ctx context.Context, ref name.Reference, img v1.Image) error {
+	if err := s.writable(); err != nil {
+		return err
+	}
 	unlock, err := s.lock(ctx, gcLock, false)
 	if err != nil {
 		return err
@@ -497,6 +533,9 @@ func (s *Store) Write(ctx context.Context, ref name.Reference, img v1.Image) err
 // was pulled from there (AnnotationSource). Layers the store lacks are
 // recorded without their bytes when it can fetch them later.
 func (s *Store) Record(ctx context.Context, ref name.Reference, content partial.Describable, from name.Repository) error {
+	if err := s.writable(); err != nil {
+		return err
+	}
 	unlock, err := s.lock(ctx, gcLock, false)
 	if err != nil {
 		return err
@@ -520,6 +559,9 @@ func (s *Store) Record(ctx context.Context, ref name.Reference, content partial.
 // WriteIndex stores idx, every child manifest and all their blobs under ref,
 // replacing any entry ref had.
 func (s *Store) WriteIndex(ctx context.Context, ref name.Reference, idx v1.ImageIndex) error {
+	if err := s.writable(); err != nil {
+		return err
+	}
 	unlock, err := s.lock(ctx, gcLock, false)
 	if err != nil {
 		return err
@@ -721,6 +763,9 @@ func lockFile(path string) (func(), error) {
 // writer that adds blobs before it names them in index.json (as Load does)
 // holds it throughout.
 func (s *Store) HoldGC(ctx context.Context) (func(), error) {
+	if err := s.writable(); err != nil {
+		return nil, err
+	}
 	return s.lock(ctx, gcLock, false)
 }
 
@@ -859,6 +904,9 @@ func matches(d v1.Descriptor, ref name.Reference) bool {
 // SetEntry points ref at desc in index.json. The caller has made sure the
 // blobs desc needs are in the pool (or recorded with a holder).
 func (s *Store) SetEntry(ctx context.Context, ref name.Reference, desc v1.Descriptor) error {
+	if err := s.writable(); err != nil {
+		return err
+	}
 	return s.setEntry(ctx, ref, desc, "")
 }
 
@@ -955,6 +1003,9 @@ func (s *Store) Index(ref name.Reference) (v1.ImageIndex, error) {
 
 // Tag points dst at the entry of src.
 func (s *Store) Tag(ctx context.Context, src, dst name.Reference) error {
+	if err := s.writable(); err != nil {
+		return err
+	}
 	desc, err := s.Descriptor(src)
 	if err != nil {
 		return err
@@ -965,6 +1016,9 @@ func (s *Store) Tag(ctx context.Context, src, dst name.Reference) error {
 // Delete removes the entry of ref (for a digest reference, every entry
 // with that digest), or fails with ErrNotFound. Its blobs stay until GC.
 func (s *Store) Delete(ctx context.Context, ref name.Reference) error {
+	if err := s.writable(); err != nil {
+		return err
+	}
 	unlock, err := s.lock(ctx, indexLock, true)
 	if err != nil {
 		return err
@@ -990,6 +1044,9 @@ func (s *Store) Delete(ctx context.Context, ref name.Reference) error {
 // GC removes every blob no index.json entry reaches, and temporary files
 // abandoned by writers that died. It waits until no Write is in progress.
 func (s *Store) GC(ctx context.Context) (GCResult, error) {
+	if err := s.writable(); err != nil {
+		return GCResult{}, err
+	}
 	var res GCResult
 	unlockGC, err := s.lock(ctx, gcLock, true)
 	if err != nil {

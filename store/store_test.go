@@ -1,6 +1,7 @@
 package store
 
 import (
+	"io/fs"
 	"archive/tar"
 	"bytes"
 	"context"
@@ -963,4 +964,50 @@ func TestStoreSurvivesSIGKILL(t *testing.T) {
 		}
 	}
 	checkStore(t, dir)
+}
+
+// TestReadOnly: a read-only store is not created where there is none,
+// reads what is there, and refuses every write.
+func TestReadOnly(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	if _, err := Open(dir, ReadOnly()); !errors.Is(err, ErrNoStore) {
+		t.Fatalf("Open(ReadOnly) of nothing = %v, want ErrNoStore", err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("Open(ReadOnly) created %s", dir)
+	}
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := name.ParseReference("localhost:5000/x/ro:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := random.Image(100, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Write(context.Background(), ref, img); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	ro, err := Open(dir, ReadOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if _, err := ro.Image(ref); err != nil {
+		t.Errorf("Image() from a read-only store: %v", err)
+	}
+	other, _ := name.ParseReference("localhost:5000/x/ro:2")
+	if err := ro.Write(context.Background(), other, img); !errors.Is(err, ErrReadOnly) {
+		t.Errorf("Write() to a read-only store = %v, want ErrReadOnly", err)
+	}
+	if err := ro.Tag(context.Background(), ref, other); !errors.Is(err, ErrReadOnly) {
+		t.Errorf("Tag() in a read-only store = %v, want ErrReadOnly", err)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(dir, ".tmp")); len(ents) != 0 {
+		t.Errorf("a read-only store claimed a temporary directory: %v", ents)
+	}
 }

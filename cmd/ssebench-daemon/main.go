@@ -76,14 +76,11 @@ func run(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("%w: the tool layer adds this user; set %s to use another", err, sserun.EnvRunnerUser)
 		}
-		if u.UID == 0 {
-			return fmt.Errorf("the runner %q is root: scripts must not run as root", u.Name)
+		if err := sserun.CheckRunner(u); err != nil {
+			return err
 		}
 		runner = &u
 		model := sserun.Model
-		if u.UID == model.UID {
-			return fmt.Errorf("the runner %q has the agent's uid %d: scripts must not run as the agent", u.Name, u.UID)
-		}
 		opts = append(opts, sserun.WithRunner(runner), sserun.WithAgentUser(&model))
 	} else {
 		fmt.Fprintf(os.Stderr, "ssebench-daemon: not root: scripts run as uid %d, and the agent socket is open to every user\n", me)

@@ -14,6 +14,7 @@ import (
 	"github.com/42-b3yond-6ug/ssebench/pipeline"
 	"github.com/42-b3yond-6ug/ssebench/remote"
 	"github.com/42-b3yond-6ug/ssebench/runtimebin"
+	"github.com/42-b3yond-6ug/ssebench/store"
 )
 
 // newEnv turns the shared flags into the pipeline's environment. runtime is
@@ -86,22 +87,42 @@ func openFacts() (*assemble.Facts, error) {
 // resolve finds ref (store first, then its registry, as --pull says) for
 // platform ("" = the default). The store stays open, since lazily pulled
 // layers are written to it as they are read; call done afterwards.
-func resolve(cmd *cobra.Command, g *options.Global, ref, platform string) (_ *remote.Resolved, done func(), err error) {
+// resolve finds ref for a command that only looks at it: in the store
+// when there is one (opened read-only when readOnly), else in its
+// registry; it never creates a store.
+func resolve(cmd *cobra.Command, g *options.Global, ref, platform string, readOnly bool) (_ *remote.Resolved, done func(), err error) {
 	p, err := options.ParsePlatform(platform)
 	if err != nil {
 		return nil, nil, err
 	}
-	s, ropts, err := g.StoreOptions(p)
+	s, err := g.LookStore(readOnly)
 	if err != nil {
+		return nil, nil, err
+	}
+	if s == nil && g.Pull == string(remote.PullNever) {
+		dir := g.Store
+		if dir == "" {
+			dir, _ = store.DefaultDir()
+		}
+		return nil, nil, fmt.Errorf("image %s is not in the local store (%s, which holds nothing yet); pull it with --pull=missing or build it first", ref, dir)
+	}
+	closeStore := func() {
+		if s != nil {
+			s.Close()
+		}
+	}
+	ropts, err := g.RegistryOptions(s, p)
+	if err != nil {
+		closeStore()
 		return nil, nil, err
 	}
 	r, err := remote.NewResolver(ropts...)
 	if err == nil {
 		var res *remote.Resolved
 		if res, err = r.Resolve(cmd.Context(), ref); err == nil {
-			return res, func() { s.Close() }, nil
+			return res, closeStore, nil
 		}
 	}
-	s.Close()
+	closeStore()
 	return nil, nil, err
 }

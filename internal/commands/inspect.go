@@ -59,7 +59,7 @@ it is (its history comment). Layers are not downloaded.`,
   ssebench inspect --platform linux/arm64 --json localhost:5000/ssebench/runtime:0.1.0-dev`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			res, done, err := resolve(cmd, g, args[0], o.Platform)
+			res, done, err := resolve(cmd, g, args[0], o.Platform, true)
 			if err != nil {
 				return err
 			}

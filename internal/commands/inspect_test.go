@@ -2,6 +2,11 @@ package commands_test
 
 import (
 	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"fmt"
 	"runtime"
 	"strings"
@@ -145,5 +150,65 @@ func TestInspectMissingNeverPulled(t *testing.T) {
 	}
 	if out != "" {
 		t.Errorf("inspect printed %q on stdout", out)
+	}
+}
+
+// TestInspectCreatesNoStore: a command that only looks leaves no store
+// behind where there was none.
+func TestInspectCreatesNoStore(t *testing.T) {
+	c := newCLI(t)
+	_, _, err := c.run(t, "inspect", "--pull=never", "127.0.0.1:1/ssebench/tool/absent:1.0.0")
+	if err == nil || !strings.Contains(err.Error(), "not in the local store") {
+		t.Errorf("inspect = %v, want not in the local store", err)
+	}
+	if _, err := os.Stat(c.store); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("inspect created the store %s (stat: %v)", c.store, err)
+	}
+}
+
+// TestInspectOnFullDisk: inspect of a stored image needs to write nothing,
+// so a full file system under the store does not stop it.
+func TestInspectOnFullDisk(t *testing.T) {
+	c := newCLI(t)
+	if err := os.MkdirAll(c.store, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=2m,nr_inodes=200", "tmpfs", c.store).CombinedOutput(); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("mounting a small tmpfs (CI=true runs as root): %v %s", err, out)
+		}
+		t.Skipf("needs root to mount a small tmpfs: %v %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("umount", "-l", c.store).Run() })
+	const ref = "localhost:5000/ssebench/tool/full-1:1.0.0"
+	img := inspectImage(t)
+	c.storeImage(t, ref, img)
+	// Fill the file system to the last byte.
+	f, err := os.Create(filepath.Join(c.store, "filler"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 64<<10)
+	for {
+		if _, err := f.Write(buf); err != nil {
+			break
+		}
+	}
+	f.Close()
+	// And every inode: a new directory needs one.
+	for i := 0; ; i++ {
+		if err := os.WriteFile(filepath.Join(c.store, fmt.Sprintf("inode-%d", i)), nil, 0o644); err != nil {
+			break
+		}
+	}
+	if err := os.Mkdir(filepath.Join(c.store, "probe"), 0o755); err == nil {
+		t.Fatal("the file system is not full: the test tests nothing")
+	}
+	out, stderr, err := c.run(t, "inspect", "--pull=never", ref)
+	if err != nil {
+		t.Fatalf("inspect on a full disk: %v\n%s", err, stderr)
+	}
+	if !strings.Contains(out, "Name:        "+ref) {
+		t.Errorf("inspect printed:\n%s", out)
 	}
 }

@@ -33,7 +33,7 @@ can write) and exits 1 if any check failed.`,
   ssebench verify --source /src/kvconf localhost:5000/ssebench/tool/kvconf-12-afb9ee1:0.1.0-dev`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			res, done, err := resolve(cmd, g, args[0], platform)
+			res, done, err := resolve(cmd, g, args[0], platform, false)
 			if err != nil {
 				return err
 			}

@@ -146,6 +146,29 @@ func (g *Global) OpenStore() (*store.Store, error) {
 	return store.Open(dir, store.WithFetcher(acc))
 }
 
+// LookStore opens the store for a command that only looks (inspect,
+// verify): it returns nil, and creates nothing, when there is no store
+// yet; readOnly opens it without claiming a temporary directory, so that
+// nothing is written even on a full disk.
+func (g *Global) LookStore(readOnly bool) (*store.Store, error) {
+	dir := g.Store
+	if dir == "" {
+		var err error
+		if dir, err = store.DefaultDir(); err != nil {
+			return nil, err
+		}
+	}
+	s, err := store.Open(dir, store.ReadOnly())
+	if errors.Is(err, store.ErrNoStore) {
+		return nil, nil
+	}
+	if err != nil || readOnly {
+		return s, err
+	}
+	s.Close()
+	return g.OpenStore()
+}
+
 // Access is this invocation's one way to reach registries (plain-HTTP
 // hosts, credentials, retries): the resolver, pushes, the store's fetches,
 // BuildKit's pushes and containerd's pulls all take it from here.
