@@ -1,7 +1,6 @@
 package store
 
 import (
-	"io/fs"
 	"archive/tar"
 	"bytes"
 	"context"
@@ -11,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"

@@ -3,11 +3,11 @@ package commands_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"fmt"
 	"runtime"
 	"strings"
 	"testing"
