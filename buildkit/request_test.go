@@ -177,7 +177,7 @@ func TestNewSolveOptLayoutOutput(t *testing.T) {
 	}
 	wantExports := []bkclient.ExportEntry{{
 		Type:      "oci",
-		Attrs:     map[string]string{"tar": "false", "oci-mediatypes": "true"},
+		Attrs:     map[string]string{"tar": "false", "oci-mediatypes": "true", "compression": "gzip", "compression-level": "1"},
 		OutputDir: out,
 	}}
 	if diff := cmp.Diff(wantExports, opt.Exports); diff != "" {

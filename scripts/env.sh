@@ -13,7 +13,7 @@ export SSEBENCH_TEST_REGISTRY="$SSEBENCH_DEV_REGISTRY_ADDR"
 export SSEBENCH_TEST_OS_IMAGE="$OS_IMAGE"
 export BUILDKIT_HOST="unix://$BUILDKIT_SOCKET"
 export CONTAINERD_ADDRESS="$CONTAINERD_SOCKET"
-# buildctl for debugging; runc for anyone driving containerd by hand.
+# buildkitd for anyone starting it by hand; runc for driving containerd.
 case ":$PATH:" in
 *":$BUILDKIT_BIN:"*) ;;
 *) export PATH="$BUILDKIT_BIN:$PATH:/usr/sbin:/sbin" ;;

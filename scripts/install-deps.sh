@@ -4,7 +4,7 @@
 #   - Debian packages: containerd, runc, the registry, mmdebstrap and friends,
 #     chromium (the HTML report test) and libxml2-utils (xmllint, the JUnit one)
 #     (apt is skipped entirely when they are all present);
-#   - buildkitd and buildctl, built from the pinned tools/buildkit module
+#   - buildkitd, built from the pinned tools/buildkit module
 #     into $SSEBENCH_DEV_CACHE/buildkit-<version>/bin (skipped when cached).
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
@@ -57,7 +57,8 @@ install_apt_packages() {
 	[ "$rc" -eq 0 ] || die "apt-get install ${missing[*]} failed (exit $rc)"
 }
 
-# build_buildkit builds buildkitd and buildctl from tools/buildkit. The cache
+# build_buildkit builds buildkitd (the only BuildKit program ssebench and
+# its scripts use) from tools/buildkit. The cache
 # is keyed by the BuildKit version in its directory name and by a stamp of
 # go.mod, go.sum and the Go version, so bumping any of them rebuilds.
 build_buildkit() {
@@ -66,12 +67,12 @@ build_buildkit() {
 	local stamp want
 	stamp="$SSEBENCH_DEV_CACHE/buildkit-$BUILDKIT_VERSION/stamp"
 	want=$(cat "$moddir/go.mod" "$moddir/go.sum" <(go version) | sha256sum | cut -d' ' -f1)
-	if [ -x "$BUILDKIT_BIN/buildkitd" ] && [ -x "$BUILDKIT_BIN/buildctl" ] &&
+	if [ -x "$BUILDKIT_BIN/buildkitd" ] &&
 		[ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
 		log "buildkit $BUILDKIT_VERSION: cached in $BUILDKIT_BIN"
 		return 0
 	fi
-	log "buildkit $BUILDKIT_VERSION: building buildkitd and buildctl (takes a few minutes)"
+	log "buildkit $BUILDKIT_VERSION: building buildkitd (takes a few minutes)"
 	local start tmp
 	start=$(now_s)
 	mkdir -p "$SSEBENCH_DEV_CACHE/buildkit-$BUILDKIT_VERSION"
@@ -79,8 +80,9 @@ build_buildkit() {
 	# -mod=readonly: the pinned go.sum must already cover everything; a
 	# build must never rewrite it. cgo stays on: buildkitd's OCI worker uses
 	# it (seccomp, user namespaces).
-	if ! (cd "$moddir" && GOFLAGS="-mod=readonly -buildvcs=false" go build -trimpath -o "$tmp/" \
-		github.com/moby/buildkit/cmd/buildkitd github.com/moby/buildkit/cmd/buildctl); then
+	# -s -w: no symbol tables, a shorter link.
+	if ! (cd "$moddir" && GOFLAGS="-mod=readonly -buildvcs=false" go build -trimpath -ldflags="-s -w" -o "$tmp/" \
+		github.com/moby/buildkit/cmd/buildkitd); then
 		rm -rf "$tmp"
 		die "building buildkit $BUILDKIT_VERSION failed"
 	fi
@@ -90,5 +92,14 @@ build_buildkit() {
 	log "buildkit $BUILDKIT_VERSION: built in $(($(now_s) - start))s"
 }
 
-install_apt_packages
-build_buildkit
+# With an argument, only that part: apt or buildkit (setup.sh runs the
+# BuildKit compile alongside the OS image).
+case "${1:-all}" in
+apt) install_apt_packages ;;
+buildkit) build_buildkit ;;
+all)
+	install_apt_packages
+	build_buildkit
+	;;
+*) die "usage: install-deps.sh [all|apt|buildkit]" ;;
+esac

@@ -173,6 +173,11 @@ probe_registry() {
 probe_containerd() {
 	[ -S "$CONTAINERD_SOCKET" ] && timeout 5 ctr --address "$CONTAINERD_SOCKET" version >/dev/null 2>&1
 }
+# probe_buildkitd asks buildkitd's gRPC server for its workers with an empty
+# request: an HTTP/2 200 says the daemon is serving (buildctl, which would
+# do the same, is not built).
 probe_buildkitd() {
-	[ -S "$BUILDKIT_SOCKET" ] && timeout 5 "$BUILDKIT_BIN/buildctl" --addr "unix://$BUILDKIT_SOCKET" debug workers >/dev/null 2>&1
+	[ -S "$BUILDKIT_SOCKET" ] &&
+		[ "$(timeout 5 curl -s -o /dev/null -w '%{http_code}' --http2-prior-knowledge --unix-socket "$BUILDKIT_SOCKET" \
+			-X POST -H 'content-type: application/grpc' http://buildkitd/moby.buildkit.v1.Control/ListWorkers 2>/dev/null)" = 200 ]
 }

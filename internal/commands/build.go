@@ -6,7 +6,9 @@ import (
 	"runtime"
 	"strings"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/spf13/cobra"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/42-b3yond-6ug/ssebench/buildkit"
 	"github.com/42-b3yond-6ug/ssebench/casebuild"
@@ -19,7 +21,7 @@ const OSImageEnv = "SSEBENCH_OS_IMAGE"
 
 // newBuilder connects to buildkitd and opens the store for a build command.
 // The caller closes what it returns through the returned func.
-func newBuilder(ctx context.Context, g *options.Global, push bool, cmd *cobra.Command) (*casebuild.Builder, func(), error) {
+func newBuilder(ctx context.Context, g *options.Global, push bool, cmd *cobra.Command, bopts ...buildkit.Option) (*casebuild.Builder, func(), error) {
 	names, err := g.Names()
 	if err != nil {
 		return nil, nil, err
@@ -28,7 +30,6 @@ func newBuilder(ctx context.Context, g *options.Global, push bool, cmd *cobra.Co
 	if err != nil {
 		return nil, nil, err
 	}
-	var bopts []buildkit.Option
 	if g.BuildKitAddr != "" {
 		bopts = append(bopts, buildkit.WithAddress(g.BuildKitAddr))
 	}
@@ -90,19 +91,40 @@ manifest pins, into the local store (or the registry with --push).`,
 			for i, l := range langs {
 				langs[i] = strings.TrimPrefix(l, "generic-")
 			}
-			b, done, err := newBuilder(ctx, g, push, cmd)
+			var bopts []buildkit.Option
+			if len(langs) > 1 {
+				// Builds at once on one terminal: plain lines, each
+				// prefixed with its step, not redrawn screens that
+				// overwrite each other.
+				bopts = append(bopts, buildkit.WithProgressMode(buildkit.ProgressPlain))
+			}
+			b, done, err := newBuilder(ctx, g, push, cmd, bopts...)
 			if err != nil {
 				return err
 			}
 			defer done()
-			for _, lang := range langs {
-				d, err := b.BuildBase(ctx, home, lang, osImage, platform)
-				if err != nil {
-					return err
-				}
+			// The base images do not depend on each other: BuildKit
+			// builds them at once, sharing the OS image's layers, so
+			// that one image's apt download overlaps another's compile.
+			digests := make([]v1.Hash, len(langs))
+			eg, ectx := errgroup.WithContext(ctx)
+			for i, lang := range langs {
+				eg.Go(func() error {
+					d, err := b.BuildBase(ectx, home, lang, osImage, platform)
+					if err != nil {
+						return fmt.Errorf("base image %s: %w", lang, err)
+					}
+					digests[i] = d
+					return nil
+				})
+			}
+			if err := eg.Wait(); err != nil {
+				return err
+			}
+			for i, lang := range langs {
 				names, _ := b.BaseNames(home, lang)
 				for _, n := range names {
-					fmt.Fprintf(cmd.OutOrStdout(), "%s@%s\n", n, d)
+					fmt.Fprintf(cmd.OutOrStdout(), "%s@%s\n", n, digests[i])
 				}
 			}
 			return nil
