@@ -56,6 +56,12 @@
 // cold store, empty facts cache) with BuildKit building the same tool
 // layers task after task on a fresh daemon: the ratio, the seconds per task
 // after the first, and the layers read (the base's once).
+//
+//	go run ./bench grade [flags]
+//
+// grade times the example Go task's build and test scripts in a run (as
+// sse-runner, through the daemon) against the same scripts as root in the
+// case image, and prints both and the ratio (goal: at most 2).
 package main
 
 import (
@@ -77,7 +83,7 @@ func main() {
 
 func run(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("usage: bench tool|rebuild|mirror|gateway|eval|eval-build [flags] (see go doc ./bench)")
+		return fmt.Errorf("usage: bench tool|rebuild|mirror|gateway|eval|eval-build|grade [flags] (see go doc ./bench)")
 	}
 	switch args[0] {
 	case "tool":
@@ -96,6 +102,8 @@ func run(ctx context.Context, args []string) error {
 		return runEval(ctx, args[1:])
 	case "eval-build":
 		return runEvalBuild(ctx, args[1:])
+	case "grade":
+		return runGrade(ctx, args[1:])
 	}
-	return fmt.Errorf("unknown subcommand %q: want tool, rebuild, mirror, gateway, eval or eval-build", args[0])
+	return fmt.Errorf("unknown subcommand %q: want tool, rebuild, mirror, gateway, eval, eval-build or grade", args[0])
 }
