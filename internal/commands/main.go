@@ -42,7 +42,12 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // state into it (distribution's _state), which is a credential of sorts.
 var signedQuery = regexp.MustCompile(`(https?://[^\s"?]+)\?[^\s"]*`)
 
-// Redact removes the query of every URL in msg.
+// signedPath is the query of a registry path without its host, as dumped
+// requests and Location headers show it.
+var signedPath = regexp.MustCompile(`(/v2/[^\s"?]*)\?[^\s"]*`)
+
+// Redact removes the query of every URL and registry path in msg.
 func Redact(msg string) string {
-	return signedQuery.ReplaceAllString(msg, "$1?…")
+	msg = signedQuery.ReplaceAllString(msg, "$1?…")
+	return signedPath.ReplaceAllString(msg, "$1?…")
 }
