@@ -16,6 +16,7 @@ import (
 type pushOptions struct {
 	Jobs      int
 	MountFrom []string
+	JSON      bool
 }
 
 func newCmdPush(g *options.Global) *cobra.Command {
@@ -44,6 +45,7 @@ mounted and skipped.`,
 			pp := NewProgressPrinter(cmd.ErrOrStderr())
 			ropts = append(ropts, remote.WithJobs(o.Jobs), remote.WithMountFrom(o.MountFrom...), remote.WithBlobProgress(pp))
 			total := &remote.PushReport{}
+			pushed := []imageJSON{}
 			defer func() { pp.Finish(total) }()
 			for _, a := range args {
 				ref, err := name.ParseReference(a)
@@ -63,7 +65,13 @@ mounted and skipped.`,
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "%s@%s\n", ref.Name(), d)
+				pushed = append(pushed, imageJSON{Name: ref.Name(), Digest: d.String()})
+				if !o.JSON {
+					fmt.Fprintf(cmd.OutOrStdout(), "%s@%s\n", ref.Name(), d)
+				}
+			}
+			if o.JSON {
+				return writeJSONTo(cmd.OutOrStdout(), pushOutput{Images: pushed, Push: pushReportJSON(total)})
 			}
 			return nil
 		},
@@ -71,6 +79,7 @@ mounted and skipped.`,
 	f := cmd.Flags()
 	f.IntVar(&o.Jobs, "jobs", 4, "blobs uploaded at once")
 	f.StringSliceVar(&o.MountFrom, "mount-from", nil, "repository of the same registry that may hold some blobs (repeatable)")
+	addJSONFlag(cmd, &o.JSON)
 	return cmd
 }
 
