@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+
+	"github.com/spf13/cobra"
 )
 
 // ExitInterrupted is the exit status after Ctrl-C or SIGTERM: 128 plus
@@ -17,7 +19,11 @@ const ExitInterrupted = 130
 // cancelled (the signal of main), else 1. It prints the error itself, in
 // one line and with registry upload tokens taken out.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	root := New()
+	return MainCommand(ctx, New(), args, stdout, stderr)
+}
+
+// MainCommand is Main with the root command given (its stdin set, say).
+func MainCommand(ctx context.Context, root *cobra.Command, args []string, stdout, stderr io.Writer) int {
 	root.SilenceErrors = true
 	root.SetArgs(args)
 	root.SetOut(stdout)
@@ -34,7 +40,11 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "ssebench: interrupted")
 		return ExitInterrupted
 	}
-	fmt.Fprintln(stderr, "Error:", Redact(err.Error()))
+	msg := err.Error()
+	if hint := loginHint(err); hint != "" {
+		msg += "; " + hint
+	}
+	fmt.Fprintln(stderr, "Error:", Redact(msg))
 	return 1
 }
 

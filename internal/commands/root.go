@@ -49,7 +49,10 @@ pushed to a registry, and run with containerd.`,
 		newCmdSave(g),
 		newCmdLoad(g),
 		newCmdStore(g),
+		newCmdLogin(g),
+		newCmdLogout(),
 	)
+	addCompletions(root, g)
 	return root
 }
 
