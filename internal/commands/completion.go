@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/spf13/cobra"
 
 	"github.com/42-b3yond-6ug/ssebench/agent"
@@ -32,7 +33,7 @@ func addCompletions(root *cobra.Command, g *options.Global) {
 	tasks := func(cmd *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
 		// build-case's tasks are those of --benchmarks.
 		if f := cmd.Flags().Lookup("benchmarks"); f != nil && f.Value.String() != "" {
-			return homeTasks(filepath.Dir(filepath.Dir(filepath.Clean(f.Value.String()))), filepath.Base(f.Value.String())), cobra.ShellCompDirectiveNoFileComp
+			return tasksIn(f.Value.String()), cobra.ShellCompDirectiveNoFileComp
 		}
 		home, err := g.HomeDir()
 		if err != nil {
@@ -78,7 +79,6 @@ func addCompletions(root *cobra.Command, g *options.Global) {
 		"build-case":     {"tasks": tasks},
 		"assemble tool":  {"task": tasks, "case": imageFlag, "runtime": imageFlag},
 		"assemble agent": {"task": tasks, "agent": agents, "tool": imageFlag},
-		"save":           {"since": nil},
 	}
 	args := map[string]completer{
 		"inspect":  oneImage,
@@ -131,21 +131,18 @@ func storeNames(g *options.Global, skip []string) []string {
 	if err != nil {
 		return nil
 	}
+	given := map[string]bool{}
+	for _, a := range skip {
+		if r, err := name.ParseReference(a); err == nil {
+			given[r.Name()] = true
+		}
+	}
 	var out []string
 	for _, e := range es {
-		if !contains(skip, e.Name) {
+		if !given[e.Name] {
 			out = append(out, e.Name)
 		}
 	}
 	sort.Strings(out)
 	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

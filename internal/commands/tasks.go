@@ -19,9 +19,15 @@ func homeTasks(home, dataset string) []string {
 	if dataset != "" {
 		ds = dataset
 	}
+	return tasksIn(filepath.Join(home, "datasets", ds))
+}
+
+// tasksIn lists the task folders of the dataset folders pattern matches
+// (a folder, or a glob of folders).
+func tasksIn(pattern string) []string {
 	var ids []string
 	seen := map[string]bool{}
-	dirs, _ := filepath.Glob(filepath.Join(home, "datasets", ds, "*"))
+	dirs, _ := filepath.Glob(filepath.Join(pattern, "*"))
 	for _, d := range dirs {
 		id := filepath.Base(d)
 		if seen[id] || strings.HasPrefix(id, ".") {
