@@ -42,20 +42,28 @@ mounted and skipped.`,
 				return err
 			}
 			defer s.Close()
-			pp := NewProgressPrinter(cmd.ErrOrStderr())
+			pp := NewProgressPrinter(cmd.ErrOrStderr(), ProgressQuiet(g.Quiet))
 			ropts = append(ropts, remote.WithJobs(o.Jobs), remote.WithMountFrom(o.MountFrom...), remote.WithBlobProgress(pp))
 			total := &remote.PushReport{}
 			pushed := []imageJSON{}
 			defer func() { pp.Finish(total) }()
-			for _, a := range args {
+			// Every image is found before anything moves: a typo in the
+			// last name fails at once, and the totals cover them all.
+			refs := make([]name.Reference, len(args))
+			contents := make([]ggremote.Taggable, len(args))
+			for i, a := range args {
 				ref, err := name.ParseReference(a)
 				if err != nil {
 					return fmt.Errorf("parsing image reference %q: %w", a, err)
 				}
-				content, err := storeContent(s, ref)
-				if err != nil {
+				if contents[i], err = storeContent(s, ref); err != nil {
 					return err
 				}
+				refs[i] = ref
+				pp.Expect(contents[i])
+			}
+			for i, ref := range refs {
+				content := contents[i]
 				rep, err := remote.Push(ctx, ref.Name(), content, ropts...)
 				total.Merge(rep)
 				if err != nil {

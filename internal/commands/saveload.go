@@ -154,7 +154,14 @@ get PREFIX instead, other names keep their repository path under PREFIX.`,
 				}
 				return nil
 			}
-			pp := NewProgressPrinter(cmd.ErrOrStderr())
+			pp := NewProgressPrinter(cmd.ErrOrStderr(), ProgressQuiet(g.Quiet))
+			for _, im := range rep.Images {
+				if ref, err := name.ParseReference(im.Name); err == nil {
+					if content, err := storeContent(s, ref); err == nil {
+						pp.Expect(content)
+					}
+				}
+			}
 			ropts = append(ropts, remote.WithJobs(o.Jobs), remote.WithBlobProgress(pp))
 			prep, err := archive.PushLoaded(ctx, rep, o.Push, archive.WithStore(s), archive.WithRemote(ropts...))
 			pp.Finish(prep)
