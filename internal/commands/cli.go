@@ -37,6 +37,9 @@ func always(*cobra.Command) bool { return true }
 // under -v (and nowhere otherwise).
 func preRun(cmd *cobra.Command, g *options.Global) error {
 	setLogs(cmd.ErrOrStderr(), g.Verbose)
+	if !g.Quiet {
+		g.Notices = cmd.ErrOrStderr()
+	}
 	if err := g.Check(); err != nil {
 		return err
 	}

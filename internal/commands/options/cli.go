@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/42-b3yond-6ug/ssebench/naming"
 	"github.com/42-b3yond-6ug/ssebench/remote"
 )
 
@@ -45,13 +46,34 @@ func (g *Global) RequireHome() (string, error) {
 func (g *Global) Check() error {
 	if g.Pull != "" {
 		if _, err := remote.ParsePullPolicy(g.Pull); err != nil {
-			return fmt.Errorf("--pull %q: use missing, always or never", g.Pull)
+			return fmt.Errorf("--pull: %w", err)
 		}
 	}
 	if g.Quiet && g.Verbose {
 		return errors.New("--quiet and --verbose contradict each other: pass one")
 	}
 	return nil
+}
+
+// notice prints msg to Notices, saying so when the registry is the
+// default one that nothing configured.
+func (g *Global) notice(msg string) {
+	if strings.Contains(msg, " from "+defaultRegistryHost()) && !g.registryConfigured() {
+		msg += fmt.Sprintf(" (REGISTRY is not set, so this is the default %s: build the image here, or pass --registry or set %s to use another)", naming.DefaultRegistry, naming.RegistryEnv)
+	}
+	fmt.Fprintln(g.Notices, msg)
+}
+
+func defaultRegistryHost() string {
+	host, _, _ := strings.Cut(naming.DefaultRegistry, "/")
+	return host
+}
+
+// registryConfigured says whether --registry, SSEBENCH_REGISTRY or a .env
+// names REGISTRY.
+func (g *Global) registryConfigured() bool {
+	reg, err := g.Settings().Registry(g.Registry)
+	return err == nil && reg != naming.DefaultRegistry
 }
 
 // Progress returns w, or io.Discard under --quiet: where progress (bars,

@@ -3,6 +3,7 @@ package options
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -42,6 +43,9 @@ type Global struct {
 	// sockets).
 	BuildKitAddr   string
 	ContainerdAddr string
+	// Notices, when set, hears why a command goes to a registry (an
+	// image missing from the store); see remote.WithNotice.
+	Notices io.Writer
 }
 
 // AddGlobal binds the shared flags to cmd's persistent flags.
@@ -205,6 +209,9 @@ func (g *Global) RegistryOptions(s *store.Store, p *v1.Platform) ([]remote.Optio
 	}
 	if p != nil {
 		opts = append(opts, remote.WithPlatform(p))
+	}
+	if g.Notices != nil {
+		opts = append(opts, remote.WithNotice(g.notice))
 	}
 	return opts, nil
 }
