@@ -3,6 +3,7 @@ package agent
 import (
 	"errors"
 	"fmt"
+	"github.com/42-b3yond-6ug/ssebench/internal/suggest"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -142,34 +143,5 @@ func unknown(home, folder string) error {
 	if len(names) == 0 {
 		return fmt.Errorf("unknown agent %q: %s has no folder with an agent.yaml", folder, filepath.Join(home, "agents"))
 	}
-	best, bestD := "", -1
-	for _, n := range names {
-		d := distance(strings.ToLower(folder), strings.ToLower(n))
-		if bestD < 0 || d < bestD {
-			best, bestD = n, d
-		}
-	}
-	return fmt.Errorf("unknown agent %q: did you mean %q? agents: %s", folder, best, strings.Join(names, ", "))
-}
-
-// distance is the Levenshtein distance between a and b, in runes.
-func distance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
+	return fmt.Errorf("unknown agent %q: did you mean %q? agents: %s", folder, suggest.Closest(folder, names), strings.Join(names, ", "))
 }

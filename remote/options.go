@@ -72,6 +72,18 @@ type options struct {
 	stall time.Duration
 	// move holds the options of push, mirror, save and load (push.go).
 	move moveOptions
+	// notice hears what Resolve does before it asks a registry.
+	notice func(msg string)
+}
+
+// WithNotice makes Resolve tell fn, before it asks a registry for an
+// image, that the local store lacks it: a command then says why it goes to
+// the network (and which registry), not only when that fails.
+func WithNotice(fn func(msg string)) Option {
+	return func(o *options) error {
+		o.notice = fn
+		return nil
+	}
 }
 
 // defaultPlatform is linux/<host arch>: SPEC.md section 9 runs every image

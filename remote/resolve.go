@@ -81,10 +81,22 @@ func (r *Resolver) Resolve(ctx context.Context, ref string) (*Resolved, error) {
 		if err == nil || !errors.Is(err, store.ErrNotFound) {
 			return res, err
 		}
+		miss := fmt.Sprintf("image %s is not in the local store (%s)", parsed.Name(), missDetail(err, r.o.store))
 		if r.o.policy == PullNever {
 			// storeMiss matches ErrNotFound without repeating its text.
-			return nil, &storeMiss{msg: fmt.Sprintf("image %s is not in the local store (%s); pull it with --pull=missing or build it first", parsed.Name(), missDetail(err, r.o.store))}
+			return nil, &storeMiss{msg: miss + "; pull it with --pull=missing or build it first"}
 		}
+		if r.o.notice != nil {
+			r.o.notice(fmt.Sprintf("%s; pulling it from %s", miss, parsed.Context().RegistryStr()))
+		}
+		res, err = r.fromRegistry(ctx, parsed)
+		if err != nil {
+			return nil, fmt.Errorf("%s, and %w", miss, err)
+		}
+		return res, nil
+	}
+	if r.o.store == nil && r.o.policy != PullAlways && r.o.notice != nil {
+		r.o.notice(fmt.Sprintf("no local store yet; pulling %s from %s", parsed.Name(), parsed.Context().RegistryStr()))
 	}
 	return r.fromRegistry(ctx, parsed)
 }

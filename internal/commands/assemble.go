@@ -26,7 +26,7 @@ func newCmdAssemble(g *options.Global) *cobra.Command {
 
 type assembleToolOptions struct {
 	Case, Source, Task, Runtime, Platform string
-	Push, NoStore                         bool
+	Push, NoStore, JSON                   bool
 }
 
 func newCmdAssembleTool(g *options.Global) *cobra.Command {
@@ -82,11 +82,11 @@ time, its own layers are reused and no case layer is read.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s@%s\n", b.Name, b.Digest)
-			return nil
+			return printResult(cmd.OutOrStdout(), o.JSON, builtOutput(b), fmt.Sprintf("%s@%s", b.Name, b.Digest))
 		},
 	}
 	f := cmd.Flags()
+	addJSONFlag(cmd, &o.JSON)
 	f.StringVar(&o.Case, "case", "", "case image reference (required)")
 	f.StringVar(&o.Source, "source", "", "SOURCE_DIR in the case image (default: source in the task's config.yaml)")
 	f.StringVar(&o.Task, "task", "", "task id (default: the last part of the case image's name)")
@@ -101,7 +101,7 @@ time, its own layers are reused and no case layer is read.`,
 type assembleAgentOptions struct {
 	Tool, Agent, Task, Platform string
 	BuildArgs                   []string
-	Push, Explain               bool
+	Push, Explain, JSON         bool
 }
 
 func newCmdAssembleAgent(g *options.Global) *cobra.Command {
@@ -151,11 +151,11 @@ is stored as lowercase(REGISTRY/agent-<name>/<task>:<version>).`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s@%s\n", b.Name, b.Digest)
-			return nil
+			return printResult(cmd.OutOrStdout(), o.JSON, builtOutput(b), fmt.Sprintf("%s@%s", b.Name, b.Digest))
 		},
 	}
 	f := cmd.Flags()
+	addJSONFlag(cmd, &o.JSON)
 	f.StringVar(&o.Tool, "tool", "", "tool image reference (required)")
 	f.StringVar(&o.Agent, "agent", "", "agent folder under agents/ (required)")
 	f.StringVar(&o.Task, "task", "", "task id (default: the last part of the tool image's name)")

@@ -37,7 +37,7 @@ func newBuilder(ctx context.Context, g *options.Global, push bool, cmd *cobra.Co
 	if err != nil {
 		return nil, nil, err
 	}
-	bopts = append(bopts, buildkit.WithProgress(cmd.ErrOrStderr()), buildkit.WithTempDir(s.TempDir()), buildkit.WithPlainHTTP(acc.PlainHTTP))
+	bopts = append(bopts, buildkit.WithProgress(g.Progress(cmd.ErrOrStderr())), buildkit.WithTempDir(s.TempDir()), buildkit.WithPlainHTTP(acc.PlainHTTP))
 	bk, err := buildkit.New(ctx, bopts...)
 	if err != nil {
 		return nil, nil, err
@@ -52,7 +52,7 @@ func newBuilder(ctx context.Context, g *options.Global, push bool, cmd *cobra.Co
 		bk.Close()
 		return nil, nil, err
 	}
-	b := &casebuild.Builder{BuildKit: bk, Store: s, Resolver: r, Names: names, Push: push, Log: cmd.ErrOrStderr()}
+	b := &casebuild.Builder{BuildKit: bk, Store: s, Resolver: r, Names: names, Push: push, Log: g.Progress(cmd.ErrOrStderr())}
 	return b, func() { bk.Close(); s.Close() }, nil
 }
 
@@ -139,7 +139,7 @@ manifest pins, into the local store (or the registry with --push).`,
 func newCmdBuildCase(g *options.Global) *cobra.Command {
 	var dir string
 	var tasks []string
-	var force, push bool
+	var force, push, asJSON bool
 	cmd := &cobra.Command{
 		Use:   "build-case --benchmarks DIR [--tasks a,b] [--force] [--push]",
 		Short: "Build the case images of a dataset whose task folders changed",
@@ -163,6 +163,12 @@ Exits 1 listing the tasks whose build failed.`,
 			}
 			defer done()
 			out, err := b.BuildCases(ctx, dir, casebuild.CaseOptions{Tasks: tasks, Force: force, HostArch: runtime.GOARCH})
+			if asJSON {
+				if jerr := writeJSONTo(cmd.OutOrStdout(), casesJSON(out)); jerr != nil {
+					return jerr
+				}
+				return err
+			}
 			for _, oc := range out {
 				if oc.Err == nil {
 					fmt.Fprintf(cmd.OutOrStdout(), "%s\t%s\t%s\n", oc.Action, oc.Task, oc.Image)
@@ -177,5 +183,6 @@ Exits 1 listing the tasks whose build failed.`,
 	cmd.Flags().StringSliceVar(&tasks, "tasks", nil, "only these task ids")
 	cmd.Flags().BoolVar(&force, "force", false, "rebuild images that are up to date")
 	cmd.Flags().BoolVar(&push, "push", false, "push to the registry instead of the local store")
+	addJSONFlag(cmd, &asJSON)
 	return cmd
 }

@@ -84,7 +84,8 @@ report every difference from the file on disk (exit 1 if any).`,
 }
 
 func newCmdDatasetValidate() *cobra.Command {
-	return &cobra.Command{
+	var asJSON bool
+	cmd := &cobra.Command{
 		Use:   "validate DIR",
 		Short: "Check every task of a dataset and report every problem at once",
 		Long: `Check dataset.yaml and every task folder: config.yaml (keys, id, source,
@@ -95,6 +96,9 @@ problem is printed on its own line; exit 1 if there is any.`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			d, err := task.LoadDataset(args[0])
+			if asJSON {
+				return validateJSON(cmd, args[0], d, err)
+			}
 			if err != nil {
 				return printProblems(cmd, err, args[0])
 			}
@@ -102,4 +106,6 @@ problem is printed on its own line; exit 1 if there is any.`,
 			return nil
 		},
 	}
+	addJSONFlag(cmd, &asJSON)
+	return cmd
 }

@@ -58,9 +58,9 @@ func newEnv(g *options.Global, cmd *cobra.Command, runtime string) (*pipeline.En
 	}
 	e := &pipeline.Env{
 		Home: home, Names: names, Store: s, RegistryOptions: ropts,
-		RuntimeRef: runtime, Facts: facts, Trust: policy, Log: cmd.ErrOrStderr(),
+		RuntimeRef: runtime, Facts: facts, Trust: policy, Log: g.Progress(cmd.ErrOrStderr()),
 		BuildKit: func(ctx context.Context) (*buildkit.Client, error) {
-			opts := []buildkit.Option{buildkit.WithProgress(cmd.ErrOrStderr()), buildkit.WithTempDir(s.TempDir()), buildkit.WithPlainHTTP(acc.PlainHTTP)}
+			opts := []buildkit.Option{buildkit.WithProgress(g.Progress(cmd.ErrOrStderr())), buildkit.WithTempDir(s.TempDir()), buildkit.WithPlainHTTP(acc.PlainHTTP)}
 			if g.BuildKitAddr != "" {
 				opts = append(opts, buildkit.WithAddress(g.BuildKitAddr))
 			}

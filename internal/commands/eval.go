@@ -110,7 +110,7 @@ the grades; 1 otherwise.`,
 	f.IntVar(&o.Jobs, "jobs", 0, "runs at once (default: one per core, at most one per 2 GiB of available memory)")
 	f.IntVar(&o.Attempts, "attempts", 1, "attempts of each task and agent")
 	f.StringVar(&o.Model, "model", "", "model name (default $SSE_MODEL_NAME, else none)")
-	f.IntVar(&o.Timeout, "timeout", 0, "seconds each agent may run (default 3600)")
+	f.Var(options.Seconds(&o.Timeout), "timeout", "how long each agent may run: a duration (90m, 1h30m) or seconds (default 1h)")
 	f.IntVar(&o.Difficulty, "difficulty", 2, "SSE_DIFFICULTY, 0–4")
 	f.BoolVar(&o.Prebuilt, "prebuilt", false, "build nothing: pull each agent image and run it")
 	f.BoolVar(&o.BuildOnly, "build-only", false, "build every image the plan needs and run nothing")

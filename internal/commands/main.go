@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+
+	"github.com/spf13/cobra"
 )
 
 // ExitInterrupted is the exit status after Ctrl-C or SIGTERM: 128 plus
@@ -17,7 +19,11 @@ const ExitInterrupted = 130
 // cancelled (the signal of main), else 1. It prints the error itself, in
 // one line and with registry upload tokens taken out.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	root := New()
+	return MainCommand(ctx, New(), args, stdout, stderr)
+}
+
+// MainCommand is Main with the root command given (its stdin set, say).
+func MainCommand(ctx context.Context, root *cobra.Command, args []string, stdout, stderr io.Writer) int {
 	root.SilenceErrors = true
 	root.SetArgs(args)
 	root.SetOut(stdout)
@@ -34,7 +40,11 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "ssebench: interrupted")
 		return ExitInterrupted
 	}
-	fmt.Fprintln(stderr, "Error:", Redact(err.Error()))
+	msg := err.Error()
+	if hint := loginHint(err); hint != "" {
+		msg += "; " + hint
+	}
+	fmt.Fprintln(stderr, "Error:", Redact(msg))
 	return 1
 }
 
@@ -42,7 +52,12 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // state into it (distribution's _state), which is a credential of sorts.
 var signedQuery = regexp.MustCompile(`(https?://[^\s"?]+)\?[^\s"]*`)
 
-// Redact removes the query of every URL in msg.
+// signedPath is the query of a registry path without its host, as dumped
+// requests and Location headers show it.
+var signedPath = regexp.MustCompile(`(/v2/[^\s"?]*)\?[^\s"]*`)
+
+// Redact removes the query of every URL and registry path in msg.
 func Redact(msg string) string {
-	return signedQuery.ReplaceAllString(msg, "$1?…")
+	msg = signedQuery.ReplaceAllString(msg, "$1?…")
+	return signedPath.ReplaceAllString(msg, "$1?…")
 }

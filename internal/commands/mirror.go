@@ -71,7 +71,7 @@ exist are listed together at the end, and the command then fails.`,
 				return err
 			}
 			defer s.Close()
-			pp := NewProgressPrinter(cmd.ErrOrStderr())
+			pp := NewProgressPrinter(cmd.ErrOrStderr(), ProgressQuiet(g.Quiet))
 			ropts = append(ropts, remote.WithJobs(o.Jobs), remote.WithBlobProgress(pp), remote.WithIndexPlatform(p))
 			rep, err := remote.Mirror(cmd.Context(), refs, names.Registry, o.To, ropts...)
 			pp.Finish(nil)

@@ -46,6 +46,9 @@ known from its dataset), case (when the dataset is known), tool, agent (with
 			}
 			type row struct{ layer, name string }
 			var rows []row
+			if err := checkTask(home, o.Dataset, o.Task); err != nil {
+				return err
+			}
 			dataset := o.Dataset
 			if dataset == "" {
 				dataset = findDataset(home, o.Task)

@@ -85,15 +85,6 @@ func TestNames(t *testing.T) {
 			"runtime": "localhost:5000/ssebench/runtime:" + v,
 		},
 		wantOrder: []string{"base", "case", "tool", "runtime"},
-	}, {
-		name:      "unknown task: no base, no case, no agent",
-		agentYAML: "name: dummy\n",
-		args:      []string{"--task", "Other-1", "--registry", "localhost:5000/ssebench"},
-		want: map[string]string{
-			"tool":    "localhost:5000/ssebench/tool/other-1:" + v,
-			"runtime": "localhost:5000/ssebench/runtime:" + v,
-		},
-		wantOrder: []string{"tool", "runtime"},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -144,6 +135,7 @@ func TestNamesRegistryPrecedence(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := newCLI(t)
+			writeFiles(t, c.home, map[string]string{"datasets/d/t1/Dockerfile": "FROM scratch\n"})
 			t.Setenv("SSEBENCH_REGISTRY", tt.env)
 			// Another key first: .env files hold more than REGISTRY.
 			if tt.cwdEnv != "" {

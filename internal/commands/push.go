@@ -16,6 +16,7 @@ import (
 type pushOptions struct {
 	Jobs      int
 	MountFrom []string
+	JSON      bool
 }
 
 func newCmdPush(g *options.Global) *cobra.Command {
@@ -41,19 +42,28 @@ mounted and skipped.`,
 				return err
 			}
 			defer s.Close()
-			pp := NewProgressPrinter(cmd.ErrOrStderr())
+			pp := NewProgressPrinter(cmd.ErrOrStderr(), ProgressQuiet(g.Quiet))
 			ropts = append(ropts, remote.WithJobs(o.Jobs), remote.WithMountFrom(o.MountFrom...), remote.WithBlobProgress(pp))
 			total := &remote.PushReport{}
+			pushed := []imageJSON{}
 			defer func() { pp.Finish(total) }()
-			for _, a := range args {
+			// Every image is found before anything moves: a typo in the
+			// last name fails at once, and the totals cover them all.
+			refs := make([]name.Reference, len(args))
+			contents := make([]ggremote.Taggable, len(args))
+			for i, a := range args {
 				ref, err := name.ParseReference(a)
 				if err != nil {
 					return fmt.Errorf("parsing image reference %q: %w", a, err)
 				}
-				content, err := storeContent(s, ref)
-				if err != nil {
+				if contents[i], err = storeContent(s, ref); err != nil {
 					return err
 				}
+				refs[i] = ref
+				pp.Expect(contents[i])
+			}
+			for i, ref := range refs {
+				content := contents[i]
 				rep, err := remote.Push(ctx, ref.Name(), content, ropts...)
 				total.Merge(rep)
 				if err != nil {
@@ -63,7 +73,13 @@ mounted and skipped.`,
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "%s@%s\n", ref.Name(), d)
+				pushed = append(pushed, imageJSON{Name: ref.Name(), Digest: d.String()})
+				if !o.JSON {
+					fmt.Fprintf(cmd.OutOrStdout(), "%s@%s\n", ref.Name(), d)
+				}
+			}
+			if o.JSON {
+				return writeJSONTo(cmd.OutOrStdout(), pushOutput{Images: pushed, Push: pushReportJSON(total)})
 			}
 			return nil
 		},
@@ -71,6 +87,7 @@ mounted and skipped.`,
 	f := cmd.Flags()
 	f.IntVar(&o.Jobs, "jobs", 4, "blobs uploaded at once")
 	f.StringSliceVar(&o.MountFrom, "mount-from", nil, "repository of the same registry that may hold some blobs (repeatable)")
+	addJSONFlag(cmd, &o.JSON)
 	return cmd
 }
 

@@ -2,9 +2,7 @@ package commands
 
 import (
 	"fmt"
-	"io"
 
-	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
 
 	ssebench "github.com/42-b3yond-6ug/ssebench"
@@ -32,13 +30,7 @@ pushed to a registry, and run with containerd.`,
 	}
 	groupCommand(root)
 	root.SetVersionTemplate("{{.Version}}\n")
-	root.PersistentPreRun = func(*cobra.Command, []string) {
-		// containerd's and BuildKit's libraries log through logrus; their
-		// warnings (no fsverity here, say) are noise unless asked for.
-		if !g.Verbose {
-			logrus.SetOutput(io.Discard)
-		}
-	}
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return preRun(cmd, g) }
 	options.AddGlobal(root, g)
 	root.AddCommand(
 		newCmdNames(g),
@@ -57,7 +49,10 @@ pushed to a registry, and run with containerd.`,
 		newCmdSave(g),
 		newCmdLoad(g),
 		newCmdStore(g),
+		newCmdLogin(g),
+		newCmdLogout(),
 	)
+	addCompletions(root, g)
 	return root
 }
 

@@ -152,6 +152,7 @@ func TestBadInputIsOneLine(t *testing.T) {
 	writeFiles(t, c.home, map[string]string{
 		"agents/dummy/agent.yaml": "name: dummy\n",
 		"agents/dummy/Dockerfile": "FROM ssebench-agent\nCMD [\"echo dummy_QAQ\"]\n",
+		"datasets/d/t/Dockerfile": "FROM scratch\n",
 	})
 	notStore := filepath.Join(c.root, "not-a-store")
 	writeFiles(t, notStore, map[string]string{"file.txt": "x"})

@@ -141,7 +141,7 @@ runs/<run-id>/model.jsonl. --max-requests, --max-tokens and --max-cost answer
 	f.StringVar(&o.Catalog, "catalog", "", "catalog folder (manifest.json, images.lock.json) to pull the case image from")
 	f.BoolVar(&o.Prebuilt, "prebuilt", false, "build nothing: pull the agent image and run it (also SSEBENCH_PREBUILT=1)")
 	f.BoolVar(&o.Build, "build", false, "build the case image from the task folder even when a catalog has it")
-	f.IntVar(&o.Timeout, "timeout", 0, "seconds the agent may run (default 3600)")
+	f.Var(options.Seconds(&o.Timeout), "timeout", "how long the agent may run: a duration (90m, 1h30m) or seconds (default 1h)")
 	f.IntVar(&o.Difficulty, "difficulty", 2, "SSE_DIFFICULTY, 0–4")
 	f.StringVar(&o.Egress, "egress", "restricted", "container network: restricted (loopback only) or open")
 	f.BoolVar(&o.Keep, "keep", false, "keep the container and its snapshot in containerd")

@@ -107,6 +107,7 @@ type loadOptions struct {
 	Push  string
 	Jobs  int
 	Force bool
+	JSON  bool
 }
 
 func newCmdLoad(g *options.Global) *cobra.Command {
@@ -144,25 +145,43 @@ get PREFIX instead, other names keep their repository path under PREFIX.`,
 				fmt.Fprintf(cmd.ErrOrStderr(), "replaced %s (was %s, now %s)\n", r.Name, units.Digest(r.Old), units.Digest(r.New))
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "loaded %s\n", rep)
+			if o.Push == "" && o.JSON {
+				return writeJSONTo(cmd.OutOrStdout(), loadReportJSON(rep))
+			}
 			if o.Push == "" {
 				for _, im := range rep.Images {
 					fmt.Fprintf(cmd.OutOrStdout(), "%s@%s\n", im.Name, im.Descriptor.Digest)
 				}
 				return nil
 			}
-			pp := NewProgressPrinter(cmd.ErrOrStderr())
+			pp := NewProgressPrinter(cmd.ErrOrStderr(), ProgressQuiet(g.Quiet))
+			for _, im := range rep.Images {
+				if ref, err := name.ParseReference(im.Name); err == nil {
+					if content, err := storeContent(s, ref); err == nil {
+						pp.Expect(content)
+					}
+				}
+			}
 			ropts = append(ropts, remote.WithJobs(o.Jobs), remote.WithBlobProgress(pp))
 			prep, err := archive.PushLoaded(ctx, rep, o.Push, archive.WithStore(s), archive.WithRemote(ropts...))
 			pp.Finish(prep)
 			if err != nil {
 				return err
 			}
+			out := loadReportJSON(rep)
+			out.Images, out.Push = []imageJSON{}, pushReportJSON(prep)
 			for _, im := range rep.Images {
 				t, err := remote.Retarget(im.Name, rep.Registry, o.Push)
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "%s@%s\n", t, im.Descriptor.Digest)
+				out.Images = append(out.Images, imageJSON{Name: t, Digest: im.Descriptor.Digest.String()})
+				if !o.JSON {
+					fmt.Fprintf(cmd.OutOrStdout(), "%s@%s\n", t, im.Descriptor.Digest)
+				}
+			}
+			if o.JSON {
+				return writeJSONTo(cmd.OutOrStdout(), out)
 			}
 			return nil
 		},
@@ -171,6 +190,7 @@ get PREFIX instead, other names keep their repository path under PREFIX.`,
 	f.StringVar(&o.Push, "push", "", "push the images under this registry prefix, e.g. mirror.lan:5000/ssebench")
 	f.BoolVar(&o.Force, "force", false, "replace a runtime or tool image the store holds with other content")
 	f.IntVar(&o.Jobs, "jobs", 4, "blobs uploaded at once")
+	addJSONFlag(cmd, &o.JSON)
 	return cmd
 }
 

@@ -15,6 +15,7 @@ var errChecksFailed = errors.New("the image does not meet the tool image contrac
 
 func newCmdVerify(g *options.Global) *cobra.Command {
 	var source, platform string
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "verify REF",
 		Short: "Check a tool image against the contract without running it",
@@ -44,6 +45,18 @@ can write) and exits 1 if any check failed.`,
 				return fmt.Errorf("verifying %s: %w", args[0], err)
 			}
 			out := cmd.OutOrStdout()
+			if asJSON {
+				v := verifyJSON(args[0], fails)
+				if err := writeJSONTo(out, v); err != nil {
+					return err
+				}
+				if !v.OK {
+					cmd.SilenceErrors = true
+					fmt.Fprintf(cmd.ErrOrStderr(), "%s: %d check(s) failed\n", args[0], len(v.Failures))
+					return errChecksFailed
+				}
+				return nil
+			}
 			failed := 0
 			for _, f := range fails {
 				if f.Warning {
@@ -64,5 +77,6 @@ can write) and exits 1 if any check failed.`,
 	}
 	cmd.Flags().StringVar(&source, "source", "", "SOURCE_DIR (default: what the image's manifest records)")
 	cmd.Flags().StringVar(&platform, "platform", "", "platform to pick from an index (default linux/<host arch>)")
+	addJSONFlag(cmd, &asJSON)
 	return cmd
 }

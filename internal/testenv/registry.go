@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/crypto/bcrypt"
 )
 
 // registryBinary is the Debian package's name for the distribution
@@ -33,6 +35,25 @@ const registryStartTimeout = 20 * time.Second
 // host:port (e.g. "127.0.0.1:38519"). The registry is killed when the test
 // ends. The test is skipped under -short or when the binary is missing.
 func StartRegistry(t testing.TB) string {
+	t.Helper()
+	return serveRegistry(t, "")
+}
+
+// StartAuthRegistry is StartRegistry with htpasswd authentication: only
+// user with password may pull or push (basic auth over plain HTTP, as
+// distribution allows on loopback).
+func StartAuthRegistry(t testing.TB, user, password string) string {
+	t.Helper()
+	hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return serveRegistry(t, user+":"+string(hash)+"\n")
+}
+
+// serveRegistry starts the registry; htpasswd, when not "", is the
+// content of its htpasswd file.
+func serveRegistry(t testing.TB, htpasswd string) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("skipping: starts a docker-registry (run without -short)")
@@ -63,6 +84,13 @@ storage:
 http:
   addr: %s
 `, filepath.Join(dir, "data"), host)
+	if htpasswd != "" {
+		pw := filepath.Join(dir, "htpasswd")
+		if err := os.WriteFile(pw, []byte(htpasswd), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cfg += fmt.Sprintf("auth:\n  htpasswd:\n    realm: ssebench-test\n    path: %s\n", pw)
+	}
 	cfgPath := filepath.Join(dir, "config.yml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
@@ -97,7 +125,7 @@ http:
 			continue
 		}
 		resp.Body.Close()
-		if resp.StatusCode == http.StatusOK {
+		if resp.StatusCode == http.StatusOK || htpasswd != "" && resp.StatusCode == http.StatusUnauthorized {
 			return host
 		}
 	}

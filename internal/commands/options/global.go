@@ -3,6 +3,7 @@ package options
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,6 +31,9 @@ type Global struct {
 	Pull     string
 	Insecure []string
 	Verbose  bool
+	// Quiet leaves out progress (bars, periodic lines, build logs);
+	// results and errors are still printed.
+	Quiet bool
 	// Trusted, VerifyKey and SignKey make the trust policy (see Trust).
 	Trusted   []string
 	VerifyKey string
@@ -39,6 +43,9 @@ type Global struct {
 	// sockets).
 	BuildKitAddr   string
 	ContainerdAddr string
+	// Notices, when set, hears why a command goes to a registry (an
+	// image missing from the store); see remote.WithNotice.
+	Notices io.Writer
 }
 
 // AddGlobal binds the shared flags to cmd's persistent flags.
@@ -49,7 +56,8 @@ func AddGlobal(cmd *cobra.Command, g *Global) {
 	f.StringVar(&g.Home, "home", "", "SSEBench home holding datasets/ and agents/ (default $"+HomeEnv+", else found from the working directory)")
 	f.StringVar(&g.Pull, "pull", "missing", "when to pull images from the registry: missing, always or never")
 	f.StringSliceVar(&g.Insecure, "insecure-registry", nil, "registry host reached over plain HTTP (localhost and 127.0.0.1 always are)")
-	f.BoolVarP(&g.Verbose, "verbose", "v", false, "log registry traffic and decisions to stderr")
+	f.BoolVarP(&g.Verbose, "verbose", "v", false, "log each registry request and decisions to stderr (credentials and signed upload state left out)")
+	f.BoolVarP(&g.Quiet, "quiet", "q", false, "print no progress, only results and errors")
 	f.StringSliceVar(&g.Trusted, "trust-registry", nil, "registry host whose layer facts and tool images are believed unsigned (default $SSEBENCH_TRUSTED_REGISTRIES)")
 	f.StringVar(&g.VerifyKey, "verify-key", "", "PEM public key that signatures of registry-borne facts and tool images must verify with (default $SSEBENCH_VERIFY_KEY)")
 	f.StringVar(&g.SignKey, "sign-key", "", "PEM private key that signs the layer facts and tool images this machine pushes (default $SSEBENCH_SIGN_KEY)")
@@ -201,6 +209,9 @@ func (g *Global) RegistryOptions(s *store.Store, p *v1.Platform) ([]remote.Optio
 	}
 	if p != nil {
 		opts = append(opts, remote.WithPlatform(p))
+	}
+	if g.Notices != nil {
+		opts = append(opts, remote.WithNotice(g.notice))
 	}
 	return opts, nil
 }

@@ -167,3 +167,39 @@ func TestOpenStore(t *testing.T) {
 		})
 	}
 }
+
+func TestRequireHome(t *testing.T) {
+	root := t.TempDir()
+	home := filepath.Join(root, "checkout")
+	mkdirs(t, filepath.Join(home, "datasets", "d", "t"), filepath.Join(root, "elsewhere"))
+	touch(t, filepath.Join(home, "VERSION"))
+	t.Setenv(HomeEnv, "")
+
+	t.Chdir(filepath.Join(home, "datasets", "d", "t"))
+	if got, err := (&Global{}).RequireHome(); err != nil || realPath(t, got) != realPath(t, home) {
+		t.Errorf("RequireHome() in a checkout = %q, %v; want %q", got, err, home)
+	}
+	t.Chdir(filepath.Join(root, "elsewhere"))
+	_, err := (&Global{}).RequireHome()
+	if err == nil || err.Error() != "no SSEBench home here; pass --home or run from a checkout" {
+		t.Errorf("RequireHome() outside a home = %v, want the no-home error", err)
+	}
+	if got, err := (&Global{Home: home}).RequireHome(); err != nil || got != home {
+		t.Errorf("RequireHome() with --home = %q, %v; want %q", got, err, home)
+	}
+}
+
+func TestSeconds(t *testing.T) {
+	for in, want := range map[string]int{"90m": 5400, "600": 600, "1h30m": 5400, "45s": 45, "0": 0} {
+		var n int
+		if err := Seconds(&n).Set(in); err != nil || n != want {
+			t.Errorf("Set(%q) = %d, %v; want %d", in, n, err, want)
+		}
+	}
+	for _, in := range []string{"ten", "-5", "-1m", "1.5s", ""} {
+		var n int
+		if err := Seconds(&n).Set(in); err == nil {
+			t.Errorf("Set(%q) accepted %d, want an error", in, n)
+		}
+	}
+}
