@@ -364,7 +364,7 @@ func (e *Env) Run(ctx context.Context, req RunRequest) (_ *RunResult, retErr err
 	s.Config.Mode = "sandbox"
 	s.Config.Prebuilt = req.Prebuilt
 	s.Config.Network = string(firstNonEmpty(string(req.Network), string(runner.NetworkRestricted)))
-	s.Config.Timeout = req.Timeout
+	s.Config.Timeout = req.timeout()
 	s.Config.Difficulty = req.Difficulty
 	s.Config.Model = modelName(req.Model)
 	s.Config.Plugins = req.Plugins
@@ -499,12 +499,22 @@ func caseWithDigest(ref, d string) string {
 	return ref + "@" + d
 }
 
+// DefaultTimeout is the agent's time limit, in seconds, when the request
+// sets none.
+const DefaultTimeout = 3600
+
+// timeout is the agent's time limit in seconds: what summary.json records
+// and the container gets.
+func (r *RunRequest) timeout() int {
+	if r.Timeout == 0 {
+		return DefaultTimeout
+	}
+	return r.Timeout
+}
+
 // env is the container's environment (SPEC.md section 10).
 func (r *RunRequest) env() []string {
-	timeout := r.Timeout
-	if timeout == 0 {
-		timeout = 3600
-	}
+	timeout := r.timeout()
 	keep := "0"
 	if r.KeepAlive {
 		keep = "1"
