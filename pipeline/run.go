@@ -300,12 +300,16 @@ func (e *Env) Run(ctx context.Context, req RunRequest) (_ *RunResult, retErr err
 	spec := runner.RunSpec{
 		Image:      agentName,
 		Entrypoint: req.Entrypoint,
-		Pull:       req.ViaRegistry,
-		ID:         "ssebench-" + runID,
-		Env:        req.env(),
-		Network:    req.Network,
-		Keep:       req.Keep,
-		Output:     req.Output,
+		// The entrypoint starts as root and drops to model and
+		// sse-runner itself; a USER in the agent's (or the case's)
+		// config must not make it, and so the daemon, someone else.
+		User:    "0:0",
+		Pull:    req.ViaRegistry,
+		ID:      "ssebench-" + runID,
+		Env:     req.env(),
+		Network: req.Network,
+		Keep:    req.Keep,
+		Output:  req.Output,
 		Mounts: []runner.Mount{
 			{Source: dir, Target: ResultsPath},
 			{Source: filepath.Join(dir, "archive"), Target: ArchivePath},

@@ -69,6 +69,9 @@ func setup(t *testing.T) *e2e {
 	home := exampleHome(t, repo)
 	cp(t, filepath.Join(repo, "agents", "dummy"), filepath.Join(home, "agents", "dummy"))
 	agentDir(t, home, "sleeper", "FROM ssebench-agent\nCMD [\"sleep 600\"]\n", nil)
+	// An agent image that names another user: the entrypoint must still
+	// start as root, or the daemon would grade as the agent.
+	agentDir(t, home, "userflip", "FROM ssebench-agent\nUSER model\nCMD [\"echo who=$(id -un)\"]\n", nil)
 	agentDir(t, home, "patcher", "FROM ssebench-agent\nCOPY fix.diff /opt/fix.diff\nCMD [\"patch -p1 < /opt/fix.diff\"]\n",
 		map[string]string{"fix.diff": read(t, filepath.Join(repo, "datasets", "examples", e2eTask, "sse", "diffs", "patch.diff"))})
 	agentDir(t, home, "snooper", "FROM ssebench-agent\nCOPY --chmod=0755 snoop.sh /opt/snoop.sh\nCMD [\"/opt/snoop.sh\"]\n",
@@ -220,6 +223,21 @@ func TestRun(t *testing.T) {
 		patch := read(t, filepath.Join(res.Dir, "final.patch"))
 		if !strings.Contains(patch, "diff --git") {
 			t.Errorf("final.patch = %q, want the agent's diff", patch)
+		}
+	})
+
+	t.Run("user", func(t *testing.T) {
+		res, out, err := x.run(t, ctx, "userflip", nil)
+		if err != nil {
+			t.Fatalf("Run() = %v\n%s", err, out)
+		}
+		log := read(t, filepath.Join(res.Dir, "agent.log"))
+		daemon := read(t, filepath.Join(res.Dir, "daemon.log"))
+		if !strings.Contains(log, "who=model") || strings.Contains(daemon, "not root") {
+			t.Errorf("USER model in the agent image: agent.log %q, daemon.log %q; want the agent as model and the daemon as root", log, daemon)
+		}
+		if r := readResult(t, res.Dir); r.Build == nil || !r.Build.OK {
+			t.Errorf("result.json = %+v, want the build graded", r)
 		}
 	})
 
