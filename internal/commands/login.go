@@ -33,7 +33,7 @@ in the Docker config file ($DOCKER_CONFIG/config.json, else
 ~/.docker/config.json), or in the credential helper that file names for
 HOST, as docker login and crane auth login do. Every ssebench command, and
 BuildKit and containerd through it, then uses them for HOST.`,
-		Example: `  echo "$REGISTRY_TOKEN" | ssebench login registry.lan:5000 -u ci --password-stdin`,
+		Example: `  ssebench login registry.lan:5000 -u ci --password-stdin < ~/.registry-token`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			reg, err := registryArg(args[0])

@@ -103,7 +103,7 @@ func TestFlagsCheckedUpFront(t *testing.T) {
 		// names never asks a registry, yet a bad --pull is refused.
 		{[]string{"names", "--task", "t1", "--pull", "sometimes"}, `--pull: unknown pull policy "sometimes": use missing, always or never`},
 		{[]string{"run", "--task", "t1", "--agent", "dummy", "--timeout", "90x"}, `"90x" is not a duration`},
-		{[]string{"eval", "--agents", "dummy", "--timeout", "-5m"}, `is negative`},
+		{[]string{"eval", "--agents", "dummy", "--timeout", "-5m"}, `"-5m" is negative`},
 		{[]string{"names", "--task", "t1", "-q", "-v"}, "--quiet and --verbose contradict"},
 	} {
 		_, _, err := c.run(t, tc.args...)

@@ -97,9 +97,8 @@ type SecondsValue int
 func (s *SecondsValue) Set(v string) error {
 	v = strings.TrimSpace(v)
 	if n, err := strconv.Atoi(v); err == nil {
-		if n < 0 {
-			return fmt.Errorf("%q is negative: pass a duration such as 90m or 600s", v)
-		}
+		// A negative number is the command's to refuse, as before
+		// durations were taken ("--timeout -1 is negative").
 		*s = SecondsValue(n)
 		return nil
 	}
@@ -122,6 +121,9 @@ func (s *SecondsValue) Set(v string) error {
 func (s *SecondsValue) String() string {
 	if s == nil || *s == 0 {
 		return "0"
+	}
+	if *s < 0 {
+		return strconv.Itoa(int(*s))
 	}
 	return (time.Duration(*s) * time.Second).String()
 }
