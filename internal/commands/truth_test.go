@@ -3,6 +3,7 @@ package commands_test
 import (
 	"bytes"
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -145,5 +146,25 @@ func TestVerboseLogsRequestsRedacted(t *testing.T) {
 	}
 	if !strings.Contains(pushLog, "registry: --> PUT http://"+host+"/v2/verbose/tool/proj-1/blobs/uploads/") {
 		t.Errorf("push -v did not log the blob uploads:\n%s", pushLog)
+	}
+}
+
+// TestReadOnlyCommandsCreateNoStore: on a machine without a store, the
+// commands that only look report it empty and create nothing.
+func TestReadOnlyCommandsCreateNoStore(t *testing.T) {
+	c := newCLI(t)
+	for _, args := range [][]string{
+		{"store", "ls"}, {"store", "ls", "--json"}, {"store", "du", "--json"}, {"store", "gc"}, {"store", "verify"},
+	} {
+		out, _ := c.mustRun(t, args...)
+		if strings.Contains(strings.Join(args, " "), "--json") && !strings.HasPrefix(out, "[") && !strings.HasPrefix(out, "{") {
+			t.Errorf("ssebench %s printed %q, want JSON", strings.Join(args, " "), out)
+		}
+		if _, err := os.Stat(c.store); err == nil {
+			t.Fatalf("ssebench %s created the store %s", strings.Join(args, " "), c.store)
+		}
+	}
+	if out, _ := c.mustRun(t, "store", "verify"); out != "ok "+c.store+"\n" {
+		t.Errorf("store verify without a store printed %q", out)
 	}
 }
