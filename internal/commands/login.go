@@ -187,11 +187,14 @@ func pingWith(ctx context.Context, reg name.Registry, user, password string) err
 var (
 	unauthorizedText = regexp.MustCompile(`(?i)\b(401 unauthorized|403 forbidden|unauthorized|denied: requested access|authentication required|status(?: code)?:? 40[13])\b`)
 	hostInText       = regexp.MustCompile(`https?://([^/\s"?]+)`)
+	// registryText tells a registry's refusal from another service's (a
+	// model API's 401 is no matter for ssebench login).
+	registryText = regexp.MustCompile(`(?i)/v2/|registry|manifest|blob|\bpull|\bpush|\bfetch`)
 )
 
-// loginHint returns how to log in when err is a registry's 401 or 403, or
-// "".
-func loginHint(err error) string {
+// LoginHint returns how to log in when err is a registry's 401 or 403, or
+// "". Main adds it to the error it prints.
+func LoginHint(err error) string {
 	host := ""
 	var te *transport.Error
 	switch {
@@ -199,7 +202,7 @@ func loginHint(err error) string {
 		if te.Request != nil {
 			host = te.Request.URL.Host
 		}
-	case unauthorizedText.MatchString(err.Error()):
+	case unauthorizedText.MatchString(err.Error()) && registryText.MatchString(err.Error()):
 		if m := hostInText.FindStringSubmatch(err.Error()); m != nil {
 			host = m[1]
 		}
