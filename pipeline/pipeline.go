@@ -175,7 +175,7 @@ func (e *Env) Tool(ctx context.Context, req ToolRequest) (*Built, error) {
 	}
 	opts := []assemble.ToolOption{
 		assemble.WithSourceDir(req.SourceDir), assemble.WithTempDir(e.Store.TempDir()),
-		assemble.WithFacts(e.Facts), assemble.WithRefs(req.Case, rref), assemble.WithPhases(e.Phase),
+		assemble.WithFacts(e.Facts), assemble.WithRefs(req.Case, rref), assemble.WithPhases(func(p string) { e.phasef("%s: %s", req.Task, p) }),
 	}
 	if t, ok, err := SourceDateEpoch(); err != nil {
 		return nil, err
@@ -200,7 +200,7 @@ func (e *Env) Tool(ctx context.Context, req ToolRequest) (*Built, error) {
 	}
 	defer ti.Close()
 	if !req.NoStore {
-		e.phasef("writing %s to the local store", toolName)
+		e.phasef("%s: writing %s to the local store", req.Task, toolName)
 		if err := e.Store.Write(ctx, ref, ti); err != nil {
 			return nil, err
 		}
@@ -211,7 +211,7 @@ func (e *Env) Tool(ctx context.Context, req ToolRequest) (*Built, error) {
 		// registry they are mounted from there, not uploaded again.
 		popts := append([]remote.Option{remote.WithStore(e.Store),
 			remote.WithMountFrom(caseRes.Ref.Context().Name())}, e.RegistryOptions...)
-		e.phasef("pushing %s", toolName)
+		e.phasef("%s: pushing %s", req.Task, toolName)
 		if pushed, err = remote.Push(ctx, toolName, ti, popts...); err != nil {
 			return nil, err
 		}

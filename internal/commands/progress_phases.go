@@ -8,10 +8,11 @@ import (
 )
 
 // PhasePrinter prints the steps of a long piece of work (assembling a tool
-// image from a big case image takes minutes) as lines, "tool image:
-// indexing 12 case layers (3.1 GiB) [0s]", and off a terminal, where no
-// spinner shows that the work goes on, a line every ProgressInterval:
-// "tool image: still indexing … (1m20s)".
+// image from a big case image takes minutes) as lines, "tool image
+// kvconf-12: indexing 12 case layers (3.1 GiB) [0s]", and off a terminal,
+// where no spinner shows that the work goes on, a line every
+// ProgressInterval: "tool image kvconf-12: indexing …: still going after
+// 1m20s".
 type PhasePrinter struct {
 	w        io.Writer
 	prefix   string
@@ -53,7 +54,7 @@ func (p *PhasePrinter) Phase(phase string) {
 		}
 	}
 	p.current, p.since = phase, now
-	fmt.Fprintf(p.w, "%s: %s [%s]\n", p.prefix, phase, now.Sub(p.start).Round(100*time.Millisecond))
+	fmt.Fprintf(p.w, "%s %s [%s]\n", p.prefix, phase, now.Sub(p.start).Round(100*time.Millisecond))
 }
 
 // Close stops the periodic lines.
@@ -76,7 +77,7 @@ func (p *PhasePrinter) tick(stop <-chan struct{}) {
 		case <-t.C:
 			p.mu.Lock()
 			if !p.closed {
-				fmt.Fprintf(p.w, "%s: still %s (%s)\n", p.prefix, p.current, p.now().Sub(p.since).Round(time.Second))
+				fmt.Fprintf(p.w, "%s %s: still going after %s\n", p.prefix, p.current, p.now().Sub(p.since).Round(time.Second))
 			}
 			p.mu.Unlock()
 		}
