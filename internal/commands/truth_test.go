@@ -11,8 +11,10 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	ggremote "github.com/google/go-containerregistry/pkg/v1/remote"
 
+	ssebench "github.com/42-b3yond-6ug/ssebench"
 	"github.com/42-b3yond-6ug/ssebench/internal/commands"
 	"github.com/42-b3yond-6ug/ssebench/internal/testenv"
+	"github.com/42-b3yond-6ug/ssebench/naming"
 )
 
 // mainRun runs ssebench as the binary does (commands.Main) and returns its
@@ -166,5 +168,27 @@ func TestReadOnlyCommandsCreateNoStore(t *testing.T) {
 	}
 	if out, _ := c.mustRun(t, "store", "verify"); out != "ok "+c.store+"\n" {
 		t.Errorf("store verify without a store printed %q", out)
+	}
+}
+
+// TestDefaultRegistryNotAsked: with no REGISTRY configured, an image under
+// the default REGISTRY comes from the store or nowhere: the error says so
+// and how to use a registry, and nothing is fetched.
+func TestDefaultRegistryNotAsked(t *testing.T) {
+	c := newCLI(t)
+	ref := naming.DefaultRegistry + "/tool/proj-1:" + ssebench.Version()
+	c.storeImage(t, "localhost:5000/ssebench/other:1", toolImage(t)) // a store exists
+	_, stderr, err := c.run(t, "inspect", ref)
+	oneLine(t, err)
+	if err != nil && (!strings.Contains(err.Error(), "image "+ref+" is not in the local store ("+c.store+"), and REGISTRY is not configured") ||
+		strings.Contains(err.Error(), "fetching")) {
+		t.Errorf("inspect of a default-REGISTRY image the store lacks = %v, want the store miss and no fetch", err)
+	}
+	if strings.Contains(stderr, "pulling it from") {
+		t.Errorf("inspect announced a pull from the default registry: %q", stderr)
+	}
+	c.storeImage(t, ref, toolImage(t))
+	if out, _ := c.mustRun(t, "inspect", ref); !strings.Contains(out, "(from the store)") {
+		t.Errorf("inspect of the stored image printed:\n%s", out)
 	}
 }

@@ -213,6 +213,9 @@ func (g *Global) RegistryOptions(s *store.Store, p *v1.Platform) ([]remote.Optio
 	if g.Notices != nil {
 		opts = append(opts, remote.WithNotice(g.notice))
 	}
+	if !g.registryConfigured() {
+		opts = append(opts, remote.WithLocalOnly(naming.DefaultRegistry, localOnlyHint))
+	}
 	return opts, nil
 }
 
