@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"regexp"
 	"strings"
 
 	"github.com/docker/cli/cli/config"
+	"github.com/docker/cli/cli/config/configfile"
 	"github.com/docker/cli/cli/config/types"
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -64,9 +66,9 @@ BuildKit and containerd through it, then uses them for HOST.`,
 			if err := checkLogin(cmd.Context(), reg, user, password); err != nil {
 				return err
 			}
-			cf, err := config.Load(config.Dir())
+			cf, err := loadDockerConfig()
 			if err != nil {
-				return fmt.Errorf("reading the Docker config in %s: %w", config.Dir(), err)
+				return err
 			}
 			key := authKey(reg)
 			if err := cf.GetCredentialsStore(key).Store(types.AuthConfig{ServerAddress: key, Username: user, Password: password}); err != nil {
@@ -95,9 +97,9 @@ func newCmdLogout() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			cf, err := config.Load(config.Dir())
+			cf, err := loadDockerConfig()
 			if err != nil {
-				return fmt.Errorf("reading the Docker config in %s: %w", config.Dir(), err)
+				return err
 			}
 			key := authKey(reg)
 			if _, ok := cf.AuthConfigs[key]; !ok && cf.CredentialsStore == "" && cf.CredentialHelpers[key] == "" {
@@ -114,6 +116,22 @@ func newCmdLogout() *cobra.Command {
 			return nil
 		},
 	}
+}
+
+// loadDockerConfig reads the Docker config as go-containerregistry's
+// keychain does: $DOCKER_CONFIG/config.json, else ~/.docker/config.json.
+// DOCKER_CONFIG is read on each call (docker's config.Dir remembers the
+// first value it saw).
+func loadDockerConfig() (*configfile.ConfigFile, error) {
+	dir := os.Getenv(config.EnvOverrideConfigDir)
+	cf, err := config.Load(dir)
+	if err != nil {
+		if dir == "" {
+			dir = config.Dir()
+		}
+		return nil, fmt.Errorf("reading the Docker config in %s: %w", dir, err)
+	}
+	return cf, nil
 }
 
 // registryArg parses HOST[:PORT]; a name with a path or scheme is refused,
