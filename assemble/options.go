@@ -24,6 +24,24 @@ type toolOptions struct {
 	caseRef     string
 	runtimeRef  string
 	previous    v1.Image
+	phase       func(string)
+}
+
+// WithPhases makes Tool tell fn when it starts each long step (reading the
+// case layers, copying the source tree, writing the repository, sealing),
+// e.g. "reading 12 case layers (3.1 GiB)": on a big case image the user
+// then sees what the minutes go to.
+func WithPhases(fn func(phase string)) ToolOption {
+	return func(o *toolOptions) error {
+		o.phase = fn
+		return nil
+	}
+}
+
+func (o *toolOptions) phasef(format string, args ...any) {
+	if o.phase != nil {
+		o.phase(fmt.Sprintf(format, args...))
+	}
 }
 
 func makeToolOptions(opts ...ToolOption) (*toolOptions, error) {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/42-b3yond-6ug/ssebench/assemble/gitrepo"
 	"github.com/42-b3yond-6ug/ssebench/contract"
+	"github.com/42-b3yond-6ug/ssebench/internal/units"
 	"github.com/42-b3yond-6ug/ssebench/oci"
 	"github.com/42-b3yond-6ug/ssebench/runtimebin"
 	"github.com/42-b3yond-6ug/ssebench/sserun"
@@ -161,6 +162,7 @@ func Tool(ctx context.Context, caseImg, runtimeImg v1.Image, opts ...ToolOption)
 		if err != nil {
 			return nil, fmt.Errorf("reading the layers of %s: %w", o.caseRef, err)
 		}
+		o.phasef("indexing %s (%s; layers with known facts are not read)", units.Plural(len(caseLayers), "case layer"), units.Bytes(layersSize(caseLayers)))
 		idxs, err := o.facts.indexes(ctx, caseLayers)
 		if err != nil {
 			return nil, fmt.Errorf("reading %s: %w", o.caseRef, err)
@@ -179,12 +181,14 @@ func Tool(ctx context.Context, caseImg, runtimeImg v1.Image, opts ...ToolOption)
 			return nil, err
 		}
 		b.view, b.layers, b.caches = view, caseLayers, cacheDirs(view, cf.Config.Env)
+		o.phasef("writing the system, repository and source layers from /%s", o.sourceDir)
 		sys, repo, src, err := b.build(ctx, t)
 		if err != nil {
 			return nil, err
 		}
 		own = ownLayers{layers: []v1.Layer{sys, repo, src}, tree: t.TreeID}
 	}
+	o.phasef("sealing the runtime layers")
 	seal, err := b.seal(ctx, rview, runtimeLayers)
 	if err != nil {
 		return nil, err
@@ -489,6 +493,7 @@ func (b *toolBuild) build(ctx context.Context, t *ToolImage) (sys, repo, src *oc
 		return nil, nil, nil, fmt.Errorf("copying from %s: %w", o.caseRef, err)
 	}
 
+	o.phasef("committing /%s", o.sourceDir)
 	entries, tree, commit, err := git.Finish()
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("writing the repository: %w", err)
@@ -518,4 +523,16 @@ func (b *toolBuild) build(ctx context.Context, t *ToolImage) (sys, repo, src *oc
 		t.spools = append(t.spools, sl)
 	}
 	return layers[0], layers[1], layers[2], nil
+}
+
+// layersSize is the compressed size of layers, as far as known without
+// reading them.
+func layersSize(layers []v1.Layer) int64 {
+	var n int64
+	for _, l := range layers {
+		if s, err := l.Size(); err == nil {
+			n += s
+		}
+	}
+	return n
 }

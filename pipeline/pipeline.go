@@ -54,6 +54,15 @@ type Env struct {
 	BuildKit func(ctx context.Context) (*buildkit.Client, error)
 	// Log receives progress lines; nil discards them.
 	Log io.Writer
+	// Phase, when set, hears each long step of assembling a tool image
+	// as it starts (see assemble.WithPhases), and storing and pushing it.
+	Phase func(phase string)
+}
+
+func (e *Env) phasef(format string, args ...any) {
+	if e.Phase != nil {
+		e.Phase(fmt.Sprintf(format, args...))
+	}
 }
 
 func (e *Env) logf(format string, args ...any) {
@@ -166,7 +175,7 @@ func (e *Env) Tool(ctx context.Context, req ToolRequest) (*Built, error) {
 	}
 	opts := []assemble.ToolOption{
 		assemble.WithSourceDir(req.SourceDir), assemble.WithTempDir(e.Store.TempDir()),
-		assemble.WithFacts(e.Facts), assemble.WithRefs(req.Case, rref),
+		assemble.WithFacts(e.Facts), assemble.WithRefs(req.Case, rref), assemble.WithPhases(func(p string) { e.phasef("%s: %s", req.Task, p) }),
 	}
 	if t, ok, err := SourceDateEpoch(); err != nil {
 		return nil, err
@@ -191,6 +200,7 @@ func (e *Env) Tool(ctx context.Context, req ToolRequest) (*Built, error) {
 	}
 	defer ti.Close()
 	if !req.NoStore {
+		e.phasef("%s: writing %s to the local store", req.Task, toolName)
 		if err := e.Store.Write(ctx, ref, ti); err != nil {
 			return nil, err
 		}
@@ -201,6 +211,7 @@ func (e *Env) Tool(ctx context.Context, req ToolRequest) (*Built, error) {
 		// registry they are mounted from there, not uploaded again.
 		popts := append([]remote.Option{remote.WithStore(e.Store),
 			remote.WithMountFrom(caseRes.Ref.Context().Name())}, e.RegistryOptions...)
+		e.phasef("%s: pushing %s", req.Task, toolName)
 		if pushed, err = remote.Push(ctx, toolName, ti, popts...); err != nil {
 			return nil, err
 		}

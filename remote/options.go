@@ -74,6 +74,22 @@ type options struct {
 	move moveOptions
 	// notice hears what Resolve does before it asks a registry.
 	notice func(msg string)
+	// localPrefix names images Resolve takes from the store only, unless
+	// the policy is PullAlways; localWhy says why, for the error.
+	localPrefix, localWhy string
+}
+
+// WithLocalOnly makes Resolve take images whose name starts with prefix
+// (a registry host and path, e.g. "registry.example/team") from the store
+// only, as PullNever does, unless the policy is PullAlways; a miss fails
+// with an error matching store.ErrNotFound that ends with hint. ssebench
+// uses it for the default REGISTRY when nothing configured one, so that
+// the registry is never asked unless the user said so.
+func WithLocalOnly(prefix, hint string) Option {
+	return func(o *options) error {
+		o.localPrefix, o.localWhy = strings.TrimSuffix(prefix, "/"), hint
+		return nil
+	}
 }
 
 // WithNotice makes Resolve tell fn, before it asks a registry for an

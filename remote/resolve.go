@@ -76,6 +76,16 @@ func (r *Resolver) Resolve(ctx context.Context, ref string) (*Resolved, error) {
 	if err != nil {
 		return nil, err
 	}
+	if r.o.localOnly(parsed) {
+		if r.o.store == nil {
+			return nil, &storeMiss{msg: fmt.Sprintf("image %s is not here (no local store yet), and %s", parsed.Name(), r.o.localWhy)}
+		}
+		res, err := r.fromStore(parsed)
+		if err == nil || !errors.Is(err, store.ErrNotFound) {
+			return res, err
+		}
+		return nil, &storeMiss{msg: fmt.Sprintf("image %s is not in the local store (%s), and %s", parsed.Name(), missDetail(err, r.o.store), r.o.localWhy)}
+	}
 	if r.o.store != nil && r.o.policy != PullAlways {
 		res, err := r.fromStore(parsed)
 		if err == nil || !errors.Is(err, store.ErrNotFound) {
@@ -99,6 +109,16 @@ func (r *Resolver) Resolve(ctx context.Context, ref string) (*Resolved, error) {
 		r.o.notice(fmt.Sprintf("no local store yet; pulling %s from %s", parsed.Name(), parsed.Context().RegistryStr()))
 	}
 	return r.fromRegistry(ctx, parsed)
+}
+
+// localOnly says whether ref is under the WithLocalOnly prefix and the
+// policy lets the store alone answer.
+func (o *options) localOnly(ref name.Reference) bool {
+	if o.localPrefix == "" || o.policy == PullAlways {
+		return false
+	}
+	n := ref.Context().Name()
+	return n == o.localPrefix || strings.HasPrefix(n, o.localPrefix+"/")
 }
 
 // storeMiss is a store entry that exists but cannot serve the platform.

@@ -73,10 +73,10 @@ func addCompletions(root *cobra.Command, g *options.Global) {
 
 	flags := map[string]map[string]completer{
 		"names":          {"task": tasks, "agent": agents, "dataset": datasets},
-		"run":            {"task": tasks, "agent": agents},
-		"eval":           {"tasks": tasks, "agents": agents},
-		"mirror":         {"tasks": tasks, "agents": agents, "dataset": datasets},
-		"build-case":     {"tasks": tasks},
+		"run":            {"task": tasks, "agent": agents, "runtime": imageFlag},
+		"eval":           {"tasks": commaList(tasks), "agents": commaList(agents), "runtime": imageFlag},
+		"mirror":         {"tasks": commaList(tasks), "agents": commaList(agents), "dataset": datasets},
+		"build-case":     {"tasks": commaList(tasks)},
 		"assemble tool":  {"task": tasks, "case": imageFlag, "runtime": imageFlag},
 		"assemble agent": {"task": tasks, "agent": agents, "tool": imageFlag},
 	}
@@ -85,6 +85,7 @@ func addCompletions(root *cobra.Command, g *options.Global) {
 		"verify":   oneImage,
 		"push":     images,
 		"save":     images,
+		"mirror":   images,
 		"store rm": images,
 	}
 	walk(root, func(c *cobra.Command) {
@@ -98,6 +99,29 @@ func addCompletions(root *cobra.Command, g *options.Global) {
 			c.ValidArgsFunction = fn
 		}
 	})
+}
+
+// commaList completes the last item of a comma-separated list flag
+// (--agents a,b): the items typed so far are kept and not offered again.
+func commaList(fn completer) completer {
+	return func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		all, dir := fn(cmd, args, toComplete)
+		i := strings.LastIndex(toComplete, ",")
+		if i < 0 {
+			return all, dir
+		}
+		typed := map[string]bool{}
+		for _, s := range strings.Split(toComplete[:i], ",") {
+			typed[s] = true
+		}
+		var out []string
+		for _, s := range all {
+			if !typed[s] {
+				out = append(out, toComplete[:i+1]+s)
+			}
+		}
+		return out, dir
+	}
 }
 
 func walk(c *cobra.Command, fn func(*cobra.Command)) {

@@ -52,6 +52,7 @@ func TestCompletionOfNames(t *testing.T) {
 		{[]string{"run", "--agent", ""}, []string{"dummy", "loop"}},
 		{[]string{"names", "--agent", ""}, []string{"dummy", "loop"}},
 		{[]string{"eval", "--agents", ""}, []string{"dummy", "loop"}},
+		{[]string{"eval", "--agents", "loop,"}, []string{"loop,dummy"}},
 		{[]string{"run", "--task", ""}, []string{"gocsv-1", "kvconf-12", "libqs-3"}},
 		{[]string{"names", "--dataset", "ex", "--task", ""}, []string{"kvconf-12", "libqs-3"}},
 		{[]string{"build-case", "--benchmarks", filepath.Join(c.home, "datasets", "other"), "--tasks", ""}, []string{"gocsv-1"}},

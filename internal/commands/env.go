@@ -67,6 +67,11 @@ func newEnv(g *options.Global, cmd *cobra.Command, runtime string) (*pipeline.En
 			return buildkit.New(ctx, opts...)
 		},
 	}
+	if !g.Quiet {
+		phases := NewPhasePrinter(cmd.ErrOrStderr(), "tool image")
+		e.Phase = phases.Phase
+		return e, func() { phases.Close(); s.Close() }, nil
+	}
 	return e, func() { s.Close() }, nil
 }
 

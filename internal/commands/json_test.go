@@ -169,3 +169,26 @@ func (c *cli) retag(t *testing.T, from, to string) {
 	t.Helper()
 	c.storeImage(t, to, c.storedImage(t, from))
 }
+
+// TestJSONBuildCase: build-case --json prints one document even when a
+// build fails (here: the base image is nowhere, and --pull=never), with the
+// failure in its row.
+func TestJSONBuildCase(t *testing.T) {
+	addr := testenv.RequireBuildKit(t)
+	c := newCLI(t)
+	dir := filepath.Join(c.root, "examples")
+	copyTree(t, "datasets/examples", dir)
+	out, _, err := c.run(t, "build-case", "--json", "--benchmarks", dir, "--tasks", "kvconf-12-afb9ee1",
+		"--pull=never", "--registry", "127.0.0.1:1/ssebench-json", "--buildkit-addr", addr)
+	if err == nil {
+		t.Fatal("build-case without its base image succeeded")
+	}
+	var rows []struct {
+		Task, Image, Action, Error string
+	}
+	oneJSON(t, "build-case", out, &rows)
+	if len(rows) != 1 || rows[0].Task != "kvconf-12-afb9ee1" || rows[0].Action != "failed" || rows[0].Error == "" ||
+		!strings.HasPrefix(rows[0].Image, "127.0.0.1:1/ssebench-json/case/examples/") {
+		t.Errorf("build-case --json = %+v, want one failed row for kvconf-12-afb9ee1 with its error", rows)
+	}
+}

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"regexp"
 	"strings"
 
 	"github.com/docker/cli/cli/config"
+	"github.com/docker/cli/cli/config/configfile"
 	"github.com/docker/cli/cli/config/types"
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -33,7 +35,7 @@ in the Docker config file ($DOCKER_CONFIG/config.json, else
 ~/.docker/config.json), or in the credential helper that file names for
 HOST, as docker login and crane auth login do. Every ssebench command, and
 BuildKit and containerd through it, then uses them for HOST.`,
-		Example: `  echo "$REGISTRY_TOKEN" | ssebench login registry.lan:5000 -u ci --password-stdin`,
+		Example: `  ssebench login registry.lan:5000 -u ci --password-stdin < ~/.registry-token`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			reg, err := registryArg(args[0])
@@ -64,9 +66,9 @@ BuildKit and containerd through it, then uses them for HOST.`,
 			if err := checkLogin(cmd.Context(), reg, user, password); err != nil {
 				return err
 			}
-			cf, err := config.Load(config.Dir())
+			cf, err := loadDockerConfig()
 			if err != nil {
-				return fmt.Errorf("reading the Docker config in %s: %w", config.Dir(), err)
+				return err
 			}
 			key := authKey(reg)
 			if err := cf.GetCredentialsStore(key).Store(types.AuthConfig{ServerAddress: key, Username: user, Password: password}); err != nil {
@@ -95,9 +97,9 @@ func newCmdLogout() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			cf, err := config.Load(config.Dir())
+			cf, err := loadDockerConfig()
 			if err != nil {
-				return fmt.Errorf("reading the Docker config in %s: %w", config.Dir(), err)
+				return err
 			}
 			key := authKey(reg)
 			if _, ok := cf.AuthConfigs[key]; !ok && cf.CredentialsStore == "" && cf.CredentialHelpers[key] == "" {
@@ -114,6 +116,22 @@ func newCmdLogout() *cobra.Command {
 			return nil
 		},
 	}
+}
+
+// loadDockerConfig reads the Docker config as go-containerregistry's
+// keychain does: $DOCKER_CONFIG/config.json, else ~/.docker/config.json.
+// DOCKER_CONFIG is read on each call (docker's config.Dir remembers the
+// first value it saw).
+func loadDockerConfig() (*configfile.ConfigFile, error) {
+	dir := os.Getenv(config.EnvOverrideConfigDir)
+	cf, err := config.Load(dir)
+	if err != nil {
+		if dir == "" {
+			dir = config.Dir()
+		}
+		return nil, fmt.Errorf("reading the Docker config in %s: %w", dir, err)
+	}
+	return cf, nil
 }
 
 // registryArg parses HOST[:PORT]; a name with a path or scheme is refused,
@@ -187,11 +205,14 @@ func pingWith(ctx context.Context, reg name.Registry, user, password string) err
 var (
 	unauthorizedText = regexp.MustCompile(`(?i)\b(401 unauthorized|403 forbidden|unauthorized|denied: requested access|authentication required|status(?: code)?:? 40[13])\b`)
 	hostInText       = regexp.MustCompile(`https?://([^/\s"?]+)`)
+	// registryText tells a registry's refusal from another service's (a
+	// model API's 401 is no matter for ssebench login).
+	registryText = regexp.MustCompile(`(?i)/v2/|registry|manifest|blob|\bpull|\bpush|\bfetch`)
 )
 
-// loginHint returns how to log in when err is a registry's 401 or 403, or
-// "".
-func loginHint(err error) string {
+// LoginHint returns how to log in when err is a registry's 401 or 403, or
+// "". Main adds it to the error it prints.
+func LoginHint(err error) string {
 	host := ""
 	var te *transport.Error
 	switch {
@@ -199,7 +220,7 @@ func loginHint(err error) string {
 		if te.Request != nil {
 			host = te.Request.URL.Host
 		}
-	case unauthorizedText.MatchString(err.Error()):
+	case unauthorizedText.MatchString(err.Error()) && registryText.MatchString(err.Error()):
 		if m := hostInText.FindStringSubmatch(err.Error()); m != nil {
 			host = m[1]
 		}

@@ -41,7 +41,7 @@ func MainCommand(ctx context.Context, root *cobra.Command, args []string, stdout
 		return ExitInterrupted
 	}
 	msg := err.Error()
-	if hint := loginHint(err); hint != "" {
+	if hint := LoginHint(err); hint != "" {
 		msg += "; " + hint
 	}
 	fmt.Fprintln(stderr, "Error:", Redact(msg))

@@ -10,7 +10,9 @@ import (
 )
 
 func TestMainInterruptedExits130(t *testing.T) {
-	newCLI(t)
+	c := newCLI(t)
+	// A store to verify: without one there is nothing to interrupt.
+	c.storeImage(t, "localhost:5000/ssebench/case/pilot/proj-1", caseImage(t))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel() // as Ctrl-C does
 	var out, errb bytes.Buffer

@@ -122,3 +122,45 @@ func TestPushProgressCoversTheImage(t *testing.T) {
 		t.Errorf("push -q printed progress:\n%s", stderr)
 	}
 }
+
+func TestPhaseLinesOffTerminal(t *testing.T) {
+	var out syncBuffer
+	p := commands.NewPhasePrinter(&out, "tool image", commands.ProgressEvery(time.Millisecond))
+	p.Phase("t1: indexing 3 case layers")
+	waitFor(t, &out, "tool image t1: indexing 3 case layers [0s]\n")
+	waitFor(t, &out, "tool image t1: indexing 3 case layers: still going after ")
+	p.Phase("t1: sealing the runtime layers")
+	waitFor(t, &out, "tool image t1: sealing the runtime layers: still going after ")
+	p.Close()
+	if got := out.String(); strings.Contains(got, "\r") {
+		t.Errorf("a pipe got a carriage return: %q", got)
+	}
+}
+
+// TestAssembleToolPhases: assemble tool says which step it is in.
+func TestAssembleToolPhases(t *testing.T) {
+	const (
+		rt   = "localhost:5000/ssebench/runtime:1.0.0"
+		cref = "localhost:5000/ssebench/case/ds/proj-1"
+	)
+	c := newCLI(t)
+	c.storeImage(t, cref, caseImage(t))
+	c.storeImage(t, rt, runtimeImage(t))
+	args := []string{"assemble", "tool", "--case", cref, "--source", "/src/proj", "--runtime", rt, "--pull=never", "--registry", "localhost:5000/ssebench"}
+	_, stderr := c.mustRun(t, args...)
+	for _, want := range []string{
+		"tool image proj-1: indexing 1 case layer (",
+		"tool image proj-1: writing the system, repository and source layers from /src/proj [",
+		"tool image proj-1: committing /src/proj [",
+		"tool image proj-1: sealing the runtime layers [",
+		"tool image proj-1: writing localhost:5000/ssebench/tool/proj-1:",
+	} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("assemble tool's stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	_, stderr = c.mustRun(t, append(args, "-q")...)
+	if strings.Contains(stderr, "tool image ") {
+		t.Errorf("assemble tool -q printed its phases:\n%s", stderr)
+	}
+}

@@ -34,6 +34,9 @@ never needed here): they are fetched, verified and kept when first read.`,
 	}
 	groupCommand(cmd)
 	cmd.PersistentFlags().BoolVar(&asJSON, "json", false, "print JSON instead of a table")
+	// Only commands that change the store create it: on a machine
+	// without one, ls, du, gc and verify report an empty store.
+	look := func() (*store.Store, error) { return g.LookStore(false) }
 	open := func() (*store.Store, error) { return g.OpenStore() }
 	emit := func(w io.Writer, v any, table func(*tabwriter.Writer)) error {
 		if asJSON {
@@ -53,13 +56,16 @@ never needed here): they are fetched, verified and kept when first read.`,
 		Short: "List the store's images",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := open()
+			s, err := look()
 			if err != nil {
 				return err
 			}
-			es, err := s.List()
-			if err != nil {
-				return err
+			var es []store.Entry
+			if s != nil {
+				defer s.Close()
+				if es, err = s.List(); err != nil {
+					return err
+				}
 			}
 			type row struct {
 				Name   string `json:"name"`
@@ -90,13 +96,16 @@ never needed here): they are fetched, verified and kept when first read.`,
 		Short: "Show how much each image takes, and what removing it would free",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := open()
+			s, err := look()
 			if err != nil {
 				return err
 			}
-			u, err := s.Usage()
-			if err != nil {
-				return err
+			u := &store.Usage{Images: []store.ImageUsage{}}
+			if s != nil {
+				defer s.Close()
+				if u, err = s.Usage(); err != nil {
+					return err
+				}
 			}
 			return emit(cmd.OutOrStdout(), u, func(tw *tabwriter.Writer) {
 				fmt.Fprintln(tw, "NAME\tLOCAL\tIN REGISTRY ONLY\tFREED BY RM")
@@ -139,13 +148,16 @@ never needed here): they are fetched, verified and kept when first read.`,
 		Short: "Delete the blobs no name needs, and files abandoned by killed commands",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := open()
+			s, err := look()
 			if err != nil {
 				return err
 			}
-			res, err := s.GC(cmd.Context())
-			if err != nil {
-				return err
+			var res store.GCResult
+			if s != nil {
+				defer s.Close()
+				if res, err = s.GC(cmd.Context()); err != nil {
+					return err
+				}
 			}
 			return emit(cmd.OutOrStdout(), res, func(tw *tabwriter.Writer) {
 				fmt.Fprintf(tw, "freed %s (%s)\n", units.Bytes(res.Bytes), units.Plural(res.Blobs, "blob"))
@@ -164,13 +176,20 @@ absent when the store knows a registry that holds it). Prints each problem
 and exits 1 if there is any.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := open()
+			s, err := look()
 			if err != nil {
 				return err
 			}
-			probs, err := s.Verify(cmd.Context())
-			if err != nil {
-				return err
+			var probs []store.Problem
+			dir := g.Store
+			if s != nil {
+				defer s.Close()
+				dir = s.Dir()
+				if probs, err = s.Verify(cmd.Context()); err != nil {
+					return err
+				}
+			} else if dir == "" {
+				dir, _ = store.DefaultDir()
 			}
 			if probs == nil {
 				probs = []store.Problem{}
@@ -180,14 +199,14 @@ and exits 1 if there is any.`,
 					fmt.Fprintf(tw, "FAIL %s\n", p)
 				}
 				if len(probs) == 0 {
-					fmt.Fprintf(tw, "ok %s\n", s.Dir())
+					fmt.Fprintf(tw, "ok %s\n", dir)
 				}
 			}); err != nil {
 				return err
 			}
 			if len(probs) > 0 {
 				cmd.SilenceErrors = true
-				fmt.Fprintf(cmd.ErrOrStderr(), "the image store %s has %s: remove the names with `ssebench store rm` and build or pull them again\n", s.Dir(), units.Plural(len(probs), "problem"))
+				fmt.Fprintf(cmd.ErrOrStderr(), "the image store %s has %s: remove the names with `ssebench store rm` and build or pull them again\n", dir, units.Plural(len(probs), "problem"))
 				return errStoreProblems
 			}
 			return nil

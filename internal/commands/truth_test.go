@@ -3,6 +3,7 @@ package commands_test
 import (
 	"bytes"
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,8 +11,10 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	ggremote "github.com/google/go-containerregistry/pkg/v1/remote"
 
+	ssebench "github.com/42-b3yond-6ug/ssebench"
 	"github.com/42-b3yond-6ug/ssebench/internal/commands"
 	"github.com/42-b3yond-6ug/ssebench/internal/testenv"
+	"github.com/42-b3yond-6ug/ssebench/naming"
 )
 
 // mainRun runs ssebench as the binary does (commands.Main) and returns its
@@ -103,7 +106,7 @@ func TestFlagsCheckedUpFront(t *testing.T) {
 		// names never asks a registry, yet a bad --pull is refused.
 		{[]string{"names", "--task", "t1", "--pull", "sometimes"}, `--pull: unknown pull policy "sometimes": use missing, always or never`},
 		{[]string{"run", "--task", "t1", "--agent", "dummy", "--timeout", "90x"}, `"90x" is not a duration`},
-		{[]string{"eval", "--agents", "dummy", "--timeout", "-5m"}, `is negative`},
+		{[]string{"eval", "--agents", "dummy", "--timeout", "-5m"}, `"-5m" is negative`},
 		{[]string{"names", "--task", "t1", "-q", "-v"}, "--quiet and --verbose contradict"},
 	} {
 		_, _, err := c.run(t, tc.args...)
@@ -145,5 +148,47 @@ func TestVerboseLogsRequestsRedacted(t *testing.T) {
 	}
 	if !strings.Contains(pushLog, "registry: --> PUT http://"+host+"/v2/verbose/tool/proj-1/blobs/uploads/") {
 		t.Errorf("push -v did not log the blob uploads:\n%s", pushLog)
+	}
+}
+
+// TestReadOnlyCommandsCreateNoStore: on a machine without a store, the
+// commands that only look report it empty and create nothing.
+func TestReadOnlyCommandsCreateNoStore(t *testing.T) {
+	c := newCLI(t)
+	for _, args := range [][]string{
+		{"store", "ls"}, {"store", "ls", "--json"}, {"store", "du", "--json"}, {"store", "gc"}, {"store", "verify"},
+	} {
+		out, _ := c.mustRun(t, args...)
+		if strings.Contains(strings.Join(args, " "), "--json") && !strings.HasPrefix(out, "[") && !strings.HasPrefix(out, "{") {
+			t.Errorf("ssebench %s printed %q, want JSON", strings.Join(args, " "), out)
+		}
+		if _, err := os.Stat(c.store); err == nil {
+			t.Fatalf("ssebench %s created the store %s", strings.Join(args, " "), c.store)
+		}
+	}
+	if out, _ := c.mustRun(t, "store", "verify"); out != "ok "+c.store+"\n" {
+		t.Errorf("store verify without a store printed %q", out)
+	}
+}
+
+// TestDefaultRegistryNotAsked: with no REGISTRY configured, an image under
+// the default REGISTRY comes from the store or nowhere: the error says so
+// and how to use a registry, and nothing is fetched.
+func TestDefaultRegistryNotAsked(t *testing.T) {
+	c := newCLI(t)
+	ref := naming.DefaultRegistry + "/tool/proj-1:" + ssebench.Version()
+	c.storeImage(t, "localhost:5000/ssebench/other:1", toolImage(t)) // a store exists
+	_, stderr, err := c.run(t, "inspect", ref)
+	oneLine(t, err)
+	if err != nil && (!strings.Contains(err.Error(), "image "+ref+" is not in the local store ("+c.store+"), and REGISTRY is not configured") ||
+		strings.Contains(err.Error(), "fetching")) {
+		t.Errorf("inspect of a default-REGISTRY image the store lacks = %v, want the store miss and no fetch", err)
+	}
+	if strings.Contains(stderr, "pulling it from") {
+		t.Errorf("inspect announced a pull from the default registry: %q", stderr)
+	}
+	c.storeImage(t, ref, toolImage(t))
+	if out, _ := c.mustRun(t, "inspect", ref); !strings.Contains(out, "(from the store)") {
+		t.Errorf("inspect of the stored image printed:\n%s", out)
 	}
 }

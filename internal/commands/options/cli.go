@@ -55,26 +55,19 @@ func (g *Global) Check() error {
 	return nil
 }
 
-// notice prints msg to Notices, saying so when the registry is the
-// default one that nothing configured.
-func (g *Global) notice(msg string) {
-	if strings.Contains(msg, " from "+defaultRegistryHost()) && !g.registryConfigured() {
-		msg += fmt.Sprintf(" (REGISTRY is not set, so this is the default %s: build the image here, or pass --registry or set %s to use another)", naming.DefaultRegistry, naming.RegistryEnv)
-	}
-	fmt.Fprintln(g.Notices, msg)
-}
-
-func defaultRegistryHost() string {
-	host, _, _ := strings.Cut(naming.DefaultRegistry, "/")
-	return host
-}
+// notice prints msg to Notices.
+func (g *Global) notice(msg string) { fmt.Fprintln(g.Notices, msg) }
 
 // registryConfigured says whether --registry, SSEBENCH_REGISTRY or a .env
 // names REGISTRY.
 func (g *Global) registryConfigured() bool {
-	reg, err := g.Settings().Registry(g.Registry)
-	return err == nil && reg != naming.DefaultRegistry
+	return strings.TrimSpace(g.Registry) != "" || strings.TrimSpace(g.Lookup(naming.RegistryEnv)) != ""
 }
+
+// localOnlyHint ends the error of an image under the default REGISTRY
+// that the store lacks while nothing configured REGISTRY: that registry
+// is not asked (README, "The local store and registries").
+var localOnlyHint = fmt.Sprintf("REGISTRY is not configured, so the default %s is not asked: build the image here, or pass --registry or set %s to pull from a registry (--pull=always asks the default one)", naming.DefaultRegistry, naming.RegistryEnv)
 
 // Progress returns w, or io.Discard under --quiet: where progress (bars,
 // build logs, periodic lines) goes.
@@ -97,9 +90,8 @@ type SecondsValue int
 func (s *SecondsValue) Set(v string) error {
 	v = strings.TrimSpace(v)
 	if n, err := strconv.Atoi(v); err == nil {
-		if n < 0 {
-			return fmt.Errorf("%q is negative: pass a duration such as 90m or 600s", v)
-		}
+		// A negative number is the command's to refuse, as before
+		// durations were taken ("--timeout -1 is negative").
 		*s = SecondsValue(n)
 		return nil
 	}
@@ -122,6 +114,9 @@ func (s *SecondsValue) Set(v string) error {
 func (s *SecondsValue) String() string {
 	if s == nil || *s == 0 {
 		return "0"
+	}
+	if *s < 0 {
+		return strconv.Itoa(int(*s))
 	}
 	return (time.Duration(*s) * time.Second).String()
 }

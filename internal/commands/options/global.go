@@ -168,6 +168,11 @@ func (g *Global) LookStore(readOnly bool) (*store.Store, error) {
 	}
 	s, err := store.Open(dir, store.ReadOnly())
 	if errors.Is(err, store.ErrNoStore) {
+		// A folder with other files is a wrong --store, not a store
+		// yet to make: say so rather than go to a registry.
+		if ents, rerr := os.ReadDir(dir); rerr == nil && len(ents) > 0 {
+			return nil, fmt.Errorf("opening image store %s: the folder holds files but no oci-layout: pass --store with an image store, or a new folder", dir)
+		}
 		return nil, nil
 	}
 	if err != nil || readOnly {
@@ -212,6 +217,9 @@ func (g *Global) RegistryOptions(s *store.Store, p *v1.Platform) ([]remote.Optio
 	}
 	if g.Notices != nil {
 		opts = append(opts, remote.WithNotice(g.notice))
+	}
+	if !g.registryConfigured() {
+		opts = append(opts, remote.WithLocalOnly(naming.DefaultRegistry, localOnlyHint))
 	}
 	return opts, nil
 }

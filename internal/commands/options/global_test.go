@@ -196,7 +196,7 @@ func TestSeconds(t *testing.T) {
 			t.Errorf("Set(%q) = %d, %v; want %d", in, n, err, want)
 		}
 	}
-	for _, in := range []string{"ten", "-5", "-1m", "1.5s", ""} {
+	for _, in := range []string{"ten", "-1m", "1.5s", ""} {
 		var n int
 		if err := Seconds(&n).Set(in); err == nil {
 			t.Errorf("Set(%q) accepted %d, want an error", in, n)

@@ -1,0 +1,85 @@
+package commands
+
+import (
+	"fmt"
+	"io"
+	"sync"
+	"time"
+)
+
+// PhasePrinter prints the steps of a long piece of work (assembling a tool
+// image from a big case image takes minutes) as lines, "tool image
+// kvconf-12: indexing 12 case layers (3.1 GiB) [0s]", and off a terminal,
+// where no spinner shows that the work goes on, a line every
+// ProgressInterval: "tool image kvconf-12: indexing …: still going after
+// 1m20s".
+type PhasePrinter struct {
+	w        io.Writer
+	prefix   string
+	tty      bool
+	interval time.Duration
+	now      func() time.Time
+
+	mu      sync.Mutex
+	start   time.Time
+	current string
+	since   time.Time
+	stop    chan struct{}
+	closed  bool
+}
+
+// NewPhasePrinter returns a printer of the phases of prefix (e.g. "tool
+// image") writing to w; opts may set the interval (ProgressEvery).
+func NewPhasePrinter(w io.Writer, prefix string, opts ...ProgressOption) *PhasePrinter {
+	pp := &ProgressPrinter{interval: ProgressInterval}
+	for _, o := range opts {
+		o(pp)
+	}
+	return &PhasePrinter{w: w, prefix: prefix, tty: isTerminal(w), interval: pp.interval, now: time.Now}
+}
+
+// Phase says that phase starts (and the one before ended).
+func (p *PhasePrinter) Phase(phase string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return
+	}
+	now := p.now()
+	if p.start.IsZero() {
+		p.start = now
+		if !p.tty && p.interval > 0 {
+			p.stop = make(chan struct{})
+			go p.tick(p.stop)
+		}
+	}
+	p.current, p.since = phase, now
+	fmt.Fprintf(p.w, "%s %s [%s]\n", p.prefix, phase, now.Sub(p.start).Round(100*time.Millisecond))
+}
+
+// Close stops the periodic lines.
+func (p *PhasePrinter) Close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stop != nil && !p.closed {
+		close(p.stop)
+	}
+	p.closed = true
+}
+
+func (p *PhasePrinter) tick(stop <-chan struct{}) {
+	t := time.NewTicker(p.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			p.mu.Lock()
+			if !p.closed {
+				fmt.Fprintf(p.w, "%s %s: still going after %s\n", p.prefix, p.current, p.now().Sub(p.since).Round(time.Second))
+			}
+			p.mu.Unlock()
+		}
+	}
+}
