@@ -119,6 +119,9 @@ type RunImages struct {
 	Case, CaseDigest string
 	// Tool and Agent are name@digest.
 	Tool, Agent string
+	// Patch is the task's files.patch, relative to /ssebench: what a
+	// reference run mounts at ReferencePatchPath.
+	Patch string
 }
 
 // TaskImages are a task's case and tool images, which every agent's image
@@ -126,6 +129,8 @@ type RunImages struct {
 type TaskImages struct {
 	Case, CaseDigest string
 	Tool             *Built
+	// Patch is the task's files.patch, relative to /ssebench.
+	Patch string
 	// ToolTook is how long the tool image took, of the whole.
 	ToolTook time.Duration
 }
@@ -254,6 +259,20 @@ func (e *Env) Run(ctx context.Context, req RunRequest) (_ *RunResult, retErr err
 		images["agent"] = ri.Agent
 	}
 
+	// A reference run, and no other, gets the task's reference patch.
+	var refPatch string
+	if a.Name == ReferenceAgent {
+		if ri == nil {
+			return nil, errors.New("the reference agent needs the case image to copy the reference patch from: it cannot run with --prebuilt")
+		}
+		p, cleanup, err := e.referencePatch(ctx, ri.Case, ri.Patch, plat)
+		if err != nil {
+			return nil, err
+		}
+		defer cleanup()
+		refPatch = p
+	}
+
 	// The run's folder: results, and archive/ inside it.
 	runID := req.RunID
 	if runID == "" {
@@ -323,6 +342,11 @@ func (e *Env) Run(ctx context.Context, req RunRequest) (_ *RunResult, retErr err
 	}
 	for k, v := range req.Labels {
 		spec.Labels[k] = v
+	}
+	delete(spec.Labels, ReferenceRunLabel)
+	if refPatch != "" {
+		spec.Mounts = append(spec.Mounts, runner.Mount{Source: refPatch, Target: ReferencePatchPath, ReadOnly: true})
+		spec.Labels[ReferenceRunLabel] = "true"
 	}
 	if req.Prebuilt {
 		spec.Pull = true
@@ -436,11 +460,15 @@ func (e *Env) BuildAgent(ctx context.Context, req RunRequest, ti *TaskImages) (*
 }
 
 func (e *Env) taskImages(ctx context.Context, req RunRequest, datasetDir string, plat *v1.Platform) (*TaskImages, error) {
-	caseRef, srcDir, err := e.caseImage(ctx, req, datasetDir, plat)
+	caseRef, cfg, err := e.caseImage(ctx, req, datasetDir, plat)
 	if err != nil {
 		return nil, err
 	}
+	srcDir := cfg.Source
 	ti := &TaskImages{Case: caseRef}
+	if cfg.Files.Patch != nil {
+		ti.Patch = *cfg.Files.Patch
+	}
 	// The case image's digest goes into result.json: which bug ran.
 	if r, err := e.Resolver(plat); err == nil {
 		if res, err := r.Resolve(ctx, caseRef); err == nil {
@@ -466,6 +494,7 @@ func (e *Env) agentImage(ctx context.Context, req RunRequest, ti *TaskImages, pl
 		Case: ti.Case, CaseDigest: ti.CaseDigest,
 		Tool:  ti.Tool.Name + "@" + ti.Tool.Digest.String(),
 		Agent: ag.Name + "@" + ag.Digest.String(),
+		Patch: ti.Patch,
 	}, nil
 }
 
@@ -534,62 +563,62 @@ func modelName(m string) string {
 }
 
 // caseImage returns the case image reference of the run, building it or
-// pulling it as the request says, and the task's SOURCE_DIR.
-func (e *Env) caseImage(ctx context.Context, req RunRequest, datasetDir string, plat *v1.Platform) (string, string, error) {
+// pulling it as the request says, and the task's config.
+func (e *Env) caseImage(ctx context.Context, req RunRequest, datasetDir string, plat *v1.Platform) (string, *task.Config, error) {
 	if req.Catalog != "" && !req.Build {
 		m, err := task.ReadManifest(filepath.Join(req.Catalog, task.ManifestFile))
 		if err != nil {
-			return "", "", fmt.Errorf("reading the catalog: %w", err)
+			return "", nil, fmt.Errorf("reading the catalog: %w", err)
 		}
 		entry := m.Task(req.Task)
 		if entry == nil {
-			return "", "", fmt.Errorf("task %q is not in catalog %s", req.Task, req.Catalog)
+			return "", nil, fmt.Errorf("task %q is not in catalog %s", req.Task, req.Catalog)
 		}
 		lock, _ := task.ReadLock(filepath.Join(req.Catalog, task.LockFile))
 		ref, _, err := task.CaseImageRef(e.Names.Registry, m, req.Task, lock)
 		if err != nil {
-			return "", "", err
+			return "", nil, err
 		}
 		r, err := e.Resolver(plat)
 		if err != nil {
-			return "", "", err
+			return "", nil, err
 		}
 		if _, err := r.Resolve(ctx, ref); err == nil {
-			return ref, entry.Metadata.Source, nil
+			return ref, &entry.Metadata, nil
 		} else if datasetDir == "" {
 			if datasetDir = task.FindDataset(e.Home, req.Task); datasetDir == "" {
-				return "", "", fmt.Errorf("pulling the case image %s failed and no task folder can build it: %w", ref, err)
+				return "", nil, fmt.Errorf("pulling the case image %s failed and no task folder can build it: %w", ref, err)
 			}
 			e.logf("warning: pulling %s failed (%v); building it from %s", ref, err, datasetDir)
 		}
 	}
 	if datasetDir == "" {
 		if datasetDir = task.FindDataset(e.Home, req.Task); datasetDir == "" {
-			return "", "", fmt.Errorf("no task folder for %q to build its case image from: pass --local DIR", req.Task)
+			return "", nil, fmt.Errorf("no task folder for %q to build its case image from: pass --local DIR", req.Task)
 		}
 	}
 	t, err := task.Load(filepath.Join(datasetDir, req.Task))
 	if err != nil {
-		return "", "", err
+		return "", nil, err
 	}
 	if e.BuildKit == nil {
-		return "", "", errors.New("building the case image needs BuildKit, and none is configured")
+		return "", nil, errors.New("building the case image needs BuildKit, and none is configured")
 	}
 	bk, err := e.BuildKit(ctx)
 	if err != nil {
-		return "", "", err
+		return "", nil, err
 	}
 	defer bk.Close()
 	r, err := e.Resolver(plat)
 	if err != nil {
-		return "", "", err
+		return "", nil, err
 	}
 	b := &casebuild.Builder{BuildKit: bk, Store: e.Store, Resolver: r, Names: e.Names, Log: e.Log}
 	out, err := b.BuildCases(ctx, datasetDir, casebuild.CaseOptions{Tasks: []string{req.Task}, Force: req.Build && req.Catalog == "", HostArch: runtime.GOARCH})
 	if err != nil {
-		return "", "", err
+		return "", nil, err
 	}
-	return out[0].Image, t.Config.Source, nil
+	return out[0].Image, t.Config, nil
 }
 
 func firstNonEmpty(s ...string) string {
