@@ -12,6 +12,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -21,6 +22,7 @@ import (
 	"github.com/42-b3yond-6ug/ssebench/assemble"
 	"github.com/42-b3yond-6ug/ssebench/assemble/agentimage"
 	"github.com/42-b3yond-6ug/ssebench/buildkit"
+	"github.com/42-b3yond-6ug/ssebench/catalog"
 	"github.com/42-b3yond-6ug/ssebench/naming"
 	"github.com/42-b3yond-6ug/ssebench/remote"
 	"github.com/42-b3yond-6ug/ssebench/runtimebin"
@@ -54,6 +56,12 @@ type Env struct {
 	BuildKit func(ctx context.Context) (*buildkit.Client, error)
 	// Log receives progress lines; nil discards them.
 	Log io.Writer
+	// CatalogOptions are options of the catalogs runs open (the images
+	// lock of SSEBENCH_IMAGES_LOCK); the registry options are added.
+	CatalogOptions []catalog.Option
+
+	catMu sync.Mutex
+	cats  map[string]*catalog.Catalog
 }
 
 func (e *Env) logf(format string, args ...any) {

@@ -232,7 +232,7 @@ func (e *Env) Run(ctx context.Context, req RunRequest) (_ *RunResult, retErr err
 	}
 	agentName := e.Names.Agent(a.Name, req.Task, a.Version)
 
-	datasetDir, platform, plat, err := e.runPlatform(req)
+	datasetDir, platform, plat, err := e.runPlatform(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -417,7 +417,7 @@ func (e *Env) Run(ctx context.Context, req RunRequest) (_ *RunResult, retErr err
 // runPlatform finds the dataset folder of the run's task (when not a
 // catalog's) and the platform it runs as: the task's arches against the
 // host's.
-func (e *Env) runPlatform(req RunRequest) (datasetDir, platform string, plat *v1.Platform, err error) {
+func (e *Env) runPlatform(ctx context.Context, req RunRequest) (datasetDir, platform string, plat *v1.Platform, err error) {
 	datasetDir = req.Dataset
 	if datasetDir == "" && req.Catalog == "" {
 		if datasetDir = task.FindDataset(e.Home, req.Task); datasetDir == "" {
@@ -425,10 +425,17 @@ func (e *Env) runPlatform(req RunRequest) (datasetDir, platform string, plat *v1
 		}
 	}
 	arches := task.DefaultArches()
-	if dir := firstNonEmpty(datasetDir, req.Catalog); dir != "" {
-		if arches, err = task.TaskArches(dir, req.Task); err != nil {
+	switch {
+	case datasetDir != "":
+		if arches, err = task.TaskArches(datasetDir, req.Task); err != nil {
 			return "", "", nil, err
 		}
+	case req.Catalog != "":
+		c, err := e.Catalog(ctx, req.Catalog)
+		if err != nil {
+			return "", "", nil, err
+		}
+		arches = c.Manifest.Arches(req.Task)
 	}
 	arch, emulated := task.RunArch(arches, runtime.GOARCH)
 	platform = task.Platform(arch)
@@ -442,7 +449,7 @@ func (e *Env) runPlatform(req RunRequest) (datasetDir, platform string, plat *v1
 // BuildTask builds the case image (or finds it in the catalog) and the tool
 // image of req's task: what every agent's image of the task starts from.
 func (e *Env) BuildTask(ctx context.Context, req RunRequest) (*TaskImages, error) {
-	datasetDir, _, plat, err := e.runPlatform(req)
+	datasetDir, _, plat, err := e.runPlatform(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -452,7 +459,7 @@ func (e *Env) BuildTask(ctx context.Context, req RunRequest) (*TaskImages, error
 // BuildAgent builds the agent image of req on the task's images ti, and
 // returns the images of the run for RunRequest.Images.
 func (e *Env) BuildAgent(ctx context.Context, req RunRequest, ti *TaskImages) (*RunImages, error) {
-	_, _, plat, err := e.runPlatform(req)
+	_, _, plat, err := e.runPlatform(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -565,31 +572,30 @@ func modelName(m string) string {
 // caseImage returns the case image reference of the run, building it or
 // pulling it as the request says, and the task's config.
 func (e *Env) caseImage(ctx context.Context, req RunRequest, datasetDir string, plat *v1.Platform) (string, *task.Config, error) {
-	if req.Catalog != "" && !req.Build {
-		m, err := task.ReadManifest(filepath.Join(req.Catalog, task.ManifestFile))
+	var entry *task.ManifestTask
+	if req.Catalog != "" {
+		c, err := e.Catalog(ctx, req.Catalog)
 		if err != nil {
-			return "", nil, fmt.Errorf("reading the catalog: %w", err)
+			return "", nil, err
 		}
-		entry := m.Task(req.Task)
-		if entry == nil {
+		if entry = c.Manifest.Task(req.Task); entry == nil {
 			return "", nil, fmt.Errorf("task %q is not in catalog %s", req.Task, req.Catalog)
 		}
-		lock, _ := task.ReadLock(filepath.Join(req.Catalog, task.LockFile))
-		ref, _, err := task.CaseImageRef(e.Names.Registry, m, req.Task, lock)
-		if err != nil {
-			return "", nil, err
-		}
-		r, err := e.Resolver(plat)
-		if err != nil {
-			return "", nil, err
-		}
-		if _, err := r.Resolve(ctx, ref); err == nil {
-			return ref, &entry.Metadata, nil
-		} else if datasetDir == "" {
-			if datasetDir = task.FindDataset(e.Home, req.Task); datasetDir == "" {
-				return "", nil, fmt.Errorf("pulling the case image %s failed and no task folder can build it: %w", ref, err)
+		if !req.Build {
+			ref, err := e.catalogCase(ctx, c, req.Task, plat)
+			if err == nil {
+				return ref, &entry.Metadata, nil
 			}
-			e.logf("warning: pulling %s failed (%v); building it from %s", ref, err, datasetDir)
+			var refused *LockRefusal
+			if errors.As(err, &refused) {
+				return "", nil, err
+			}
+			if datasetDir == "" {
+				if datasetDir = task.FindDataset(e.Home, req.Task); datasetDir == "" {
+					return "", nil, fmt.Errorf("%w, and no task folder can build it", err)
+				}
+			}
+			e.logf("warning: %v; building it from %s", err, datasetDir)
 		}
 	}
 	if datasetDir == "" {
@@ -600,6 +606,16 @@ func (e *Env) caseImage(ctx context.Context, req RunRequest, datasetDir string, 
 	t, err := task.Load(filepath.Join(datasetDir, req.Task))
 	if err != nil {
 		return "", nil, err
+	}
+	if entry != nil {
+		// Only the catalog's own task may stand in for its case image.
+		files, err := t.FilesDigest()
+		if err != nil {
+			return "", nil, err
+		}
+		if want := task.DigestFiles(entry.Files); files != want {
+			return "", nil, fmt.Errorf("the task folder %s is not the catalog's %s (files digest %.12s, the catalog lists %.12s): it cannot build the catalog's case image", t.Dir, req.Task, files, want)
+		}
 	}
 	if e.BuildKit == nil {
 		return "", nil, errors.New("building the case image needs BuildKit, and none is configured")
