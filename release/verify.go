@@ -75,7 +75,10 @@ type VerifyOptions struct {
 // build, pass the function tests and fail every proof of concept one by
 // one. Runs go through b, as an evaluation: each case image is built once
 // for both agents.
-func Verify(ctx context.Context, b evaluate.Backend, dir string, o VerifyOptions) (*Report, error) {
+//
+// backend returns the backend of the evaluation whose plan id it gets
+// (the backend labels the runs with it).
+func Verify(ctx context.Context, backend func(planID string) evaluate.Backend, dir string, o VerifyOptions) (*Report, error) {
 	ds, broken, err := task.LoadDatasetTolerant(dir)
 	if err != nil {
 		return nil, err
@@ -127,7 +130,7 @@ func Verify(ctx context.Context, b evaluate.Backend, dir string, o VerifyOptions
 		if err := evaluate.WritePlan(rep.Dir, plan); err != nil {
 			return nil, err
 		}
-		out, err := evaluate.Evaluate(ctx, b, rep.Dir, plan, o.Eval...)
+		out, err := evaluate.Evaluate(ctx, backend(plan.ID), rep.Dir, plan, o.Eval...)
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
