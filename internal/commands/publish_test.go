@@ -17,8 +17,8 @@ import (
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	ggremote "github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/random"
+	ggremote "github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/42-b3yond-6ug/ssebench/internal/testenv"
 	"github.com/42-b3yond-6ug/ssebench/task"
