@@ -101,7 +101,8 @@ func TestPublishMirrorRunCatalog(t *testing.T) {
 	daemons := []string{"--buildkit-addr", bk, "--containerd-addr", ctrd}
 	t.Setenv("SSEBENCH_REGISTRY", pub)
 	c.mustRun(t, append([]string{"base-images", "go", "--os-image", osImage}, daemons...)...)
-	c.mustRun(t, append([]string{"runtime", "build", "--platform", "linux/" + goruntime.GOARCH, "--push"}, daemons...)...)
+	// The runtime is built from this checkout's source.
+	c.mustRun(t, append([]string{"runtime", "build", "--platform", "linux/" + goruntime.GOARCH, "--push", "--home", repoRoot}, daemons...)...)
 
 	// Broken copies fail, naming the task and the check.
 	bad := filepath.Join(c.root, "broken")
