@@ -36,7 +36,7 @@ type VerifiedTask struct {
 // RecordFile is where the record of dataset at version lives under dir
 // (the local store's folder).
 func RecordFile(dir, dataset, version string) string {
-	return filepath.Join(dir, "verified", dataset+"@"+version+".json")
+	return filepath.Join(dir, ".verified", dataset+"@"+version+".json")
 }
 
 // ReadRecord reads the record at path; a missing file is an empty record.
