@@ -7,6 +7,8 @@ if [ ! -r "$p" ]; then
 	echo "reference: no reference patch at $p: this agent works only in a reference run (ssebench run --agent reference)" >&2
 	exit 1
 fi
-# --forward: a patch that is already applied (or reversed) is an error, not
-# a question; --batch: never ask.
-exec patch -p1 --forward --batch <"$p"
+# --fuzz=0: the reference patch must apply as written (patch would
+# otherwise drop up to two lines of context and apply a hunk anywhere it
+# half fits); --forward: a patch already applied is an error, not a
+# question; --batch: never ask.
+exec patch -p1 --fuzz=0 --forward --batch <"$p"
