@@ -187,28 +187,50 @@ type CaseOptions struct {
 // folder's digest, skips with a warning an image without the label,
 // rebuilds with a warning an image whose label differs. A failed build does
 // not stop the others; the returned error lists the failed tasks.
+//
+// A task folder with problems does not stop the others either: it is
+// reported (a warning when the build does not ask for it) and, when asked
+// for or when every task is built, counted as failed.
 func (b *Builder) BuildCases(ctx context.Context, dir string, o CaseOptions) ([]CaseOutcome, error) {
-	ds, err := task.LoadDataset(dir)
+	ds, broken, err := task.LoadDatasetTolerant(dir)
 	if err != nil {
 		return nil, err
+	}
+	var out []CaseOutcome
+	var failed []string
+	fail := func(id string, err error) {
+		failed = append(failed, id)
+		b.logf("FAILED %s: %v", id, err)
+		out = append(out, CaseOutcome{Task: id, Image: b.Names.Case(ds.Name, id), Action: "failed", Err: err})
 	}
 	tasks := ds.Tasks
 	if len(o.Tasks) > 0 {
 		tasks = nil
 		var unknown []string
+		asked := map[string]bool{}
 		for _, id := range o.Tasks {
+			asked[id] = true
 			if t := ds.Task(id); t != nil {
 				tasks = append(tasks, t)
-			} else {
+			} else if _, ok := broken[id]; !ok {
 				unknown = append(unknown, id)
 			}
 		}
 		if len(unknown) > 0 {
 			return nil, fmt.Errorf("dataset %s has no task %s", ds.Name, strings.Join(unknown, ", "))
 		}
+		for _, id := range sortedIDs(broken) {
+			if asked[id] {
+				fail(id, broken[id])
+			} else {
+				b.logf("warning: task %s of dataset %s has problems (%d, first: %s); building the others", id, ds.Name, len(broken[id]), broken[id][0])
+			}
+		}
+	} else {
+		for _, id := range sortedIDs(broken) {
+			fail(id, broken[id])
+		}
 	}
-	var out []CaseOutcome
-	var failed []string
 	for _, t := range tasks {
 		if err := ctx.Err(); err != nil {
 			return out, err
@@ -224,6 +246,15 @@ func (b *Builder) BuildCases(ctx context.Context, dir string, o CaseOptions) ([]
 		return out, fmt.Errorf("%d case image(s) failed to build: %s", len(failed), strings.Join(failed, ", "))
 	}
 	return out, nil
+}
+
+func sortedIDs[V any](m map[string]V) []string {
+	ids := make([]string, 0, len(m))
+	for id := range m {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
 }
 
 func (b *Builder) buildCase(ctx context.Context, ds *task.Dataset, t *task.Task, o CaseOptions) CaseOutcome {

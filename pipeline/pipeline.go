@@ -12,6 +12,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -21,6 +22,7 @@ import (
 	"github.com/42-b3yond-6ug/ssebench/assemble"
 	"github.com/42-b3yond-6ug/ssebench/assemble/agentimage"
 	"github.com/42-b3yond-6ug/ssebench/buildkit"
+	"github.com/42-b3yond-6ug/ssebench/catalog"
 	"github.com/42-b3yond-6ug/ssebench/naming"
 	"github.com/42-b3yond-6ug/ssebench/remote"
 	"github.com/42-b3yond-6ug/ssebench/runtimebin"
@@ -57,6 +59,12 @@ type Env struct {
 	// Phase, when set, hears each long step of assembling a tool image
 	// as it starts (see assemble.WithPhases), and storing and pushing it.
 	Phase func(phase string)
+	// CatalogOptions are options of the catalogs runs open (the images
+	// lock of SSEBENCH_IMAGES_LOCK); the registry options are added.
+	CatalogOptions []catalog.Option
+
+	catMu sync.Mutex
+	cats  map[string]*catalog.Catalog
 }
 
 func (e *Env) phasef(format string, args ...any) {

@@ -119,6 +119,9 @@ type RunImages struct {
 	Case, CaseDigest string
 	// Tool and Agent are name@digest.
 	Tool, Agent string
+	// Patch is the task's files.patch, relative to /ssebench: what a
+	// reference run mounts at ReferencePatchPath.
+	Patch string
 }
 
 // TaskImages are a task's case and tool images, which every agent's image
@@ -126,6 +129,8 @@ type RunImages struct {
 type TaskImages struct {
 	Case, CaseDigest string
 	Tool             *Built
+	// Patch is the task's files.patch, relative to /ssebench.
+	Patch string
 	// ToolTook is how long the tool image took, of the whole.
 	ToolTook time.Duration
 }
@@ -227,7 +232,7 @@ func (e *Env) Run(ctx context.Context, req RunRequest) (_ *RunResult, retErr err
 	}
 	agentName := e.Names.Agent(a.Name, req.Task, a.Version)
 
-	datasetDir, platform, plat, err := e.runPlatform(req)
+	datasetDir, platform, plat, err := e.runPlatform(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -252,6 +257,20 @@ func (e *Env) Run(ctx context.Context, req RunRequest) (_ *RunResult, retErr err
 		images["case"] = ri.Case
 		images["tool"] = ri.Tool
 		images["agent"] = ri.Agent
+	}
+
+	// A reference run, and no other, gets the task's reference patch.
+	var refPatch string
+	if a.Name == ReferenceAgent {
+		if ri == nil {
+			return nil, errors.New("the reference agent needs the case image to copy the reference patch from: it cannot run with --prebuilt")
+		}
+		p, cleanup, err := e.referencePatch(ctx, ri.Case, ri.Patch, plat)
+		if err != nil {
+			return nil, err
+		}
+		defer cleanup()
+		refPatch = p
 	}
 
 	// The run's folder: results, and archive/ inside it.
@@ -328,6 +347,11 @@ func (e *Env) Run(ctx context.Context, req RunRequest) (_ *RunResult, retErr err
 	for k, v := range req.Labels {
 		spec.Labels[k] = v
 	}
+	delete(spec.Labels, ReferenceRunLabel)
+	if refPatch != "" {
+		spec.Mounts = append(spec.Mounts, runner.Mount{Source: refPatch, Target: ReferencePatchPath, ReadOnly: true})
+		spec.Labels[ReferenceRunLabel] = "true"
+	}
 	if req.Prebuilt {
 		spec.Pull = true
 	}
@@ -397,7 +421,7 @@ func (e *Env) Run(ctx context.Context, req RunRequest) (_ *RunResult, retErr err
 // runPlatform finds the dataset folder of the run's task (when not a
 // catalog's) and the platform it runs as: the task's arches against the
 // host's.
-func (e *Env) runPlatform(req RunRequest) (datasetDir, platform string, plat *v1.Platform, err error) {
+func (e *Env) runPlatform(ctx context.Context, req RunRequest) (datasetDir, platform string, plat *v1.Platform, err error) {
 	datasetDir = req.Dataset
 	if datasetDir == "" && req.Catalog == "" {
 		if datasetDir = task.FindDataset(e.Home, req.Task); datasetDir == "" {
@@ -405,10 +429,17 @@ func (e *Env) runPlatform(req RunRequest) (datasetDir, platform string, plat *v1
 		}
 	}
 	arches := task.DefaultArches()
-	if dir := firstNonEmpty(datasetDir, req.Catalog); dir != "" {
-		if arches, err = task.TaskArches(dir, req.Task); err != nil {
+	switch {
+	case datasetDir != "":
+		if arches, err = task.TaskArches(datasetDir, req.Task); err != nil {
 			return "", "", nil, err
 		}
+	case req.Catalog != "":
+		c, err := e.Catalog(ctx, req.Catalog)
+		if err != nil {
+			return "", "", nil, err
+		}
+		arches = c.Manifest.Arches(req.Task)
 	}
 	arch, emulated := task.RunArch(arches, runtime.GOARCH)
 	platform = task.Platform(arch)
@@ -422,7 +453,7 @@ func (e *Env) runPlatform(req RunRequest) (datasetDir, platform string, plat *v1
 // BuildTask builds the case image (or finds it in the catalog) and the tool
 // image of req's task: what every agent's image of the task starts from.
 func (e *Env) BuildTask(ctx context.Context, req RunRequest) (*TaskImages, error) {
-	datasetDir, _, plat, err := e.runPlatform(req)
+	datasetDir, _, plat, err := e.runPlatform(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -432,7 +463,7 @@ func (e *Env) BuildTask(ctx context.Context, req RunRequest) (*TaskImages, error
 // BuildAgent builds the agent image of req on the task's images ti, and
 // returns the images of the run for RunRequest.Images.
 func (e *Env) BuildAgent(ctx context.Context, req RunRequest, ti *TaskImages) (*RunImages, error) {
-	_, _, plat, err := e.runPlatform(req)
+	_, _, plat, err := e.runPlatform(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -440,11 +471,15 @@ func (e *Env) BuildAgent(ctx context.Context, req RunRequest, ti *TaskImages) (*
 }
 
 func (e *Env) taskImages(ctx context.Context, req RunRequest, datasetDir string, plat *v1.Platform) (*TaskImages, error) {
-	caseRef, srcDir, err := e.caseImage(ctx, req, datasetDir, plat)
+	caseRef, cfg, err := e.caseImage(ctx, req, datasetDir, plat)
 	if err != nil {
 		return nil, err
 	}
+	srcDir := cfg.Source
 	ti := &TaskImages{Case: caseRef}
+	if cfg.Files.Patch != nil {
+		ti.Patch = *cfg.Files.Patch
+	}
 	// The case image's digest goes into result.json: which bug ran.
 	if r, err := e.Resolver(plat); err == nil {
 		if res, err := r.Resolve(ctx, caseRef); err == nil {
@@ -470,6 +505,7 @@ func (e *Env) agentImage(ctx context.Context, req RunRequest, ti *TaskImages, pl
 		Case: ti.Case, CaseDigest: ti.CaseDigest,
 		Tool:  ti.Tool.Name + "@" + ti.Tool.Digest.String(),
 		Agent: ag.Name + "@" + ag.Digest.String(),
+		Patch: ti.Patch,
 	}, nil
 }
 
@@ -548,62 +584,71 @@ func modelName(m string) string {
 }
 
 // caseImage returns the case image reference of the run, building it or
-// pulling it as the request says, and the task's SOURCE_DIR.
-func (e *Env) caseImage(ctx context.Context, req RunRequest, datasetDir string, plat *v1.Platform) (string, string, error) {
-	if req.Catalog != "" && !req.Build {
-		m, err := task.ReadManifest(filepath.Join(req.Catalog, task.ManifestFile))
+// pulling it as the request says, and the task's config.
+func (e *Env) caseImage(ctx context.Context, req RunRequest, datasetDir string, plat *v1.Platform) (string, *task.Config, error) {
+	var entry *task.ManifestTask
+	if req.Catalog != "" {
+		c, err := e.Catalog(ctx, req.Catalog)
 		if err != nil {
-			return "", "", fmt.Errorf("reading the catalog: %w", err)
+			return "", nil, err
 		}
-		entry := m.Task(req.Task)
-		if entry == nil {
-			return "", "", fmt.Errorf("task %q is not in catalog %s", req.Task, req.Catalog)
+		if entry = c.Manifest.Task(req.Task); entry == nil {
+			return "", nil, fmt.Errorf("task %q is not in catalog %s", req.Task, req.Catalog)
 		}
-		lock, _ := task.ReadLock(filepath.Join(req.Catalog, task.LockFile))
-		ref, _, err := task.CaseImageRef(e.Names.Registry, m, req.Task, lock)
-		if err != nil {
-			return "", "", err
-		}
-		r, err := e.Resolver(plat)
-		if err != nil {
-			return "", "", err
-		}
-		if _, err := r.Resolve(ctx, ref); err == nil {
-			return ref, entry.Metadata.Source, nil
-		} else if datasetDir == "" {
-			if datasetDir = task.FindDataset(e.Home, req.Task); datasetDir == "" {
-				return "", "", fmt.Errorf("pulling the case image %s failed and no task folder can build it: %w", ref, err)
+		if !req.Build {
+			ref, err := e.catalogCase(ctx, c, req.Task, plat)
+			if err == nil {
+				return ref, &entry.Metadata, nil
 			}
-			e.logf("warning: pulling %s failed (%v); building it from %s", ref, err, datasetDir)
+			var refused *LockRefusal
+			if errors.As(err, &refused) {
+				return "", nil, err
+			}
+			if datasetDir == "" {
+				if datasetDir = task.FindDataset(e.Home, req.Task); datasetDir == "" {
+					return "", nil, fmt.Errorf("%w, and no task folder can build it", err)
+				}
+			}
+			e.logf("warning: %v; building it from %s", err, datasetDir)
 		}
 	}
 	if datasetDir == "" {
 		if datasetDir = task.FindDataset(e.Home, req.Task); datasetDir == "" {
-			return "", "", fmt.Errorf("no task folder for %q to build its case image from: pass --local DIR", req.Task)
+			return "", nil, fmt.Errorf("no task folder for %q to build its case image from: pass --local DIR", req.Task)
 		}
 	}
 	t, err := task.Load(filepath.Join(datasetDir, req.Task))
 	if err != nil {
-		return "", "", err
+		return "", nil, err
+	}
+	if entry != nil {
+		// Only the catalog's own task may stand in for its case image.
+		files, err := t.FilesDigest()
+		if err != nil {
+			return "", nil, err
+		}
+		if want := task.DigestFiles(entry.Files); files != want {
+			return "", nil, fmt.Errorf("the task folder %s is not the catalog's %s (files digest %.12s, the catalog lists %.12s): it cannot build the catalog's case image", t.Dir, req.Task, files, want)
+		}
 	}
 	if e.BuildKit == nil {
-		return "", "", errors.New("building the case image needs BuildKit, and none is configured")
+		return "", nil, errors.New("building the case image needs BuildKit, and none is configured")
 	}
 	bk, err := e.BuildKit(ctx)
 	if err != nil {
-		return "", "", err
+		return "", nil, err
 	}
 	defer bk.Close()
 	r, err := e.Resolver(plat)
 	if err != nil {
-		return "", "", err
+		return "", nil, err
 	}
 	b := &casebuild.Builder{BuildKit: bk, Store: e.Store, Resolver: r, Names: e.Names, Log: e.Log}
 	out, err := b.BuildCases(ctx, datasetDir, casebuild.CaseOptions{Tasks: []string{req.Task}, Force: req.Build && req.Catalog == "", HostArch: runtime.GOARCH})
 	if err != nil {
-		return "", "", err
+		return "", nil, err
 	}
-	return out[0].Image, t.Config.Source, nil
+	return out[0].Image, t.Config, nil
 }
 
 func firstNonEmpty(s ...string) string {

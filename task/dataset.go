@@ -96,15 +96,36 @@ func TaskDirs(dir string) ([]string, error) {
 // problem of every task, of dataset.yaml, of an unreadable manifest.json,
 // and tasks whose ids differ only in case (they would share a case image).
 func LoadDataset(dir string) (*Dataset, error) {
+	d, broken, err := LoadDatasetTolerant(dir)
+	if err != nil {
+		return nil, err
+	}
+	if len(broken) > 0 {
+		var ps Problems
+		for _, id := range sortedKeys(broken) {
+			ps = append(ps, broken[id]...)
+		}
+		return nil, ps
+	}
+	return d, nil
+}
+
+// LoadDatasetTolerant reads the dataset folder dir as LoadDataset does,
+// but a task folder with problems does not fail the dataset: it is left
+// out of Tasks and its problems are returned under its folder name, so
+// that the other tasks can still be built and run. Problems of the dataset
+// itself (dataset.yaml, an unreadable manifest.json, no task folders, two
+// tasks that would share a case image) are still an error, a [Problems].
+func LoadDatasetTolerant(dir string) (*Dataset, map[string]Problems, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return nil, fmt.Errorf("reading dataset: %w", err)
+		return nil, nil, fmt.Errorf("reading dataset: %w", err)
 	}
 	d := &Dataset{Dir: dir, Name: filepath.Base(abs)}
 	if fi, err := os.Stat(dir); err != nil {
-		return nil, Problems{{File: dir, Msg: statMessage(err)}}
+		return nil, nil, Problems{{File: dir, Msg: statMessage(err)}}
 	} else if !fi.IsDir() {
-		return nil, Problems{{File: dir, Msg: "is not a directory"}}
+		return nil, nil, Problems{{File: dir, Msg: "is not a directory"}}
 	}
 
 	var ps Problems
@@ -126,19 +147,21 @@ func LoadDataset(dir string) (*Dataset, error) {
 
 	dirs, err := TaskDirs(dir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if len(dirs) == 0 {
 		ps = append(ps, Problem{File: dir, Msg: "has no task folders"})
 	}
+	broken := map[string]Problems{}
 	seen := map[string]string{}
 	for _, td := range dirs {
 		t, tps := load(td)
-		ps = append(ps, tps...)
+		id := filepath.Base(td)
 		if len(tps) == 0 {
 			d.Tasks = append(d.Tasks, t)
+		} else {
+			broken[id] = tps
 		}
-		id := filepath.Base(td)
 		if other, ok := seen[strings.ToLower(id)]; ok {
 			ps = append(ps, Problem{File: dir, Msg: fmt.Sprintf("tasks %s and %s would share the case image %s", other, id, CaseImage(d.Name, id))})
 		} else {
@@ -146,10 +169,15 @@ func LoadDataset(dir string) (*Dataset, error) {
 		}
 	}
 	if len(ps) > 0 {
-		return nil, ps
+		// The dataset's own problems first, then every task's, as one
+		// list: the user fixes them in one pass.
+		for _, id := range sortedKeys(broken) {
+			ps = append(ps, broken[id]...)
+		}
+		return nil, nil, ps
 	}
 	slices.SortFunc(d.Tasks, func(a, b *Task) int { return strings.Compare(a.ID, b.ID) })
-	return d, nil
+	return d, broken, nil
 }
 
 // Task returns the task with the given id, or nil.

@@ -36,6 +36,12 @@ func ReadLock(path string) (*Lock, error) {
 	if err != nil {
 		return nil, err
 	}
+	return ParseLock(path, data)
+}
+
+// ParseLock parses and checks a lock's bytes, as ReadLock does; errors
+// start with path (where the bytes came from).
+func ParseLock(path string, data []byte) (*Lock, error) {
 	var l Lock
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()

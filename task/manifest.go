@@ -173,6 +173,12 @@ func ReadManifest(path string) (*Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
+	return ParseManifest(path, data)
+}
+
+// ParseManifest parses and checks a manifest's bytes, as ReadManifest
+// does; errors start with name (where the bytes came from).
+func ParseManifest(path string, data []byte) (*Manifest, error) {
 	var m Manifest
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()

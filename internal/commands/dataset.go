@@ -13,11 +13,14 @@ import (
 func newCmdDataset(g *options.Global) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "dataset",
-		Short: "Validate datasets and write their manifest.json",
+		Short: "Validate, verify, lock and publish datasets",
 		Example: `  ssebench dataset validate datasets/examples
-  ssebench dataset manifest --check datasets/examples`,
+  ssebench dataset manifest --check datasets/examples
+  ssebench dataset verify datasets/examples
+  ssebench dataset lock datasets/examples
+  ssebench dataset publish datasets/examples --registry localhost:5000/ssebench`,
 	}
-	cmd.AddCommand(newCmdDatasetManifest(), newCmdDatasetValidate())
+	cmd.AddCommand(newCmdDatasetManifest(), newCmdDatasetValidate(), newCmdDatasetVerify(g), newCmdDatasetLock(g), newCmdDatasetPublish(g))
 	return groupCommand(cmd)
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/42-b3yond-6ug/ssebench/assemble"
 	"github.com/42-b3yond-6ug/ssebench/buildkit"
+	"github.com/42-b3yond-6ug/ssebench/catalog"
 	"github.com/42-b3yond-6ug/ssebench/internal/commands/options"
 	"github.com/42-b3yond-6ug/ssebench/pipeline"
 	"github.com/42-b3yond-6ug/ssebench/remote"
@@ -59,6 +60,7 @@ func newEnv(g *options.Global, cmd *cobra.Command, runtime string) (*pipeline.En
 	e := &pipeline.Env{
 		Home: home, Names: names, Store: s, RegistryOptions: ropts,
 		RuntimeRef: runtime, Facts: facts, Trust: policy, Log: g.Progress(cmd.ErrOrStderr()),
+		CatalogOptions: []catalog.Option{catalog.WithLock(g.Lookup(catalog.LockEnv))},
 		BuildKit: func(ctx context.Context) (*buildkit.Client, error) {
 			opts := []buildkit.Option{buildkit.WithProgress(g.Progress(cmd.ErrOrStderr())), buildkit.WithTempDir(s.TempDir()), buildkit.WithPlainHTTP(acc.PlainHTTP)}
 			if g.BuildKitAddr != "" {

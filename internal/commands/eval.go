@@ -1,12 +1,15 @@
 package commands
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/42-b3yond-6ug/ssebench/catalog"
 	"github.com/42-b3yond-6ug/ssebench/evaluate"
 	"github.com/42-b3yond-6ug/ssebench/internal/commands/options"
 	"github.com/42-b3yond-6ug/ssebench/pipeline"
@@ -106,7 +109,7 @@ the grades; 1 otherwise.`,
 	f.StringSliceVar(&o.Agents, "agents", nil, "agent folders under agents/, comma-separated (required unless --resume)")
 	f.StringSliceVar(&o.Tasks, "tasks", nil, "task ids (default: every task of the dataset or catalog)")
 	f.StringVar(&o.Local, "local", "", "dataset folder (default: datasets/examples under the home)")
-	f.StringVar(&o.Catalog, "catalog", "", "catalog folder (manifest.json, images.lock.json) to pull the case images from")
+	f.StringVar(&o.Catalog, "catalog", "", "catalog to pull the case images from: folder, manifest.json, pinned https:// URL or oci:// artifact (default $"+catalog.CatalogEnv+")")
 	f.IntVar(&o.Jobs, "jobs", 0, "runs at once (default: one per core, at most one per 2 GiB of available memory)")
 	f.IntVar(&o.Attempts, "attempts", 1, "attempts of each task and agent")
 	f.StringVar(&o.Model, "model", "", "model name (default $SSE_MODEL_NAME, else none)")
@@ -136,12 +139,15 @@ func evalPlan(g *options.Global, e *pipeline.Env, cmd *cobra.Command, o *evalOpt
 	if o.Local != "" && o.Catalog != "" {
 		return nil, "", errors.New("--local and --catalog name two sources of the tasks: pass one")
 	}
+	if o.Local == "" && o.Catalog == "" {
+		o.Catalog = g.Lookup(catalog.CatalogEnv)
+	}
 	agents := evaluate.SplitList(o.Agents)
 	tasks := evaluate.SplitList(o.Tasks)
 	local := o.Local
 	if len(tasks) == 0 {
 		var err error
-		if tasks, local, err = allTasks(e.Home, local, o.Catalog); err != nil {
+		if tasks, local, err = allTasks(cmd.Context(), e, local, o.Catalog); err != nil {
 			return nil, "", err
 		}
 	}
@@ -157,7 +163,7 @@ func evalPlan(g *options.Global, e *pipeline.Env, cmd *cobra.Command, o *evalOpt
 		return nil, "", err
 	}
 	p.Dataset, p.Catalog, p.Timeout, p.Difficulty, p.Prebuilt = local, o.Catalog, o.Timeout, o.Difficulty, o.Prebuilt
-	if p.Catalog != "" {
+	if p.Catalog != "" && !strings.Contains(p.Catalog, "://") {
 		if p.Catalog, err = filepath.Abs(p.Catalog); err != nil {
 			return nil, "", err
 		}
@@ -175,20 +181,20 @@ func evalPlan(g *options.Global, e *pipeline.Env, cmd *cobra.Command, o *evalOpt
 
 // allTasks lists the tasks of the catalog, else of the dataset folder
 // (default: datasets/examples under the home).
-func allTasks(home, local, catalog string) ([]string, string, error) {
-	if catalog != "" {
-		m, err := task.ReadManifest(filepath.Join(catalog, task.ManifestFile))
+func allTasks(ctx context.Context, e *pipeline.Env, local, loc string) ([]string, string, error) {
+	if loc != "" {
+		c, err := e.Catalog(ctx, loc)
 		if err != nil {
-			return nil, "", fmt.Errorf("reading the catalog: %w", err)
+			return nil, "", err
 		}
 		var ids []string
-		for _, t := range m.Tasks {
+		for _, t := range c.Manifest.Tasks {
 			ids = append(ids, t.ID)
 		}
 		return ids, "", nil
 	}
 	if local == "" {
-		local = filepath.Join(home, "datasets", "examples")
+		local = filepath.Join(e.Home, "datasets", "examples")
 	}
 	dirs, err := task.TaskDirs(local)
 	if err != nil {

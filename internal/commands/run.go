@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/42-b3yond-6ug/ssebench/catalog"
 	"github.com/42-b3yond-6ug/ssebench/gateway"
 	"github.com/42-b3yond-6ug/ssebench/internal/commands/options"
 	"github.com/42-b3yond-6ug/ssebench/pipeline"
@@ -99,6 +100,9 @@ runs/<run-id>/model.jsonl. --max-requests, --max-tokens and --max-cost answer
 				model = g.Lookup("SSE_MODEL_NAME")
 			}
 			prebuilt := o.Prebuilt || g.Lookup("SSEBENCH_PREBUILT") == "1"
+			if o.Catalog == "" && o.Local == "" {
+				o.Catalog = g.Lookup(catalog.CatalogEnv)
+			}
 			req := pipeline.RunRequest{
 				Task: o.Task, Agent: o.Agent, Dataset: o.Local, Catalog: o.Catalog,
 				Build: o.Build, Prebuilt: prebuilt, ViaRegistry: cmd.Flag("registry").Changed,
@@ -138,7 +142,7 @@ runs/<run-id>/model.jsonl. --max-requests, --max-tokens and --max-cost answer
 	f.StringVar(&o.Task, "task", "", "task id (required)")
 	f.StringVar(&o.Agent, "agent", "", "agent folder under agents/ (required)")
 	f.StringVar(&o.Local, "local", "", "dataset folder holding the task (default: the dataset under the home that has it)")
-	f.StringVar(&o.Catalog, "catalog", "", "catalog folder (manifest.json, images.lock.json) to pull the case image from")
+	f.StringVar(&o.Catalog, "catalog", "", "catalog to pull the case image from: folder, manifest.json, pinned https:// URL or oci://REGISTRY/catalog/<dataset>:<version> (default $"+catalog.CatalogEnv+")")
 	f.BoolVar(&o.Prebuilt, "prebuilt", false, "build nothing: pull the agent image and run it (also SSEBENCH_PREBUILT=1)")
 	f.BoolVar(&o.Build, "build", false, "build the case image from the task folder even when a catalog has it")
 	f.Var(options.Seconds(&o.Timeout), "timeout", "how long the agent may run: a duration (90m, 1h30m) or seconds (default 1h)")

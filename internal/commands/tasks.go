@@ -2,79 +2,130 @@ package commands
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
-	"sort"
 	"strings"
+	"text/tabwriter"
 
-	"github.com/42-b3yond-6ug/ssebench/internal/suggest"
+	"github.com/spf13/cobra"
+
+	"github.com/42-b3yond-6ug/ssebench/catalog"
+	"github.com/42-b3yond-6ug/ssebench/internal/commands/options"
 	"github.com/42-b3yond-6ug/ssebench/task"
 )
 
-// homeTasks returns the task ids of the home's datasets (or of dataset
-// alone when it is not ""), sorted and without duplicates: every folder
-// under datasets/<name>/ that has a config.yaml or a Dockerfile.
-func homeTasks(home, dataset string) []string {
-	ds := "*"
-	if dataset != "" {
-		ds = dataset
+func newCmdTasks(g *options.Global) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "tasks",
+		Short:   "List the tasks of catalogs and datasets",
+		Example: `  ssebench tasks list --catalog oci://localhost:5000/ssebench/catalog/examples:examples-v1`,
 	}
-	return tasksIn(filepath.Join(home, "datasets", ds))
+	cmd.AddCommand(newCmdTasksList(g))
+	return groupCommand(cmd)
 }
 
-// tasksIn lists the task folders of the dataset folders pattern matches
-// (a folder, or a glob of folders).
-func tasksIn(pattern string) []string {
-	var ids []string
-	seen := map[string]bool{}
-	dirs, _ := filepath.Glob(filepath.Join(pattern, "*"))
-	for _, d := range dirs {
-		id := filepath.Base(d)
-		if seen[id] || strings.HasPrefix(id, ".") {
-			continue
-		}
-		for _, f := range []string{task.DockerfileName, task.ConfigFile, task.LegacyConfigFile} {
-			if _, err := os.Stat(filepath.Join(d, filepath.FromSlash(f))); err == nil {
-				seen[id] = true
-				ids = append(ids, id)
-				break
-			}
-		}
-	}
-	sort.Strings(ids)
-	return ids
+// taskEntry is one line of `tasks list`.
+type taskEntry struct {
+	ID       string   `json:"id"`
+	Dataset  string   `json:"dataset"`
+	Version  string   `json:"version"`
+	Language string   `json:"language"`
+	Project  string   `json:"project"`
+	Arch     []string `json:"arch"`
+	Checks   []string `json:"checks"`
+	// Image is the case image, registry-prefixed, pinned by digest when
+	// the lock pins it (Pinned), else tagged with the dataset version.
+	Image   string `json:"image"`
+	Pinned  bool   `json:"pinned"`
+	Catalog string `json:"catalog"`
 }
 
-// checkTask fails when no dataset of home (or dataset, when not "") has a
-// folder for id, with the closest task id there is; and when several
-// datasets have one and none was named.
-func checkTask(home, dataset, id string) error {
-	if dataset != "" {
-		if st, err := os.Stat(filepath.Join(home, "datasets", dataset, id)); err == nil && st.IsDir() {
-			return nil
-		}
-	} else {
-		matches, _ := filepath.Glob(filepath.Join(home, "datasets", "*", id))
-		var in []string
-		for _, m := range matches {
-			if st, err := os.Stat(m); err == nil && st.IsDir() {
-				in = append(in, filepath.Base(filepath.Dir(m)))
+func newCmdTasksList(g *options.Global) *cobra.Command {
+	var loc string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list [--catalog LOC] [--json]",
+		Short: "List the tasks of a catalog (default: every dataset under the home)",
+		Long: `List every task of the catalog: id, language, arch, and the case image
+runs pull, registry-prefixed and pinned by digest where the catalog's
+images lock pins it. A catalog is a folder (its manifest.json and
+images.lock.json), a manifest.json path, an https:// URL of a manifest.json
+pinned with "#sha256=<hex>" (and its lock with "&lock-sha256=<hex>"), or
+oci://REGISTRY/catalog/<dataset>:<version>, the artifact "dataset publish"
+pushes (whose images are under REGISTRY). Without --catalog, SSEBENCH_CATALOG
+names it, else every dataset under the home's datasets/ is listed.
+SSEBENCH_IMAGES_LOCK replaces the catalog's lock. A lock that is malformed,
+stale or missing is a warning on stderr.`,
+		Example: `  ssebench tasks list
+  ssebench tasks list --catalog datasets/examples --json
+  ssebench tasks list --catalog oci://localhost:5000/ssebench/catalog/examples:examples-v1
+  ssebench tasks list --catalog 'https://example.invalid/examples/manifest.json#sha256=<hex>'`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			names, err := g.Names()
+			if err != nil {
+				return err
 			}
-		}
-		switch {
-		case len(in) == 1:
-			return nil
-		case len(in) > 1:
-			return fmt.Errorf("task %q is in several datasets (%s): pass --dataset", id, strings.Join(in, ", "))
-		}
+			locs := []string{loc}
+			if loc == "" {
+				loc = g.Lookup(catalog.CatalogEnv)
+				locs = []string{loc}
+			}
+			if loc == "" {
+				home, err := g.HomeDir()
+				if err != nil {
+					return err
+				}
+				all, _ := filepath.Glob(filepath.Join(home, "datasets", "*", task.ManifestFile))
+				if len(all) == 0 {
+					return fmt.Errorf("no catalog: pass --catalog, set %s, or generate manifest.json in a dataset under %s", catalog.CatalogEnv, filepath.Join(home, "datasets"))
+				}
+				locs = nil
+				for _, a := range all {
+					locs = append(locs, filepath.Dir(a))
+				}
+			}
+			ropts, err := g.RegistryOptions(nil, nil)
+			if err != nil {
+				return err
+			}
+			var entries []taskEntry
+			for _, l := range locs {
+				c, err := catalog.Open(cmd.Context(), l, catalog.WithRemote(ropts...), catalog.WithLock(g.Lookup(catalog.LockEnv)))
+				if err != nil {
+					return err
+				}
+				for _, w := range c.Warnings {
+					fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", w)
+				}
+				for _, t := range c.Manifest.Tasks {
+					ref, pinned, warning, err := c.CaseRef(names.Registry, t.ID)
+					if err != nil {
+						return err
+					}
+					if warning != "" {
+						fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", warning)
+					}
+					entries = append(entries, taskEntry{
+						ID: t.ID, Dataset: c.Manifest.Dataset, Version: c.Manifest.Version, Language: t.Language, Project: t.Project,
+						Arch: t.Arch, Checks: t.Checks, Image: ref, Pinned: pinned, Catalog: l,
+					})
+				}
+			}
+			if asJSON {
+				if entries == nil {
+					entries = []taskEntry{}
+				}
+				return writeJSONTo(cmd.OutOrStdout(), entries)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "TASK\tDATASET\tLANGUAGE\tARCH\tCASE IMAGE")
+			for _, e := range entries {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", e.ID, e.Dataset+" "+e.Version, e.Language, strings.Join(e.Arch, ","), e.Image)
+			}
+			return tw.Flush()
+		},
 	}
-	where := filepath.Join(home, "datasets")
-	if dataset != "" {
-		where = filepath.Join(where, dataset)
-	}
-	ids := homeTasks(home, dataset)
-	if len(ids) == 0 {
-		return fmt.Errorf("unknown task %q: %s has no task folders (pass --home or run from a checkout)", id, where)
-	}
-	return fmt.Errorf("unknown task %q: did you mean %q? (no folder for it under %s)", id, suggest.Closest(id, ids), where)
+	cmd.Flags().StringVar(&loc, "catalog", "", "catalog: folder, manifest.json, pinned https:// URL or oci://REGISTRY/catalog/<dataset>:<version> (default $"+catalog.CatalogEnv+", else every dataset under the home)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the tasks as a JSON array")
+	return cmd
 }

@@ -1,0 +1,80 @@
+package commands
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/42-b3yond-6ug/ssebench/internal/suggest"
+	"github.com/42-b3yond-6ug/ssebench/task"
+)
+
+// homeTasks returns the task ids of the home's datasets (or of dataset
+// alone when it is not ""), sorted and without duplicates: every folder
+// under datasets/<name>/ that has a config.yaml or a Dockerfile.
+func homeTasks(home, dataset string) []string {
+	ds := "*"
+	if dataset != "" {
+		ds = dataset
+	}
+	return tasksIn(filepath.Join(home, "datasets", ds))
+}
+
+// tasksIn lists the task folders of the dataset folders pattern matches
+// (a folder, or a glob of folders).
+func tasksIn(pattern string) []string {
+	var ids []string
+	seen := map[string]bool{}
+	dirs, _ := filepath.Glob(filepath.Join(pattern, "*"))
+	for _, d := range dirs {
+		id := filepath.Base(d)
+		if seen[id] || strings.HasPrefix(id, ".") {
+			continue
+		}
+		for _, f := range []string{task.DockerfileName, task.ConfigFile, task.LegacyConfigFile} {
+			if _, err := os.Stat(filepath.Join(d, filepath.FromSlash(f))); err == nil {
+				seen[id] = true
+				ids = append(ids, id)
+				break
+			}
+		}
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// checkTask fails when no dataset of home (or dataset, when not "") has a
+// folder for id, with the closest task id there is; and when several
+// datasets have one and none was named.
+func checkTask(home, dataset, id string) error {
+	if dataset != "" {
+		if st, err := os.Stat(filepath.Join(home, "datasets", dataset, id)); err == nil && st.IsDir() {
+			return nil
+		}
+	} else {
+		matches, _ := filepath.Glob(filepath.Join(home, "datasets", "*", id))
+		var in []string
+		for _, m := range matches {
+			if st, err := os.Stat(m); err == nil && st.IsDir() {
+				in = append(in, filepath.Base(filepath.Dir(m)))
+			}
+		}
+		switch {
+		case len(in) == 1:
+			return nil
+		case len(in) > 1:
+			return fmt.Errorf("task %q is in several datasets (%s): pass --dataset", id, strings.Join(in, ", "))
+		}
+	}
+	where := filepath.Join(home, "datasets")
+	if dataset != "" {
+		where = filepath.Join(where, dataset)
+	}
+	ids := homeTasks(home, dataset)
+	if len(ids) == 0 {
+		return fmt.Errorf("unknown task %q: %s has no task folders (pass --home or run from a checkout)", id, where)
+	}
+	return fmt.Errorf("unknown task %q: did you mean %q? (no folder for it under %s)", id, suggest.Closest(id, ids), where)
+}

@@ -1,0 +1,371 @@
+package release
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/42-b3yond-6ug/ssebench/evaluate"
+	"github.com/42-b3yond-6ug/ssebench/results"
+	"github.com/42-b3yond-6ug/ssebench/sserun"
+	"github.com/42-b3yond-6ug/ssebench/task"
+)
+
+// The agents a verification runs: the task's own fix, and no change.
+const (
+	ReferenceAgent = "reference"
+	DummyAgent     = "dummy"
+)
+
+// Finding is one line of a verification: one check of one task by one
+// agent (or, with Agent "-", of the task folder itself).
+type Finding struct {
+	Task  string `json:"task"`
+	Agent string `json:"agent"`
+	Check string `json:"check"`
+	OK    bool   `json:"ok"`
+	// Why says what went wrong, for a failed finding.
+	Why string `json:"why,omitempty"`
+}
+
+// Report is what Verify found.
+type Report struct {
+	// Dir is the evaluation folder holding the runs.
+	Dir string
+	// Findings are sorted by task, then in the order they were checked.
+	Findings []Finding
+	// Verified are the tasks every finding of which passed, with the case
+	// image they passed on.
+	Verified map[string]VerifiedTask
+}
+
+// Failed returns the findings that did not pass.
+func (r *Report) Failed() []Finding {
+	var out []Finding
+	for _, f := range r.Findings {
+		if !f.OK {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// VerifyOptions say what Verify runs.
+type VerifyOptions struct {
+	// Tasks limits the verification to these ids; empty means every
+	// task folder of the dataset.
+	Tasks []string
+	// RunsDir is where the evaluation folder verify-<id>/ goes.
+	RunsDir string
+	// Eval are options of the evaluation (jobs, progress).
+	Eval []evaluate.Option
+}
+
+// Verify grades every task of dataset dir (a task folder with problems is
+// a failed "validate" finding, and the others still run) with the reference
+// agent, which must pass every check the task's manifest entry lists (the
+// config's checks without a manifest), and with the dummy agent, which must
+// build, pass the function tests and fail every proof of concept one by
+// one. Runs go through b, as an evaluation: each case image is built once
+// for both agents.
+//
+// backend returns the backend of the evaluation whose plan id it gets
+// (the backend labels the runs with it).
+func Verify(ctx context.Context, backend func(planID string) evaluate.Backend, dir string, o VerifyOptions) (*Report, error) {
+	ds, broken, err := task.LoadDatasetTolerant(dir)
+	if err != nil {
+		return nil, err
+	}
+	manifest, err := task.ReadManifest(filepath.Join(dir, task.ManifestFile))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	ids := o.Tasks
+	if len(ids) == 0 {
+		for _, t := range ds.Tasks {
+			ids = append(ids, t.ID)
+		}
+		for id := range broken {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	rep := &Report{Verified: map[string]VerifiedTask{}}
+	var runnable []*task.Task
+	for _, id := range ids {
+		if ps, ok := broken[id]; ok {
+			rep.Findings = append(rep.Findings, Finding{Task: id, Agent: "-", Check: "validate", Why: fmt.Sprintf("%d problem(s), first: %s", len(ps), ps[0])})
+			continue
+		}
+		t := ds.Task(id)
+		if t == nil {
+			return nil, fmt.Errorf("dataset %s has no task %s", ds.Name, id)
+		}
+		runnable = append(runnable, t)
+	}
+	if len(runnable) > 0 {
+		var tids []string
+		for _, t := range runnable {
+			tids = append(tids, t.ID)
+		}
+		plan, err := evaluate.NewPlan([]string{ReferenceAgent, DummyAgent}, tids, 1)
+		if err != nil {
+			return nil, err
+		}
+		plan.ID = "verify-" + plan.ID
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return nil, err
+		}
+		plan.Dataset = abs
+		rep.Dir = filepath.Join(firstNonEmpty(o.RunsDir, "runs"), plan.ID)
+		if err := evaluate.WritePlan(rep.Dir, plan); err != nil {
+			return nil, err
+		}
+		out, err := evaluate.Evaluate(ctx, backend(plan.ID), rep.Dir, plan, o.Eval...)
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if out == nil {
+			return nil, err
+		}
+		done, derr := evaluate.Done(rep.Dir)
+		if derr != nil {
+			return nil, derr
+		}
+		for _, t := range runnable {
+			rep.judge(t, manifest, done, out.Failed)
+		}
+	}
+	slices.SortStableFunc(rep.Findings, func(a, b Finding) int { return strings.Compare(a.Task, b.Task) })
+	return rep, nil
+}
+
+// judge adds the findings of task t's two runs, and records t as verified
+// when all pass on one case image.
+func (r *Report) judge(t *task.Task, m *task.Manifest, done map[string]*results.Run, failed map[string]error) {
+	checks := t.Checks()
+	if e := m.Task(t.ID); e != nil {
+		checks = e.Checks
+	}
+	var pocs []string
+	if t.Config != nil {
+		pocs = t.Config.Files.Poc
+	}
+	start := len(r.Findings)
+	images := map[string]bool{}
+	for _, agent := range []string{ReferenceAgent, DummyAgent} {
+		key := evaluate.Job{Task: t.ID, Agent: agent, Attempt: 1}.Key()
+		run, ok := done[key]
+		if !ok {
+			why := "the run did not finish"
+			if err := failed[key]; err != nil {
+				why = err.Error()
+			}
+			r.Findings = append(r.Findings, Finding{Task: t.ID, Agent: agent, Check: "run", Why: why})
+			continue
+		}
+		if run.Result != nil && run.Result.CaseImage != "" {
+			images[run.Result.CaseImage] = true
+		}
+		if agent == ReferenceAgent {
+			r.Findings = append(r.Findings, JudgeReference(run, checks)...)
+		} else {
+			r.Findings = append(r.Findings, JudgeDummy(run, pocs)...)
+		}
+	}
+	for _, f := range r.Findings[start:] {
+		if !f.OK {
+			return
+		}
+	}
+	if len(images) != 1 {
+		r.Findings = append(r.Findings, Finding{Task: t.ID, Agent: "-", Check: "case image", Why: fmt.Sprintf("the two runs ran on %d case images, want one", len(images))})
+		return
+	}
+	var image string
+	for im := range images {
+		image = im
+	}
+	name, digest, ok := strings.Cut(image, "@")
+	files, err := t.FilesDigest()
+	if !ok || err != nil {
+		r.Findings = append(r.Findings, Finding{Task: t.ID, Agent: "-", Check: "case image", Why: fmt.Sprintf("the case image %q is not pinned by digest", image)})
+		return
+	}
+	r.Verified[t.ID] = VerifiedTask{Image: name, Digest: digest, FilesSHA256: files, Verified: time.Now().UTC().Truncate(time.Second), Runs: r.Dir}
+}
+
+// checkResult maps a manifest check name to the run's check.
+func checkResult(res *sserun.RunResult, check string) (*sserun.Check, bool) {
+	switch check {
+	case "build":
+		return res.Build, true
+	case "function_test", "test":
+		return res.Test, true
+	case "poc":
+		return res.PoC, true
+	case "intent_test":
+		return res.IntentTest, true
+	}
+	return nil, false
+}
+
+// JudgeReference checks a reference run: the patch applied (the agent
+// exited 0) and every check of checks passed.
+func JudgeReference(run *results.Run, checks []string) []Finding {
+	f := func(check string, ok bool, why string) Finding {
+		return Finding{Task: run.Task(), Agent: ReferenceAgent, Check: check, OK: ok, Why: why}
+	}
+	res := run.Result
+	if res == nil || res.GradeError != "" {
+		return []Finding{f("grade", false, strings.TrimPrefix(run.Grade(), "NOT GRADED: "))}
+	}
+	var out []Finding
+	if res.AgentExit != 0 {
+		out = append(out, f("apply", false, fmt.Sprintf("the reference patch does not apply (exit %d): %s", res.AgentExit, tail(filepath.Join(run.Dir, sserun.AgentLog)))))
+	} else {
+		out = append(out, f("apply", true, ""))
+	}
+	for _, c := range checks {
+		rc, known := checkResult(res, c)
+		switch {
+		case !known:
+			out = append(out, f(c, false, "the manifest lists a check the grader does not know"))
+		case rc == nil:
+			out = append(out, f(c, false, "the manifest lists it, but the grade has no such check"))
+		case !rc.OK:
+			out = append(out, f(c, false, "fails with the reference patch: "+checkWhy(run.Dir, rc)))
+		default:
+			out = append(out, f(c, true, ""))
+		}
+	}
+	return out
+}
+
+// JudgeDummy checks a run of the unchanged tree: it builds, passes its
+// function tests, and every proof of concept of pocs still triggers (its
+// run exits non-zero), each on its own.
+func JudgeDummy(run *results.Run, pocs []string) []Finding {
+	f := func(check string, ok bool, why string) Finding {
+		return Finding{Task: run.Task(), Agent: DummyAgent, Check: check, OK: ok, Why: why}
+	}
+	res := run.Result
+	if res == nil || res.GradeError != "" {
+		return []Finding{f("grade", false, strings.TrimPrefix(run.Grade(), "NOT GRADED: "))}
+	}
+	var out []Finding
+	for _, c := range []struct {
+		name string
+		rc   *sserun.Check
+	}{{"build", res.Build}, {"function_test", res.Test}} {
+		switch {
+		case c.rc == nil:
+			// The task has no such script: nothing to hold it to.
+		case !c.rc.OK:
+			out = append(out, f(c.name, false, "fails on the buggy tree: "+checkWhy(run.Dir, c.rc)))
+		default:
+			out = append(out, f(c.name, true, ""))
+		}
+	}
+	if len(pocs) == 0 {
+		return out
+	}
+	if res.PoC == nil || res.PoC.Skipped != "" {
+		why := "the grade has no poc check"
+		if res.PoC != nil {
+			why = "skipped: " + res.PoC.Skipped
+		}
+		return append(out, f("poc", false, why))
+	}
+	exits := pocExits(filepath.Join(run.Dir, sserun.CheckLog("poc")))
+	for _, p := range pocs {
+		code, ok := exits[p]
+		switch {
+		case !ok && res.PoC.OK:
+			out = append(out, f("poc "+p, false, "no longer triggers: the proofs of concept pass on the buggy tree"))
+		case !ok:
+			out = append(out, f("poc "+p, false, "poc.log does not say how it ended"))
+		case code == 0:
+			out = append(out, f("poc "+p, false, "no longer triggers: it exits 0 on the buggy tree"))
+		default:
+			out = append(out, f("poc "+p, true, ""))
+		}
+	}
+	return out
+}
+
+// pocExits reads the "=== <poc>: exit N" lines the grader writes in
+// poc.log, one per proof of concept.
+func pocExits(log string) map[string]int {
+	out := map[string]int{}
+	fh, err := os.Open(log)
+	if err != nil {
+		return out
+	}
+	defer fh.Close()
+	sc := bufio.NewScanner(fh)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line, ok := strings.CutPrefix(sc.Text(), "=== ")
+		if !ok {
+			continue
+		}
+		i := strings.LastIndex(line, ": exit ")
+		if i < 0 {
+			continue
+		}
+		if n, err := strconv.Atoi(line[i+len(": exit "):]); err == nil {
+			out[line[:i]] = n
+		}
+	}
+	return out
+}
+
+// checkWhy sums a failed check up: its exit and the end of its log.
+func checkWhy(dir string, c *sserun.Check) string {
+	why := fmt.Sprintf("exit %d", c.Exit)
+	switch {
+	case c.Skipped != "":
+		return "skipped: " + c.Skipped
+	case c.TimedOut:
+		why = "timed out"
+	}
+	if c.Log != "" {
+		if t := tail(filepath.Join(dir, c.Log)); t != "" {
+			why += ": " + t
+		}
+	}
+	return why
+}
+
+// tail is the last non-empty line of a log, cut to a readable length.
+func tail(p string) string {
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	last := strings.TrimSpace(lines[len(lines)-1])
+	if len(last) > 160 {
+		last = last[:160] + "…"
+	}
+	return last
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, x := range s {
+		if x != "" {
+			return x
+		}
+	}
+	return ""
+}
