@@ -5,6 +5,8 @@ package casebuild
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -104,7 +106,10 @@ func BaseLanguages(home string) ([]string, error) {
 // BuildBase builds base image lang from home/images/base-images with the
 // OS image osImage, for platform ("" = the daemon's), under every name of
 // BaseNames. It returns the manifest digest.
-func (b *Builder) BuildBase(ctx context.Context, home, lang, osImage, platform string) (v1.Hash, error) {
+//
+// A base whose names all hold an image labelled with the same inputs (see
+// LabelBaseInputs) is not built again unless force is set.
+func (b *Builder) BuildBase(ctx context.Context, home, lang, osImage, platform string, force bool) (v1.Hash, error) {
 	if osImage == "" {
 		return v1.Hash{}, errors.New("no OS image: pass --os-image (e.g. 127.0.0.1:5000/ssebench/os/debian:bookworm, made by scripts/setup.sh) or set SSEBENCH_OS_IMAGE")
 	}
@@ -118,13 +123,80 @@ func (b *Builder) BuildBase(ctx context.Context, home, lang, osImage, platform s
 	if err != nil {
 		return v1.Hash{}, err
 	}
+	inputs, err := b.baseInputs(ctx, ctxDir, osImage, platform)
+	if err != nil {
+		return v1.Hash{}, err
+	}
+	if !force {
+		if d, ok := b.upToDate(ctx, names, inputs); ok {
+			b.logf("up to date: %s (%s %s)", names[0], LabelBaseInputs, short(inputs))
+			return d, nil
+		}
+	}
 	req := buildkit.Request{
 		Dockerfile: df,
 		ContextDir: ctxDir,
 		Platform:   platform,
 		BuildArgs:  map[string]string{"OS_IMAGE": osImage},
+		Labels:     map[string]string{LabelBaseInputs: inputs},
 	}
 	return b.build(ctx, req, names)
+}
+
+// LabelBaseInputs is the label every base image carries: a digest of what
+// it was built from (the files of images/base-images, the OS image's
+// digest, the platform), so that an unchanged base is not built again.
+const LabelBaseInputs = "ssebench.base-inputs"
+
+// baseInputs digests what a base image is built from.
+func (b *Builder) baseInputs(ctx context.Context, ctxDir, osImage, platform string) (string, error) {
+	files, err := task.FilesDigest(ctxDir)
+	if err != nil {
+		return "", fmt.Errorf("reading %s: %w", ctxDir, err)
+	}
+	osDigest := "unresolved:" + osImage
+	if b.Resolver != nil {
+		// Resolve (not Image): an OS image that is an index counts by
+		// the index's digest, whatever platform is picked.
+		if res, err := b.Resolver.Resolve(ctx, osImage); err == nil {
+			var d v1.Hash
+			if res.Index != nil {
+				d, err = res.Index.Digest()
+			} else {
+				d, err = res.Image.Digest()
+			}
+			if err == nil {
+				osDigest = d.String()
+			}
+		}
+	}
+	sum := sha256.Sum256([]byte("base-inputs-v1\x00" + files + "\x00" + osDigest + "\x00" + platform))
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// upToDate says whether every name of a base already holds one image
+// with the inputs label, and returns its digest.
+func (b *Builder) upToDate(ctx context.Context, names []string, inputs string) (v1.Hash, bool) {
+	if b.Resolver == nil || b.Push {
+		return v1.Hash{}, false
+	}
+	var first v1.Hash
+	for i, n := range names {
+		img, err := b.Resolver.Image(ctx, n)
+		if err != nil {
+			return v1.Hash{}, false
+		}
+		cf, err := img.ConfigFile()
+		if err != nil || cf.Config.Labels[LabelBaseInputs] != inputs {
+			return v1.Hash{}, false
+		}
+		d, err := img.Digest()
+		if err != nil || i > 0 && d != first {
+			return v1.Hash{}, false
+		}
+		first = d
+	}
+	return first, true
 }
 
 // build runs req and records the result under names.

@@ -53,7 +53,7 @@ func TestBaseNames(t *testing.T) {
 
 func TestBuildBaseNeedsOSImage(t *testing.T) {
 	b := &Builder{Names: naming.NewNames("localhost:5000/sse", "1.0.0")}
-	_, err := b.BuildBase(t.Context(), t.TempDir(), "go", "", "")
+	_, err := b.BuildBase(t.Context(), t.TempDir(), "go", "", "", false)
 	if err == nil || !strings.Contains(err.Error(), "--os-image") {
 		t.Errorf("BuildBase without an OS image: %v, want a hint about --os-image", err)
 	}

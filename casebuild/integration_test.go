@@ -65,13 +65,20 @@ func TestBaseAndCaseImages(t *testing.T) {
 		t.Fatalf("BaseLanguages() = %v, %v; want c, go, rust", langs, err)
 	}
 	for _, lang := range langs {
-		if _, err := b.BuildBase(ctx, home(t), lang, osImage, ""); err != nil {
+		d, err := b.BuildBase(ctx, home(t), lang, osImage, "", false)
+		if err != nil {
 			t.Fatalf("building base %s: %v", lang, err)
 		}
 		for _, n := range []string{names.Base(lang), names.BaseLatest(lang)} {
 			if _, err := st.Descriptor(mustRef(t, n)); err != nil {
 				t.Errorf("base image %s is not in the store: %v", n, err)
 			}
+		}
+		// Unchanged inputs: not built again, same image.
+		log.Reset()
+		again, err := b.BuildBase(ctx, home(t), lang, osImage, "", false)
+		if err != nil || again != d || !strings.Contains(log.String(), "up to date: "+names.Base(lang)) {
+			t.Errorf("second build of base %s = %s, %v (log %q); want %s, up to date", lang, again, err, log.String(), d)
 		}
 	}
 

@@ -108,7 +108,7 @@ func setup(t *testing.T) *world {
 	defer bk.Close()
 	cb := &casebuild.Builder{BuildKit: bk, Store: st, Names: w.env.Names}
 	for _, lang := range []string{"go", "c", "rust"} {
-		if _, err := cb.BuildBase(ctx, repo, lang, osImage, ""); err != nil {
+		if _, err := cb.BuildBase(ctx, repo, lang, osImage, "", false); err != nil {
 			t.Fatalf("building the %s base image: %v", lang, err)
 		}
 	}

@@ -88,7 +88,7 @@ func buildGoBase(t *testing.T, ctx context.Context, e *pipeline.Env, repo, osIma
 	}
 	defer bk.Close()
 	b := &casebuild.Builder{BuildKit: bk, Store: e.Store, Names: e.Names, Log: testWriter{t}}
-	if _, err := b.BuildBase(ctx, repo, "go", osImage, ""); err != nil {
+	if _, err := b.BuildBase(ctx, repo, "go", osImage, "", false); err != nil {
 		t.Fatalf("building the Go base image: %v", err)
 	}
 }

@@ -58,14 +58,17 @@ func newBuilder(ctx context.Context, g *options.Global, push bool, cmd *cobra.Co
 
 func newCmdBaseImages(g *options.Global) *cobra.Command {
 	var osImage, platform string
-	var push bool
+	var push, force bool
 	cmd := &cobra.Command{
 		Use:   "base-images [NAME...] [--push]",
 		Short: "Build the base images (one toolchain per language) with BuildKit",
 		Long: `Build images/base-images/generic-<NAME>/Dockerfile (default: every one) with
 the build context images/base-images and the OS image as the OS_IMAGE build
 argument. Each image is tagged VERSION, latest and every tag a dataset
-manifest pins, into the local store (or the registry with --push).`,
+manifest pins, into the local store (or the registry with --push). A base whose
+names already hold an image built from the same inputs (the files of
+images/base-images, the OS image's digest, the platform: the label
+ssebench.base-inputs) is not built again; --force builds it anyway.`,
 		Example: `  ssebench base-images --os-image 127.0.0.1:5000/ssebench/os/debian:bookworm
   ssebench base-images go c --push --registry localhost:5000/ssebench`,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -110,7 +113,7 @@ manifest pins, into the local store (or the registry with --push).`,
 			eg, ectx := errgroup.WithContext(ctx)
 			for i, lang := range langs {
 				eg.Go(func() error {
-					d, err := b.BuildBase(ectx, home, lang, osImage, platform)
+					d, err := b.BuildBase(ectx, home, lang, osImage, platform, force)
 					if err != nil {
 						return fmt.Errorf("base image %s: %w", lang, err)
 					}
@@ -133,6 +136,7 @@ manifest pins, into the local store (or the registry with --push).`,
 	cmd.Flags().StringVar(&osImage, "os-image", "", "OS image the base images start from (default $"+OSImageEnv+", from the environment or .env)")
 	cmd.Flags().StringVar(&platform, "platform", "", "platform to build for (default: buildkitd's)")
 	cmd.Flags().BoolVar(&push, "push", false, "push to the registry instead of the local store")
+	cmd.Flags().BoolVar(&force, "force", false, "build even the base images whose inputs are unchanged")
 	return cmd
 }
 
