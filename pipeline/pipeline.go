@@ -54,6 +54,9 @@ type Env struct {
 	BuildKit func(ctx context.Context) (*buildkit.Client, error)
 	// Log receives progress lines; nil discards them.
 	Log io.Writer
+	// Layers are the tool layers runs select from; nil means
+	// DefaultToolLayers.
+	Layers *ToolLayers
 }
 
 func (e *Env) logf(format string, args ...any) {

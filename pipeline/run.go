@@ -35,13 +35,16 @@ const (
 	ArchivePath = contract.Archive
 )
 
-// DefaultToolLayer is the tool layer of sandbox mode.
-const DefaultToolLayer = "sandbox"
-
-// ToolLayers are the tool layers a run can select with --tool-layer. Only
-// the built-in sandbox layer exists today; an extension adds its name here,
-// and two layers of one name are refused when a run starts.
-var ToolLayers = []string{DefaultToolLayer}
+// Modes of a run (SPEC.md sections 4 and 7).
+const (
+	// ModeSandbox runs the agent in the tool image of its task, with the
+	// daemon beside it: one container.
+	ModeSandbox = "sandbox"
+	// ModeSidecar runs the project (tool-sidecar/<task>) and the agent
+	// (agent-<name>/sidecar) in two containers that share the source tree
+	// and /run/ssebench.
+	ModeSidecar = "sidecar"
+)
 
 // RunRequest is one `ssebench run`.
 type RunRequest struct {
@@ -62,6 +65,8 @@ type RunRequest struct {
 	ViaRegistry bool
 	// ToolLayer is the tool layer; "" means sandbox.
 	ToolLayer string
+	// Mode is sandbox ("" means it too) or sidecar.
+	Mode string
 	// Plugins are the selected plugins (SSE_PLUGINS).
 	Plugins []string
 	// Timeout (TIMEOUT, seconds), Difficulty (SSE_DIFFICULTY 0–4) and the
@@ -179,6 +184,10 @@ func (r *RunRequest) Validate() error {
 		return errors.New("--agent is required: pass an agent folder under agents/, e.g. --agent dummy")
 	case r.Dataset != "" && r.Catalog != "":
 		return errors.New("--local and --catalog name two sources of the task: pass one")
+	case r.Mode != "" && r.Mode != ModeSandbox && r.Mode != ModeSidecar:
+		return fmt.Errorf("unknown --mode %q: use %s or %s", r.Mode, ModeSandbox, ModeSidecar)
+	case r.Mode == ModeSidecar && r.ToolLayer != "":
+		return errors.New("--tool-layer does not apply in sidecar mode: the sidecar images replace the tool layer; drop --tool-layer or --mode sidecar")
 	case r.Prebuilt && (r.ToolLayer != "" || len(r.Plugins) > 0 || r.Build):
 		return errors.New("--prebuilt runs the published agent image as it is: it cannot be combined with --tool-layer, --plugin or --build")
 	case r.Difficulty < 0 || r.Difficulty > 4:
@@ -186,23 +195,19 @@ func (r *RunRequest) Validate() error {
 	case r.Timeout < 0:
 		return fmt.Errorf("--timeout %d is negative", r.Timeout)
 	}
-	return checkToolLayer(r.ToolLayer)
+	return nil
 }
 
-func checkToolLayer(name string) error {
-	seen := map[string]int{}
-	for _, l := range ToolLayers {
-		seen[l]++
+// validate checks req, its tool layer against e's registry included.
+func (e *Env) validate(req *RunRequest) error {
+	if err := req.Validate(); err != nil {
+		return err
 	}
-	for l, n := range seen {
-		if n > 1 {
-			return fmt.Errorf("%d tool layers claim the name %q: remove all but one", n, l)
-		}
-	}
-	if name == "" || seen[name] == 1 {
+	if req.Mode == ModeSidecar {
 		return nil
 	}
-	return fmt.Errorf("unknown tool layer %q: the tool layers are %s", name, strings.Join(ToolLayers, ", "))
+	_, err := e.toolLayers().Lookup(req.ToolLayer)
+	return err
 }
 
 // Run builds what the run needs (case with BuildKit, tool and agent
@@ -211,10 +216,10 @@ func checkToolLayer(name string) error {
 // runs/<run-id>/summary.json. The container's exit status is in the
 // summary; a non-zero status is not an error.
 func (e *Env) Run(ctx context.Context, req RunRequest) (_ *RunResult, retErr error) {
-	if err := req.Validate(); err != nil {
+	if err := e.validate(&req); err != nil {
 		return nil, err
 	}
-	if req.ToolLayer == "" {
+	if req.ToolLayer == "" && req.Mode != ModeSidecar {
 		req.ToolLayer = DefaultToolLayer
 	}
 	started := time.Now()
@@ -361,7 +366,7 @@ func (e *Env) Run(ctx context.Context, req RunRequest) (_ *RunResult, retErr err
 		}
 	}
 	s.Config.ToolLayer = req.ToolLayer
-	s.Config.Mode = "sandbox"
+	s.Config.Mode = ModeSandbox
 	s.Config.Prebuilt = req.Prebuilt
 	s.Config.Network = string(firstNonEmpty(string(req.Network), string(runner.NetworkRestricted)))
 	s.Config.Timeout = req.Timeout
@@ -449,8 +454,12 @@ func (e *Env) taskImages(ctx context.Context, req RunRequest, datasetDir string,
 			}
 		}
 	}
+	layer, err := e.toolLayers().Lookup(req.ToolLayer)
+	if err != nil {
+		return nil, err
+	}
 	t := time.Now()
-	if ti.Tool, err = e.Tool(ctx, ToolRequest{Case: caseRef, Task: req.Task, SourceDir: srcDir, Platform: plat}); err != nil {
+	if ti.Tool, err = layer.Tool(ctx, e, ToolInput{Case: caseRef, Task: req.Task, SourceDir: srcDir, Home: e.Home, Plugins: req.Plugins, Platform: plat}); err != nil {
 		return nil, err
 	}
 	ti.ToolTook = time.Since(t)

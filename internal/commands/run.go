@@ -33,10 +33,10 @@ const (
 func (e *ExitError) Error() string { return fmt.Sprintf("exit status %d", e.Code) }
 
 type runOptions struct {
-	Task, Agent, Local, Catalog, ToolLayer, Egress, Model, RunsDir, Runtime string
-	Prebuilt, Build, Keep, KeepAlive, JSON                                  bool
-	Timeout, Difficulty                                                     int
-	Plugins                                                                 []string
+	Task, Agent, Local, Catalog, ToolLayer, Mode, Egress, Model, RunsDir, Runtime string
+	Prebuilt, Build, Keep, KeepAlive, JSON                                        bool
+	Timeout, Difficulty                                                           int
+	Plugins                                                                       []string
 	// Model access through the gateway (restricted runs).
 	ModelFile, ModelsDir string
 	Limits               gateway.Limits
@@ -77,6 +77,8 @@ runs/<run-id>/model.jsonl. --max-requests, --max-tokens and --max-cost answer
 		Example: `  ssebench run --task kvconf-12-afb9ee1 --agent dummy
   ssebench run --task kvconf-12-afb9ee1 --agent dummy --registry localhost:5000/ssebench
   ssebench run --task kvconf-12-afb9ee1 --agent dummy --prebuilt --timeout 600
+  ssebench run --task kvconf-12-afb9ee1 --agent dummy --mode sidecar
+  ssebench run --task kvconf-12-afb9ee1 --agent dummy --tool-layer example
   ssebench run --task kvconf-12-afb9ee1 --agent loop --model gpt-4.1-mini --max-requests 50`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -84,6 +86,12 @@ runs/<run-id>/model.jsonl. --max-requests, --max-tokens and --max-cost answer
 				if err := task.CheckID("--task", o.Task); err != nil {
 					return err
 				}
+			}
+			// Refused before anything is opened or built.
+			prebuilt := o.Prebuilt || g.Lookup("SSEBENCH_PREBUILT") == "1"
+			if err := (&pipeline.RunRequest{Task: o.Task, Agent: o.Agent, Mode: o.Mode, ToolLayer: o.ToolLayer, Prebuilt: prebuilt,
+				Plugins: o.Plugins, Build: o.Build, Difficulty: o.Difficulty, Timeout: o.Timeout, Dataset: o.Local, Catalog: o.Catalog}).Validate(); err != nil {
+				return err
 			}
 			network, err := runner.ParseNetwork(o.Egress)
 			if err != nil {
@@ -98,11 +106,10 @@ runs/<run-id>/model.jsonl. --max-requests, --max-tokens and --max-cost answer
 			if model == "" {
 				model = g.Lookup("SSE_MODEL_NAME")
 			}
-			prebuilt := o.Prebuilt || g.Lookup("SSEBENCH_PREBUILT") == "1"
 			req := pipeline.RunRequest{
 				Task: o.Task, Agent: o.Agent, Dataset: o.Local, Catalog: o.Catalog,
 				Build: o.Build, Prebuilt: prebuilt, ViaRegistry: cmd.Flag("registry").Changed,
-				ToolLayer: o.ToolLayer, Plugins: o.Plugins,
+				ToolLayer: o.ToolLayer, Mode: o.Mode, Plugins: o.Plugins,
 				Timeout: o.Timeout, Difficulty: o.Difficulty,
 				APIKey: g.Lookup("SSE_API_KEY"), BaseURL: g.Lookup("SSE_BASE_URL"), Model: model,
 				KeepAlive: o.KeepAlive, Network: network, Keep: o.Keep, RunsDir: o.RunsDir,
@@ -146,7 +153,8 @@ runs/<run-id>/model.jsonl. --max-requests, --max-tokens and --max-cost answer
 	f.StringVar(&o.Egress, "egress", "restricted", "container network: restricted (loopback only) or open")
 	f.BoolVar(&o.Keep, "keep", false, "keep the container and its snapshot in containerd")
 	f.BoolVar(&o.KeepAlive, "keep-alive", false, "SSE_KEEP_ALIVE=1: the container stays up after grading")
-	f.StringVar(&o.ToolLayer, "tool-layer", "", "tool layer (default "+pipeline.DefaultToolLayer+"; available: "+strings.Join(pipeline.ToolLayers, ", ")+")")
+	f.StringVar(&o.ToolLayer, "tool-layer", "", "tool layer (default "+pipeline.DefaultToolLayer+"; available: "+strings.Join(pipeline.DefaultToolLayers.Names(), ", ")+"); not with --mode sidecar or --prebuilt")
+	f.StringVar(&o.Mode, "mode", pipeline.ModeSandbox, "sandbox (agent and project in one container) or sidecar (two containers sharing the source tree)")
 	f.StringSliceVar(&o.Plugins, "plugin", nil, "plugins to enable (SSE_PLUGINS)")
 	f.StringVar(&o.Model, "model", "", "model name (default $SSE_MODEL_NAME, else none)")
 	f.StringVar(&o.ModelFile, "model-file", "", "model file (base_url, api_key_env, flavour, prices) for the gateway (default <models-dir>/<model>.yaml when it exists)")
