@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/42-b3yond-6ug/ssebench/oci"
+	"github.com/42-b3yond-6ug/ssebench/runtimebin"
 	"github.com/42-b3yond-6ug/ssebench/task"
 )
 
@@ -24,10 +25,11 @@ type toolOptions struct {
 	caseRef     string
 	runtimeRef  string
 	previous    v1.Image
+	entrypoint  string // the image's ENTRYPOINT; runtimebin.Entrypoint unless sidecar
 }
 
 func makeToolOptions(opts ...ToolOption) (*toolOptions, error) {
-	o := &toolOptions{compression: oci.Gzip, caseRef: "the case image", runtimeRef: "the runtime image"}
+	o := &toolOptions{compression: oci.Gzip, caseRef: "the case image", runtimeRef: "the runtime image", entrypoint: runtimebin.Entrypoint}
 	for _, opt := range opts {
 		if err := opt(o); err != nil {
 			return nil, err

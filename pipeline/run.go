@@ -67,6 +67,9 @@ type RunRequest struct {
 	ToolLayer string
 	// Mode is sandbox ("" means it too) or sidecar.
 	Mode string
+	// OSImage is the OS image tool-sidecar-agent starts from (sidecar
+	// mode); "" means SSEBENCH_OS_IMAGE.
+	OSImage string
 	// Plugins are the selected plugins (SSE_PLUGINS).
 	Plugins []string
 	// Timeout (TIMEOUT, seconds), Difficulty (SSE_DIFFICULTY 0–4) and the
@@ -124,6 +127,11 @@ type RunImages struct {
 	Case, CaseDigest string
 	// Tool and Agent are name@digest.
 	Tool, Agent string
+	// AgentRuntime is tool-sidecar-agent as name@digest, in sidecar mode.
+	AgentRuntime string
+	// SourceDir is the task's SOURCE_DIR, which sidecar mode shares
+	// between its containers.
+	SourceDir string
 }
 
 // TaskImages are a task's case and tool images, which every agent's image
@@ -231,6 +239,14 @@ func (e *Env) Run(ctx context.Context, req RunRequest) (_ *RunResult, retErr err
 		return nil, err
 	}
 	agentName := e.Names.Agent(a.Name, req.Task, a.Version)
+	sidecar := req.Mode == ModeSidecar
+	toolName := ""
+	if sidecar {
+		agentName, toolName = e.Names.SidecarAgent(a.Name, a.Version), e.Names.SidecarTask(req.Task)
+		if req.OSImage == "" {
+			req.OSImage = strings.TrimSpace(os.Getenv(OSImageEnv))
+		}
+	}
 
 	datasetDir, platform, plat, err := e.runPlatform(req)
 	if err != nil {
@@ -239,6 +255,20 @@ func (e *Env) Run(ctx context.Context, req RunRequest) (_ *RunResult, retErr err
 
 	images := map[string]string{}
 	ri := req.Images
+	srcDir := ""
+	if ri != nil {
+		srcDir = ri.SourceDir
+	}
+	if sidecar && ri == nil && !req.Prebuilt {
+		if ri, err = e.sidecarImages(ctx, req, datasetDir, plat, timings); err != nil {
+			return nil, err
+		}
+		srcDir = ri.SourceDir
+	} else if sidecar && srcDir == "" {
+		if srcDir, err = e.taskSource(req, datasetDir); err != nil {
+			return nil, err
+		}
+	}
 	if ri == nil && !req.Prebuilt {
 		t := time.Now()
 		ti, err := e.taskImages(ctx, req, datasetDir, plat)
@@ -257,6 +287,9 @@ func (e *Env) Run(ctx context.Context, req RunRequest) (_ *RunResult, retErr err
 		images["case"] = ri.Case
 		images["tool"] = ri.Tool
 		images["agent"] = ri.Agent
+		if ri.AgentRuntime != "" {
+			images["agent_runtime"] = ri.AgentRuntime
+		}
 	}
 
 	// The run's folder: results, and archive/ inside it.
@@ -333,8 +366,21 @@ func (e *Env) Run(ctx context.Context, req RunRequest) (_ *RunResult, retErr err
 		spec.Pull = true
 	}
 	t := time.Now()
-	res, err := rn.Run(ctx, spec)
-	if err != nil && req.Prebuilt && res == nil && !errors.Is(err, context.Canceled) {
+	var res *runner.Result
+	if sidecar {
+		var agentRes *runner.Result
+		res, agentRes, err = e.runSidecar(ctx, rn, req, spec, toolName, srcDir)
+		if res != nil && agentRes != nil && agentRes.Image != nil {
+			images["agent"] = agentName + "@" + agentRes.Image.Target.Digest.String()
+			res.Stopped = res.Stopped || agentRes.Stopped
+		}
+		if res != nil && res.Image != nil {
+			images["tool"] = toolName + "@" + res.Image.Target.Digest.String()
+		}
+	} else {
+		res, err = rn.Run(ctx, spec)
+	}
+	if err != nil && req.Prebuilt && res == nil && !sidecar && !errors.Is(err, context.Canceled) {
 		// The registry does not have it (or cannot be reached): a copy on
 		// this machine will do.
 		e.logf("warning: pulling the prebuilt image %s failed (%v); using the local copy", agentName, err)
@@ -349,7 +395,7 @@ func (e *Env) Run(ctx context.Context, req RunRequest) (_ *RunResult, retErr err
 	}
 	lap("run", t)
 	timings["startup"] = res.StartupTime.Seconds()
-	if res.Image != nil {
+	if res.Image != nil && !sidecar {
 		images["agent"] = agentName + "@" + res.Image.Target.Digest.String()
 	}
 
@@ -367,6 +413,9 @@ func (e *Env) Run(ctx context.Context, req RunRequest) (_ *RunResult, retErr err
 	}
 	s.Config.ToolLayer = req.ToolLayer
 	s.Config.Mode = ModeSandbox
+	if sidecar {
+		s.Config.Mode = ModeSidecar
+	}
 	s.Config.Prebuilt = req.Prebuilt
 	s.Config.Network = string(firstNonEmpty(string(req.Network), string(runner.NetworkRestricted)))
 	s.Config.Timeout = req.Timeout

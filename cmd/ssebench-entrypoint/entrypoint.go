@@ -89,7 +89,7 @@ func parseArgs(args []string) (mode string, words []string, err error) {
 		} else {
 			v, args = strings.TrimPrefix(args[0], "--mode="), args[1:]
 		}
-		if v != modeSandbox && v != modeSidecar {
+		if v != modeSandbox && v != modeSidecar && v != modeSidecarTask {
 			return "", nil, fmt.Errorf("unknown mode %q: use sandbox or sidecar", v)
 		}
 		mode = v
@@ -107,6 +107,12 @@ func joinCommand(words []string) string { return strings.Join(words, " ") }
 
 // run runs the agent and grades its tree; it returns the exit status.
 func (e *entrypoint) run(ctx context.Context) int {
+	switch e.mode {
+	case modeSidecar:
+		return e.runSidecarAgent(ctx)
+	case modeSidecarTask:
+		return e.runSidecarTask(ctx)
+	}
 	res := &sserun.RunResult{Mode: e.mode, Command: e.command}
 	note := func(format string, args ...any) {
 		msg := fmt.Sprintf(format, args...)

@@ -33,7 +33,7 @@ const (
 func (e *ExitError) Error() string { return fmt.Sprintf("exit status %d", e.Code) }
 
 type runOptions struct {
-	Task, Agent, Local, Catalog, ToolLayer, Mode, Egress, Model, RunsDir, Runtime string
+	Task, Agent, Local, Catalog, ToolLayer, Mode, OSImage, Egress, Model, RunsDir, Runtime string
 	Prebuilt, Build, Keep, KeepAlive, JSON                                        bool
 	Timeout, Difficulty                                                           int
 	Plugins                                                                       []string
@@ -109,7 +109,7 @@ runs/<run-id>/model.jsonl. --max-requests, --max-tokens and --max-cost answer
 			req := pipeline.RunRequest{
 				Task: o.Task, Agent: o.Agent, Dataset: o.Local, Catalog: o.Catalog,
 				Build: o.Build, Prebuilt: prebuilt, ViaRegistry: cmd.Flag("registry").Changed,
-				ToolLayer: o.ToolLayer, Mode: o.Mode, Plugins: o.Plugins,
+				ToolLayer: o.ToolLayer, Mode: o.Mode, OSImage: firstSet(o.OSImage, g.Lookup(pipeline.OSImageEnv)), Plugins: o.Plugins,
 				Timeout: o.Timeout, Difficulty: o.Difficulty,
 				APIKey: g.Lookup("SSE_API_KEY"), BaseURL: g.Lookup("SSE_BASE_URL"), Model: model,
 				KeepAlive: o.KeepAlive, Network: network, Keep: o.Keep, RunsDir: o.RunsDir,
@@ -154,6 +154,7 @@ runs/<run-id>/model.jsonl. --max-requests, --max-tokens and --max-cost answer
 	f.BoolVar(&o.Keep, "keep", false, "keep the container and its snapshot in containerd")
 	f.BoolVar(&o.KeepAlive, "keep-alive", false, "SSE_KEEP_ALIVE=1: the container stays up after grading")
 	f.StringVar(&o.ToolLayer, "tool-layer", "", "tool layer (default "+pipeline.DefaultToolLayer+"; available: "+strings.Join(pipeline.DefaultToolLayers.Names(), ", ")+"); not with --mode sidecar or --prebuilt")
+	f.StringVar(&o.OSImage, "os-image", "", "sidecar mode: the OS image tool-sidecar-agent starts from (default $"+pipeline.OSImageEnv+", the base images' OS image)")
 	f.StringVar(&o.Mode, "mode", pipeline.ModeSandbox, "sandbox (agent and project in one container) or sidecar (two containers sharing the source tree)")
 	f.StringSliceVar(&o.Plugins, "plugin", nil, "plugins to enable (SSE_PLUGINS)")
 	f.StringVar(&o.Model, "model", "", "model name (default $SSE_MODEL_NAME, else none)")
@@ -189,4 +190,13 @@ func writeJSONTo(w io.Writer, v any) error {
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
 	return enc.Encode(v)
+}
+
+func firstSet(s ...string) string {
+	for _, v := range s {
+		if v = strings.TrimSpace(v); v != "" {
+			return v
+		}
+	}
+	return ""
 }
