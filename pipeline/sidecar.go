@@ -307,4 +307,3 @@ func withLabel(labels map[string]string, k, v string) map[string]string {
 	out[k] = v
 	return out
 }
-

@@ -34,9 +34,9 @@ func (e *ExitError) Error() string { return fmt.Sprintf("exit status %d", e.Code
 
 type runOptions struct {
 	Task, Agent, Local, Catalog, ToolLayer, Mode, OSImage, Egress, Model, RunsDir, Runtime string
-	Prebuilt, Build, Keep, KeepAlive, JSON                                        bool
-	Timeout, Difficulty                                                           int
-	Plugins                                                                       []string
+	Prebuilt, Build, Keep, KeepAlive, JSON                                                 bool
+	Timeout, Difficulty                                                                    int
+	Plugins                                                                                []string
 	// Model access through the gateway (restricted runs).
 	ModelFile, ModelsDir string
 	Limits               gateway.Limits
