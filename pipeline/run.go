@@ -139,6 +139,8 @@ type RunImages struct {
 type TaskImages struct {
 	Case, CaseDigest string
 	Tool             *Built
+	// SourceDir is the task's SOURCE_DIR.
+	SourceDir string
 	// ToolTook is how long the tool image took, of the whole.
 	ToolTook time.Duration
 }
@@ -243,9 +245,6 @@ func (e *Env) Run(ctx context.Context, req RunRequest) (_ *RunResult, retErr err
 	toolName := ""
 	if sidecar {
 		agentName, toolName = e.Names.SidecarAgent(a.Name, a.Version), e.Names.SidecarTask(req.Task)
-		if req.OSImage == "" {
-			req.OSImage = strings.TrimSpace(os.Getenv(OSImageEnv))
-		}
 	}
 
 	datasetDir, platform, plat, err := e.runPlatform(req)
@@ -258,16 +257,6 @@ func (e *Env) Run(ctx context.Context, req RunRequest) (_ *RunResult, retErr err
 	srcDir := ""
 	if ri != nil {
 		srcDir = ri.SourceDir
-	}
-	if sidecar && ri == nil && !req.Prebuilt {
-		if ri, err = e.sidecarImages(ctx, req, datasetDir, plat, timings); err != nil {
-			return nil, err
-		}
-		srcDir = ri.SourceDir
-	} else if sidecar && srcDir == "" {
-		if srcDir, err = e.taskSource(req, datasetDir); err != nil {
-			return nil, err
-		}
 	}
 	if ri == nil && !req.Prebuilt {
 		t := time.Now()
@@ -282,6 +271,12 @@ func (e *Env) Run(ctx context.Context, req RunRequest) (_ *RunResult, retErr err
 			return nil, err
 		}
 		lap("agent", t)
+		srcDir = ri.SourceDir
+	}
+	if sidecar && srcDir == "" {
+		if srcDir, err = e.taskSource(req, datasetDir); err != nil {
+			return nil, err
+		}
 	}
 	if ri != nil {
 		images["case"] = ri.Case
@@ -503,11 +498,21 @@ func (e *Env) taskImages(ctx context.Context, req RunRequest, datasetDir string,
 			}
 		}
 	}
+	ti.SourceDir = srcDir
+	t := time.Now()
+	if req.Mode == ModeSidecar {
+		// The task image of sidecar mode; --tool-layer does not apply.
+		ti.Tool, err = e.Tool(ctx, ToolRequest{Case: caseRef, Task: req.Task, SourceDir: srcDir, Platform: plat, Sidecar: true, Push: req.ViaRegistry})
+		if err != nil {
+			return nil, err
+		}
+		ti.ToolTook = time.Since(t)
+		return ti, nil
+	}
 	layer, err := e.toolLayers().Lookup(req.ToolLayer)
 	if err != nil {
 		return nil, err
 	}
-	t := time.Now()
 	if ti.Tool, err = layer.Tool(ctx, e, ToolInput{Case: caseRef, Task: req.Task, SourceDir: srcDir, Home: e.Home, Plugins: req.Plugins, Platform: plat}); err != nil {
 		return nil, err
 	}
@@ -516,15 +521,24 @@ func (e *Env) taskImages(ctx context.Context, req RunRequest, datasetDir string,
 }
 
 func (e *Env) agentImage(ctx context.Context, req RunRequest, ti *TaskImages, plat *v1.Platform) (*RunImages, error) {
-	ag, err := e.Agent(ctx, AgentRequest{Tool: ti.Tool.Name, Folder: req.Agent, Task: req.Task, Platform: plat, Push: req.ViaRegistry})
+	ri := &RunImages{Case: ti.Case, CaseDigest: ti.CaseDigest, Tool: ti.Tool.Name + "@" + ti.Tool.Digest.String(), SourceDir: ti.SourceDir}
+	areq := AgentRequest{Tool: ti.Tool.Name, Folder: req.Agent, Task: req.Task, Platform: plat, Push: req.ViaRegistry}
+	if req.Mode == ModeSidecar {
+		// The agent's side is the same for every task: tool-sidecar-agent,
+		// and agent-<name>/sidecar on it.
+		rt, err := e.SidecarAgent(ctx, SidecarAgentRequest{OSImage: req.OSImage, Platform: plat, Push: req.ViaRegistry})
+		if err != nil {
+			return nil, err
+		}
+		ri.AgentRuntime = rt.Name + "@" + rt.Digest.String()
+		areq.Tool, areq.Sidecar = rt.Name, true
+	}
+	ag, err := e.Agent(ctx, areq)
 	if err != nil {
 		return nil, err
 	}
-	return &RunImages{
-		Case: ti.Case, CaseDigest: ti.CaseDigest,
-		Tool:  ti.Tool.Name + "@" + ti.Tool.Digest.String(),
-		Agent: ag.Name + "@" + ag.Digest.String(),
-	}, nil
+	ri.Agent = ag.Name + "@" + ag.Digest.String()
+	return ri, nil
 }
 
 // annotateResult adds to the container's result.json what the host knows

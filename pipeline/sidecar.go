@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -42,6 +43,9 @@ type SidecarAgentRequest struct {
 // store. The same OS image, runtime and SOURCE_DATE_EPOCH give the same
 // bytes on any machine.
 func (e *Env) SidecarAgent(ctx context.Context, req SidecarAgentRequest) (*Built, error) {
+	if req.OSImage == "" {
+		req.OSImage = strings.TrimSpace(os.Getenv(OSImageEnv))
+	}
 	if req.OSImage == "" {
 		return nil, fmt.Errorf("no OS image for tool-sidecar-agent: pass --os-image (the image the base images start from) or set %s", OSImageEnv)
 	}
@@ -104,45 +108,6 @@ func (e *Env) SidecarAgent(ctx context.Context, req SidecarAgentRequest) (*Built
 	b := &Built{Name: out, Digest: d, How: "assembled", Took: time.Since(start), Push: pushed}
 	e.logf("assembled %s in %s", out, b.Took.Round(time.Millisecond))
 	return b, nil
-}
-
-// sidecarImages builds the three images of a sidecar run on the case
-// image: tool-sidecar/<task>, tool-sidecar-agent and agent-<name>/sidecar.
-func (e *Env) sidecarImages(ctx context.Context, req RunRequest, datasetDir string, plat *v1.Platform, timings map[string]float64) (*RunImages, error) {
-	t := time.Now()
-	caseRef, srcDir, err := e.caseImage(ctx, req, datasetDir, plat)
-	if err != nil {
-		return nil, err
-	}
-	ri := &RunImages{Case: caseRef, SourceDir: srcDir}
-	if r, err := e.Resolver(plat); err == nil {
-		if res, err := r.Resolve(ctx, caseRef); err == nil {
-			if d, err := res.Image.Digest(); err == nil {
-				ri.CaseDigest = d.String()
-			}
-		}
-	}
-	timings["case"] = time.Since(t).Seconds()
-	t = time.Now()
-	tool, err := e.Tool(ctx, ToolRequest{Case: caseRef, Task: req.Task, SourceDir: srcDir, Platform: plat, Sidecar: true, Push: req.ViaRegistry})
-	if err != nil {
-		return nil, err
-	}
-	timings["tool"] = time.Since(t).Seconds()
-	t = time.Now()
-	rt, err := e.SidecarAgent(ctx, SidecarAgentRequest{OSImage: req.OSImage, Platform: plat, Push: req.ViaRegistry})
-	if err != nil {
-		return nil, err
-	}
-	ag, err := e.Agent(ctx, AgentRequest{Tool: rt.Name, Folder: req.Agent, Task: req.Task, Platform: plat, Push: req.ViaRegistry, Sidecar: true})
-	if err != nil {
-		return nil, err
-	}
-	timings["agent"] = time.Since(t).Seconds()
-	ri.Tool = tool.Name + "@" + tool.Digest.String()
-	ri.AgentRuntime = rt.Name + "@" + rt.Digest.String()
-	ri.Agent = ag.Name + "@" + ag.Digest.String()
-	return ri, nil
 }
 
 // taskSource returns the task's SOURCE_DIR without building anything: from

@@ -1,4 +1,4 @@
-package main
+package entrypoint
 
 import (
 	"context"
@@ -25,13 +25,14 @@ const (
 	// agentResultFile is what the agent container leaves in the results
 	// for the task container: the agent's part of result.json.
 	agentResultFile = "agent_result.json"
-	// daemonWait bounds the agent container's wait for the task
-	// container's daemon, and the task container's own.
-	daemonWait = 5 * time.Minute
 	// handOverPoll is how often a side looks for the other's hand-over
 	// file: a stat, cheap.
 	handOverPoll = 100 * time.Millisecond
 )
+
+// daemonWait bounds the agent container's wait for the task container's
+// daemon, and the task container's own (a variable for the tests).
+var daemonWait = 5 * time.Minute
 
 // sidecarDir is the directory the two containers share (/run/ssebench):
 // the admin socket's.
