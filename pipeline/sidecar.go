@@ -186,12 +186,14 @@ func (e *Env) runSidecar(ctx context.Context, rn *runner.Runner, req RunRequest,
 	started := make(chan struct{})
 	var once sync.Once
 	taskSpec.Started = func(uint32) { once.Do(func() { close(started) }) }
-	type outcome struct {
+	// taskOut is written before taskEnded is closed.
+	var taskOut struct {
 		res *runner.Result
 		err error
 	}
-	taskDone := make(chan outcome, 1)
+	taskEnded := make(chan struct{})
 	go func() {
+		defer close(taskEnded)
 		r, err := rn.Run(taskCtx, taskSpec)
 		if err != nil && r == nil && req.Prebuilt && !errors.Is(err, context.Canceled) {
 			e.logf("warning: pulling the prebuilt image %s failed (%v); using the local copy", taskSpec.Image, err)
@@ -201,22 +203,22 @@ func (e *Env) runSidecar(ctx context.Context, rn *runner.Runner, req RunRequest,
 				err = fmt.Errorf("The prebuilt image %s is not in the registry or on this machine", taskSpec.Image)
 			}
 		}
-		taskDone <- outcome{r, err}
+		taskOut.res, taskOut.err = r, err
 	}()
 	stopTask := func() (*runner.Result, error) {
 		cancelTask()
-		o := <-taskDone
-		return o.res, o.err
+		<-taskEnded
+		return taskOut.res, taskOut.err
 	}
 	timer := time.NewTimer(sidecarStartTimeout)
 	defer timer.Stop()
 	select {
 	case <-started:
-	case o := <-taskDone:
-		if o.err == nil {
-			o.err = fmt.Errorf("the task container %s ended (status %d) before the agent container started: see daemon.log in the run's folder", taskSpec.ID, o.res.ExitCode)
+	case <-taskEnded:
+		if taskOut.err == nil {
+			taskOut.err = fmt.Errorf("the task container %s ended (status %d) before the agent container started: see daemon.log in the run's folder", taskSpec.ID, taskOut.res.ExitCode)
 		}
-		return o.res, nil, o.err
+		return taskOut.res, nil, taskOut.err
 	case <-ctx.Done():
 		r, _ := stopTask()
 		return r, nil, ctx.Err()
@@ -233,35 +235,53 @@ func (e *Env) runSidecar(ctx context.Context, rn *runner.Runner, req RunRequest,
 		runner.Mount{Source: sockDir, Target: contract.SidecarDir},
 		runner.Mount{Source: filepath.Join(root, filepath.Clean("/"+srcDir)), Target: srcDir})
 
-	agentRes, aerr := rn.Run(ctx, agentSpec)
-	if aerr != nil && agentRes == nil && req.Prebuilt && !errors.Is(aerr, context.Canceled) {
+	// A task container that ends while the agent runs (its daemon died)
+	// leaves nothing to grade with: the agent container is stopped too.
+	agentCtx, cancelAgent := context.WithCancel(ctx)
+	defer cancelAgent()
+	go func() {
+		select {
+		case <-taskEnded:
+			cancelAgent()
+		case <-agentCtx.Done():
+		}
+	}()
+	agentRes, aerr := rn.Run(agentCtx, agentSpec)
+	if aerr != nil && agentRes == nil && req.Prebuilt && agentCtx.Err() == nil {
 		e.logf("warning: pulling the prebuilt image %s failed (%v); using the local copy", agentSpec.Image, aerr)
 		agentSpec.Pull = false
-		agentRes, aerr = rn.Run(ctx, agentSpec)
+		agentRes, aerr = rn.Run(agentCtx, agentSpec)
 		if errors.Is(aerr, store.ErrNotFound) {
 			aerr = fmt.Errorf("The prebuilt image %s is not in the registry or on this machine", agentSpec.Image)
 		}
 	}
-	if ctx.Err() != nil || agentRes == nil {
+	switch {
+	case ctx.Err() != nil || agentRes == nil:
 		// Stopped, or the agent container never ran: nothing to grade.
 		taskRes, _ = stopTask()
 		if aerr == nil {
 			aerr = ctx.Err()
 		}
 		return taskRes, agentRes, aerr
+	case agentCtx.Err() != nil:
+		<-taskEnded
+		err := taskOut.err
+		if err == nil {
+			err = fmt.Errorf("the task container %s ended (status %d) while the agent ran: see daemon.log in the run's folder", taskSpec.ID, taskOut.res.ExitCode)
+		}
+		return taskOut.res, agentRes, err
 	}
 	// Only root writes here; the task container grades once it sees it.
 	if err := sserun.WriteFileAtomic(sockDir, filepath.Base(contract.SidecarAgentExit), []byte(strconv.Itoa(agentRes.ExitCode)+"\n"), 0o644); err != nil {
 		taskRes, _ = stopTask()
 		return taskRes, agentRes, err
 	}
-	var o outcome
 	select {
-	case o = <-taskDone:
+	case <-taskEnded:
 	case <-ctx.Done():
-		o.res, o.err = stopTask()
+		stopTask()
 	}
-	return o.res, agentRes, errors.Join(aerr, o.err)
+	return taskOut.res, agentRes, errors.Join(aerr, taskOut.err)
 }
 
 func withLabel(labels map[string]string, k, v string) map[string]string {
