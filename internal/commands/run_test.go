@@ -57,3 +57,21 @@ func TestRunArgumentErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestEvalMode checks that eval refuses an unknown --mode before it plans
+// anything.
+func TestEvalMode(t *testing.T) {
+	c := newCLI(t)
+	writeFiles(t, c.home, map[string]string{
+		"agents/dummy/agent.yaml": "name: dummy\n",
+		"agents/dummy/Dockerfile": "FROM ssebench-agent\nCMD [\"echo dummy_QAQ\"]\n",
+	})
+	_, _, err := c.run(t, "eval", "--agents", "dummy", "--tasks", "kvconf-12-afb9ee1", "--mode", "vm")
+	oneLine(t, err)
+	if err == nil || !strings.Contains(err.Error(), `unknown --mode "vm": use sandbox or sidecar`) {
+		t.Errorf("eval --mode vm = %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(c.wd, "runs")); !os.IsNotExist(err) {
+		t.Errorf("eval made %s/runs (stat: %v)", c.wd, err)
+	}
+}
