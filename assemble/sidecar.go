@@ -297,6 +297,11 @@ func runtimeSubset(ctx context.Context, runtimeImg v1.Image, o *toolOptions, fil
 		return nil, nil, err
 	}
 	when := rcf.Created.UTC().Truncate(time.Second)
+	if rcf.Created.IsZero() {
+		// A runtime made by hand may say nothing: the epoch, as
+		// runtimebin uses without SOURCE_DATE_EPOCH.
+		when = time.Unix(0, 0).UTC()
+	}
 	rlayers, err := runtimeImg.Layers()
 	if err != nil {
 		return nil, nil, fmt.Errorf("reading the layers of %s: %w", o.runtimeRef, err)
