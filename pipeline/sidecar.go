@@ -227,13 +227,17 @@ func (e *Env) runSidecar(ctx context.Context, rn *runner.Runner, req RunRequest,
 		return r, nil, fmt.Errorf("the task container %s did not start within %s", taskSpec.ID, sidecarStartTimeout)
 	}
 	root, err := rn.RootFS(taskSpec.ID)
+	var tree string
+	if err == nil {
+		tree, err = runner.InRoot(root, srcDir)
+	}
 	if err != nil {
 		r, _ := stopTask()
-		return r, nil, err
+		return r, nil, fmt.Errorf("sharing SOURCE_DIR of %s: %w", taskSpec.ID, err)
 	}
 	agentSpec.Mounts = append(agentSpec.Mounts,
 		runner.Mount{Source: sockDir, Target: contract.SidecarDir},
-		runner.Mount{Source: filepath.Join(root, filepath.Clean("/"+srcDir)), Target: srcDir})
+		runner.Mount{Source: tree, Target: srcDir})
 
 	// A task container that ends while the agent runs (its daemon died)
 	// leaves nothing to grade with: the agent container is stopped too.

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"fmt"
 	"os"
+	"path"
+	"path/filepath"
 	"strings"
 )
 
@@ -58,4 +60,26 @@ func unescapeMount(s string) string {
 		b.WriteByte(s[i])
 	}
 	return b.String()
+}
+
+// InRoot returns root/rel when every component below root is a real
+// directory: runc resolves a bind mount's source on the host, so a
+// symlink in a container's tree (a hostile image's) would hand another
+// container a directory of the host.
+func InRoot(root, rel string) (string, error) {
+	p := root
+	for _, c := range strings.Split(strings.Trim(path.Clean("/"+rel), "/"), "/") {
+		if c == "" {
+			continue
+		}
+		p = filepath.Join(p, c)
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return "", fmt.Errorf("the container has no %s: %w", rel, err)
+		}
+		if !fi.IsDir() {
+			return "", fmt.Errorf("%s in the container is not a directory (%s): refusing to share it", rel, fi.Mode().Type())
+		}
+	}
+	return p, nil
 }
