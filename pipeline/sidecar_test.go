@@ -2,6 +2,7 @@ package pipeline_test
 
 import (
 	"archive/tar"
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -205,6 +206,30 @@ func TestSidecar(t *testing.T) {
 			t.Errorf("a stopped run returned no error")
 		}
 		noContainers(t, ctx, runID)
+	})
+
+	t.Run("prebuilt", func(t *testing.T) {
+		// Nothing is built: the two sidecar images are pulled, and as the
+		// registry does not have them, the copies in the store are run.
+		var log bytes.Buffer
+		saved := x.env.Log
+		x.env.Log = io.MultiWriter(&log, testWriter{t})
+		defer func() { x.env.Log = saved }()
+		res, out, err := x.run(t, ctx, "dummy", func(r *pipeline.RunRequest) { sidecar(r); r.Prebuilt = true })
+		if err != nil {
+			t.Fatalf("Run() = %v\n%s", err, out)
+		}
+		for _, img := range []string{x.env.Names.SidecarTask(e2eTask), x.env.Names.SidecarAgent("dummy", "")} {
+			if !strings.Contains(log.String(), "pulling the prebuilt image "+img+" failed") {
+				t.Errorf("no pull of %s:\n%s", img, log.String())
+			}
+		}
+		if strings.Contains(log.String(), "assembled") {
+			t.Errorf("a prebuilt run assembled images:\n%s", log.String())
+		}
+		if g := gradeOf(t, res.Dir); !g.Build || g.Passed || !res.Summary.Config.Prebuilt {
+			t.Errorf("grade %+v, prebuilt %v", g, res.Summary.Config.Prebuilt)
+		}
 	})
 
 	t.Run("images", func(t *testing.T) {
