@@ -73,7 +73,14 @@ SSE_API_KEY a per-run token; the gateway forwards to the upstream of
 --model's models/<name>.yaml (or --model-file), else to the host's
 SSE_BASE_URL with the host's SSE_API_KEY, and records every request in
 runs/<run-id>/model.jsonl. --max-requests, --max-tokens and --max-cost answer
-429 once reached.`,
+429 once reached.
+
+With --mode sidecar the project and the agent run in two containers
+(SPEC.md section 7): tool-sidecar/<task> (the daemon, which grades) and
+agent-<name>/sidecar on tool-sidecar-agent (made from --os-image, default
+$SSEBENCH_OS_IMAGE), sharing SOURCE_DIR and /run/ssebench. --tool-layer NAME
+picks another tool layer for sandbox mode (see the README's "Custom tool
+layers"); it is refused with --mode sidecar and with --prebuilt.`,
 		Example: `  ssebench run --task kvconf-12-afb9ee1 --agent dummy
   ssebench run --task kvconf-12-afb9ee1 --agent dummy --registry localhost:5000/ssebench
   ssebench run --task kvconf-12-afb9ee1 --agent dummy --prebuilt --timeout 600
