@@ -209,6 +209,21 @@ func TestSidecar(t *testing.T) {
 	})
 
 	t.Run("prebuilt", func(t *testing.T) {
+		// The images as an evaluation builds them, once for many runs.
+		req := pipeline.RunRequest{Task: e2eTask, Agent: "dummy"}
+		sidecar(&req)
+		ti, err := x.env.BuildTask(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ri, err := x.env.BuildAgent(ctx, req, ti)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ri.SourceDir != "/src/kvconf" || !strings.HasPrefix(ri.Tool, x.env.Names.SidecarTask(e2eTask)+"@") ||
+			!strings.HasPrefix(ri.AgentRuntime, x.env.Names.SidecarAgentRuntime()+"@") || !strings.HasPrefix(ri.Agent, x.env.Names.SidecarAgent("dummy", "")+"@") {
+			t.Errorf("images %+v", ri)
+		}
 		// Nothing is built: the two sidecar images are pulled, and as the
 		// registry does not have them, the copies in the store are run.
 		var log bytes.Buffer
