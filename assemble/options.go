@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/42-b3yond-6ug/ssebench/oci"
+	"github.com/42-b3yond-6ug/ssebench/runtimebin"
 	"github.com/42-b3yond-6ug/ssebench/task"
 )
 
@@ -25,6 +26,7 @@ type toolOptions struct {
 	runtimeRef  string
 	previous    v1.Image
 	phase       func(string)
+	entrypoint  string // the image's ENTRYPOINT; runtimebin.Entrypoint unless sidecar
 }
 
 // WithPhases makes Tool tell fn when it starts each long step (reading the
@@ -45,7 +47,7 @@ func (o *toolOptions) phasef(format string, args ...any) {
 }
 
 func makeToolOptions(opts ...ToolOption) (*toolOptions, error) {
-	o := &toolOptions{compression: oci.Gzip, caseRef: "the case image", runtimeRef: "the runtime image"}
+	o := &toolOptions{compression: oci.Gzip, caseRef: "the case image", runtimeRef: "the runtime image", entrypoint: runtimebin.Entrypoint}
 	for _, opt := range opts {
 		if err := opt(o); err != nil {
 			return nil, err

@@ -15,13 +15,13 @@ import (
 
 // checkRuntime makes sure the runtime image holds an entrypoint.
 func checkRuntime(rview *oci.View, o *toolOptions) error {
-	ep := strings.TrimPrefix(runtimebin.Entrypoint, "/")
+	ep := strings.TrimPrefix(o.entrypoint, "/")
 	n, ok := rview.Resolve(ep)
 	if !ok || n.Header.Typeflag != tar.TypeReg {
-		return fmt.Errorf("%s has no %s: pass a runtime image built with `ssebench runtime build` (--runtime or %s)", o.runtimeRef, runtimebin.Entrypoint, runtimebin.Env)
+		return fmt.Errorf("%s has no %s: pass a runtime image built with `ssebench runtime build` (--runtime or %s)", o.runtimeRef, o.entrypoint, runtimebin.Env)
 	}
 	if n.Header.Mode&0o111 == 0 {
-		return fmt.Errorf("%s in %s is not executable (mode %04o): rebuild the runtime image", runtimebin.Entrypoint, o.runtimeRef, n.Header.Mode)
+		return fmt.Errorf("%s in %s is not executable (mode %04o): rebuild the runtime image", o.entrypoint, o.runtimeRef, n.Header.Mode)
 	}
 	return nil
 }

@@ -212,7 +212,7 @@ func Tool(ctx context.Context, caseImg, runtimeImg v1.Image, opts ...ToolOption)
 		return nil, fmt.Errorf("appending layers: %w", err)
 	}
 	ncf := cf.DeepCopy()
-	ncf.Config.Entrypoint = []string{runtimebin.Entrypoint}
+	ncf.Config.Entrypoint = []string{o.entrypoint}
 	ncf.Config.Cmd = nil
 	// The runtime trusts only what the run sets: a case image's ENV
 	// SSE_RUNNER_USER=root or SSE_TASK_ROOT must not steer it (SPEC.md

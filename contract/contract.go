@@ -40,3 +40,32 @@ const PrivateMode = 0o700
 
 // Rel is p as a tar layer names it: without the leading slash.
 func Rel(p string) string { return strings.TrimPrefix(p, "/") }
+
+// Sidecar mode (SPEC.md section 7): the task container and the agent
+// container share SidecarDir, a root-owned 0755 directory that holds the
+// daemon's sockets and the run's hand-over files. Only root writes there,
+// so model can neither replace a socket nor fake a hand-over.
+const (
+	// SidecarDir is /run/ssebench in both containers.
+	SidecarDir = "/run/ssebench"
+	// SidecarAgentSocket and SidecarAdminSocket are the daemon's sockets
+	// (SSE_DAEMON_SOCKET, SSE_ADMIN_SOCKET) in sidecar mode.
+	SidecarAgentSocket = SidecarDir + "/sse.sock"
+	SidecarAdminSocket = SidecarDir + "/admin.sock"
+	// SidecarReady is written by the task container once the daemon
+	// answers and the buggy commit is read: the agent may start.
+	SidecarReady = SidecarDir + "/ready"
+	// SidecarAgentExit is written by the host once the agent container
+	// has ended, however it ended: the agent container's exit status.
+	// The task container then grades what the tree holds.
+	SidecarAgentExit = SidecarDir + "/agent-exit"
+	// SidecarScript is the task container's ENTRYPOINT (mode 0700).
+	SidecarScript = "/usr/local/bin/entrypoint.sh"
+	// SidecarTaskEntrypoint is the entrypoint program in the task
+	// container, under the root-only task root: it grades.
+	SidecarTaskEntrypoint = TaskRoot + "/ssebench-entrypoint"
+	// SidecarMCP is the MCP server in the agent container, which has no
+	// TaskRoot: in a root-only directory of its own.
+	SidecarMCPDir = "/usr/local/libexec/ssebench"
+	SidecarMCP    = SidecarMCPDir + "/ssebench-mcp"
+)

@@ -38,6 +38,10 @@ type Plan struct {
 	Timeout    int    `json:"timeout"`
 	Difficulty int    `json:"difficulty"`
 	Prebuilt   bool   `json:"prebuilt"`
+	// Mode is sandbox ("" means it too) or sidecar; OSImage the OS image
+	// of tool-sidecar-agent.
+	Mode    string `json:"mode,omitempty"`
+	OSImage string `json:"os_image,omitempty"`
 	// Runs are the jobs, in the order they start.
 	Runs []Job `json:"runs"`
 }

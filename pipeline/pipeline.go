@@ -65,6 +65,9 @@ type Env struct {
 
 	catMu sync.Mutex
 	cats  map[string]*catalog.Catalog
+	// Layers are the tool layers runs select from; nil means
+	// DefaultToolLayers.
+	Layers *ToolLayers
 }
 
 func (e *Env) phasef(format string, args ...any) {
@@ -120,6 +123,9 @@ type ToolRequest struct {
 	// Push also pushes the result to its registry; NoStore keeps it out
 	// of the store (then Push is required).
 	Push, NoStore bool
+	// Sidecar makes the task image of sidecar mode instead,
+	// REGISTRY/tool-sidecar/<task>:VERSION (SPEC.md section 7).
+	Sidecar bool
 }
 
 // Tool assembles the tool image of a task (SPEC.md section 4) and records
@@ -161,6 +167,10 @@ func (e *Env) Tool(ctx context.Context, req ToolRequest) (*Built, error) {
 		}
 	}
 	toolName := e.Names.Tool(req.Task)
+	assembleTool := assemble.Tool
+	if req.Sidecar {
+		toolName, assembleTool = e.Names.SidecarTask(req.Task), assemble.SidecarTask
+	}
 	ref, err := name.ParseReference(toolName, name.WeakValidation)
 	if err != nil {
 		return nil, fmt.Errorf("tool image name %q is not a valid reference: check REGISTRY (--registry or %s): %w", toolName, naming.RegistryEnv, err)
@@ -202,7 +212,7 @@ func (e *Env) Tool(ctx context.Context, req ToolRequest) (*Built, error) {
 		}
 	}
 	start := time.Now()
-	ti, err := assemble.Tool(ctx, caseRes.Image, rtRes.Image, opts...)
+	ti, err := assembleTool(ctx, caseRes.Image, rtRes.Image, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -262,6 +272,10 @@ type AgentRequest struct {
 	Push bool
 	// Explain, when not nil, receives which path was taken and why.
 	Explain io.Writer
+	// Sidecar names the image agent-<name>/sidecar:<version>, the agent
+	// image of sidecar mode, on Tool = tool-sidecar-agent (Task is then
+	// not used).
+	Sidecar bool
 }
 
 // Agent builds the agent image on a tool image (SPEC.md section 6):
@@ -274,6 +288,9 @@ func (e *Env) Agent(ctx context.Context, req AgentRequest) (*Built, error) {
 		return nil, err
 	}
 	agentName := e.Names.Agent(a.Name, req.Task, a.Version)
+	if req.Sidecar {
+		agentName = e.Names.SidecarAgent(a.Name, a.Version)
+	}
 	ref, err := name.ParseReference(agentName, name.WeakValidation)
 	if err != nil {
 		return nil, fmt.Errorf("agent image name %q is not a valid reference: %w", agentName, err)

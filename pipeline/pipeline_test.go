@@ -20,7 +20,9 @@ func TestRunRequestValidate(t *testing.T) {
 		{"prebuilt with plugin", func(r *RunRequest) { r.Prebuilt, r.Plugins = true, []string{"p"} }, "cannot be combined"},
 		{"prebuilt with build", func(r *RunRequest) { r.Prebuilt, r.Build = true, true }, "cannot be combined"},
 		{"difficulty", func(r *RunRequest) { r.Difficulty = 5 }, "not 0–4"},
-		{"unknown tool layer", func(r *RunRequest) { r.ToolLayer = "mcp" }, `unknown tool layer "mcp": the tool layers are sandbox`},
+		{"sidecar with tool layer", func(r *RunRequest) { r.Mode, r.ToolLayer = ModeSidecar, "sandbox" }, "--tool-layer does not apply in sidecar mode"},
+		{"unknown mode", func(r *RunRequest) { r.Mode = "vm" }, `unknown --mode "vm"`},
+		{"sidecar", func(r *RunRequest) { r.Mode = ModeSidecar }, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -40,13 +42,41 @@ func TestRunRequestValidate(t *testing.T) {
 	}
 }
 
+type otherSandbox struct{ SandboxLayer }
+
+type namedLayer struct {
+	SandboxLayer
+	name string
+}
+
+func (l namedLayer) Name() string { return l.name }
+
+func TestToolLayerLookup(t *testing.T) {
+	r := NewToolLayers(SandboxLayer{}, namedLayer{name: "mcp"})
+	if l, err := r.Lookup(""); err != nil || l.Name() != "sandbox" {
+		t.Errorf(`Lookup("") = %v, %v; want the sandbox layer`, l, err)
+	}
+	if l, err := r.Lookup("mcp"); err != nil || l.Name() != "mcp" {
+		t.Errorf(`Lookup("mcp") = %v, %v`, l, err)
+	}
+	_, err := r.Lookup("vm")
+	if err == nil || err.Error() != `unknown tool layer "vm": the tool layers are mcp, sandbox` {
+		t.Errorf(`Lookup("vm") = %v`, err)
+	}
+}
+
 func TestToolLayerNameClash(t *testing.T) {
-	saved := ToolLayers
-	defer func() { ToolLayers = saved }()
-	ToolLayers = []string{"sandbox", "mcp", "mcp"}
-	err := checkToolLayer("sandbox")
-	if err == nil || !strings.Contains(err.Error(), `2 tool layers claim the name "mcp"`) {
-		t.Errorf("checkToolLayer() = %v, want a clash on mcp", err)
+	r := NewToolLayers(SandboxLayer{}, namedLayer{name: "mcp"})
+	r.Register(otherSandbox{})
+	_, err := r.Lookup("mcp")
+	want := `two tool layers claim the name "sandbox": pipeline.SandboxLayer and pipeline.otherSandbox; rename or remove one of them`
+	if err == nil || err.Error() != want {
+		t.Errorf("Lookup() = %v, want %q", err, want)
+	}
+	// A run refuses it before building anything.
+	e := &Env{Layers: r}
+	if err := e.validate(&RunRequest{Task: "t", Agent: "dummy"}); err == nil || err.Error() != want {
+		t.Errorf("validate() = %v, want %q", err, want)
 	}
 }
 

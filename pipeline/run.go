@@ -35,13 +35,16 @@ const (
 	ArchivePath = contract.Archive
 )
 
-// DefaultToolLayer is the tool layer of sandbox mode.
-const DefaultToolLayer = "sandbox"
-
-// ToolLayers are the tool layers a run can select with --tool-layer. Only
-// the built-in sandbox layer exists today; an extension adds its name here,
-// and two layers of one name are refused when a run starts.
-var ToolLayers = []string{DefaultToolLayer}
+// Modes of a run (SPEC.md sections 4 and 7).
+const (
+	// ModeSandbox runs the agent in the tool image of its task, with the
+	// daemon beside it: one container.
+	ModeSandbox = "sandbox"
+	// ModeSidecar runs the project (tool-sidecar/<task>) and the agent
+	// (agent-<name>/sidecar) in two containers that share the source tree
+	// and /run/ssebench.
+	ModeSidecar = "sidecar"
+)
 
 // RunRequest is one `ssebench run`.
 type RunRequest struct {
@@ -62,6 +65,11 @@ type RunRequest struct {
 	ViaRegistry bool
 	// ToolLayer is the tool layer; "" means sandbox.
 	ToolLayer string
+	// Mode is sandbox ("" means it too) or sidecar.
+	Mode string
+	// OSImage is the OS image tool-sidecar-agent starts from (sidecar
+	// mode); "" means SSEBENCH_OS_IMAGE.
+	OSImage string
 	// Plugins are the selected plugins (SSE_PLUGINS).
 	Plugins []string
 	// Timeout (TIMEOUT, seconds), Difficulty (SSE_DIFFICULTY 0–4) and the
@@ -122,6 +130,11 @@ type RunImages struct {
 	// Patch is the task's files.patch, relative to /ssebench: what a
 	// reference run mounts at ReferencePatchPath.
 	Patch string
+	// AgentRuntime is tool-sidecar-agent as name@digest, in sidecar mode.
+	AgentRuntime string
+	// SourceDir is the task's SOURCE_DIR, which sidecar mode shares
+	// between its containers.
+	SourceDir string
 }
 
 // TaskImages are a task's case and tool images, which every agent's image
@@ -131,6 +144,8 @@ type TaskImages struct {
 	Tool             *Built
 	// Patch is the task's files.patch, relative to /ssebench.
 	Patch string
+	// SourceDir is the task's SOURCE_DIR.
+	SourceDir string
 	// ToolTook is how long the tool image took, of the whole.
 	ToolTook time.Duration
 }
@@ -184,6 +199,10 @@ func (r *RunRequest) Validate() error {
 		return errors.New("--agent is required: pass an agent folder under agents/, e.g. --agent dummy")
 	case r.Dataset != "" && r.Catalog != "":
 		return errors.New("--local and --catalog name two sources of the task: pass one")
+	case r.Mode != "" && r.Mode != ModeSandbox && r.Mode != ModeSidecar:
+		return fmt.Errorf("unknown --mode %q: use %s or %s", r.Mode, ModeSandbox, ModeSidecar)
+	case r.Mode == ModeSidecar && r.ToolLayer != "":
+		return errors.New("--tool-layer does not apply in sidecar mode: the sidecar images replace the tool layer; drop --tool-layer or --mode sidecar")
 	case r.Prebuilt && (r.ToolLayer != "" || len(r.Plugins) > 0 || r.Build):
 		return errors.New("--prebuilt runs the published agent image as it is: it cannot be combined with --tool-layer, --plugin or --build")
 	case r.Difficulty < 0 || r.Difficulty > 4:
@@ -191,23 +210,19 @@ func (r *RunRequest) Validate() error {
 	case r.Timeout < 0:
 		return fmt.Errorf("--timeout %d is negative", r.Timeout)
 	}
-	return checkToolLayer(r.ToolLayer)
+	return nil
 }
 
-func checkToolLayer(name string) error {
-	seen := map[string]int{}
-	for _, l := range ToolLayers {
-		seen[l]++
+// validate checks req, its tool layer against e's registry included.
+func (e *Env) validate(req *RunRequest) error {
+	if err := req.Validate(); err != nil {
+		return err
 	}
-	for l, n := range seen {
-		if n > 1 {
-			return fmt.Errorf("%d tool layers claim the name %q: remove all but one", n, l)
-		}
-	}
-	if name == "" || seen[name] == 1 {
+	if req.Mode == ModeSidecar {
 		return nil
 	}
-	return fmt.Errorf("unknown tool layer %q: the tool layers are %s", name, strings.Join(ToolLayers, ", "))
+	_, err := e.toolLayers().Lookup(req.ToolLayer)
+	return err
 }
 
 // Run builds what the run needs (case with BuildKit, tool and agent
@@ -216,10 +231,10 @@ func checkToolLayer(name string) error {
 // runs/<run-id>/summary.json. The container's exit status is in the
 // summary; a non-zero status is not an error.
 func (e *Env) Run(ctx context.Context, req RunRequest) (_ *RunResult, retErr error) {
-	if err := req.Validate(); err != nil {
+	if err := e.validate(&req); err != nil {
 		return nil, err
 	}
-	if req.ToolLayer == "" {
+	if req.ToolLayer == "" && req.Mode != ModeSidecar {
 		req.ToolLayer = DefaultToolLayer
 	}
 	started := time.Now()
@@ -231,6 +246,11 @@ func (e *Env) Run(ctx context.Context, req RunRequest) (_ *RunResult, retErr err
 		return nil, err
 	}
 	agentName := e.Names.Agent(a.Name, req.Task, a.Version)
+	sidecar := req.Mode == ModeSidecar
+	toolName := ""
+	if sidecar {
+		agentName, toolName = e.Names.SidecarAgent(a.Name, a.Version), e.Names.SidecarTask(req.Task)
+	}
 
 	datasetDir, platform, plat, err := e.runPlatform(ctx, req)
 	if err != nil {
@@ -239,6 +259,10 @@ func (e *Env) Run(ctx context.Context, req RunRequest) (_ *RunResult, retErr err
 
 	images := map[string]string{}
 	ri := req.Images
+	srcDir := ""
+	if ri != nil {
+		srcDir = ri.SourceDir
+	}
 	if ri == nil && !req.Prebuilt {
 		t := time.Now()
 		ti, err := e.taskImages(ctx, req, datasetDir, plat)
@@ -252,11 +276,20 @@ func (e *Env) Run(ctx context.Context, req RunRequest) (_ *RunResult, retErr err
 			return nil, err
 		}
 		lap("agent", t)
+		srcDir = ri.SourceDir
+	}
+	if sidecar && srcDir == "" {
+		if srcDir, err = e.taskSource(req, datasetDir); err != nil {
+			return nil, err
+		}
 	}
 	if ri != nil {
 		images["case"] = ri.Case
 		images["tool"] = ri.Tool
 		images["agent"] = ri.Agent
+		if ri.AgentRuntime != "" {
+			images["agent_runtime"] = ri.AgentRuntime
+		}
 	}
 
 	// A reference run, and no other, gets the task's reference patch.
@@ -356,8 +389,21 @@ func (e *Env) Run(ctx context.Context, req RunRequest) (_ *RunResult, retErr err
 		spec.Pull = true
 	}
 	t := time.Now()
-	res, err := rn.Run(ctx, spec)
-	if err != nil && req.Prebuilt && res == nil && !errors.Is(err, context.Canceled) {
+	var res *runner.Result
+	if sidecar {
+		var agentRes *runner.Result
+		res, agentRes, err = e.runSidecar(ctx, rn, req, spec, toolName, srcDir)
+		if res != nil && agentRes != nil && agentRes.Image != nil {
+			images["agent"] = agentName + "@" + agentRes.Image.Target.Digest.String()
+			res.Stopped = res.Stopped || agentRes.Stopped
+		}
+		if res != nil && res.Image != nil {
+			images["tool"] = toolName + "@" + res.Image.Target.Digest.String()
+		}
+	} else {
+		res, err = rn.Run(ctx, spec)
+	}
+	if err != nil && req.Prebuilt && res == nil && !sidecar && !errors.Is(err, context.Canceled) {
 		// The registry does not have it (or cannot be reached): a copy on
 		// this machine will do.
 		e.logf("warning: pulling the prebuilt image %s failed (%v); using the local copy", agentName, err)
@@ -372,7 +418,7 @@ func (e *Env) Run(ctx context.Context, req RunRequest) (_ *RunResult, retErr err
 	}
 	lap("run", t)
 	timings["startup"] = res.StartupTime.Seconds()
-	if res.Image != nil {
+	if res.Image != nil && !sidecar {
 		images["agent"] = agentName + "@" + res.Image.Target.Digest.String()
 	}
 
@@ -389,7 +435,10 @@ func (e *Env) Run(ctx context.Context, req RunRequest) (_ *RunResult, retErr err
 		}
 	}
 	s.Config.ToolLayer = req.ToolLayer
-	s.Config.Mode = "sandbox"
+	s.Config.Mode = ModeSandbox
+	if sidecar {
+		s.Config.Mode = ModeSidecar
+	}
 	s.Config.Prebuilt = req.Prebuilt
 	s.Config.Network = string(firstNonEmpty(string(req.Network), string(runner.NetworkRestricted)))
 	s.Config.Timeout = req.timeout()
@@ -488,8 +537,22 @@ func (e *Env) taskImages(ctx context.Context, req RunRequest, datasetDir string,
 			}
 		}
 	}
+	ti.SourceDir = srcDir
 	t := time.Now()
-	if ti.Tool, err = e.Tool(ctx, ToolRequest{Case: caseRef, Task: req.Task, SourceDir: srcDir, Platform: plat}); err != nil {
+	if req.Mode == ModeSidecar {
+		// The task image of sidecar mode; --tool-layer does not apply.
+		ti.Tool, err = e.Tool(ctx, ToolRequest{Case: caseRef, Task: req.Task, SourceDir: srcDir, Platform: plat, Sidecar: true, Push: req.ViaRegistry})
+		if err != nil {
+			return nil, err
+		}
+		ti.ToolTook = time.Since(t)
+		return ti, nil
+	}
+	layer, err := e.toolLayers().Lookup(req.ToolLayer)
+	if err != nil {
+		return nil, err
+	}
+	if ti.Tool, err = layer.Tool(ctx, e, ToolInput{Case: caseRef, Task: req.Task, SourceDir: srcDir, Home: e.Home, Plugins: req.Plugins, Platform: plat}); err != nil {
 		return nil, err
 	}
 	ti.ToolTook = time.Since(t)
@@ -497,16 +560,24 @@ func (e *Env) taskImages(ctx context.Context, req RunRequest, datasetDir string,
 }
 
 func (e *Env) agentImage(ctx context.Context, req RunRequest, ti *TaskImages, plat *v1.Platform) (*RunImages, error) {
-	ag, err := e.Agent(ctx, AgentRequest{Tool: ti.Tool.Name, Folder: req.Agent, Task: req.Task, Platform: plat, Push: req.ViaRegistry})
+	ri := &RunImages{Case: ti.Case, CaseDigest: ti.CaseDigest, Tool: ti.Tool.Name + "@" + ti.Tool.Digest.String(), SourceDir: ti.SourceDir, Patch: ti.Patch}
+	areq := AgentRequest{Tool: ti.Tool.Name, Folder: req.Agent, Task: req.Task, Platform: plat, Push: req.ViaRegistry}
+	if req.Mode == ModeSidecar {
+		// The agent's side is the same for every task: tool-sidecar-agent,
+		// and agent-<name>/sidecar on it.
+		rt, err := e.SidecarAgent(ctx, SidecarAgentRequest{OSImage: req.OSImage, Platform: plat, Push: req.ViaRegistry})
+		if err != nil {
+			return nil, err
+		}
+		ri.AgentRuntime = rt.Name + "@" + rt.Digest.String()
+		areq.Tool, areq.Sidecar = rt.Name, true
+	}
+	ag, err := e.Agent(ctx, areq)
 	if err != nil {
 		return nil, err
 	}
-	return &RunImages{
-		Case: ti.Case, CaseDigest: ti.CaseDigest,
-		Tool:  ti.Tool.Name + "@" + ti.Tool.Digest.String(),
-		Agent: ag.Name + "@" + ag.Digest.String(),
-		Patch: ti.Patch,
-	}, nil
+	ri.Agent = ag.Name + "@" + ag.Digest.String()
+	return ri, nil
 }
 
 // annotateResult adds to the container's result.json what the host knows

@@ -121,6 +121,9 @@ func (r *Runner) Run(ctx context.Context, spec RunSpec) (_ *Result, retErr error
 	if err := task.Start(cleanupCtx); err != nil {
 		return nil, fmt.Errorf("starting container %s: %w", spec.ID, err)
 	}
+	if spec.Started != nil {
+		spec.Started(task.Pid())
+	}
 
 	var status client.ExitStatus
 	select {

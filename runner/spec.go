@@ -88,6 +88,10 @@ type RunSpec struct {
 	// they are written; nil discards them. Run returns only after all output is delivered. The
 	// container's stdin is /dev/null.
 	Output io.Writer
+	// Started, when set, is called once the task has started, with the
+	// pid (on the host) of its first process; a sidecar run starts the
+	// agent container from there.
+	Started func(pid uint32)
 	// Keep leaves the container and its snapshot in containerd after the
 	// run (the exited task is always deleted), for inspection with
 	// `ctr -n NAMESPACE containers info ID`.

@@ -57,6 +57,7 @@ type buildOptions struct {
 	compression oci.Compression
 	goTool      string
 	compile     compileFunc
+	entrypoint  string // the entrypoint's main package
 }
 
 // compileFunc builds the entrypoint, the daemon and the MCP server for p
@@ -71,6 +72,7 @@ func makeBuildOptions(opts ...BuildOption) (*buildOptions, error) {
 		compression: oci.Gzip,
 		goTool:      "go",
 		compile:     goCompile,
+		entrypoint:  EntrypointPackage,
 	}
 	for _, opt := range opts {
 		if err := opt(o); err != nil {
@@ -128,6 +130,23 @@ func WithModuleDir(dir string) BuildOption {
 			return fmt.Errorf("%s is not a Go module root (no go.mod): pass the ssebench source tree", dir)
 		}
 		o.moduleDir = dir
+		return nil
+	}
+}
+
+// WithEntrypointPackage builds the entrypoint from pkg, a main package
+// (a path relative to the module directory, such as ./cmd/my-entrypoint,
+// or an import path the module can build), instead of
+// ./cmd/ssebench-entrypoint: the way an extension ships its own entrypoint
+// modes (package sserun/entrypoint, RegisterMode). The default is
+// EntrypointPackage.
+func WithEntrypointPackage(pkg string) BuildOption {
+	return func(o *buildOptions) error {
+		pkg = strings.TrimSpace(pkg)
+		if pkg == "" || strings.HasPrefix(pkg, "-") {
+			return fmt.Errorf("--entrypoint %q is not a Go package: pass a main package such as ./cmd/my-entrypoint", pkg)
+		}
+		o.entrypoint = pkg
 		return nil
 	}
 }
@@ -327,7 +346,7 @@ func layerEntries(dir string, when time.Time) ([]oci.Entry, error) {
 // goCompile runs `go build` for each program.
 func goCompile(ctx context.Context, o *buildOptions, p v1.Platform, dir string) error {
 	for _, b := range []struct{ pkg, out string }{
-		{EntrypointPackage, "entrypoint"},
+		{o.entrypoint, "entrypoint"},
 		{DaemonPackage, "daemon"},
 		{MCPPackage, "mcp"},
 	} {

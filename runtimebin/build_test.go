@@ -270,3 +270,33 @@ func TestBuildGo(t *testing.T) {
 		}
 	}
 }
+
+// TestBuildEntrypointPackage checks that --entrypoint PKG is what `go
+// build` compiles into /usr/local/bin/entrypoint, with a go command that
+// records its arguments.
+func TestBuildEntrypointPackage(t *testing.T) {
+	dir := t.TempDir()
+	record := filepath.Join(dir, "args")
+	fakeGo := filepath.Join(dir, "go")
+	// The last argument is the package, the one after -o the output.
+	script := "#!/bin/sh\necho \"$@\" >> " + record + "\nwhile [ $# -gt 2 ]; do shift; done\nprintf x > \"$1\"\n"
+	if err := os.WriteFile(fakeGo, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Build(context.Background(), WithModuleDir(moduleRoot), WithTempDir(t.TempDir()), WithGo(fakeGo),
+		WithPlatforms(DefaultPlatforms[0]), WithEntrypointPackage("./cmd/ssebench-entrypoint-example"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(record)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) != 3 || !strings.HasSuffix(lines[0], "/entrypoint ./cmd/ssebench-entrypoint-example") {
+		t.Errorf("go was run as:\n%s", b)
+	}
+	if _, err := Build(context.Background(), WithEntrypointPackage(" ")); err == nil || !strings.Contains(err.Error(), "is not a Go package") {
+		t.Errorf("Build(WithEntrypointPackage(\" \")) = %v", err)
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"syscall"
 
 	"github.com/42-b3yond-6ug/ssebench/internal/commands"
+	// Extensions: each registers its tool layer (--tool-layer NAME).
+	_ "github.com/42-b3yond-6ug/ssebench/pipeline/examplelayer"
 )
 
 func main() {

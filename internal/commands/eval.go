@@ -21,6 +21,7 @@ import (
 type evalOptions struct {
 	Agents, Tasks                                []string
 	Local, Catalog, Model, RunsDir, Resume       string
+	Mode, OSImage                                string
 	Runtime, Egress                              string
 	Jobs, Attempts, Timeout, Difficulty, Retries int
 	Prebuilt, BuildOnly                          bool
@@ -76,7 +77,7 @@ the grades; 1 otherwise.`,
 			fmt.Fprintf(stderr, "evaluation %s: %d runs (%d tasks × %d agents × %d attempts), %d at once (%s)\n",
 				dir, len(plan.Runs), len(plan.Tasks), len(plan.Agents), plan.Attempts, jobs, why)
 			backend := &evaluate.Containerd{Env: e, EvalID: plan.ID, Request: pipeline.RunRequest{
-				Dataset: plan.Dataset, Catalog: plan.Catalog, Prebuilt: plan.Prebuilt,
+				Dataset: plan.Dataset, Catalog: plan.Catalog, Prebuilt: plan.Prebuilt, Mode: plan.Mode, OSImage: plan.OSImage,
 				Timeout: plan.Timeout, Difficulty: plan.Difficulty, Model: plan.Model,
 				APIKey: g.Lookup("SSE_API_KEY"), BaseURL: g.Lookup("SSE_BASE_URL"),
 				Network: network, ContainerdAddr: g.ContainerdAddr, Output: discard{},
@@ -116,6 +117,8 @@ the grades; 1 otherwise.`,
 	f.Var(options.Seconds(&o.Timeout), "timeout", "how long each agent may run: a duration (90m, 1h30m) or seconds (default 1h)")
 	f.IntVar(&o.Difficulty, "difficulty", 2, "SSE_DIFFICULTY, 0–4")
 	f.BoolVar(&o.Prebuilt, "prebuilt", false, "build nothing: pull each agent image and run it")
+	f.StringVar(&o.Mode, "mode", pipeline.ModeSandbox, "sandbox or sidecar (two containers per run: the task's and the agent's)")
+	f.StringVar(&o.OSImage, "os-image", "", "sidecar mode: the OS image tool-sidecar-agent starts from (default $"+pipeline.OSImageEnv+")")
 	f.BoolVar(&o.BuildOnly, "build-only", false, "build every image the plan needs and run nothing")
 	f.StringVar(&o.RunsDir, "runs-dir", "runs", "where the evaluation folder eval-<id>/ goes")
 	f.StringVar(&o.Resume, "resume", "", "finish the evaluation in this folder: run what is missing, keep what is done")
@@ -163,6 +166,12 @@ func evalPlan(g *options.Global, e *pipeline.Env, cmd *cobra.Command, o *evalOpt
 		return nil, "", err
 	}
 	p.Dataset, p.Catalog, p.Timeout, p.Difficulty, p.Prebuilt = local, o.Catalog, o.Timeout, o.Difficulty, o.Prebuilt
+	if o.Mode != "" && o.Mode != pipeline.ModeSandbox && o.Mode != pipeline.ModeSidecar {
+		return nil, "", fmt.Errorf("unknown --mode %q: use %s or %s", o.Mode, pipeline.ModeSandbox, pipeline.ModeSidecar)
+	}
+	if o.Mode == pipeline.ModeSidecar {
+		p.Mode, p.OSImage = o.Mode, firstSet(o.OSImage, g.Lookup(pipeline.OSImageEnv))
+	}
 	if p.Catalog != "" && !strings.Contains(p.Catalog, "://") {
 		if p.Catalog, err = filepath.Abs(p.Catalog); err != nil {
 			return nil, "", err

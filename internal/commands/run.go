@@ -34,10 +34,10 @@ const (
 func (e *ExitError) Error() string { return fmt.Sprintf("exit status %d", e.Code) }
 
 type runOptions struct {
-	Task, Agent, Local, Catalog, ToolLayer, Egress, Model, RunsDir, Runtime string
-	Prebuilt, Build, Keep, KeepAlive, JSON                                  bool
-	Timeout, Difficulty                                                     int
-	Plugins                                                                 []string
+	Task, Agent, Local, Catalog, ToolLayer, Mode, OSImage, Egress, Model, RunsDir, Runtime string
+	Prebuilt, Build, Keep, KeepAlive, JSON                                                 bool
+	Timeout, Difficulty                                                                    int
+	Plugins                                                                                []string
 	// Model access through the gateway (restricted runs).
 	ModelFile, ModelsDir string
 	Limits               gateway.Limits
@@ -46,7 +46,7 @@ type runOptions struct {
 func newCmdRun(g *options.Global) *cobra.Command {
 	o := &runOptions{}
 	cmd := &cobra.Command{
-		Use:   "run --task ID --agent FOLDER [--local DIR | --catalog PATH] [--prebuilt] [--build] [--timeout S]",
+		Use:   "run --task ID --agent FOLDER [--local DIR | --catalog PATH] [--prebuilt] [--build] [--timeout 90m]",
 		Short: "Build what is missing and run an agent on a task in containerd",
 		Long: `Build whatever the run lacks (the case image with BuildKit, the tool and
 agent images assembled), then run the agent image with containerd: the results
@@ -74,10 +74,19 @@ SSE_API_KEY a per-run token; the gateway forwards to the upstream of
 --model's models/<name>.yaml (or --model-file), else to the host's
 SSE_BASE_URL with the host's SSE_API_KEY, and records every request in
 runs/<run-id>/model.jsonl. --max-requests, --max-tokens and --max-cost answer
-429 once reached.`,
+429 once reached.
+
+With --mode sidecar the project and the agent run in two containers
+(SPEC.md section 7): tool-sidecar/<task> (the daemon, which grades) and
+agent-<name>/sidecar on tool-sidecar-agent (made from --os-image, default
+$SSEBENCH_OS_IMAGE), sharing SOURCE_DIR and /run/ssebench. --tool-layer NAME
+picks another tool layer for sandbox mode (see the README's "Custom tool
+layers"); it is refused with --mode sidecar and with --prebuilt.`,
 		Example: `  ssebench run --task kvconf-12-afb9ee1 --agent dummy
   ssebench run --task kvconf-12-afb9ee1 --agent dummy --registry localhost:5000/ssebench
   ssebench run --task kvconf-12-afb9ee1 --agent dummy --prebuilt --timeout 600
+  ssebench run --task kvconf-12-afb9ee1 --agent dummy --mode sidecar
+  ssebench run --task kvconf-12-afb9ee1 --agent dummy --tool-layer example
   ssebench run --task kvconf-12-afb9ee1 --agent loop --model gpt-4.1-mini --max-requests 50`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -85,6 +94,12 @@ runs/<run-id>/model.jsonl. --max-requests, --max-tokens and --max-cost answer
 				if err := task.CheckID("--task", o.Task); err != nil {
 					return err
 				}
+			}
+			// Refused before anything is opened or built.
+			prebuilt := o.Prebuilt || g.Lookup("SSEBENCH_PREBUILT") == "1"
+			if err := (&pipeline.RunRequest{Task: o.Task, Agent: o.Agent, Mode: o.Mode, ToolLayer: o.ToolLayer, Prebuilt: prebuilt,
+				Plugins: o.Plugins, Build: o.Build, Difficulty: o.Difficulty, Timeout: o.Timeout, Dataset: o.Local, Catalog: o.Catalog}).Validate(); err != nil {
+				return err
 			}
 			network, err := runner.ParseNetwork(o.Egress)
 			if err != nil {
@@ -99,14 +114,13 @@ runs/<run-id>/model.jsonl. --max-requests, --max-tokens and --max-cost answer
 			if model == "" {
 				model = g.Lookup("SSE_MODEL_NAME")
 			}
-			prebuilt := o.Prebuilt || g.Lookup("SSEBENCH_PREBUILT") == "1"
 			if o.Catalog == "" && o.Local == "" {
 				o.Catalog = g.Lookup(catalog.CatalogEnv)
 			}
 			req := pipeline.RunRequest{
 				Task: o.Task, Agent: o.Agent, Dataset: o.Local, Catalog: o.Catalog,
 				Build: o.Build, Prebuilt: prebuilt, ViaRegistry: cmd.Flag("registry").Changed,
-				ToolLayer: o.ToolLayer, Plugins: o.Plugins,
+				ToolLayer: o.ToolLayer, Mode: o.Mode, OSImage: firstSet(o.OSImage, g.Lookup(pipeline.OSImageEnv)), Plugins: o.Plugins,
 				Timeout: o.Timeout, Difficulty: o.Difficulty,
 				APIKey: g.Lookup("SSE_API_KEY"), BaseURL: g.Lookup("SSE_BASE_URL"), Model: model,
 				KeepAlive: o.KeepAlive, Network: network, Keep: o.Keep, RunsDir: o.RunsDir,
@@ -150,7 +164,9 @@ runs/<run-id>/model.jsonl. --max-requests, --max-tokens and --max-cost answer
 	f.StringVar(&o.Egress, "egress", "restricted", "container network: restricted (loopback only) or open")
 	f.BoolVar(&o.Keep, "keep", false, "keep the container and its snapshot in containerd")
 	f.BoolVar(&o.KeepAlive, "keep-alive", false, "SSE_KEEP_ALIVE=1: the container stays up after grading")
-	f.StringVar(&o.ToolLayer, "tool-layer", "", "tool layer (default "+pipeline.DefaultToolLayer+"; available: "+strings.Join(pipeline.ToolLayers, ", ")+")")
+	f.StringVar(&o.ToolLayer, "tool-layer", "", "tool layer (default "+pipeline.DefaultToolLayer+"; available: "+strings.Join(pipeline.DefaultToolLayers.Names(), ", ")+"); not with --mode sidecar or --prebuilt")
+	f.StringVar(&o.OSImage, "os-image", "", "sidecar mode: the OS image tool-sidecar-agent starts from (default $"+pipeline.OSImageEnv+", the base images' OS image)")
+	f.StringVar(&o.Mode, "mode", pipeline.ModeSandbox, "sandbox (agent and project in one container) or sidecar (two containers sharing the source tree)")
 	f.StringSliceVar(&o.Plugins, "plugin", nil, "plugins to enable (SSE_PLUGINS)")
 	f.StringVar(&o.Model, "model", "", "model name (default $SSE_MODEL_NAME, else none)")
 	f.StringVar(&o.ModelFile, "model-file", "", "model file (base_url, api_key_env, flavour, prices) for the gateway (default <models-dir>/<model>.yaml when it exists)")
@@ -185,4 +201,13 @@ func writeJSONTo(w io.Writer, v any) error {
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
 	return enc.Encode(v)
+}
+
+func firstSet(s ...string) string {
+	for _, v := range s {
+		if v = strings.TrimSpace(v); v != "" {
+			return v
+		}
+	}
+	return ""
 }

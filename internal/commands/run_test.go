@@ -21,6 +21,8 @@ func TestRunArgumentErrors(t *testing.T) {
 		{"prebuilt with build", nil, []string{"--prebuilt", "--build"}, "cannot be combined"},
 		{"SSEBENCH_PREBUILT with a plugin", map[string]string{"SSEBENCH_PREBUILT": "1"}, []string{"--plugin", "x"}, "cannot be combined"},
 		{"unknown tool layer", nil, []string{"--tool-layer", "sidecar-x"}, `unknown tool layer "sidecar-x": the tool layers are sandbox`},
+		{"sidecar with a tool layer", nil, []string{"--mode", "sidecar", "--tool-layer", "sandbox"}, "--tool-layer does not apply in sidecar mode: the sidecar images replace the tool layer; drop --tool-layer or --mode sidecar"},
+		{"unknown mode", nil, []string{"--mode", "vm"}, `unknown --mode "vm": use sandbox or sidecar`},
 		{"local and catalog", nil, []string{"--local", "datasets/examples", "--catalog", "catalog"}, "--local and --catalog name two sources of the task: pass one"},
 		{"difficulty out of range", nil, []string{"--difficulty", "5"}, "--difficulty 5 is not 0–4"},
 		{"negative timeout", nil, []string{"--timeout", "-1"}, "--timeout -1 is negative"},
@@ -39,7 +41,10 @@ func TestRunArgumentErrors(t *testing.T) {
 			args := append([]string{"run", "--task", "kvconf-12-afb9ee1", "--agent", "dummy"}, tt.args...)
 			out, _, err := c.run(t, args...)
 			oneLine(t, err)
-			if err != nil && !strings.Contains(err.Error(), tt.want) {
+			if err == nil {
+				t.Fatalf("ssebench %s succeeded", strings.Join(args, " "))
+			}
+			if !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("ssebench %s: error %q lacks %q", strings.Join(args, " "), err, tt.want)
 			}
 			if out != "" {
@@ -50,5 +55,23 @@ func TestRunArgumentErrors(t *testing.T) {
 				t.Errorf("run made %s/runs (stat: %v)", c.wd, err)
 			}
 		})
+	}
+}
+
+// TestEvalMode checks that eval refuses an unknown --mode before it plans
+// anything.
+func TestEvalMode(t *testing.T) {
+	c := newCLI(t)
+	writeFiles(t, c.home, map[string]string{
+		"agents/dummy/agent.yaml": "name: dummy\n",
+		"agents/dummy/Dockerfile": "FROM ssebench-agent\nCMD [\"echo dummy_QAQ\"]\n",
+	})
+	_, _, err := c.run(t, "eval", "--agents", "dummy", "--tasks", "kvconf-12-afb9ee1", "--mode", "vm")
+	oneLine(t, err)
+	if err == nil || !strings.Contains(err.Error(), `unknown --mode "vm": use sandbox or sidecar`) {
+		t.Errorf("eval --mode vm = %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(c.wd, "runs")); !os.IsNotExist(err) {
+		t.Errorf("eval made %s/runs (stat: %v)", c.wd, err)
 	}
 }

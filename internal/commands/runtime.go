@@ -29,6 +29,7 @@ func newCmdRuntime(g *options.Global) *cobra.Command {
 func newCmdRuntimeBuild(g *options.Global) *cobra.Command {
 	var platforms []string
 	var push bool
+	var entrypoint string
 	cmd := &cobra.Command{
 		Use:   "build [--platform linux/ARCH]... [--push]",
 		Short: "Cross-compile the entrypoint, daemon and MCP server and assemble REGISTRY/runtime:VERSION",
@@ -39,7 +40,8 @@ runtime image natively as an OCI index, FROM scratch: /ssebench/ssebench-daemon,
 the Go toolchain. The index goes to the local store (and the registry with
 --push) as REGISTRY/runtime:VERSION.`,
 		Example: `  ssebench runtime build
-  ssebench runtime build --platform linux/arm64 --push --registry localhost:5000/ssebench`,
+  ssebench runtime build --platform linux/arm64 --push --registry localhost:5000/ssebench
+  ssebench runtime build --entrypoint ./cmd/my-entrypoint`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -60,6 +62,9 @@ the Go toolchain. The index goes to the local store (and the registry with
 			}
 			defer s.Close()
 			opts := []runtimebin.BuildOption{runtimebin.WithModuleDir(home), runtimebin.WithTempDir(s.TempDir())}
+			if entrypoint != "" {
+				opts = append(opts, runtimebin.WithEntrypointPackage(entrypoint))
+			}
 			if len(platforms) > 0 {
 				var ps []v1.Platform
 				for _, p := range platforms {
@@ -102,5 +107,6 @@ the Go toolchain. The index goes to the local store (and the registry with
 	}
 	cmd.Flags().StringSliceVar(&platforms, "platform", nil, "platforms to build (default linux/amd64,linux/arm64)")
 	cmd.Flags().BoolVar(&push, "push", false, "push the runtime index to its registry too")
+	cmd.Flags().StringVar(&entrypoint, "entrypoint", "", "main package of the entrypoint, relative to the home or an import path (default "+runtimebin.EntrypointPackage+"); see package sserun/entrypoint for adding a mode")
 	return cmd
 }

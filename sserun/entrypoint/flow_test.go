@@ -1,4 +1,4 @@
-package main
+package entrypoint
 
 import (
 	"context"
@@ -66,9 +66,9 @@ func newFlow(t *testing.T) *flow {
 		t.Fatal(err)
 	}
 	for _, b := range []struct{ out, pkg string }{
-		{filepath.Join(bin, "entrypoint"), "."},
-		{filepath.Join(task, "ssebench-daemon"), "../ssebench-daemon"},
-		{filepath.Join(task, "mcp", "ssebench-mcp"), "../ssebench-mcp"},
+		{filepath.Join(bin, "entrypoint"), "../../cmd/ssebench-entrypoint"},
+		{filepath.Join(task, "ssebench-daemon"), "../../cmd/ssebench-daemon"},
+		{filepath.Join(task, "mcp", "ssebench-mcp"), "../../cmd/ssebench-mcp"},
 	} {
 		build := exec.Command("go", "build", "-trimpath", "-o", b.out, b.pkg)
 		if out, err := build.CombinedOutput(); err != nil {

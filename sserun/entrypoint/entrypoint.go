@@ -1,4 +1,4 @@
-package main
+package entrypoint
 
 import (
 	"context"
@@ -89,8 +89,8 @@ func parseArgs(args []string) (mode string, words []string, err error) {
 		} else {
 			v, args = strings.TrimPrefix(args[0], "--mode="), args[1:]
 		}
-		if v != modeSandbox && v != modeSidecar {
-			return "", nil, fmt.Errorf("unknown mode %q: use sandbox or sidecar", v)
+		if _, ok := lookupMode(v); !ok {
+			return "", nil, fmt.Errorf("unknown mode %q: use %s", v, strings.Join(Modes(), ", "))
 		}
 		mode = v
 	}
@@ -107,6 +107,18 @@ func joinCommand(words []string) string { return strings.Join(words, " ") }
 
 // run runs the agent and grades its tree; it returns the exit status.
 func (e *entrypoint) run(ctx context.Context) int {
+	m, ok := lookupMode(e.mode)
+	if !ok {
+		fmt.Fprintf(e.log, "entrypoint: unknown mode %q\n", e.mode)
+		return 2
+	}
+	return m(ctx, e)
+}
+
+// Sandbox is sandbox mode: the daemon and the MCP server, the agent as
+// model, the end of the agent phase, final.patch and the grade. A mode of
+// an extension can do its own work around it.
+func (e *entrypoint) Sandbox(ctx context.Context) int {
 	res := &sserun.RunResult{Mode: e.mode, Command: e.command}
 	note := func(format string, args ...any) {
 		msg := fmt.Sprintf(format, args...)

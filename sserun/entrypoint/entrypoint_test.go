@@ -1,8 +1,9 @@
-package main
+package entrypoint
 
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -262,15 +263,72 @@ func TestRunWithoutGitRepo(t *testing.T) {
 	}
 }
 
+// TestRunSidecar runs the two sides of sidecar mode one after the other,
+// without a daemon: the agent container's side runs the agent in
+// SOURCE_DIR and leaves its report; the task container's side waits for the
+// host's word, takes the report and writes final.patch and result.json.
 func TestRunSidecar(t *testing.T) {
+	defer func(d time.Duration) { daemonWait = d }(daemonWait)
+	daemonWait = 200 * time.Millisecond
 	r := newTestRun(t)
-	os.Remove(filepath.Join(r.root, "config.yaml"))
 	r.vars[sserun.EnvSourceDir] = r.src
-	code, res, _ := r.run(t, "--mode", "sidecar", "--", "echo hi > new.txt")
-	if code != 0 || res.Mode != "sidecar" || res.Notes != nil {
-		t.Errorf("exit %d, result %+v; want 0, sidecar, no notes", code, res)
+	start := func(args ...string) *entrypoint {
+		e, err := newEntrypoint(args, func(k string) string { return r.vars[k] }, os.Environ(), io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.agent, e.workDir = nil, r.base
+		return e
+	}
+	if code := start("--mode", "sidecar", "--", "echo hi > new.txt; exit 3").run(context.Background()); code != 3 {
+		t.Errorf("agent side: exit %d, want the agent's 3", code)
+	}
+	if got := readFile(t, filepath.Join(r.src, "new.txt")); got != "hi\n" {
+		t.Errorf("the agent did not run in SOURCE_DIR: new.txt = %q", got)
+	}
+	if _, err := os.Stat(filepath.Join(r.results, sserun.ResultFile)); err == nil {
+		t.Error("the agent side wrote result.json: the grade is the task container's")
+	}
+	// The host says the agent container ended; the task side grades.
+	writeFile(t, filepath.Join(r.base, "agent-exit"), "137\n")
+	if code := start("--mode", "sidecar-task").run(context.Background()); code != 3 {
+		t.Errorf("task side: exit %d, want the agent's 3", code)
+	}
+	res, err := sserun.ReadRunResult(r.results)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Mode != "sidecar" || res.AgentExit != 3 || res.Command != "echo hi > new.txt; exit 3" || res.TaskID != "demo-1" {
+		t.Errorf("result %+v", res)
 	}
 	if !strings.Contains(readFile(t, filepath.Join(r.results, sserun.PatchFile)), "+hi\n") {
 		t.Error("final.patch lacks the agent's new file")
+	}
+	if _, err := os.Stat(filepath.Join(r.base, "ready")); err != nil {
+		t.Errorf("the task side did not say the agent may start: %v", err)
+	}
+	// Without the agent container's report (it was killed), the host's
+	// status is the agent's, and the result says so.
+	writeFile(t, filepath.Join(r.src, "new.txt"), "again\n")
+	if code := start("--mode", "sidecar-task").run(context.Background()); code != 137 {
+		t.Errorf("task side without a report: exit %d, want 137", code)
+	}
+	if res, err = sserun.ReadRunResult(r.results); err != nil {
+		t.Fatal(err)
+	}
+	if res.AgentExit != 137 || !strings.Contains(strings.Join(res.Notes, "\n"), "without its report") {
+		t.Errorf("result %+v", res)
+	}
+}
+
+// TestModes checks the built-in modes and that an unknown one is refused
+// with the list: the example mode exists only in programs that import it.
+func TestModes(t *testing.T) {
+	if got := strings.Join(Modes(), ","); got != "sandbox,sidecar,sidecar-task" {
+		t.Errorf("Modes() = %s", got)
+	}
+	_, _, err := parseArgs([]string{"--mode", "example", "--", "true"})
+	if err == nil || err.Error() != `unknown mode "example": use sandbox, sidecar, sidecar-task` {
+		t.Errorf("parseArgs(--mode example) = %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package entrypoint
 
 import (
 	"context"
@@ -152,7 +152,11 @@ func (e *entrypoint) startDaemon(ctx context.Context, note func(string, ...any))
 // it accepts connections. It gets no more of the environment than it
 // needs: it talks to the daemon's agent socket and nothing else.
 func (e *entrypoint) startMCP(ctx context.Context, note func(string, ...any)) *service {
-	path := filepath.Join(e.env.TaskRoot, mcpName)
+	return e.startMCPAt(ctx, filepath.Join(e.env.TaskRoot, mcpName), note)
+}
+
+// startMCPAt starts the MCP server at path (see startMCP).
+func (e *entrypoint) startMCPAt(ctx context.Context, path string, note func(string, ...any)) *service {
 	if _, err := os.Stat(path); err != nil {
 		note("no MCP server at %s: the agent has no MCP tools (entrypoint --call still works)", path)
 		return nil

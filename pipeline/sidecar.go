@@ -1,0 +1,298 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/42-b3yond-6ug/ssebench/assemble"
+	"github.com/42-b3yond-6ug/ssebench/contract"
+	"github.com/42-b3yond-6ug/ssebench/remote"
+	"github.com/42-b3yond-6ug/ssebench/runner"
+	"github.com/42-b3yond-6ug/ssebench/runtimebin"
+	"github.com/42-b3yond-6ug/ssebench/sserun"
+	"github.com/42-b3yond-6ug/ssebench/store"
+	"github.com/42-b3yond-6ug/ssebench/task"
+)
+
+// OSImageEnv names the OS image tool-sidecar-agent starts from when no
+// flag does: the one the base images start from.
+const OSImageEnv = "SSEBENCH_OS_IMAGE"
+
+// SidecarAgentRequest asks for tool-sidecar-agent.
+type SidecarAgentRequest struct {
+	// OSImage is the OS image it starts from. Required.
+	OSImage string
+	// Platform is the platform; nil means the OS image's.
+	Platform *v1.Platform
+	// Push also pushes it to its registry.
+	Push bool
+}
+
+// SidecarAgent assembles REGISTRY/tool-sidecar-agent:VERSION (SPEC.md
+// section 7) from an OS image and the runtime image, and records it in the
+// store. The same OS image, runtime and SOURCE_DATE_EPOCH give the same
+// bytes on any machine.
+func (e *Env) SidecarAgent(ctx context.Context, req SidecarAgentRequest) (*Built, error) {
+	if req.OSImage == "" {
+		req.OSImage = strings.TrimSpace(os.Getenv(OSImageEnv))
+	}
+	if req.OSImage == "" {
+		return nil, fmt.Errorf("no OS image for tool-sidecar-agent: pass --os-image (the image the base images start from) or set %s", OSImageEnv)
+	}
+	r, err := e.Resolver(req.Platform)
+	if err != nil {
+		return nil, err
+	}
+	osRes, err := r.Resolve(ctx, req.OSImage)
+	if err != nil {
+		return nil, fmt.Errorf("finding the OS image: %w", err)
+	}
+	cf, err := osRes.Image.ConfigFile()
+	if err != nil {
+		return nil, fmt.Errorf("reading the OS image %s: %w", req.OSImage, err)
+	}
+	plat := v1.Platform{OS: cf.OS, Architecture: cf.Architecture, Variant: cf.Variant}
+	if req.Platform != nil {
+		plat = *req.Platform
+	}
+	rr, err := e.Resolver(&plat)
+	if err != nil {
+		return nil, err
+	}
+	rref := runtimebin.Ref(e.RuntimeRef, "", e.Names.Runtime())
+	rtRes, err := rr.Resolve(ctx, rref)
+	if err != nil {
+		return nil, fmt.Errorf("finding the runtime image (build it with `ssebench runtime build`, or pass --runtime): %w", err)
+	}
+	out := e.Names.SidecarAgentRuntime()
+	ref, err := name.ParseReference(out, name.WeakValidation)
+	if err != nil {
+		return nil, fmt.Errorf("image name %q is not a valid reference: %w", out, err)
+	}
+	opts := []assemble.ToolOption{assemble.WithTempDir(e.Store.TempDir()), assemble.WithFacts(e.Facts), assemble.WithRefs(req.OSImage, rref)}
+	if t, ok, err := SourceDateEpoch(); err != nil {
+		return nil, err
+	} else if ok {
+		opts = append(opts, assemble.WithTime(t))
+	}
+	start := time.Now()
+	img, err := assemble.SidecarAgent(ctx, osRes.Image, rtRes.Image, opts...)
+	if err != nil {
+		return nil, err
+	}
+	defer img.Close()
+	if err := e.Store.Write(ctx, ref, img); err != nil {
+		return nil, err
+	}
+	var pushed *remote.PushReport
+	if req.Push {
+		popts := append([]remote.Option{remote.WithStore(e.Store), remote.WithMountFrom(osRes.Ref.Context().Name())}, e.RegistryOptions...)
+		if pushed, err = remote.Push(ctx, out, img, popts...); err != nil {
+			return nil, err
+		}
+	}
+	d, err := img.Digest()
+	if err != nil {
+		return nil, err
+	}
+	b := &Built{Name: out, Digest: d, How: "assembled", Took: time.Since(start), Push: pushed}
+	e.logf("assembled %s in %s", out, b.Took.Round(time.Millisecond))
+	return b, nil
+}
+
+// taskSource returns the task's SOURCE_DIR without building anything: from
+// the catalog's manifest, else from the task folder.
+func (e *Env) taskSource(req RunRequest, datasetDir string) (string, error) {
+	if req.Catalog != "" {
+		m, err := task.ReadManifest(filepath.Join(req.Catalog, task.ManifestFile))
+		if err != nil {
+			return "", fmt.Errorf("reading the catalog: %w", err)
+		}
+		if entry := m.Task(req.Task); entry != nil && entry.Metadata.Source != "" {
+			return entry.Metadata.Source, nil
+		}
+	}
+	if datasetDir == "" {
+		datasetDir = task.FindDataset(e.Home, req.Task)
+	}
+	if datasetDir == "" {
+		return "", fmt.Errorf("task %q is in no dataset or catalog here: its SOURCE_DIR is unknown; pass --local DIR or --catalog PATH", req.Task)
+	}
+	t, err := task.Load(filepath.Join(datasetDir, req.Task))
+	if err != nil {
+		return "", err
+	}
+	return t.Config.Source, nil
+}
+
+// sidecarStartTimeout bounds the wait for the task container's start.
+const sidecarStartTimeout = 10 * time.Minute
+
+// runSidecar runs the two containers of a sidecar run (SPEC.md section 7).
+// agentSpec is the agent container's spec as a sandbox run would have it
+// (environment, results, archive, labels, gateway); taskImage is
+// tool-sidecar/<task>. The task container starts first, with a
+// root-owned 0755 directory of the host at /run/ssebench for the daemon's
+// sockets; the agent container gets that directory and, at SOURCE_DIR, the
+// task container's own SOURCE_DIR (bind-mounted from its root on the
+// host). When the agent container ends, however it ends (its agent done,
+// timed out, or the container killed), the host says so in
+// /run/ssebench/agent-exit and the task container grades the tree and
+// exits. A cancelled ctx (Ctrl-C) stops the agent container, then the task
+// container, without grading. The runner removes both containers and their
+// snapshots on every path. It returns the task container's result, whose
+// exit status is the agent's, and the agent container's.
+func (e *Env) runSidecar(ctx context.Context, rn *runner.Runner, req RunRequest, agentSpec runner.RunSpec, taskImage, srcDir string) (taskRes, agentRes *runner.Result, retErr error) {
+	if srcDir == "" {
+		return nil, nil, errors.New("the task has no SOURCE_DIR (`source` in its config.yaml): sidecar mode shares it between the containers")
+	}
+	sockDir, err := os.MkdirTemp("", "ssebench-sidecar-")
+	if err != nil {
+		return nil, nil, fmt.Errorf("creating the sidecar directory: %w", err)
+	}
+	defer os.RemoveAll(sockDir)
+	if err := os.Chmod(sockDir, 0o755); err != nil {
+		return nil, nil, err
+	}
+	taskSpec := agentSpec
+	taskSpec.Image = taskImage
+	taskSpec.ID = agentSpec.ID + "-task"
+	taskSpec.Network = runner.NetworkRestricted
+	taskSpec.Env = append(req.env(), sserun.EnvSourceDir+"="+srcDir)
+	taskSpec.Mounts = append(append([]runner.Mount(nil), agentSpec.Mounts[:2]...), runner.Mount{Source: sockDir, Target: contract.SidecarDir})
+	taskSpec.Labels = withLabel(agentSpec.Labels, "ssebench.sidecar", "task")
+	taskSpec.Entrypoint = nil
+	agentSpec.ID += "-agent"
+	agentSpec.Labels = withLabel(agentSpec.Labels, "ssebench.sidecar", "agent")
+	agentSpec.Env = append(agentSpec.Env,
+		sserun.EnvAgentSocket+"="+contract.SidecarAgentSocket,
+		sserun.EnvAdminSocket+"="+contract.SidecarAdminSocket,
+		sserun.EnvSourceDir+"="+srcDir)
+
+	// The task container outlives a cancelled ctx until the agent
+	// container is gone: the agent's mount of its tree goes first.
+	taskCtx, cancelTask := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelTask()
+	started := make(chan struct{})
+	var once sync.Once
+	taskSpec.Started = func(uint32) { once.Do(func() { close(started) }) }
+	// taskOut is written before taskEnded is closed.
+	var taskOut struct {
+		res *runner.Result
+		err error
+	}
+	taskEnded := make(chan struct{})
+	go func() {
+		defer close(taskEnded)
+		r, err := rn.Run(taskCtx, taskSpec)
+		if err != nil && r == nil && req.Prebuilt && !errors.Is(err, context.Canceled) {
+			e.logf("warning: pulling the prebuilt image %s failed (%v); using the local copy", taskSpec.Image, err)
+			taskSpec.Pull = false
+			r, err = rn.Run(taskCtx, taskSpec)
+			if errors.Is(err, store.ErrNotFound) {
+				err = fmt.Errorf("The prebuilt image %s is not in the registry or on this machine", taskSpec.Image)
+			}
+		}
+		taskOut.res, taskOut.err = r, err
+	}()
+	stopTask := func() (*runner.Result, error) {
+		cancelTask()
+		<-taskEnded
+		return taskOut.res, taskOut.err
+	}
+	timer := time.NewTimer(sidecarStartTimeout)
+	defer timer.Stop()
+	select {
+	case <-started:
+	case <-taskEnded:
+		if taskOut.err == nil {
+			taskOut.err = fmt.Errorf("the task container %s ended (status %d) before the agent container started: see daemon.log in the run's folder", taskSpec.ID, taskOut.res.ExitCode)
+		}
+		return taskOut.res, nil, taskOut.err
+	case <-ctx.Done():
+		r, _ := stopTask()
+		return r, nil, ctx.Err()
+	case <-timer.C:
+		r, _ := stopTask()
+		return r, nil, fmt.Errorf("the task container %s did not start within %s", taskSpec.ID, sidecarStartTimeout)
+	}
+	root, err := rn.RootFS(taskSpec.ID)
+	var tree string
+	if err == nil {
+		tree, err = runner.InRoot(root, srcDir)
+	}
+	if err != nil {
+		r, _ := stopTask()
+		return r, nil, fmt.Errorf("sharing SOURCE_DIR of %s: %w", taskSpec.ID, err)
+	}
+	agentSpec.Mounts = append(agentSpec.Mounts,
+		runner.Mount{Source: sockDir, Target: contract.SidecarDir},
+		runner.Mount{Source: tree, Target: srcDir})
+
+	// A task container that ends while the agent runs (its daemon died)
+	// leaves nothing to grade with: the agent container is stopped too.
+	agentCtx, cancelAgent := context.WithCancel(ctx)
+	defer cancelAgent()
+	go func() {
+		select {
+		case <-taskEnded:
+			cancelAgent()
+		case <-agentCtx.Done():
+		}
+	}()
+	agentRes, aerr := rn.Run(agentCtx, agentSpec)
+	if aerr != nil && agentRes == nil && req.Prebuilt && agentCtx.Err() == nil {
+		e.logf("warning: pulling the prebuilt image %s failed (%v); using the local copy", agentSpec.Image, aerr)
+		agentSpec.Pull = false
+		agentRes, aerr = rn.Run(agentCtx, agentSpec)
+		if errors.Is(aerr, store.ErrNotFound) {
+			aerr = fmt.Errorf("The prebuilt image %s is not in the registry or on this machine", agentSpec.Image)
+		}
+	}
+	switch {
+	case ctx.Err() != nil || agentRes == nil:
+		// Stopped, or the agent container never ran: nothing to grade.
+		taskRes, _ = stopTask()
+		if aerr == nil {
+			aerr = ctx.Err()
+		}
+		return taskRes, agentRes, aerr
+	case agentCtx.Err() != nil:
+		<-taskEnded
+		err := taskOut.err
+		if err == nil {
+			err = fmt.Errorf("the task container %s ended (status %d) while the agent ran: see daemon.log in the run's folder", taskSpec.ID, taskOut.res.ExitCode)
+		}
+		return taskOut.res, agentRes, err
+	}
+	// Only root writes here; the task container grades once it sees it.
+	if err := sserun.WriteFileAtomic(sockDir, filepath.Base(contract.SidecarAgentExit), []byte(strconv.Itoa(agentRes.ExitCode)+"\n"), 0o644); err != nil {
+		taskRes, _ = stopTask()
+		return taskRes, agentRes, err
+	}
+	select {
+	case <-taskEnded:
+	case <-ctx.Done():
+		stopTask()
+	}
+	return taskOut.res, agentRes, errors.Join(aerr, taskOut.err)
+}
+
+func withLabel(labels map[string]string, k, v string) map[string]string {
+	out := make(map[string]string, len(labels)+1)
+	for lk, lv := range labels {
+		out[lk] = lv
+	}
+	out[k] = v
+	return out
+}
