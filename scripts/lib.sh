@@ -172,3 +172,8 @@ probe_containerd() {
 probe_buildkitd() {
 	[ -S "$BUILDKIT_SOCKET" ] && timeout 5 "$BUILDKIT_BIN/buildctl" --addr "unix://$BUILDKIT_SOCKET" debug workers >/dev/null 2>&1
 }
+
+# The Kubernetes version of the test cluster is pinned in one place:
+# tools/kubernetes/go.mod (scripts/k8s-up.sh).
+K8S_VERSION=$(awk '$1 == "require" && $2 == "k8s.io/kubernetes" { print $3; exit }; $1 == "k8s.io/kubernetes" { print $2; exit }' "$SSEBENCH_ROOT/tools/kubernetes/go.mod")
+K8S_BIN="$SSEBENCH_DEV_CACHE/k8s-$K8S_VERSION/bin"
