@@ -40,6 +40,7 @@ type runOptions struct {
 	// Model access through the gateway (restricted runs).
 	ModelFile, ModelsDir string
 	Limits               gateway.Limits
+	backendOptions
 }
 
 func newCmdRun(g *options.Global) *cobra.Command {
@@ -73,11 +74,19 @@ SSE_API_KEY a per-run token; the gateway forwards to the upstream of
 --model's models/<name>.yaml (or --model-file), else to the host's
 SSE_BASE_URL with the host's SSE_API_KEY, and records every request in
 runs/<run-id>/model.jsonl. --max-requests, --max-tokens and --max-cost answer
-429 once reached.`,
+429 once reached.
+
+With --backend kubernetes (or SSEBENCH_BACKEND=kubernetes) the run is one Job
+on the cluster of the kubeconfig (--kubeconfig, --kube-context, --namespace):
+the images come from a registry the cluster reaches (--registry pushes them
+there, --prebuilt takes them as they are), runs/<run-id>/ comes back through
+the pod's log, and the Job, its pod and its NetworkPolicy are deleted at the
+end.`,
 		Example: `  ssebench run --task kvconf-12-afb9ee1 --agent dummy
   ssebench run --task kvconf-12-afb9ee1 --agent dummy --registry localhost:5000/ssebench
   ssebench run --task kvconf-12-afb9ee1 --agent dummy --prebuilt --timeout 600
-  ssebench run --task kvconf-12-afb9ee1 --agent loop --model gpt-4.1-mini --max-requests 50`,
+  ssebench run --task kvconf-12-afb9ee1 --agent loop --model gpt-4.1-mini --max-requests 50
+  ssebench run --task kvconf-12-afb9ee1 --agent dummy --backend kubernetes --registry localhost:5000/ssebench`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.Task != "" {
@@ -99,6 +108,10 @@ runs/<run-id>/model.jsonl. --max-requests, --max-tokens and --max-cost answer
 				model = g.Lookup("SSE_MODEL_NAME")
 			}
 			prebuilt := o.Prebuilt || g.Lookup("SSEBENCH_PREBUILT") == "1"
+			cluster, err := o.cluster(cmd.Context(), g, cmd, prebuilt)
+			if err != nil {
+				return err
+			}
 			req := pipeline.RunRequest{
 				Task: o.Task, Agent: o.Agent, Dataset: o.Local, Catalog: o.Catalog,
 				Build: o.Build, Prebuilt: prebuilt, ViaRegistry: cmd.Flag("registry").Changed,
@@ -109,6 +122,9 @@ runs/<run-id>/model.jsonl. --max-requests, --max-tokens and --max-cost answer
 				ContainerdAddr: g.ContainerdAddr,
 				ModelFile:      o.ModelFile, ModelsDir: o.ModelsDir, Limits: o.Limits, Lookup: g.Lookup,
 				Output: cmd.OutOrStdout(),
+			}
+			if cluster != nil {
+				req.Cluster = cluster
 			}
 			if o.JSON {
 				req.Output = cmd.ErrOrStderr()
@@ -157,6 +173,7 @@ runs/<run-id>/model.jsonl. --max-requests, --max-tokens and --max-cost answer
 	f.StringVar(&o.RunsDir, "runs-dir", "", "where runs/<run-id>/ goes (default ./runs)")
 	f.BoolVar(&o.JSON, "json", false, "print the run's summary as JSON on stdout (the container's output goes to stderr)")
 	f.StringVar(&o.Runtime, "runtime", "", "runtime image (default $SSEBENCH_RUNTIME_IMAGE, else REGISTRY/runtime:VERSION)")
+	addBackendFlags(cmd, &o.backendOptions)
 	return cmd
 }
 
