@@ -315,6 +315,11 @@ func (e *Env) Run(ctx context.Context, req RunRequest) (_ *RunResult, retErr err
 		},
 	}
 	if gw != nil {
+		if req.Cluster != nil {
+			// The gateway listens on a socket of this machine, which a
+			// pod cannot reach.
+			return nil, errors.New("a restricted run on Kubernetes has no model gateway yet: run it without a model upstream (unset SSE_BASE_URL, no --model-file), or pass --egress open")
+		}
 		gw.apply(&spec, &req)
 	}
 	for k, v := range req.Labels {

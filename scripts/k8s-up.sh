@@ -173,7 +173,7 @@ fi
 
 # --- the pause image, in the local registry ---
 pause_ref="$SSEBENCH_DEV_REGISTRY_ADDR/ssebench/k8s/pause:1"
-if ! curl -fs -o /dev/null --max-time 5 -H 'Accept: application/vnd.oci.image.manifest.v1+json' \
+if ! curl -fs -o /dev/null --max-time 5 -H 'Accept: application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json' \
 	"http://$SSEBENCH_DEV_REGISTRY_ADDR/v2/ssebench/k8s/pause/manifests/1"; then
 	(cd "$SSEBENCH_ROOT" && go run ./tools/pause --push "$pause_ref" >/dev/null) || die "building the pause image failed"
 	log "pause image: pushed $pause_ref"
@@ -263,6 +263,9 @@ evictionHard: {memory.available: "100Mi", nodefs.available: "1%", imagefs.availa
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 maxPods: 30
+# A run's results come back through its log, base64: rotating it while
+# ssebench follows it must stay rare.
+containerLogMaxSize: 100Mi
 EOF
 probe_kubelet() { curl -fs --max-time 2 "http://127.0.0.1:10248/healthz" >/dev/null; }
 if ! probe_kubelet; then
@@ -288,6 +291,7 @@ until kubectl get serviceaccount default -n default >/dev/null 2>&1; do
 	[ "$(now_s)" -lt "$deadline" ] || die "the default service account did not appear within 120s"
 	sleep 1
 done
+bash "$here/k8s-netpol.sh"
 cp "$K8S_STATE/admin.kubeconfig" "$K8S_KUBECONFIG.tmp"
 mv "$K8S_KUBECONFIG.tmp" "$K8S_KUBECONFIG"
 log "kubernetes $K8S_VERSION: node $K8S_NODE Ready in $(($(now_s) - start))s; KUBECONFIG=$K8S_KUBECONFIG"

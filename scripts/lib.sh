@@ -115,7 +115,9 @@ wait_ready() {
 	shift
 	local deadline=$(($(now_s) + SSEBENCH_DEV_START_TIMEOUT))
 	while ! "$@" >/dev/null 2>&1; do
-		if ! pid_alive "$name"; then
+		# Right after the start the pid may still be setsid's or nohup's,
+		# on its way to exec the daemon: look twice before calling it dead.
+		if ! pid_alive "$name" && ! { sleep 0.3 && pid_alive "$name"; }; then
 			show_log_tail "$LOG_DIR/$name.log"
 			die "$name exited during start-up (see $LOG_DIR/$name.log)"
 		fi

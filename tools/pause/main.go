@@ -8,7 +8,9 @@
 //
 // builds this program statically into an image FROM scratch at /pause and
 // pushes it (plain HTTP for a loopback registry); the digest goes to stdout.
-// The image is deterministic: the same binary gives the same digest.
+// With --binary PATH it packages that static binary instead, at
+// /<its name>, as its entrypoint (the cluster's NetworkPolicy agent). The
+// image is deterministic: the same binary gives the same digest.
 package main
 
 import (
@@ -35,12 +37,13 @@ import (
 
 func main() {
 	push := flag.String("push", "", "build the pause image and push it to this reference")
+	binary := flag.String("binary", "", "with --push: package this static binary instead of pause")
 	flag.Parse()
 	if *push == "" {
 		pause()
 		return
 	}
-	if err := build(*push); err != nil {
+	if err := build(*push, *binary); err != nil {
 		fmt.Fprintln(os.Stderr, "pause:", err)
 		os.Exit(1)
 	}
@@ -63,27 +66,34 @@ func pause() {
 	}
 }
 
-// build compiles this program statically and pushes the image.
-func build(ref string) error {
-	tmp, err := os.MkdirTemp("", "pause-")
-	if err != nil {
-		return err
+// build compiles this program statically (or takes bin) and pushes the
+// image.
+func build(ref, bin string) error {
+	user := "65535:65535"
+	if bin == "" {
+		tmp, err := os.MkdirTemp("", "pause-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		bin = filepath.Join(tmp, "pause")
+		cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "./tools/pause")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		cmd.Stderr = os.Stderr
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("building the pause binary: %w", err)
+		}
+	} else {
+		user = "0:0"
 	}
-	defer os.RemoveAll(tmp)
-	bin := filepath.Join(tmp, "pause")
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "./tools/pause")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	cmd.Stderr = os.Stderr
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("building the pause binary: %w", err)
-	}
+	base := filepath.Base(bin)
 	data, err := os.ReadFile(bin)
 	if err != nil {
 		return err
 	}
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	if err := tw.WriteHeader(&tar.Header{Name: "pause", Mode: 0o755, Size: int64(len(data)), Typeflag: tar.TypeReg}); err != nil {
+	if err := tw.WriteHeader(&tar.Header{Name: base, Mode: 0o755, Size: int64(len(data)), Typeflag: tar.TypeReg}); err != nil {
 		return err
 	}
 	tw.Write(data)
@@ -98,7 +108,7 @@ func build(ref string) error {
 	}
 	img, err = mutate.ConfigFile(img, &v1.ConfigFile{
 		Architecture: runtime.GOARCH, OS: "linux",
-		Config: v1.Config{Entrypoint: []string{"/pause"}, User: "65535:65535"},
+		Config: v1.Config{Entrypoint: []string{"/" + base}, User: user},
 		RootFS: v1.RootFS{Type: "layers", DiffIDs: mustDiffIDs(layer)},
 	})
 	if err != nil {
