@@ -26,3 +26,9 @@ if [ -f "$K8S_KUBECONFIG" ]; then
 else
 	unset SSEBENCH_TEST_KUBECONFIG
 fi
+# Whether it enforces NetworkPolicies (see k8s-up.sh).
+if [ -f "$K8S_STATE/netpol-enforced" ]; then
+	export SSEBENCH_TEST_NETPOL=1
+else
+	unset SSEBENCH_TEST_NETPOL
+fi

@@ -36,3 +36,15 @@ k8s_node_ip() {
 	[ -n "${ip:-}" ] || die "this machine has no IPv4 address other than loopback for the node"
 	echo "$ip"
 }
+
+# nft_queue_works succeeds when the kernel takes an nftables rule with the
+# queue expression (what kube-network-policies sends new connections to),
+# tried in a scratch table.
+nft_queue_works() {
+	local t=ssebench_probe_$$ ok=1
+	nft add table inet "$t" 2>/dev/null || return 1
+	nft "add chain inet $t c { type filter hook forward priority 0; policy accept; }" 2>/dev/null &&
+		nft add rule inet "$t" c meta l4proto tcp queue num 100 bypass 2>/dev/null && ok=0
+	nft delete table inet "$t" 2>/dev/null || true
+	return "$ok"
+}

@@ -31,7 +31,7 @@ start=$(now_s)
 bash "$here/k8s-build.sh"
 take_lock
 
-install_apt_packages etcd-server containernetworking-plugins iptables openssl curl
+install_apt_packages etcd-server containernetworking-plugins iptables nftables openssl curl
 # kubectl for debugging and the scripts' waits; any kubectl will do, so an
 # installed one (of another packaging) is kept.
 command -v kubectl >/dev/null || install_apt_packages kubernetes-client
@@ -146,6 +146,7 @@ if ! probe_apiserver; then
 		--service-account-key-file "$pki/sa.pub" --service-account-signing-key-file "$pki/sa.key" \
 		--service-account-issuer https://kubernetes.default.svc \
 		--authorization-mode Node,RBAC --enable-admission-plugins NodeRestriction \
+		--kubelet-preferred-address-types InternalIP,Hostname \
 		--allow-privileged=false --profiling=false
 	# The API server takes a while to create its bootstrap objects.
 	SSEBENCH_DEV_START_TIMEOUT=120 wait_ready k8s-apiserver probe_apiserver
@@ -291,7 +292,16 @@ until kubectl get serviceaccount default -n default >/dev/null 2>&1; do
 	[ "$(now_s)" -lt "$deadline" ] || die "the default service account did not appear within 120s"
 	sleep 1
 done
-bash "$here/k8s-netpol.sh"
+# NetworkPolicies need an agent that enforces them; kube-network-policies
+# needs nftables' queue expression, which not every kernel has.
+rm -f "$K8S_STATE/netpol-enforced"
+if nft_queue_works; then
+	bash "$here/k8s-netpol.sh"
+	touch "$K8S_STATE/netpol-enforced"
+else
+	kubectl -n kube-system delete pod kube-network-policies --ignore-not-found --wait=false >/dev/null 2>&1 || true
+	log "warning: this kernel has no nftables queue expression (CONFIG_NFT_QUEUE), which kube-network-policies needs: the test cluster enforces no NetworkPolicy"
+fi
 cp "$K8S_STATE/admin.kubeconfig" "$K8S_KUBECONFIG.tmp"
 mv "$K8S_KUBECONFIG.tmp" "$K8S_KUBECONFIG"
 log "kubernetes $K8S_VERSION: node $K8S_NODE Ready in $(($(now_s) - start))s; KUBECONFIG=$K8S_KUBECONFIG"
