@@ -189,7 +189,7 @@ func testKubeEgress(t *testing.T, x *e2e, cluster kubeCluster, cs kubernetes.Int
 	// cannot on a kernel without nftables' queue expression, which is a
 	// fact of the machine, not a broken set-up.
 	if os.Getenv("SSEBENCH_TEST_NETPOL") != "1" {
-		t.Skip("skipping: the test cluster enforces no NetworkPolicy here (SSEBENCH_TEST_NETPOL unset: the kernel lacks nftables' queue expression that kube-network-policies needs)")
+		t.Skip("skipping: the test cluster enforces no NetworkPolicy (SSEBENCH_TEST_NETPOL unset; scripts/k8s-up.sh sets it up)")
 	}
 	ctx := context.Background()
 	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})

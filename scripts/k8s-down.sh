@@ -36,6 +36,14 @@ if [ -S "$K8S_CONTAINERD_SOCKET" ]; then
 		"${c[@]}" containers delete "$ctr_id" >/dev/null 2>&1 || true
 	done
 fi
+stop_daemon k8s-podfilter
+# tools/podfilter's chains and their jumps.
+for j in "FORWARD -s $K8S_POD_CIDR" "FORWARD -d $K8S_POD_CIDR" "INPUT -s $K8S_POD_CIDR"; do
+	# shellcheck disable=SC2086 # the words of the rule
+	while iptables -D $j -j SSEBENCH-NETPOL 2>/dev/null; do :; done
+done
+for c in SSEBENCH-NETPOL SSEBENCH-NETPOL-EG SSEBENCH-NETPOL-IN; do iptables -F "$c" 2>/dev/null || true; done
+for c in SSEBENCH-NETPOL SSEBENCH-NETPOL-EG SSEBENCH-NETPOL-IN; do iptables -X "$c" 2>/dev/null || true; done
 for d in k8s-containerd k8s-scheduler k8s-controller-manager k8s-apiserver k8s-etcd; do
 	stop_daemon "$d"
 done

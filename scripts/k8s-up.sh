@@ -299,8 +299,18 @@ if nft_queue_works; then
 	bash "$here/k8s-netpol.sh"
 	touch "$K8S_STATE/netpol-enforced"
 else
+	# The fallback: tools/podfilter, iptables chains for the policies
+	# ssebench creates, fail-closed.
 	kubectl -n kube-system delete pod kube-network-policies --ignore-not-found --wait=false >/dev/null 2>&1 || true
-	log "warning: this kernel has no nftables queue expression (CONFIG_NFT_QUEUE), which kube-network-policies needs: the test cluster enforces no NetworkPolicy"
+	if ! pid_alive k8s-podfilter; then
+		mkdir -p "$K8S_STATE/bin"
+		(cd "$SSEBENCH_ROOT" && CGO_ENABLED=0 go build -trimpath -o "$K8S_STATE/bin/podfilter" ./tools/podfilter) || die "building tools/podfilter failed"
+		start_daemon k8s-podfilter "$K8S_STATE/bin/podfilter" --kubeconfig "$K8S_STATE/admin.kubeconfig" --pod-cidr "$K8S_POD_CIDR"
+		probe_podfilter() { iptables -C FORWARD -s "$K8S_POD_CIDR" -j SSEBENCH-NETPOL 2>/dev/null; }
+		wait_ready k8s-podfilter probe_podfilter
+		log "warning: this kernel has no nftables queue expression (CONFIG_NFT_QUEUE), which kube-network-policies needs; tools/podfilter enforces ssebench's NetworkPolicies with iptables instead"
+	fi
+	touch "$K8S_STATE/netpol-enforced"
 fi
 cp "$K8S_STATE/admin.kubeconfig" "$K8S_KUBECONFIG.tmp"
 mv "$K8S_KUBECONFIG.tmp" "$K8S_KUBECONFIG"
