@@ -73,7 +73,8 @@ fi
 # kubepods directories bottom-up; rmdir fails while a process is in one.
 for tree in /sys/fs/cgroup/*/ /sys/fs/cgroup/; do
 	[ -d "$tree/kubepods" ] || [ -d "$tree/kubepods.slice" ] || continue
-	find "$tree/kubepods" "$tree/kubepods.slice" -depth -type d 2>/dev/null | while read -r d; do
+	# find fails on the one of the two that is missing: that is fine.
+	{ find "$tree/kubepods" "$tree/kubepods.slice" -depth -type d 2>/dev/null || true; } | while read -r d; do
 		rmdir "$d" 2>/dev/null || true
 	done
 done
