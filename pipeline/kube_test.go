@@ -7,10 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
+	goruntime "runtime"
 	"strings"
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -18,6 +21,7 @@ import (
 	"github.com/42-b3yond-6ug/ssebench/internal/testenv"
 	"github.com/42-b3yond-6ug/ssebench/kube"
 	"github.com/42-b3yond-6ug/ssebench/pipeline"
+	"github.com/42-b3yond-6ug/ssebench/remote"
 	"github.com/42-b3yond-6ug/ssebench/runner"
 )
 
@@ -134,6 +138,7 @@ func TestKubernetesRun(t *testing.T) {
 	})
 
 	t.Run("restricted egress", func(t *testing.T) { testKubeEgress(t, x, cluster, cs) })
+	t.Run("assembly job", func(t *testing.T) { testKubeAssembly(t, x, cs, ns) })
 
 	for _, agent := range []string{"dummy", "patcher"} {
 		t.Run(agent, func(t *testing.T) {
@@ -223,3 +228,123 @@ func testKubeEgress(t *testing.T, x *e2e, cluster kubeCluster, cs kubernetes.Int
 		}
 	}
 }
+
+// testKubeAssembly runs `ssebench assemble tool --push` as a Job whose pod
+// runs as uid 1000 (no root, no daemon), and checks that the tool image it
+// pushed has the digest of the same command run on this machine.
+func testKubeAssembly(t *testing.T, x *e2e, cs kubernetes.Interface, ns string) {
+	ctx := context.Background()
+	reg := testenv.RequireRegistry(t)
+	ti, err := x.env.BuildTask(ctx, pipeline.RunRequest{Task: e2eTask})
+	if err != nil {
+		t.Fatal(err)
+	}
+	caseRef := ti.Case
+	runtimeRef := x.env.Names.Runtime()
+	work := t.TempDir()
+	bin := work + "/ssebench"
+	build := exec.Command("go", "build", "-trimpath", "-o", bin, "./cmd/ssebench")
+	build.Dir, build.Env = moduleDir(t), append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building ssebench: %v\n%s", err, out)
+	}
+	cli := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command(bin, args...)
+		cmd.Dir = t.TempDir() // no SSEBench home above it: the pod has none either
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("ssebench %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	// The inputs, in the registry: the case image and the runtime.
+	cli("--home", x.home, "--store", x.store.Dir(), "push", caseRef, runtimeRef)
+	caseRef += "@" + ti.CaseDigest
+	// ssebench itself as an image, FROM scratch.
+	b := make([]byte, 4)
+	rand.Read(b)
+	prefix := reg + "/ssebench-kubeasm-" + hex.EncodeToString(b)
+	pack := exec.Command("go", "run", "./tools/pause", "--push", prefix+"/ssebench:test", "--binary", bin)
+	pack.Dir = moduleDir(t)
+	out, err := pack.Output()
+	if err != nil {
+		t.Fatalf("packaging ssebench as an image: %v", err)
+	}
+	image := prefix + "/ssebench@" + strings.TrimSpace(string(out))
+	args := []string{"--registry", prefix, "assemble", "tool", "--case", caseRef, "--task", e2eTask, "--source", "/src/kvconf", "--runtime", runtimeRef, "--platform", "linux/" + goruntime.GOARCH}
+	local := cli(append([]string{"--store", work + "/store"}, args...)...)
+
+	uid := int64(1000)
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: "ssebench-assemble", Labels: map[string]string{kube.ManagedLabel: "ssebench"}},
+		Spec: batchv1.JobSpec{
+			BackoffLimit: new(int32),
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{kube.ManagedLabel: "ssebench"}},
+				Spec: corev1.PodSpec{
+					RestartPolicy: corev1.RestartPolicyNever,
+					// The test registry listens on the node's loopback.
+					HostNetwork:     true,
+					SecurityContext: &corev1.PodSecurityContext{RunAsUser: &uid, RunAsGroup: &uid, RunAsNonRoot: ptrTo(true)},
+					Containers: []corev1.Container{{
+						Name: "assemble", Image: image,
+						Args: append([]string{"--store", "/tmp/store"}, append(args, "--push")...),
+						Env:  []corev1.EnvVar{{Name: "HOME", Value: "/tmp"}, {Name: "SSEBENCH_CACHE", Value: "/tmp/cache"}},
+						SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptrTo(false),
+							Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
+						VolumeMounts: []corev1.VolumeMount{{Name: "tmp", MountPath: "/tmp"}},
+					}},
+					Volumes:                      []corev1.Volume{{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+					AutomountServiceAccountToken: ptrTo(false),
+				},
+			},
+		},
+	}
+	if _, err := cs.BatchV1().Jobs(ns).Create(ctx, job, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	bg := metav1.DeletePropagationBackground
+	defer cs.BatchV1().Jobs(ns).Delete(context.Background(), job.Name, metav1.DeleteOptions{PropagationPolicy: &bg})
+	var pod corev1.Pod
+	for deadline := time.Now().Add(10 * time.Minute); ; {
+		if time.Now().After(deadline) {
+			t.Fatal("the assembly Job did not finish in 10 minutes")
+		}
+		pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "job-name=" + job.Name})
+		if err == nil && len(pods.Items) == 1 && (pods.Items[0].Status.Phase == corev1.PodSucceeded || pods.Items[0].Status.Phase == corev1.PodFailed) {
+			pod = pods.Items[0]
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	logs, err := cs.CoreV1().Pods(ns).GetLogs(pod.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pod.Status.Phase != corev1.PodSucceeded {
+		t.Fatalf("the assembly Job failed:\n%s", logs)
+	}
+	if u := pod.Spec.SecurityContext.RunAsUser; u == nil || *u != 1000 {
+		t.Errorf("the pod ran as %v, want uid 1000", u)
+	}
+	// stdout's name@digest, among stderr's progress lines.
+	var pushed string
+	for _, l := range strings.Split(string(logs), "\n") {
+		if strings.HasPrefix(l, prefix+"/") && strings.Contains(l, "@sha256:") && !strings.Contains(l, " ") {
+			pushed = l
+		}
+	}
+	_, pd, _ := strings.Cut(pushed, "@")
+	_, ld, _ := strings.Cut(local, "@")
+	if pd == "" || pd != ld {
+		t.Errorf("the Job pushed %s, this machine assembled %s: want one digest", pushed, local)
+	}
+	// And the registry has it.
+	if _, desc, err := remote.Fetch(ctx, pushed); err != nil || desc.Digest.String() != pd {
+		t.Errorf("the registry's %s: %v, %v", pushed, desc.Digest, err)
+	}
+	t.Logf("assembled as uid 1000 in a pod: %s", pushed)
+}
+
+func ptrTo[T any](v T) *T { return &v }
