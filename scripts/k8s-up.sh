@@ -29,6 +29,17 @@ start=$(now_s)
 # The build has a lock of its own and comes first: holding setup's lock
 # for its half hour would stall every other setup on the machine.
 bash "$here/k8s-build.sh"
+# A cluster whose daemons are all gone but whose state is left (the
+# machine or the session was stopped without k8s-down.sh) is cleaned up
+# first: its pods' mounts, namespaces and cgroups would confuse the new one.
+alive=
+for d in "${K8S_DAEMONS[@]}" k8s-podfilter; do
+	! pid_alive "$d" || alive=1
+done
+if [ -z "$alive" ] && [ -d "$K8S_STATE/etcd" ]; then
+	log "kubernetes: cleaning up a test cluster that was not stopped"
+	bash "$here/k8s-down.sh"
+fi
 take_lock
 
 install_apt_packages etcd-server containernetworking-plugins iptables nftables openssl curl
