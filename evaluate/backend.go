@@ -119,3 +119,24 @@ func (c *Containerd) Cleanup(ctx context.Context, id string) error {
 
 // evalFilter is the containerd filter of the containers of evaluation id.
 func evalFilter(id string) string { return fmt.Sprintf("labels.%q==%q", EvalLabel, id) }
+
+// Cluster runs an evaluation's runs on a cluster: the builds and runs of
+// Containerd, whose Request.Cluster is set, and a Cleanup that deletes by
+// label what the runs of a killed evaluation left in the cluster.
+type Cluster struct {
+	Containerd
+	// DeleteLabeled deletes the objects that match a label selector and
+	// waits for their pods to go (kube.Runner.DeleteLabeled).
+	DeleteLabeled func(ctx context.Context, selector string) error
+}
+
+var _ Backend = (*Cluster)(nil)
+
+// Cleanup implements Backend: it deletes the Jobs, pods and the rest
+// that carry the evaluation's label.
+func (c *Cluster) Cleanup(ctx context.Context, id string) error {
+	if err := c.DeleteLabeled(ctx, EvalLabel+"="+id); err != nil {
+		return fmt.Errorf("deleting what evaluation %s left in the cluster: %w", id, err)
+	}
+	return nil
+}

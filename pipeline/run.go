@@ -22,7 +22,6 @@ import (
 	"github.com/42-b3yond-6ug/ssebench/casebuild"
 	"github.com/42-b3yond-6ug/ssebench/contract"
 	"github.com/42-b3yond-6ug/ssebench/gateway"
-	"github.com/42-b3yond-6ug/ssebench/remote"
 	"github.com/42-b3yond-6ug/ssebench/runner"
 	"github.com/42-b3yond-6ug/ssebench/sserun"
 	"github.com/42-b3yond-6ug/ssebench/store"
@@ -113,6 +112,10 @@ type RunRequest struct {
 	Attempt int
 	// Labels are extra container labels.
 	Labels map[string]string
+	// Cluster, when set, runs the container there (a Kubernetes Job)
+	// instead of on this machine's containerd: the image must be in a
+	// registry (ViaRegistry or Prebuilt), and is run pinned by digest.
+	Cluster Cluster
 	// Entrypoint, when set, replaces the image's ENTRYPOINT for this run
 	// only. Agent images may not change it (the runtime's entrypoint runs
 	// the agent as model); tests use it to probe the container as root
@@ -160,6 +163,7 @@ type Summary struct {
 	Config   struct {
 		ToolLayer  string   `json:"tool_layer"`
 		Mode       string   `json:"mode"`
+		Backend    string   `json:"backend,omitempty"`
 		Prebuilt   bool     `json:"prebuilt"`
 		Network    string   `json:"network"`
 		Timeout    int      `json:"timeout"`
@@ -335,19 +339,11 @@ func (e *Env) Run(ctx context.Context, req RunRequest) (_ *RunResult, retErr err
 		return nil, errors.New("--max-requests, --max-tokens, --max-cost and --model-file work through the model gateway of a restricted run: drop --egress open")
 	}
 
-	ropts := []runner.Option{runner.WithStore(e.Store), runner.WithPlatform(platform)}
-	// containerd pulls with ssebench's own plain-HTTP policy.
-	if acc, err := remote.New(e.RegistryOptions...); err == nil {
-		ropts = append(ropts, runner.WithPlainHTTP(acc.PlainHTTP))
-	}
-	if req.ContainerdAddr != "" {
-		ropts = append(ropts, runner.WithAddress(req.ContainerdAddr))
-	}
-	rn, err := runner.New(ctx, ropts...)
+	ex, err := e.executor(ctx, req, platform)
 	if err != nil {
 		return nil, err
 	}
-	defer rn.Close()
+	defer ex.Close()
 
 	spec := runner.RunSpec{
 		Image:      agentName,
@@ -375,6 +371,11 @@ func (e *Env) Run(ctx context.Context, req RunRequest) (_ *RunResult, retErr err
 		},
 	}
 	if gw != nil {
+		if req.Cluster != nil {
+			// The gateway listens on a socket of this machine, which a
+			// pod cannot reach.
+			return nil, errors.New("a restricted run on Kubernetes has no model gateway yet: run it without a model upstream (unset SSE_BASE_URL, no --model-file), or pass --egress open")
+		}
 		gw.apply(&spec, &req)
 	}
 	for k, v := range req.Labels {
@@ -388,9 +389,20 @@ func (e *Env) Run(ctx context.Context, req RunRequest) (_ *RunResult, retErr err
 	if req.Prebuilt {
 		spec.Pull = true
 	}
+	if req.Cluster != nil {
+		if spec.Image, err = e.clusterImage(ctx, req, agentName, ri); err != nil {
+			return nil, err
+		}
+		spec.Pull = true
+		images["agent"] = spec.Image
+	}
 	t := time.Now()
 	var res *runner.Result
 	if sidecar {
+		rn, ok := ex.(*runner.Runner)
+		if !ok {
+			return nil, errors.New("--mode sidecar runs two containers in containerd: it cannot run with --backend kubernetes")
+		}
 		var agentRes *runner.Result
 		res, agentRes, err = e.runSidecar(ctx, rn, req, spec, toolName, srcDir)
 		if res != nil && agentRes != nil && agentRes.Image != nil {
@@ -401,14 +413,14 @@ func (e *Env) Run(ctx context.Context, req RunRequest) (_ *RunResult, retErr err
 			images["tool"] = toolName + "@" + res.Image.Target.Digest.String()
 		}
 	} else {
-		res, err = rn.Run(ctx, spec)
+		res, err = ex.Run(ctx, spec)
 	}
-	if err != nil && req.Prebuilt && res == nil && !sidecar && !errors.Is(err, context.Canceled) {
+	if err != nil && req.Prebuilt && req.Cluster == nil && res == nil && !sidecar && !errors.Is(err, context.Canceled) {
 		// The registry does not have it (or cannot be reached): a copy on
 		// this machine will do.
 		e.logf("warning: pulling the prebuilt image %s failed (%v); using the local copy", agentName, err)
 		spec.Pull = false
-		res, err = rn.Run(ctx, spec)
+		res, err = ex.Run(ctx, spec)
 		if errors.Is(err, store.ErrNotFound) {
 			return nil, fmt.Errorf("The prebuilt image %s is not in the registry or on this machine", agentName)
 		}
@@ -438,6 +450,9 @@ func (e *Env) Run(ctx context.Context, req RunRequest) (_ *RunResult, retErr err
 	s.Config.Mode = ModeSandbox
 	if sidecar {
 		s.Config.Mode = ModeSidecar
+	}
+	if req.Cluster != nil {
+		s.Config.Backend = BackendKubernetes
 	}
 	s.Config.Prebuilt = req.Prebuilt
 	s.Config.Network = string(firstNonEmpty(string(req.Network), string(runner.NetworkRestricted)))

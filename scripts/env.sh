@@ -18,3 +18,17 @@ case ":$PATH:" in
 *":$BUILDKIT_BIN:"*) ;;
 *) export PATH="$BUILDKIT_BIN:$PATH:/usr/sbin:/sbin" ;;
 esac
+# The test cluster of scripts/k8s-up.sh, while it is up.
+# shellcheck source=scripts/k8s-lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/k8s-lib.sh"
+if [ -f "$K8S_KUBECONFIG" ]; then
+	export SSEBENCH_TEST_KUBECONFIG="$K8S_KUBECONFIG"
+else
+	unset SSEBENCH_TEST_KUBECONFIG
+fi
+# Whether it enforces NetworkPolicies (see k8s-up.sh).
+if [ -f "$K8S_STATE/netpol-enforced" ]; then
+	export SSEBENCH_TEST_NETPOL=1
+else
+	unset SSEBENCH_TEST_NETPOL
+fi

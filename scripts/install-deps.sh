@@ -28,35 +28,6 @@ APT_PACKAGES=(
 	umoci
 )
 
-install_apt_packages() {
-	local missing=() p
-	for p in "${APT_PACKAGES[@]}"; do
-		if [ "$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null)" != installed ]; then
-			missing+=("$p")
-		fi
-	done
-	if [ ${#missing[@]} -eq 0 ]; then
-		log "apt packages: all present"
-		return 0
-	fi
-	log "apt packages: installing ${missing[*]}"
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get update -qq >/dev/null
-	# policy-rc.d: Debian's maintainer scripts would try to start containerd
-	# and the registry through an init system; we start them ourselves with
-	# our own configuration (scripts/dev-up.sh).
-	local policy=/usr/sbin/policy-rc.d created_policy=
-	if [ ! -e "$policy" ]; then
-		printf '#!/bin/sh\nexit 101\n' >"$policy"
-		chmod +x "$policy"
-		created_policy=1
-	fi
-	local rc=0
-	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null || rc=$?
-	[ -z "$created_policy" ] || rm -f "$policy"
-	[ "$rc" -eq 0 ] || die "apt-get install ${missing[*]} failed (exit $rc)"
-}
-
 # build_buildkit builds buildkitd (the only BuildKit program ssebench and
 # its scripts use) from tools/buildkit. The cache
 # is keyed by the BuildKit version in its directory name and by a stamp of
@@ -95,10 +66,10 @@ build_buildkit() {
 # With an argument, only that part: apt or buildkit (setup.sh runs the
 # BuildKit compile alongside the OS image).
 case "${1:-all}" in
-apt) install_apt_packages ;;
+apt) install_apt_packages "${APT_PACKAGES[@]}" ;;
 buildkit) build_buildkit ;;
 all)
-	install_apt_packages
+	install_apt_packages "${APT_PACKAGES[@]}"
 	build_buildkit
 	;;
 *) die "usage: install-deps.sh [all|apt|buildkit]" ;;

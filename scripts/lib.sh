@@ -181,3 +181,40 @@ probe_buildkitd() {
 		[ "$(timeout 5 curl -s -o /dev/null -w '%{http_code}' --http2-prior-knowledge --unix-socket "$BUILDKIT_SOCKET" \
 			-X POST -H 'content-type: application/grpc' http://buildkitd/moby.buildkit.v1.Control/ListWorkers 2>/dev/null)" = 200 ]
 }
+
+# The Kubernetes version of the test cluster is pinned in one place:
+# tools/kubernetes/go.mod (scripts/k8s-up.sh).
+K8S_VERSION=$(awk '$1 == "require" && $2 == "k8s.io/kubernetes" { print $3; exit }; $1 == "k8s.io/kubernetes" { print $2; exit }' "$SSEBENCH_ROOT/tools/kubernetes/go.mod")
+K8S_BIN="$SSEBENCH_DEV_CACHE/k8s-$K8S_VERSION/bin"
+
+# install_apt_packages PKG... installs the Debian packages that are missing
+# (apt is skipped entirely when they are all present).
+install_apt_packages() {
+	local missing=() p
+	for p in "$@"; do
+		if [ "$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null)" != installed ]; then
+			missing+=("$p")
+		fi
+	done
+	if [ ${#missing[@]} -eq 0 ]; then
+		log "apt packages: all present"
+		return 0
+	fi
+	log "apt packages: installing ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq >/dev/null
+	# policy-rc.d: Debian's maintainer scripts would try to start containerd
+	# and the registry through an init system; we start them ourselves with
+	# our own configuration (scripts/dev-up.sh).
+	local policy=/usr/sbin/policy-rc.d created_policy=
+	if [ ! -e "$policy" ]; then
+		printf '#!/bin/sh\nexit 101\n' >"$policy"
+		chmod +x "$policy"
+		created_policy=1
+	fi
+	local rc=0
+	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null || rc=$?
+	[ -z "$created_policy" ] || rm -f "$policy"
+	[ "$rc" -eq 0 ] || die "apt-get install ${missing[*]} failed (exit $rc)"
+}
+

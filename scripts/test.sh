@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # test.sh is the project's test command: it runs scripts/setup.sh (packages,
-# BuildKit, registry, containerd, OS image; fast when already done), exports
+# BuildKit, registry, containerd, OS image; fast when already done) and
+# scripts/k8s-up.sh (the test cluster of the Kubernetes backend), exports
 # the service variables from scripts/env.sh and runs the whole Go test suite,
 # integration tests included, and prints the table of the hostile-input
 # suite (class, cases, passed) last.
@@ -10,6 +11,12 @@ set -euo pipefail
 here=$(dirname "${BASH_SOURCE[0]}")
 
 bash "$here/setup.sh"
+# The Kubernetes backend's tests run on a real single-node cluster; its
+# binaries are built once (about half an hour) and cached.
+# SSEBENCH_K8S=0 leaves it out (its tests then skip, or fail under CI=true).
+if [ "${SSEBENCH_K8S:-1}" != 0 ]; then
+	bash "$here/k8s-up.sh"
+fi
 # shellcheck source=scripts/env.sh
 source "$here/env.sh"
 

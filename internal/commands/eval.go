@@ -25,6 +25,7 @@ type evalOptions struct {
 	Runtime, Egress                              string
 	Jobs, Attempts, Timeout, Difficulty, Retries int
 	Prebuilt, BuildOnly                          bool
+	backendOptions
 }
 
 func newCmdEval(g *options.Global) *cobra.Command {
@@ -51,7 +52,8 @@ other formats). Exit status: 0 when every run of the plan is done, whatever
 the grades; 1 otherwise.`,
 		Example: `  ssebench eval --agents dummy,files-demo --local datasets/examples --jobs 3 --attempts 2
   ssebench eval --agents my-agent --catalog catalog/ --tasks kvconf-12-afb9ee1,libqs-3-b2a739e --model gpt-x
-  ssebench eval --resume runs/eval-20261201-213000-ab12cd`,
+  ssebench eval --resume runs/eval-20261201-213000-ab12cd
+  ssebench eval --agents dummy,patcher --backend kubernetes --registry localhost:5000/ssebench --jobs 3`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			network, err := runner.ParseNetwork(o.Egress)
@@ -76,12 +78,25 @@ the grades; 1 otherwise.`,
 			stderr := cmd.ErrOrStderr()
 			fmt.Fprintf(stderr, "evaluation %s: %d runs (%d tasks × %d agents × %d attempts), %d at once (%s)\n",
 				dir, len(plan.Runs), len(plan.Tasks), len(plan.Agents), plan.Attempts, jobs, why)
-			backend := &evaluate.Containerd{Env: e, EvalID: plan.ID, Request: pipeline.RunRequest{
+			cluster, err := o.cluster(cmd.Context(), g, cmd, plan.Prebuilt)
+			if err != nil {
+				return err
+			}
+			if cluster != nil && plan.Mode == pipeline.ModeSidecar {
+				return errors.New("--mode sidecar runs two containers in containerd: it cannot run with --backend kubernetes")
+			}
+			local := &evaluate.Containerd{Env: e, EvalID: plan.ID, Request: pipeline.RunRequest{
 				Dataset: plan.Dataset, Catalog: plan.Catalog, Prebuilt: plan.Prebuilt, Mode: plan.Mode, OSImage: plan.OSImage,
 				Timeout: plan.Timeout, Difficulty: plan.Difficulty, Model: plan.Model,
 				APIKey: g.Lookup("SSE_API_KEY"), BaseURL: g.Lookup("SSE_BASE_URL"),
 				Network: network, ContainerdAddr: g.ContainerdAddr, Output: discard{},
 			}}
+			var backend evaluate.Backend = local
+			if cluster != nil {
+				// The images go to the registry, for the cluster to pull.
+				local.Request.Cluster, local.Request.ViaRegistry = cluster, true
+				backend = &evaluate.Cluster{Containerd: *local, DeleteLabeled: cluster.r.DeleteLabeled}
+			}
 			eopts := []evaluate.Option{evaluate.WithJobs(jobs), evaluate.WithRetries(o.Retries)}
 			if o.BuildOnly {
 				eopts = append(eopts, evaluate.WithBuildOnly())
@@ -125,6 +140,7 @@ the grades; 1 otherwise.`,
 	f.IntVar(&o.Retries, "retries", evaluate.DefaultRetries, "times a run that failed for an infrastructure reason is tried again")
 	f.StringVar(&o.Egress, "egress", "restricted", "container network: restricted (loopback only) or open")
 	f.StringVar(&o.Runtime, "runtime", "", "runtime image (default $SSEBENCH_RUNTIME_IMAGE, else REGISTRY/runtime:VERSION)")
+	addBackendFlags(cmd, &o.backendOptions)
 	return cmd
 }
 

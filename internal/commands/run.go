@@ -41,6 +41,7 @@ type runOptions struct {
 	// Model access through the gateway (restricted runs).
 	ModelFile, ModelsDir string
 	Limits               gateway.Limits
+	backendOptions
 }
 
 func newCmdRun(g *options.Global) *cobra.Command {
@@ -81,13 +82,21 @@ With --mode sidecar the project and the agent run in two containers
 agent-<name>/sidecar on tool-sidecar-agent (made from --os-image, default
 $SSEBENCH_OS_IMAGE), sharing SOURCE_DIR and /run/ssebench. --tool-layer NAME
 picks another tool layer for sandbox mode (see the README's "Custom tool
-layers"); it is refused with --mode sidecar and with --prebuilt.`,
+layers"); it is refused with --mode sidecar and with --prebuilt.
+
+With --backend kubernetes (or SSEBENCH_BACKEND=kubernetes) the run is one Job
+on the cluster of the kubeconfig (--kubeconfig, --kube-context, --namespace):
+the images come from a registry the cluster reaches (--registry pushes them
+there, --prebuilt takes them as they are), runs/<run-id>/ comes back through
+the pod's log, and the Job, its pod and its NetworkPolicy are deleted at the
+end. Sidecar mode runs in containerd only.`,
 		Example: `  ssebench run --task kvconf-12-afb9ee1 --agent dummy
   ssebench run --task kvconf-12-afb9ee1 --agent dummy --registry localhost:5000/ssebench
   ssebench run --task kvconf-12-afb9ee1 --agent dummy --prebuilt --timeout 600
   ssebench run --task kvconf-12-afb9ee1 --agent dummy --mode sidecar
   ssebench run --task kvconf-12-afb9ee1 --agent dummy --tool-layer example
-  ssebench run --task kvconf-12-afb9ee1 --agent loop --model gpt-4.1-mini --max-requests 50`,
+  ssebench run --task kvconf-12-afb9ee1 --agent loop --model gpt-4.1-mini --max-requests 50
+  ssebench run --task kvconf-12-afb9ee1 --agent dummy --backend kubernetes --registry localhost:5000/ssebench`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.Task != "" {
@@ -117,6 +126,13 @@ layers"); it is refused with --mode sidecar and with --prebuilt.`,
 			if o.Catalog == "" && o.Local == "" {
 				o.Catalog = g.Lookup(catalog.CatalogEnv)
 			}
+			cluster, err := o.cluster(cmd.Context(), g, cmd, prebuilt)
+			if err != nil {
+				return err
+			}
+			if cluster != nil && o.Mode == pipeline.ModeSidecar {
+				return errors.New("--mode sidecar runs two containers in containerd: it cannot run with --backend kubernetes")
+			}
 			req := pipeline.RunRequest{
 				Task: o.Task, Agent: o.Agent, Dataset: o.Local, Catalog: o.Catalog,
 				Build: o.Build, Prebuilt: prebuilt, ViaRegistry: cmd.Flag("registry").Changed,
@@ -127,6 +143,9 @@ layers"); it is refused with --mode sidecar and with --prebuilt.`,
 				ContainerdAddr: g.ContainerdAddr,
 				ModelFile:      o.ModelFile, ModelsDir: o.ModelsDir, Limits: o.Limits, Lookup: g.Lookup,
 				Output: cmd.OutOrStdout(),
+			}
+			if cluster != nil {
+				req.Cluster = cluster
 			}
 			if o.JSON {
 				req.Output = cmd.ErrOrStderr()
@@ -177,6 +196,7 @@ layers"); it is refused with --mode sidecar and with --prebuilt.`,
 	f.StringVar(&o.RunsDir, "runs-dir", "", "where runs/<run-id>/ goes (default ./runs)")
 	f.BoolVar(&o.JSON, "json", false, "print the run's summary as JSON on stdout (the container's output goes to stderr)")
 	f.StringVar(&o.Runtime, "runtime", "", "runtime image (default $SSEBENCH_RUNTIME_IMAGE, else REGISTRY/runtime:VERSION)")
+	addBackendFlags(cmd, &o.backendOptions)
 	return cmd
 }
 

@@ -34,7 +34,7 @@ const (
 )
 
 // hiddenEnv are variables of the container that the agent does not get.
-var hiddenEnv = []string{sserun.EnvAdminSocket, initChildEnv}
+var hiddenEnv = []string{sserun.EnvAdminSocket, sserun.EnvResultsStream, initChildEnv}
 
 // entrypoint is one run of the entrypoint. Its fields are the seams the
 // tests use: agent nil runs the agent as the caller.

@@ -1,6 +1,7 @@
 package entrypoint
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net"
@@ -430,5 +431,30 @@ func TestFlowMCPStdio(t *testing.T) {
 	}
 	if calls := toolCalls(t, f.results); len(calls) != 1 || calls[0].Tool != "build" || calls[0].Client != "mcp-stdio" {
 		t.Errorf("tool_calls.jsonl = %+v, want one build from mcp-stdio", calls)
+	}
+}
+
+// TestFlowResultsStream: with SSE_RESULTS_STREAM the entrypoint ends by
+// writing the results to its standard output, framed by the run's token,
+// which the agent never sees.
+func TestFlowResultsStream(t *testing.T) {
+	f := newFlow(t)
+	const token = "streamtoken-0123456789"
+	f.env = append(f.env, sserun.EnvResultsStream+"="+token)
+	cmd := f.command(`echo "token:[$SSE_RESULTS_STREAM]"`)
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("entrypoint: %v", err)
+	}
+	dst := t.TempDir()
+	if err := sserun.ReadResultsStream(&stdout, nil, token, map[string]string{sserun.StreamResults: dst}, 0); err != nil {
+		t.Fatalf("reading the entrypoint's output: %v", err)
+	}
+	if got, want := readFile(t, filepath.Join(dst, sserun.ResultFile)), readFile(t, filepath.Join(f.results, sserun.ResultFile)); got != want {
+		t.Errorf("result.json from the stream:\n%s\nwant:\n%s", got, want)
+	}
+	if log := readFile(t, filepath.Join(dst, sserun.AgentLog)); !strings.Contains(log, "token:[]") {
+		t.Errorf("agent.log = %q: the agent saw the stream's token", log)
 	}
 }

@@ -79,7 +79,16 @@ func runMain(ctx context.Context, args []string) int {
 		fmt.Fprintf(os.Stderr, "entrypoint: not root: the agent runs as uid %d, not as model\n", os.Getuid())
 		e.agent = nil
 	}
-	return e.run(ctx)
+	code := e.run(ctx)
+	// A backend without a volume shared with the machine that started the
+	// run gets the results back through this process's output.
+	if token := os.Getenv(sserun.EnvResultsStream); token != "" {
+		dirs := map[string]string{sserun.StreamResults: e.env.Results, sserun.StreamArchive: e.env.Archive}
+		if err := sserun.WriteResultsStream(os.Stdout, token, dirs); err != nil {
+			fmt.Fprintln(os.Stderr, "entrypoint: writing the results to the output:", err)
+		}
+	}
+	return code
 }
 
 // Mode is one way of running: it gets the entrypoint, set up from the

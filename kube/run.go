@@ -1,0 +1,280 @@
+package kube
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/42-b3yond-6ug/ssebench/runner"
+	"github.com/42-b3yond-6ug/ssebench/sserun"
+)
+
+// fatalWaiting are the reasons of a waiting container that waiting longer
+// does not cure: the run fails at once, naming it, instead of sitting
+// until its deadline.
+var fatalWaiting = map[string]bool{
+	"ErrImagePull":               true,
+	"ImagePullBackOff":           true,
+	"InvalidImageName":           true,
+	"ErrImageNeverPull":          true,
+	"CreateContainerConfigError": true,
+	"CreateContainerError":       true,
+	"RunContainerError":          true,
+}
+
+var _ interface {
+	Run(context.Context, runner.RunSpec) (*runner.Result, error)
+	Close() error
+} = (*Runner)(nil)
+
+// Run runs spec as one Job and waits for it to end: the pod's output goes
+// to spec.Output, and the results directory and archive come back into
+// the folders of spec.Mounts through the pod's log. The container's exit
+// status is in Result.ExitCode; a non-zero status is not an error.
+//
+// spec.Image must be in a registry (spec.Pull; ErrNotInRegistry
+// otherwise) and pinned by digest. A restricted spec.Network gets a
+// NetworkPolicy that denies all traffic. When ctx is cancelled, the Job is
+// deleted (its container gets SIGTERM) and Run returns the Result with
+// Stopped set and an error matching ctx.Err().
+//
+// Run deletes everything it created, whatever happens, with a context
+// that outlives ctx, and waits until the pod is gone.
+func (r *Runner) Run(ctx context.Context, spec runner.RunSpec) (_ *runner.Result, retErr error) {
+	start := time.Now()
+	token, err := newToken()
+	if err != nil {
+		return nil, err
+	}
+	p, err := r.opts.planRun(spec, token)
+	if err != nil {
+		return nil, err
+	}
+	ns := r.opts.namespace
+	res := &runner.Result{ContainerID: p.name}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		defer cancel()
+		if err := r.deleteRun(cctx, p.name); err != nil && retErr == nil {
+			retErr = err
+		}
+	}()
+
+	// The policy first: the pod never runs unrestricted.
+	if p.policy != nil {
+		if _, err := r.cs.NetworkingV1().NetworkPolicies(ns).Create(ctx, p.policy, metav1.CreateOptions{}); err != nil {
+			return nil, fmt.Errorf("creating the run's NetworkPolicy in namespace %s: %w", ns, err)
+		}
+	}
+	if _, err := r.cs.BatchV1().Jobs(ns).Create(ctx, p.job, metav1.CreateOptions{}); err != nil {
+		return nil, fmt.Errorf("creating Job %s in namespace %s: %w", p.name, ns, err)
+	}
+	pod, err := r.waitStarted(ctx, p.name)
+	if err != nil {
+		if ctx.Err() != nil {
+			res.Stopped = true
+			return res, err
+		}
+		return nil, err
+	}
+	res.StartupTime = time.Since(start)
+	started := time.Now()
+
+	streamErr := r.readLog(ctx, pod, spec.Output, p)
+	if ctx.Err() != nil {
+		res.Stopped = true
+		res.Duration = time.Since(started)
+		return res, fmt.Errorf("run %s: %w", spec.ID, ctx.Err())
+	}
+	code, err := r.waitExit(ctx, pod)
+	res.Duration = time.Since(started)
+	if err != nil {
+		return nil, err
+	}
+	res.ExitCode = code
+	switch {
+	case errors.Is(streamErr, sserun.ErrNoResultsStream):
+		// The container ended before its entrypoint wrote the results
+		// (it crashed, or it is not ssebench's): the run has none, as a
+		// container on containerd that wrote none.
+		if spec.Output != nil {
+			fmt.Fprintf(spec.Output, "ssebench: pod %s ended (exit %d) without writing its results\n", pod, code)
+		}
+	case streamErr != nil:
+		return res, fmt.Errorf("bringing the results of pod %s back: %w", pod, streamErr)
+	}
+	return res, nil
+}
+
+// waitStarted waits until the Job's pod has its container running (or
+// already ended) and returns the pod's name. A Job that failed and a
+// container that cannot start (its image cannot be pulled, say) are
+// errors at once.
+func (r *Runner) waitStarted(ctx context.Context, name string) (string, error) {
+	ns := r.opts.namespace
+	sel := metav1.ListOptions{LabelSelector: RunLabel + "=" + name}
+	for {
+		job, err := r.cs.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return "", fmt.Errorf("reading Job %s: %w", name, err)
+		}
+		if c := jobFailed(job); c != nil {
+			return "", fmt.Errorf("Job %s failed before its pod started: %s: %s", name, c.Reason, c.Message)
+		}
+		pods, err := r.cs.CoreV1().Pods(ns).List(ctx, sel)
+		if err != nil {
+			return "", fmt.Errorf("listing the pods of Job %s: %w", name, err)
+		}
+		for _, pod := range pods.Items {
+			for _, cs := range pod.Status.ContainerStatuses {
+				if cs.Name != containerName {
+					continue
+				}
+				switch {
+				case cs.State.Running != nil || cs.State.Terminated != nil:
+					return pod.Name, nil
+				case cs.State.Waiting != nil && fatalWaiting[cs.State.Waiting.Reason]:
+					return "", fmt.Errorf("the cluster cannot start pod %s: %s: %s", pod.Name, cs.State.Waiting.Reason, cs.State.Waiting.Message)
+				}
+			}
+			if pod.Status.Phase == corev1.PodFailed && len(pod.Status.ContainerStatuses) == 0 {
+				return "", fmt.Errorf("pod %s failed before its container started: %s: %s", pod.Name, pod.Status.Reason, pod.Status.Message)
+			}
+		}
+		if err := sleep(ctx, r.opts.pollInterval); err != nil {
+			return "", err
+		}
+	}
+}
+
+func jobFailed(job *batchv1.Job) *batchv1.JobCondition {
+	for i, c := range job.Status.Conditions {
+		if (c.Type == batchv1.JobFailed || c.Type == batchv1.JobFailureTarget) && c.Status == corev1.ConditionTrue {
+			return &job.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// readLog follows the container's log to its end, passing the output on
+// and extracting the results block.
+func (r *Runner) readLog(ctx context.Context, pod string, out io.Writer, p *plan) error {
+	req := r.cs.CoreV1().Pods(r.opts.namespace).GetLogs(pod, &corev1.PodLogOptions{Container: containerName, Follow: true})
+	stream, err := req.Stream(ctx)
+	if err != nil {
+		return fmt.Errorf("reading the log of pod %s: %w", pod, err)
+	}
+	defer stream.Close()
+	return sserun.ReadResultsStream(stream, out, p.token, p.dest, 0)
+}
+
+// waitExit waits for the container to have ended and returns its exit
+// status.
+func (r *Runner) waitExit(ctx context.Context, pod string) (int, error) {
+	for {
+		p, err := r.cs.CoreV1().Pods(r.opts.namespace).Get(ctx, pod, metav1.GetOptions{})
+		if err != nil {
+			return 0, fmt.Errorf("reading pod %s: %w", pod, err)
+		}
+		for _, cs := range p.Status.ContainerStatuses {
+			if cs.Name == containerName && cs.State.Terminated != nil {
+				return int(cs.State.Terminated.ExitCode), nil
+			}
+		}
+		if err := sleep(ctx, r.opts.pollInterval); err != nil {
+			return 0, err
+		}
+	}
+}
+
+// deleteRun deletes the run's Job, pod and NetworkPolicy, and waits until
+// the pod is gone.
+func (r *Runner) deleteRun(ctx context.Context, name string) error {
+	return r.DeleteLabeled(ctx, RunLabel+"="+name)
+}
+
+// DeleteLabeled deletes every Job, pod, NetworkPolicy, Service and Secret
+// of the namespace that matches the label selector and that ssebench
+// created, then waits until the pods are gone: what a killed evaluation
+// left (`eval --resume`).
+func (r *Runner) DeleteLabeled(ctx context.Context, selector string) error {
+	ns := r.opts.namespace
+	selector += "," + ManagedLabel + "=" + managedBy
+	list := metav1.ListOptions{LabelSelector: selector}
+	// Background: the Job goes at once and its pods with it; the pods are
+	// deleted here too, so the wait below does not depend on the garbage
+	// collector's pace.
+	bg := metav1.DeletePropagationBackground
+	del := metav1.DeleteOptions{PropagationPolicy: &bg}
+	var errs []error
+	keep := func(what string, err error) {
+		if err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("deleting the %s labelled %s: %w", what, selector, err))
+		}
+	}
+	keep("Jobs", r.cs.BatchV1().Jobs(ns).DeleteCollection(ctx, del, list))
+	keep("pods", r.cs.CoreV1().Pods(ns).DeleteCollection(ctx, del, list))
+	keep("NetworkPolicies", r.cs.NetworkingV1().NetworkPolicies(ns).DeleteCollection(ctx, del, list))
+	keep("Services", deleteServices(ctx, r, list))
+	keep("Secrets", r.cs.CoreV1().Secrets(ns).DeleteCollection(ctx, del, list))
+	for {
+		pods, err := r.cs.CoreV1().Pods(ns).List(ctx, list)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("listing the pods labelled %s: %w", selector, err))
+			break
+		}
+		if len(pods.Items) == 0 {
+			break
+		}
+		if err := sleep(ctx, r.opts.pollInterval); err != nil {
+			errs = append(errs, fmt.Errorf("waiting for the pods labelled %s to go: %w", selector, err))
+			break
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// deleteServices deletes Services one by one: the API has no
+// DeleteCollection for them.
+func deleteServices(ctx context.Context, r *Runner, list metav1.ListOptions) error {
+	svcs, err := r.cs.CoreV1().Services(r.opts.namespace).List(ctx, list)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, s := range svcs.Items {
+		if err := r.cs.CoreV1().Services(r.opts.namespace).Delete(ctx, s.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// newToken is the run's results-stream token.
+func newToken() (string, error) {
+	b := make([]byte, 18)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("generating the run's token: %w", err)
+	}
+	return hex.EncodeToString(b), nil
+}
