@@ -128,6 +128,42 @@ type ToolRequest struct {
 	Sidecar bool
 }
 
+// baseAndRuntime resolves the image a tool image is assembled on (the case
+// image, or the OS image of tool-sidecar-agent: what) and the runtime image
+// for its platform, p when set, else the base's; a runtime of another
+// platform is refused.
+func (e *Env) baseAndRuntime(ctx context.Context, ref, what string, p *v1.Platform) (base, rt *remote.Resolved, rref string, plat v1.Platform, err error) {
+	r, err := e.Resolver(p)
+	if err != nil {
+		return nil, nil, "", plat, err
+	}
+	if base, err = r.Resolve(ctx, ref); err != nil {
+		return nil, nil, "", plat, fmt.Errorf("finding the %s: %w", what, err)
+	}
+	cf, err := base.Image.ConfigFile()
+	if err != nil {
+		return nil, nil, "", plat, fmt.Errorf("reading the %s %s: %w", what, ref, err)
+	}
+	plat = v1.Platform{OS: cf.OS, Architecture: cf.Architecture, Variant: cf.Variant}
+	if p != nil {
+		plat = *p
+	}
+	rr, err := e.Resolver(&plat)
+	if err != nil {
+		return nil, nil, "", plat, err
+	}
+	rref = runtimebin.Ref(e.RuntimeRef, "", e.Names.Runtime())
+	if rt, err = rr.Resolve(ctx, rref); err != nil {
+		return nil, nil, "", plat, fmt.Errorf("finding the runtime image (build it with `ssebench runtime build`, or pass --runtime): %w", err)
+	}
+	if rt.Index == nil {
+		if err := runtimebin.CheckPlatform(rref, rt.Image, plat); err != nil {
+			return nil, nil, "", plat, err
+		}
+	}
+	return base, rt, rref, plat, nil
+}
+
 // Tool assembles the tool image of a task (SPEC.md section 4) and records
 // it in the store under REGISTRY/tool/<task>:VERSION, pushing it too when
 // asked. When the tool image made before has the same inputs its own layers
@@ -136,35 +172,13 @@ func (e *Env) Tool(ctx context.Context, req ToolRequest) (*Built, error) {
 	if req.NoStore && !req.Push {
 		return nil, errors.New("--no-store needs --push: the image must go somewhere")
 	}
-	r, err := e.Resolver(req.Platform)
+	caseRes, rtRes, rref, plat, err := e.baseAndRuntime(ctx, req.Case, "case image", req.Platform)
 	if err != nil {
 		return nil, err
-	}
-	caseRes, err := r.Resolve(ctx, req.Case)
-	if err != nil {
-		return nil, fmt.Errorf("finding the case image: %w", err)
-	}
-	cf, err := caseRes.Image.ConfigFile()
-	if err != nil {
-		return nil, fmt.Errorf("reading the case image %s: %w", req.Case, err)
-	}
-	plat := v1.Platform{OS: cf.OS, Architecture: cf.Architecture, Variant: cf.Variant}
-	if req.Platform != nil {
-		plat = *req.Platform
 	}
 	rr, err := e.Resolver(&plat)
 	if err != nil {
 		return nil, err
-	}
-	rref := runtimebin.Ref(e.RuntimeRef, "", e.Names.Runtime())
-	rtRes, err := rr.Resolve(ctx, rref)
-	if err != nil {
-		return nil, fmt.Errorf("finding the runtime image (build it with `ssebench runtime build`, or pass --runtime): %w", err)
-	}
-	if rtRes.Index == nil {
-		if err := runtimebin.CheckPlatform(rref, rtRes.Image, plat); err != nil {
-			return nil, err
-		}
 	}
 	toolName := e.Names.Tool(req.Task)
 	assembleTool := assemble.Tool

@@ -18,7 +18,6 @@ import (
 	"github.com/42-b3yond-6ug/ssebench/contract"
 	"github.com/42-b3yond-6ug/ssebench/remote"
 	"github.com/42-b3yond-6ug/ssebench/runner"
-	"github.com/42-b3yond-6ug/ssebench/runtimebin"
 	"github.com/42-b3yond-6ug/ssebench/sserun"
 	"github.com/42-b3yond-6ug/ssebench/store"
 	"github.com/42-b3yond-6ug/ssebench/task"
@@ -49,30 +48,9 @@ func (e *Env) SidecarAgent(ctx context.Context, req SidecarAgentRequest) (*Built
 	if req.OSImage == "" {
 		return nil, fmt.Errorf("no OS image for tool-sidecar-agent: pass --os-image (the image the base images start from) or set %s", OSImageEnv)
 	}
-	r, err := e.Resolver(req.Platform)
+	osRes, rtRes, rref, _, err := e.baseAndRuntime(ctx, req.OSImage, "OS image", req.Platform)
 	if err != nil {
 		return nil, err
-	}
-	osRes, err := r.Resolve(ctx, req.OSImage)
-	if err != nil {
-		return nil, fmt.Errorf("finding the OS image: %w", err)
-	}
-	cf, err := osRes.Image.ConfigFile()
-	if err != nil {
-		return nil, fmt.Errorf("reading the OS image %s: %w", req.OSImage, err)
-	}
-	plat := v1.Platform{OS: cf.OS, Architecture: cf.Architecture, Variant: cf.Variant}
-	if req.Platform != nil {
-		plat = *req.Platform
-	}
-	rr, err := e.Resolver(&plat)
-	if err != nil {
-		return nil, err
-	}
-	rref := runtimebin.Ref(e.RuntimeRef, "", e.Names.Runtime())
-	rtRes, err := rr.Resolve(ctx, rref)
-	if err != nil {
-		return nil, fmt.Errorf("finding the runtime image (build it with `ssebench runtime build`, or pass --runtime): %w", err)
 	}
 	out := e.Names.SidecarAgentRuntime()
 	ref, err := name.ParseReference(out, name.WeakValidation)
