@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -65,16 +66,23 @@ func (a *Agent) Build(ctx context.Context, p v1.Platform) error {
 }
 
 func (a *Agent) build(ctx context.Context, g GoProgram, dst, tmp string, p v1.Platform) error {
-	pkgDir := filepath.Join(a.Dir, g.Package)
-	if err := runtimebin.CompileGo(ctx, pkgDir, ".", tmp, p); err != nil {
-		return err
-	}
-	fresh, err := os.ReadFile(tmp)
+	pkgDir, err := a.insideDir(g.Package)
 	if err != nil {
 		return err
 	}
-	if old, err := os.ReadFile(dst); err == nil && bytes.Equal(old, fresh) {
-		return nil
+	if err := runtimebin.CompileGo(ctx, pkgDir, ".", tmp, p); err != nil {
+		return err
+	}
+	// Compared only with a regular file of the folder: a symlink there is
+	// replaced, never followed (nor its target read).
+	if fi, err := os.Lstat(dst); err == nil && fi.Mode().IsRegular() {
+		same, err := sameFiles(dst, tmp)
+		if err != nil {
+			return err
+		}
+		if same {
+			return nil
+		}
 	}
 	if err := os.Chmod(tmp, 0o755); err != nil {
 		return err
@@ -88,4 +96,53 @@ func platformString(p v1.Platform) string {
 		s += "/" + p.Variant
 	}
 	return s
+}
+
+// insideDir resolves the package directory rel of the folder, symlinks
+// included, and refuses one that leaves it: the compiler would read (and
+// go:embed copy into the image) files from elsewhere on the host.
+func (a *Agent) insideDir(rel string) (string, error) {
+	root, err := filepath.EvalSymlinks(a.Dir)
+	if err != nil {
+		return "", err
+	}
+	dir, err := filepath.EvalSymlinks(filepath.Join(root, rel))
+	if err != nil {
+		return "", fmt.Errorf("package directory %s: %w", rel, err)
+	}
+	if r, err := filepath.Rel(root, dir); err != nil || !filepath.IsLocal(r) && r != "." {
+		return "", fmt.Errorf("package directory %s leads out of the agent folder (to %s): go_build packages must be inside it", rel, dir)
+	}
+	return dir, nil
+}
+
+// sameFiles says whether two files hold the same bytes, reading both in
+// blocks.
+func sameFiles(a, b string) (bool, error) {
+	fa, err := os.Open(a)
+	if err != nil {
+		return false, err
+	}
+	defer fa.Close()
+	fb, err := os.Open(b)
+	if err != nil {
+		return false, err
+	}
+	defer fb.Close()
+	ia, _ := fa.Stat()
+	ib, _ := fb.Stat()
+	if ia.Size() != ib.Size() {
+		return false, nil
+	}
+	ba, bb := make([]byte, 64<<10), make([]byte, 64<<10)
+	for {
+		na, ea := io.ReadFull(fa, ba)
+		nb, _ := io.ReadFull(fb, bb)
+		if !bytes.Equal(ba[:na], bb[:nb]) {
+			return false, nil
+		}
+		if ea != nil {
+			return true, nil
+		}
+	}
 }

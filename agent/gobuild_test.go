@@ -78,3 +78,22 @@ func TestGoBuildRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestGoBuildStaysInside: a package directory that is a symlink out of the
+// folder is refused before anything is compiled.
+func TestGoBuildStaysInside(t *testing.T) {
+	home := t.TempDir()
+	outside := t.TempDir()
+	os.WriteFile(filepath.Join(outside, "main.go"), []byte("package main\n\nfunc main() {}\n"), 0o644)
+	writeAgent(t, home, "esc", "name: esc\ngo_build:\n  bin: ./pkg\n")
+	dir := filepath.Join(home, "agents", "esc")
+	os.Symlink(outside, filepath.Join(dir, "pkg"))
+	a, err := Load(home, "esc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = a.Build(context.Background(), v1.Platform{OS: "linux", Architecture: "amd64"})
+	if err == nil || !strings.Contains(err.Error(), "leads out of the agent folder") {
+		t.Errorf("Build() with a package symlinked out = %v, want a refusal", err)
+	}
+}
