@@ -31,18 +31,9 @@ func runEval(ctx context.Context, args []string) error {
 	if *osImage == "" {
 		return fmt.Errorf("no OS image: pass -os-image or source scripts/env.sh")
 	}
-	home, err := moduleRoot()
+	home, bin, err := buildSSEBench(ctx, *work)
 	if err != nil {
 		return err
-	}
-	if err := os.MkdirAll(*work, 0o755); err != nil {
-		return err
-	}
-	bin := filepath.Join(*work, "ssebench")
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/ssebench")
-	build.Dir, build.Stderr = home, os.Stderr
-	if err := build.Run(); err != nil {
-		return fmt.Errorf("building ssebench: %w", err)
 	}
 	prefix := *reg + "/" + benchRepo + "/eval"
 	runsDir := filepath.Join(*work, "runs")

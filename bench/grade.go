@@ -35,18 +35,9 @@ func runGrade(ctx context.Context, args []string) error {
 	if *osImage == "" {
 		return fmt.Errorf("no OS image: pass -os-image or source scripts/env.sh")
 	}
-	home, err := moduleRoot()
+	home, bin, err := buildSSEBench(ctx, *work)
 	if err != nil {
 		return err
-	}
-	if err := os.MkdirAll(*work, 0o755); err != nil {
-		return err
-	}
-	bin := filepath.Join(*work, "ssebench")
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/ssebench")
-	build.Dir, build.Stderr = home, os.Stderr
-	if err := build.Run(); err != nil {
-		return fmt.Errorf("building ssebench: %w", err)
 	}
 	storeDir := filepath.Join(*work, "store")
 	runsDir := filepath.Join(*work, "runs")
@@ -166,4 +157,22 @@ func floats(v []int64) []float64 {
 		f[i] = float64(x)
 	}
 	return f
+}
+
+// buildSSEBench builds ssebench from this checkout into work (made if
+// needed) for a benchmark that drives the CLI, and returns the checkout.
+func buildSSEBench(ctx context.Context, work string) (home, bin string, err error) {
+	if home, err = moduleRoot(); err != nil {
+		return "", "", err
+	}
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		return "", "", err
+	}
+	bin = filepath.Join(work, "ssebench")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/ssebench")
+	build.Dir, build.Stderr = home, os.Stderr
+	if err := build.Run(); err != nil {
+		return "", "", fmt.Errorf("building ssebench: %w", err)
+	}
+	return home, bin, nil
 }
