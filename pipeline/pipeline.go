@@ -63,6 +63,12 @@ type Env struct {
 	// lock of SSEBENCH_IMAGES_LOCK); the registry options are added.
 	CatalogOptions []catalog.Option
 
+	// goBuilt remembers the agent folders whose go_build programs this
+	// Env compiled, per platform: an evaluation builds an agent's image
+	// for every task, and its program once.
+	goMu    sync.Mutex
+	goBuilt map[string]bool
+
 	catMu sync.Mutex
 	cats  map[string]*catalog.Catalog
 	// Layers are the tool layers runs select from; nil means
@@ -329,7 +335,7 @@ func (e *Env) Agent(ctx context.Context, req AgentRequest) (*Built, error) {
 		if err != nil {
 			return nil, fmt.Errorf("reading the tool image's config: %w", err)
 		}
-		if err := a.Build(ctx, v1.Platform{OS: cf.OS, Architecture: cf.Architecture, Variant: cf.Variant}); err != nil {
+		if err := e.goBuild(ctx, a, v1.Platform{OS: cf.OS, Architecture: cf.Architecture, Variant: cf.Variant}); err != nil {
 			return nil, err
 		}
 	}
@@ -444,4 +450,24 @@ func (e *Env) untrusted(ctx context.Context, acc *remote.Access, res *remote.Res
 		return err
 	}
 	return e.Trust.Check(ctx, repo, d, ropts...)
+}
+
+// goBuild compiles a's go_build programs for p once per Env: one lock for
+// all, so that parallel runs neither compile twice nor replace the output
+// while another's assembly reads it.
+func (e *Env) goBuild(ctx context.Context, a *agent.Agent, p v1.Platform) error {
+	key := a.Dir + "\x00" + p.String()
+	e.goMu.Lock()
+	defer e.goMu.Unlock()
+	if e.goBuilt[key] {
+		return nil
+	}
+	if err := a.Build(ctx, p); err != nil {
+		return err
+	}
+	if e.goBuilt == nil {
+		e.goBuilt = map[string]bool{}
+	}
+	e.goBuilt[key] = true
+	return nil
 }
