@@ -3,8 +3,6 @@ package evaluate_test
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,12 +10,11 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/42-b3yond-6ug/ssebench/evaluate"
-	"github.com/42-b3yond-6ug/ssebench/internal/testenv"
 	"github.com/42-b3yond-6ug/ssebench/kube"
+	"github.com/42-b3yond-6ug/ssebench/kube/kubetest"
 )
 
 // TestEvaluateKubernetes evaluates dummy and patcher on the three example
@@ -25,32 +22,10 @@ import (
 // middle and resumes: every run once, the grades the patcher's patches
 // call for, and nothing left in the cluster.
 func TestEvaluateKubernetes(t *testing.T) {
-	kubeconfig := testenv.RequireKubernetes(t, func(ctx context.Context, path string) error {
-		_, err := kube.New(ctx, kube.WithKubeconfig(path))
-		return err
-	})
+	c := kubetest.Namespace(t, "ssebench-eval")
+	kubeconfig, ns, cs := c.Kubeconfig, c.Namespace, c.Clientset
 	w := setup(t)
 	ctx := context.Background()
-	admin, err := kube.New(ctx, kube.WithKubeconfig(kubeconfig))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs := admin.Clientset()
-	b := make([]byte, 4)
-	rand.Read(b)
-	ns := "ssebench-eval-" + hex.EncodeToString(b)
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
-	for i := 0; ; i++ {
-		if _, err := cs.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{}); err == nil {
-			break
-		} else if i > 100 {
-			t.Fatalf("namespace %s has no default service account: %v", ns, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 
 	bin := buildCLI(t, w)
 	kubeArgs := []string{"--backend", "kubernetes", "--kubeconfig", kubeconfig, "--namespace", ns, "--jobs", "3"}

@@ -2,8 +2,6 @@ package kube_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"strings"
 	"testing"
@@ -18,6 +16,7 @@ import (
 
 	"github.com/42-b3yond-6ug/ssebench/internal/testenv"
 	"github.com/42-b3yond-6ug/ssebench/kube"
+	"github.com/42-b3yond-6ug/ssebench/kube/kubetest"
 	"github.com/42-b3yond-6ug/ssebench/runner"
 )
 
@@ -27,36 +26,8 @@ const pauseRepo = "/ssebench/k8s/pause"
 
 func cluster(t *testing.T) (*kube.Runner, kubernetes.Interface, string) {
 	t.Helper()
-	kubeconfig := testenv.RequireKubernetes(t, func(ctx context.Context, path string) error {
-		_, err := kube.New(ctx, kube.WithKubeconfig(path))
-		return err
-	})
-	ctx := context.Background()
-	admin, err := kube.New(ctx, kube.WithKubeconfig(kubeconfig))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs := admin.Clientset()
-	b := make([]byte, 4)
-	rand.Read(b)
-	ns := "ssebench-kube-" + hex.EncodeToString(b)
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
-	for i := 0; ; i++ {
-		if _, err := cs.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{}); err == nil {
-			break
-		} else if i > 100 {
-			t.Fatalf("namespace %s has no default service account: %v", ns, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	r, err := kube.New(ctx, kube.WithKubeconfig(kubeconfig), kube.WithNamespace(ns))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r, cs, ns
+	c := kubetest.Namespace(t, "ssebench-kube")
+	return c.Runner, c.Clientset, c.Namespace
 }
 
 func pauseImage(t *testing.T) string {

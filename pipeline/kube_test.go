@@ -20,6 +20,7 @@ import (
 
 	"github.com/42-b3yond-6ug/ssebench/internal/testenv"
 	"github.com/42-b3yond-6ug/ssebench/kube"
+	"github.com/42-b3yond-6ug/ssebench/kube/kubetest"
 	"github.com/42-b3yond-6ug/ssebench/pipeline"
 	"github.com/42-b3yond-6ug/ssebench/remote"
 	"github.com/42-b3yond-6ug/ssebench/runner"
@@ -36,37 +37,8 @@ func (k kubeCluster) Open(_ context.Context, platform string) (pipeline.Executor
 // returns a Runner in a namespace of the test's own, deleted at the end.
 func requireCluster(t *testing.T) (*kube.Runner, kubernetes.Interface, string) {
 	t.Helper()
-	kubeconfig := testenv.RequireKubernetes(t, func(ctx context.Context, path string) error {
-		_, err := kube.New(ctx, kube.WithKubeconfig(path))
-		return err
-	})
-	ctx := context.Background()
-	admin, err := kube.New(ctx, kube.WithKubeconfig(kubeconfig))
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := make([]byte, 4)
-	rand.Read(b)
-	ns := "ssebench-test-" + hex.EncodeToString(b)
-	cs := admin.Clientset()
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating namespace %s: %v", ns, err)
-	}
-	t.Cleanup(func() { cs.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
-	// Pods wait for their namespace's default service account.
-	for i := 0; ; i++ {
-		if _, err := cs.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{}); err == nil {
-			break
-		} else if i > 100 {
-			t.Fatalf("namespace %s has no default service account: %v", ns, err)
-		}
-		sleepShort()
-	}
-	r, err := kube.New(ctx, kube.WithKubeconfig(kubeconfig), kube.WithNamespace(ns))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r, cs, ns
+	c := kubetest.Namespace(t, "ssebench-test")
+	return c.Runner, c.Clientset, c.Namespace
 }
 
 // leftovers lists what ssebench left in namespace ns.
@@ -174,8 +146,6 @@ func TestKubernetesRun(t *testing.T) {
 		})
 	}
 }
-
-func sleepShort() { time.Sleep(100 * time.Millisecond) }
 
 // prober tries a TCP connection to each host:port of /opt/targets and
 // says which opened.
