@@ -20,6 +20,8 @@ APT_PACKAGES=(
 	curl
 	debootstrap
 	docker-registry
+	gcc
+	libc6-dev
 	libxml2-utils
 	mmdebstrap
 	runc

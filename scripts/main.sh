@@ -22,33 +22,69 @@ phase_end() {
 	t_phase=$now
 }
 
-bash "$here/setup.sh"
+# setup.sh compiles ssebench too, after buildkitd and while the OS image is
+# made: the two compiles share most of their packages.
+ssebench=$root/bin/ssebench
+bash "$here/setup.sh" --cli "$ssebench"
 # shellcheck source=scripts/env.sh
 source "$here/env.sh"
 cd "$root"
-phase_end "setup (packages, BuildKit, OS image)"
-
-mkdir -p bin
-go build -o bin/ssebench ./cmd/ssebench
-phase_end "ssebench"
-ssebench=$root/bin/ssebench
+phase_end "setup (packages, compiles, OS image)"
 dataset=datasets/examples
 task=${1:-$(ls -1 "$dataset" | grep -v '\.' | head -n 1)}
 
 step() { printf '\n== %s\n' "$*" >&2; }
 
-step "runtime image (entrypoint and daemon, for linux/amd64 and linux/arm64)"
-"$ssebench" runtime build
-phase_end "runtime image"
+# Background work is logged here and shown when it fails.
+logs=$(mktemp -d "${TMPDIR:-/tmp}/ssebench-main.XXXXXX")
+# On the way out (an error, Ctrl-C) nothing is left running.
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$logs"' EXIT
+# finish NAME PID [shown] waits for background work and shows its log if it
+# failed (unless it was shown as it came).
+finish() {
+	if ! wait "$2"; then
+		[ -n "${3:-}" ] || cat "$logs/$1.log" >&2
+		echo "main.sh: $1 failed (its log is above)" >&2
+		exit 1
+	fi
+}
 
-step "base images (BuildKit, from $SSEBENCH_TEST_OS_IMAGE)"
-"$ssebench" base-images --os-image "$SSEBENCH_TEST_OS_IMAGE"
-phase_end "base images (at once)"
+# The runtime image is Go compiles, the base images mostly BuildKit
+# downloading and unpacking packages: they run side by side, and the tool
+# image, the first to need the runtime, waits for it.
+step "runtime image (entrypoint and daemon, for linux/amd64 and linux/arm64), in the background"
+"$ssebench" runtime build >"$logs/runtime.log" 2>&1 &
+runtime_pid=$!
 
-step "case images of $dataset"
+# A dependency-aware plan: every base image at once, each case image as
+# soon as its own base is built, and the run as soon as its task's case
+# is; the other bases and cases go on beside it.
 "$ssebench" dataset validate "$dataset"
-"$ssebench" build-case --benchmarks "$dataset"
-phase_end "case images"
+declare -A tasks_of=()
+for t in $(ls -1 "$dataset" | grep -v '\.'); do
+	b=$("$ssebench" names --task "$t" --json | sed -n 's/.*"base": ".*base-generic-\([a-z0-9]*\):.*/\1/p')
+	[ -n "$b" ] || { echo "main.sh: task $t names no base-generic-* image" >&2; exit 1; }
+	tasks_of[$b]+="${tasks_of[$b]:+,}$t"
+	[ "$t" != "$task" ] || run_base=$b
+done
+[ -n "${run_base:-}" ] || { echo "main.sh: task $task is not in $dataset" >&2; exit 1; }
+declare -A chain_pid=()
+for b in "${!tasks_of[@]}"; do
+	{
+		"$ssebench" base-images "$b" --os-image "$SSEBENCH_TEST_OS_IMAGE" &&
+			"$ssebench" build-case --benchmarks "$dataset" --tasks "${tasks_of[$b]}"
+	} >"$logs/images-$b.log" 2>&1 &
+	chain_pid[$b]=$!
+done
+step "base image generic-$run_base and case image of ${tasks_of[$run_base]} (BuildKit, from $SSEBENCH_TEST_OS_IMAGE; the other bases beside it)"
+tail -n +1 -f "$logs/images-$run_base.log" --pid "${chain_pid[$run_base]}" >&2 &
+finish "images-$run_base" "${chain_pid[$run_base]}" shown
+phase_end "base + case images of $run_base"
+
+step "runtime image"
+finish runtime "$runtime_pid"
+cat "$logs/runtime.log" >&2
+phase_end "runtime image (what was left of it)"
 
 step "tool and agent images of $task (assembled, no Docker)"
 tool=$("$ssebench" assemble tool --case "$("$ssebench" names --task "$task" --json | sed -n 's/.*"case": "\(.*\)".*/\1/p')" --task "$task")
@@ -63,6 +99,14 @@ rc=0
 "$ssebench" run --task "$task" --agent dummy --local "$dataset" --timeout 600 || rc=$?
 [ "$rc" -eq 2 ] || { echo "main.sh: expected the dummy agent's grade FAILED (exit 2), got exit $rc" >&2; exit 1; }
 phase_end "run (agent + grading)"
+
+step "the other base and case images"
+for b in "${!tasks_of[@]}"; do
+	[ "$b" = "$run_base" ] && continue
+	finish "images-$b" "${chain_pid[$b]}"
+	echo "generic-$b and ${tasks_of[$b]}: built" >&2
+done
+phase_end "other bases + cases (what was left)"
 
 run_dir=$(ls -1td runs/*/ | head -n 1)
 step "results in $root/$run_dir"

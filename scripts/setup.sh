@@ -14,20 +14,48 @@ here=$(dirname "${BASH_SOURCE[0]}")
 # shellcheck source=scripts/lib.sh
 source "$here/lib.sh"
 
+# --cli PATH: also compile ssebench into PATH, right after buildkitd and in
+# the same background job (main.sh uses it). The two modules pin the same
+# versions of what they share (tools/buildkit's go.mod follows ssebench's),
+# so the second compile finds most of its packages in Go's build cache.
+cli=
+case "${1:-}" in
+--cli) cli=${2:?setup.sh: --cli needs a path} ;;
+"") ;;
+*) die "usage: setup.sh [--cli PATH]" ;;
+esac
+
 require_root
 take_lock
 start=$(now_s)
+
+# compile builds buildkitd (cached by version) and, with --cli, ssebench:
+# CPU work that needs only Go and a C compiler, while apt, the services and
+# the OS image (mmdebstrap) are mostly downloads and unpacking. On a fresh
+# machine the two sides overlap.
+compile() {
+	bash "$here/install-deps.sh" buildkit || return
+	[ -z "$cli" ] || (cd "$SSEBENCH_ROOT" && mkdir -p "$(dirname "$cli")" &&
+		go build -trimpath -o "$cli" ./cmd/ssebench) || die "compiling ssebench failed"
+}
+# cgo (buildkitd's OCI worker) needs gcc; without one the compile waits
+# for apt to install it.
+bk=
+if command -v gcc >/dev/null; then
+	compile &
+	bk=$!
+fi
 bash "$here/install-deps.sh" apt
-# Compiling buildkitd is CPU work; the OS image (mmdebstrap) is mostly
-# downloads and unpacking: on a fresh machine they overlap.
-bash "$here/install-deps.sh" buildkit &
-bk=$!
+if [ -z "$bk" ]; then
+	compile &
+	bk=$!
+fi
 bash "$here/dev-up.sh" registry containerd
 os_rc=0
 bash "$here/os-image.sh" >/dev/null || os_rc=$?
 bk_rc=0
 wait "$bk" || bk_rc=$?
-[ "$bk_rc" -eq 0 ] || die "building buildkitd failed (exit $bk_rc)"
+[ "$bk_rc" -eq 0 ] || die "building buildkitd${cli:+ or ssebench} failed (exit $bk_rc)"
 [ "$os_rc" -eq 0 ] || die "making the OS image failed (exit $os_rc)"
 bash "$here/dev-up.sh" buildkitd
 log "setup done in $(($(now_s) - start))s; the services are found through:"
