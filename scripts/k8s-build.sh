@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# k8s-build.sh builds kube-apiserver, kube-controller-manager, kube-scheduler
-# and kubelet from the pinned tools/kubernetes module into
+# k8s-build.sh builds kube-apiserver, kube-controller-manager, kube-scheduler,
+# kubelet and kube-proxy from the pinned tools/kubernetes module into
 # $SSEBENCH_DEV_CACHE/k8s-<version>/bin, as root, and does nothing when they
 # are cached. The cold build takes about half an hour on two cores (under
 # nice, so that it yields to tests) and about 3.6 GB of Go build cache; the
-# four stripped binaries (about 400 MB) are what is kept, keyed by the version
+# five stripped binaries (about 400 MB) are what is kept, keyed by the version
 # and by a stamp of go.mod, go.sum and the Go version, so bumping any of them
 # rebuilds.
 set -euo pipefail
@@ -14,7 +14,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 require_root
 command -v go >/dev/null || die "go is not on PATH; it is needed to build Kubernetes"
 
-K8S_BINARIES=(kube-apiserver kube-controller-manager kube-scheduler kubelet)
+K8S_BINARIES=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy)
 moddir="$SSEBENCH_ROOT/tools/kubernetes"
 cachedir="$SSEBENCH_DEV_CACHE/k8s-$K8S_VERSION"
 stamp="$cachedir/stamp"

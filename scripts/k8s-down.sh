@@ -36,6 +36,9 @@ if [ -S "$K8S_CONTAINERD_SOCKET" ]; then
 		"${c[@]}" containers delete "$ctr_id" >/dev/null 2>&1 || true
 	done
 fi
+stop_daemon k8s-kube-proxy
+# kube-proxy's chains (KUBE-*), which it removes itself when asked.
+[ ! -x "$K8S_BIN/kube-proxy" ] || "$K8S_BIN/kube-proxy" --cleanup >/dev/null 2>&1 || true
 stop_daemon k8s-podfilter
 # tools/podfilter's chains and their jumps.
 for j in "FORWARD -s $K8S_POD_CIDR" "FORWARD -d $K8S_POD_CIDR" "INPUT -s $K8S_POD_CIDR"; do

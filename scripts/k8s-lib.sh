@@ -23,7 +23,7 @@ K8S_BRIDGE=ssebench-cni0
 # by k8s-up.sh, restored by k8s-down.sh.
 K8S_SYSCTLS=(vm.overcommit_memory kernel.panic kernel.panic_on_oops)
 # The daemons, in the order they start (k8s-down.sh stops them in reverse).
-K8S_DAEMONS=(k8s-etcd k8s-apiserver k8s-controller-manager k8s-scheduler k8s-containerd k8s-kubelet)
+K8S_DAEMONS=(k8s-etcd k8s-apiserver k8s-controller-manager k8s-scheduler k8s-containerd k8s-kubelet k8s-kube-proxy)
 export K8S_KUBECONFIG
 
 # k8s_node_ip prints the address kubelet registers: the one of the default

@@ -70,6 +70,24 @@ sysctl -qw net.ipv4.ip_forward=1
 
 # --- certificates and keys ---
 pki="$K8S_STATE/pki"
+# cert NAME CN O SAN makes NAME.crt and NAME.key in $pki, signed by its CA.
+cert() (
+	local n=$1 cn=$2 o=$3 san=$4 ext
+	cd "$pki"
+	umask 077
+	ext=$(mktemp)
+	{
+		echo "basicConstraints=CA:FALSE"
+		echo "keyUsage=digitalSignature,keyEncipherment"
+		echo "extendedKeyUsage=serverAuth,clientAuth"
+		[ -z "$san" ] || echo "subjectAltName=$san"
+	} >"$ext"
+	local subj="/CN=$cn"
+	[ -z "$o" ] || subj="/O=$o/CN=$cn"
+	openssl req -newkey rsa:2048 -nodes -keyout "$n.key" -out "$n.csr" -subj "$subj" 2>/dev/null
+	openssl x509 -req -in "$n.csr" -CA ca.crt -CAkey ca.key -CAcreateserial -out "$n.crt" -days 3650 -extfile "$ext" 2>/dev/null
+	rm -f "$n.csr" "$ext"
+)
 if [ ! -f "$pki/done" ]; then
 	log "kubernetes: generating certificates in $pki"
 	rm -rf "$pki"
@@ -80,32 +98,19 @@ if [ ! -f "$pki/done" ]; then
 		openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt -days 3650 -subj "/CN=ssebench-test-ca" 2>/dev/null
 		openssl genrsa -out sa.key 2048 2>/dev/null
 		openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
-		node_ip=$(k8s_node_ip)
-		# cert NAME CN O SAN
-		cert() {
-			local n=$1 cn=$2 o=$3 san=$4 ext
-			ext=$(mktemp)
-			{
-				echo "basicConstraints=CA:FALSE"
-				echo "keyUsage=digitalSignature,keyEncipherment"
-				echo "extendedKeyUsage=serverAuth,clientAuth"
-				[ -z "$san" ] || echo "subjectAltName=$san"
-			} >"$ext"
-			local subj="/CN=$cn"
-			[ -z "$o" ] || subj="/O=$o/CN=$cn"
-			openssl req -newkey rsa:2048 -nodes -keyout "$n.key" -out "$n.csr" -subj "$subj" 2>/dev/null
-			openssl x509 -req -in "$n.csr" -CA ca.crt -CAkey ca.key -CAcreateserial -out "$n.crt" -days 3650 -extfile "$ext" 2>/dev/null
-			rm -f "$n.csr" "$ext"
-		}
-		cert apiserver kube-apiserver "" "IP:127.0.0.1,IP:$K8S_SERVICE_IP,IP:$node_ip,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc"
-		cert apiserver-kubelet-client kube-apiserver-kubelet-client system:masters ""
-		cert admin ssebench-admin system:masters ""
-		cert controller-manager system:kube-controller-manager "" ""
-		cert scheduler system:kube-scheduler "" ""
-		cert kubelet "system:node:$K8S_NODE" system:nodes "IP:127.0.0.1,IP:$node_ip,DNS:$K8S_NODE"
-		touch done
 	)
+	node_ip=$(k8s_node_ip)
+	cert apiserver kube-apiserver "" "IP:127.0.0.1,IP:$K8S_SERVICE_IP,IP:$node_ip,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc"
+	cert apiserver-kubelet-client kube-apiserver-kubelet-client system:masters ""
+	cert admin ssebench-admin system:masters ""
+	cert controller-manager system:kube-controller-manager "" ""
+	cert scheduler system:kube-scheduler "" ""
+	cert kubelet "system:node:$K8S_NODE" system:nodes "IP:127.0.0.1,IP:$node_ip,DNS:$K8S_NODE"
+	touch "$pki/done"
 fi
+# kube-proxy's, added to a pki made before it ran here (the bootstrap
+# policy binds system:node-proxier to the user system:kube-proxy).
+[ -f "$pki/kube-proxy.crt" ] || cert kube-proxy system:kube-proxy "" ""
 kubeconfig() { # NAME USER-CERT
 	local out="$K8S_STATE/$1.kubeconfig"
 	cat >"$out.tmp" <<EOF
@@ -133,6 +138,7 @@ kubeconfig admin admin
 kubeconfig controller-manager controller-manager
 kubeconfig scheduler scheduler
 kubeconfig kubelet kubelet
+kubeconfig kube-proxy kube-proxy
 
 # --- etcd ---
 probe_etcd() { curl -fs --max-time 2 "http://127.0.0.1:$K8S_ETCD_PORT/health" | grep -q '"health":"true"'; }
@@ -286,6 +292,32 @@ if ! probe_kubelet; then
 		--hostname-override "$K8S_NODE" --node-ip "$(k8s_node_ip)"
 	wait_ready k8s-kubelet probe_kubelet
 	log "kubelet: started (node $K8S_NODE)"
+fi
+
+# --- kube-proxy: Services' cluster addresses (the model gateway's) ---
+# iptables mode, masquerading what reaches a Service from outside the pod
+# network. It would size conntrack's tables, which root here may not do:
+# they are left as they are.
+cat >"$K8S_STATE/kube-proxy.yaml" <<EOF
+apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+mode: iptables
+clientConnection:
+  kubeconfig: $K8S_STATE/kube-proxy.kubeconfig
+hostnameOverride: $K8S_NODE
+clusterCIDR: $K8S_POD_CIDR
+conntrack:
+  maxPerCore: 0
+  tcpEstablishedTimeout: 0s
+  tcpCloseWaitTimeout: 0s
+healthzBindAddress: 127.0.0.1:10256
+metricsBindAddress: 127.0.0.1:10249
+EOF
+probe_kube_proxy() { curl -fs --max-time 2 "http://127.0.0.1:10256/healthz" >/dev/null; }
+if ! pid_alive k8s-kube-proxy; then
+	start_daemon k8s-kube-proxy "$K8S_BIN/kube-proxy" --config "$K8S_STATE/kube-proxy.yaml"
+	wait_ready k8s-kube-proxy probe_kube_proxy
+	log "kube-proxy: started (iptables mode)"
 fi
 
 export KUBECONFIG="$K8S_STATE/admin.kubeconfig"
