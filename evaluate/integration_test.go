@@ -96,7 +96,7 @@ func setup(t *testing.T) *world {
 	}
 	w.log = &lockedLog{t: t}
 	w.env = &pipeline.Env{
-		Home: w.home, Names: naming.NewNames(w.prefix, version), Store: st, Facts: facts, Log: w.log,
+		Home: w.home, ModuleDir: w.repo, Names: naming.NewNames(w.prefix, version), Store: st, Facts: facts, Log: w.log,
 		BuildKit: func(ctx context.Context) (*buildkit.Client, error) {
 			return buildkit.New(ctx, buildkit.WithAddress(w.bk), buildkit.WithTempDir(st.TempDir()))
 		},

@@ -50,6 +50,8 @@ type plan struct {
 	token  string
 	job    *batchv1.Job
 	policy *networkingv1.NetworkPolicy // nil: open network
+	// gateway is the run's model gateway; nil: none.
+	gateway *gatewayPlan
 	// dest maps the stream's directories to the run's folders.
 	dest map[string]string
 }
@@ -69,7 +71,7 @@ func (o *options) planRun(spec runner.RunSpec, token string) (*plan, error) {
 		return nil, errors.New("the run has no ID")
 	}
 	p := &plan{name: jobName(spec.ID), token: token, dest: map[string]string{}}
-	labels := map[string]string{RunLabel: p.name, ManagedLabel: managedBy}
+	labels := map[string]string{RunLabel: p.name, ManagedLabel: managedBy, RoleLabel: roleRun}
 	annotations := map[string]string{}
 	for k, v := range spec.Labels {
 		// SPEC.md section 10's labels: as labels where Kubernetes takes
@@ -165,9 +167,14 @@ func (o *options) planRun(spec runner.RunSpec, token string) (*plan, error) {
 		p.policy = &networkingv1.NetworkPolicy{
 			ObjectMeta: metav1.ObjectMeta{Name: p.name, Labels: labels},
 			Spec: networkingv1.NetworkPolicySpec{
-				PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{RunLabel: p.name}},
+				PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{RunLabel: p.name, RoleLabel: roleRun}},
 				PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
 			},
+		}
+	}
+	if spec.Gateway != nil {
+		if err := o.planGateway(p, spec.Gateway, deadline); err != nil {
+			return nil, err
 		}
 	}
 	return p, nil

@@ -75,6 +75,25 @@ func (r *Runner) Run(ctx context.Context, spec runner.RunSpec) (_ *runner.Result
 			return nil, fmt.Errorf("creating the run's NetworkPolicy in namespace %s: %w", ns, err)
 		}
 	}
+	var report *reportReader
+	if p.gateway != nil {
+		if report, err = r.startGateway(ctx, p, spec.Gateway); err != nil {
+			if ctx.Err() != nil {
+				res.Stopped = true
+				return res, err
+			}
+			return nil, err
+		}
+		defer func() {
+			// Before the deletion above: the gateway's last records
+			// come through its pod's log.
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+			defer cancel()
+			if err := r.stopGateway(cctx, p, report); err != nil && retErr == nil {
+				retErr = err
+			}
+		}()
+	}
 	if _, err := r.cs.BatchV1().Jobs(ns).Create(ctx, p.job, metav1.CreateOptions{}); err != nil {
 		return nil, fmt.Errorf("creating Job %s in namespace %s: %w", p.name, ns, err)
 	}
@@ -196,8 +215,9 @@ func (r *Runner) waitExit(ctx context.Context, pod string) (int, error) {
 	}
 }
 
-// deleteRun deletes the run's Job, pod and NetworkPolicy, and waits until
-// the pod is gone.
+// deleteRun deletes the run's Job, pod and NetworkPolicy (and its
+// gateway's pod, Service, Secret and NetworkPolicy), and waits until the
+// pods are gone.
 func (r *Runner) deleteRun(ctx context.Context, name string) error {
 	return r.DeleteLabeled(ctx, RunLabel+"="+name)
 }

@@ -82,6 +82,12 @@ func (n Names) Runtime() string {
 	return fmt.Sprintf("%s/runtime:%s", n.Registry, n.Version)
 }
 
+// Gateway is REGISTRY/gateway:VERSION: the model gateway that a restricted
+// run on a cluster gets in a pod of its own.
+func (n Names) Gateway() string {
+	return fmt.Sprintf("%s/gateway:%s", n.Registry, n.Version)
+}
+
 // SidecarTask is REGISTRY/tool-sidecar/ + lowercase(task) + :VERSION.
 func (n Names) SidecarTask(task string) string {
 	return fmt.Sprintf("%s/tool-sidecar/%s:%s", n.Registry, strings.ToLower(task), n.Version)

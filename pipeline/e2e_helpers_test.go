@@ -71,7 +71,7 @@ func newEnv(t *testing.T, home, dir, prefix, bkAddr string) *pipeline.Env {
 		t.Fatal(err)
 	}
 	return &pipeline.Env{
-		Home: home, Names: naming.NewNames(prefix, e2eVersion), Store: st, Facts: facts, Log: testWriter{t},
+		Home: home, ModuleDir: moduleDir(t), Names: naming.NewNames(prefix, e2eVersion), Store: st, Facts: facts, Log: testWriter{t},
 		BuildKit: func(ctx context.Context) (*buildkit.Client, error) {
 			return buildkit.New(ctx, buildkit.WithAddress(bkAddr), buildkit.WithProgress(testWriter{t}), buildkit.WithTempDir(st.TempDir()))
 		},

@@ -2,15 +2,23 @@ package pipeline
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
 	"github.com/42-b3yond-6ug/ssebench/gateway"
+	"github.com/42-b3yond-6ug/ssebench/oci"
+	"github.com/42-b3yond-6ug/ssebench/remote"
 	"github.com/42-b3yond-6ug/ssebench/runner"
+	"github.com/42-b3yond-6ug/ssebench/runtimebin"
 	"github.com/42-b3yond-6ug/ssebench/sserun"
+	"github.com/42-b3yond-6ug/ssebench/store"
 )
 
 // The model gateway of a restricted run (SPEC.md section 14).
@@ -37,6 +45,9 @@ type runGateway struct {
 	record  *os.File
 	dir     string // the socket's directory
 	tempDir bool   // dir is a temporary directory to remove
+	// remote is the gateway a cluster runs next to the run's pod (its
+	// image is set by the caller); nil when it runs here.
+	remote *runner.Gateway
 }
 
 // startGateway starts the run's model gateway when the run is restricted
@@ -86,6 +97,18 @@ func (e *Env) startGateway(req *RunRequest, runDir string) (_ *runGateway, retEr
 	if err != nil {
 		return nil, err
 	}
+	req.Model = cfg.Model
+	if req.Cluster != nil {
+		// A pod cannot reach a socket of this machine: the cluster runs
+		// the gateway, from this set-up, and reports back its records.
+		conf, err := gateway.MarshalRemote(cfg, rg.gw.Token(), req.Limits)
+		if err != nil {
+			return nil, err
+		}
+		rg.remote = &runner.Gateway{Config: conf, Records: rg.record}
+		e.logf("model gateway (a pod of the cluster): %s (%s) for model %s", cfg.Upstream.BaseURL.Redacted(), cfg.Upstream.Flavour, modelName(cfg.Model))
+		return rg, nil
+	}
 	// The socket lives in the run folder when its path fits in a socket
 	// address, else in a short temporary directory.
 	rg.dir = filepath.Join(runDir, "gateway")
@@ -103,7 +126,6 @@ func (e *Env) startGateway(req *RunRequest, runDir string) (_ *runGateway, retEr
 	if err := rg.gw.Listen(filepath.Join(rg.dir, gatewaySocketName)); err != nil {
 		return nil, err
 	}
-	req.Model = cfg.Model
 	e.logf("model gateway: %s (%s) for model %s", cfg.Upstream.BaseURL.Redacted(), cfg.Upstream.Flavour, modelName(cfg.Model))
 	return rg, nil
 }
@@ -112,6 +134,12 @@ func (e *Env) startGateway(req *RunRequest, runDir string) (_ *runGateway, retEr
 // SSE_BASE_URL at the forwarder, the per-run token as SSE_API_KEY.
 func (rg *runGateway) apply(spec *runner.RunSpec, req *RunRequest) {
 	req.BaseURL, req.APIKey = GatewayBaseURL, rg.gw.Token()
+	if rg.remote != nil {
+		// The entrypoint forwards the same address to the gateway's
+		// Service, which the cluster backend adds.
+		spec.Env, spec.Gateway = req.env(), rg.remote
+		return
+	}
 	spec.Env = append(req.env(), sserun.EnvGatewaySocket+"="+GatewayMountPath+"/"+gatewaySocketName)
 	spec.Mounts = append(spec.Mounts, runner.Mount{Source: rg.dir, Target: GatewayMountPath})
 }
@@ -123,6 +151,9 @@ func (rg *runGateway) finish() *gateway.Totals {
 	}
 	rg.close()
 	t := rg.gw.Totals()
+	if rg.remote != nil && rg.remote.Report.Totals != nil {
+		t = *rg.remote.Report.Totals
+	}
 	return &t
 }
 
@@ -178,4 +209,65 @@ func mergeModelUsage(runDir string, t *gateway.Totals) error {
 		return fmt.Errorf("adding the model usage to result.json: %w", err)
 	}
 	return os.Rename(tmp, path)
+}
+
+// gatewayImage is the image of a cluster run's gateway pod for platform
+// p, in the registry and pinned by digest: REGISTRY/gateway:VERSION,
+// compiled from this checkout (cmd/ssebench-gateway) the first time it is
+// needed, kept in the store, and pushed with the run's images. Once per
+// Env and platform.
+func (e *Env) gatewayImage(ctx context.Context, p v1.Platform) (string, error) {
+	e.gwMu.Lock()
+	defer e.gwMu.Unlock()
+	if ref := e.gwImages[p.String()]; ref != "" {
+		return ref, nil
+	}
+	gname := e.Names.Gateway()
+	ref, err := name.ParseReference(gname, name.WeakValidation)
+	if err != nil {
+		return "", fmt.Errorf("gateway image name %q: %w", gname, err)
+	}
+	img, err := e.Store.Image(ref)
+	if err == nil {
+		if cf, cerr := img.ConfigFile(); cerr != nil || cf.OS != p.OS || cf.Architecture != p.Architecture {
+			img = nil // another platform's: built again below
+		}
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return "", err
+	}
+	if img == nil {
+		src := firstNonEmpty(e.ModuleDir, e.Home)
+		if _, err := os.Stat(filepath.Join(src, runtimebin.GatewayPackage, "main.go")); err != nil {
+			return "", fmt.Errorf("the model gateway's image %s is built from the ssebench source, which %s is not: run from a checkout (or pass --home)", gname, src)
+		}
+		e.logf("model gateway: building %s for %s", gname, p.String())
+		opts := []runtimebin.BuildOption{runtimebin.WithModuleDir(src), runtimebin.WithTempDir(e.Store.TempDir()), runtimebin.WithPlatforms(p)}
+		if img, err = runtimebin.BuildGateway(ctx, opts...); err != nil {
+			return "", err
+		}
+		werr := e.Store.Write(ctx, ref, img)
+		if ls, _ := img.Layers(); len(ls) > 0 {
+			if s, ok := ls[0].(*oci.SpooledLayer); ok {
+				_ = s.Remove()
+			}
+		}
+		if werr != nil {
+			return "", werr
+		}
+		if img, err = e.Store.Image(ref); err != nil {
+			return "", err
+		}
+	}
+	if _, err := remote.Push(ctx, gname, img, e.RegistryOptions...); err != nil {
+		return "", fmt.Errorf("pushing the model gateway's image %s: %w", gname, err)
+	}
+	d, err := img.Digest()
+	if err != nil {
+		return "", err
+	}
+	if e.gwImages == nil {
+		e.gwImages = map[string]string{}
+	}
+	e.gwImages[p.String()] = gname + "@" + d.String()
+	return e.gwImages[p.String()], nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -18,6 +19,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/42-b3yond-6ug/ssebench/gateway"
+	"github.com/42-b3yond-6ug/ssebench/gateway/gatewaytest"
 	"github.com/42-b3yond-6ug/ssebench/internal/testenv"
 	"github.com/42-b3yond-6ug/ssebench/kube"
 	"github.com/42-b3yond-6ug/ssebench/kube/kubetest"
@@ -67,6 +70,20 @@ func leftovers(t *testing.T, cs kubernetes.Interface, ns string) []string {
 	}
 	for _, p := range pols.Items {
 		left = append(left, "networkpolicy/"+p.Name)
+	}
+	svcs, err := cs.CoreV1().Services(ns).List(ctx, sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range svcs.Items {
+		left = append(left, "service/"+s.Name)
+	}
+	secrets, err := cs.CoreV1().Secrets(ns).List(ctx, sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range secrets.Items {
+		left = append(left, "secret/"+s.Name)
 	}
 	return left
 }
@@ -148,11 +165,19 @@ func TestKubernetesRun(t *testing.T) {
 }
 
 // prober tries a TCP connection to each host:port of /opt/targets and
-// says which opened.
+// says which opened; with a model gateway, it asks the model once with the
+// run's token and once with another.
 const prober = `#!/bin/bash
 while read -r t; do
 	if timeout 3 bash -c "exec 3<>/dev/tcp/${t%:*}/${t##*:}" 2>/dev/null; then echo "open $t"; else echo "closed $t"; fi
 done </opt/targets
+if [ -n "$SSE_API_KEY" ]; then
+	body='{"model":"scripted","messages":[{"role":"user","content":"fix the bug"}]}'
+	for tok in wrong-token-0123456789 "$SSE_API_KEY"; do
+		code=$(curl -s -m 20 -o /tmp/r -w '%{http_code}' -H "Authorization: Bearer $tok" -H 'Content-Type: application/json' -d "$body" "$SSE_BASE_URL/chat/completions")
+		echo "model: $code $(cat /tmp/r)"
+	done
+fi
 `
 
 // testKubeEgress: a restricted run's pod opens no TCP connection to the
@@ -184,24 +209,70 @@ func testKubeEgress(t *testing.T, x *e2e, cluster kubeCluster, cs kubernetes.Int
 		}
 	}
 	kubelet := nodeIP + ":10250"
-	targets := []string{kubelet, nodeIP + ":6443", nodeIP + ":5000", "10.96.0.1:443"}
+	// The restricted run has model access: the gateway's pod talks to a
+	// scripted model server on the node.
+	b := make([]byte, 16)
+	rand.Read(b)
+	hostKey := "sk-hostsecret-" + hex.EncodeToString(b)
+	up, err := gatewaytest.Listen(nodeIP+":0", []gatewaytest.Reply{{Text: "scripted hello from the model", InputTokens: 50, OutputTokens: 7}}, hostKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer up.Close()
+	upAddr := strings.TrimPrefix(up.URL, "http://")
+	targets := []string{kubelet, nodeIP + ":6443", nodeIP + ":5000", "10.96.0.1:443", upAddr, "127.0.0.1:5000"}
 	agentDir(t, x.home, "prober", "FROM ssebench-agent\nCOPY --chmod=0755 probe.sh /opt/probe.sh\nCOPY targets /opt/targets\nCMD [\"/opt/probe.sh\"]\n",
 		map[string]string{"probe.sh": prober, "targets": strings.Join(targets, "\n") + "\n"})
-	probe := func(network runner.Network) string {
-		res, out, err := x.run(t, ctx, "prober", func(q *pipeline.RunRequest) { q.Cluster, q.ViaRegistry, q.Network = cluster, true, network })
+	probe := func(network runner.Network) *pipeline.RunResult {
+		res, out, err := x.run(t, ctx, "prober", func(q *pipeline.RunRequest) {
+			q.Cluster, q.ViaRegistry, q.Network = cluster, true, network
+			if network == runner.NetworkRestricted {
+				q.Model, q.BaseURL, q.APIKey = "scripted", up.URL+"/v1", hostKey
+			}
+		})
 		if err != nil {
 			t.Fatalf("Kubernetes run (%s): %v\n%s", network, err, out)
 		}
-		return read(t, res.Dir+"/agent.log")
+		return res
 	}
-	if log := probe(runner.NetworkOpen); !strings.Contains(log, "open "+kubelet) {
-		t.Fatalf("an open run's pod cannot reach the kubelet at %s, so the restricted probe proves nothing:\n%s", kubelet, log)
+	if log := read(t, probe(runner.NetworkOpen).Dir+"/agent.log"); !strings.Contains(log, "open "+kubelet) || !strings.Contains(log, "open "+upAddr) {
+		t.Fatalf("an open run's pod cannot reach the kubelet at %s or the model server at %s, so the restricted probe proves nothing:\n%s", kubelet, upAddr, log)
 	}
-	log := probe(runner.NetworkRestricted)
+	res := probe(runner.NetworkRestricted)
+	log := read(t, res.Dir+"/agent.log")
+	t.Logf("restricted agent.log:\n%s", log)
 	for _, tg := range targets {
 		if !strings.Contains(log, "closed "+tg) {
 			t.Errorf("a restricted run's pod reached %s:\n%s", tg, log)
 		}
+	}
+	// …but its model gateway, a pod of its own behind a Service, which
+	// checks the run's token and holds the key.
+	if !strings.Contains(log, "model: 401") || !strings.Contains(log, "model: 200") || !strings.Contains(log, "scripted hello") {
+		t.Errorf("the restricted run did not get the model's answer through its gateway (and a 401 for a wrong token)")
+	}
+	if got := up.Received(); len(got) != 1 || got[0].Header.Get("Authorization") != "Bearer "+hostKey {
+		t.Errorf("the model server got %d requests (want 1, with the host's key)", len(got))
+	}
+	var statuses []int
+	for _, line := range strings.Split(strings.TrimSpace(read(t, res.Dir+"/"+pipeline.ModelLog)), "\n") {
+		var r gateway.Record
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("model.jsonl %q: %v", line, err)
+		}
+		statuses = append(statuses, r.Status)
+	}
+	if fmt.Sprint(statuses) != "[401 200]" {
+		t.Errorf("model.jsonl statuses %v, want [401 200]", statuses)
+	}
+	if u := res.Summary.ModelUsage; u == nil || u.Requests != 1 || u.Refused != 1 || u.InputTokens != 50 || u.OutputTokens != 7 {
+		t.Errorf("summary.json model_usage = %+v, want 1 request of 50+7 tokens and 1 refused", u)
+	}
+	if !strings.Contains(res.Summary.Images["gateway"], "@sha256:") {
+		t.Errorf("summary.json names gateway image %q, want one pinned by digest", res.Summary.Images["gateway"])
+	}
+	if data := read(t, res.Dir+"/agent.log") + read(t, res.Dir+"/"+pipeline.ModelLog) + read(t, res.Dir+"/summary.json"); strings.Contains(data, hostKey) {
+		t.Error("the host's key is in the run's results")
 	}
 }
 

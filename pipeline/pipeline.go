@@ -42,6 +42,10 @@ type Env struct {
 	// RegistryOptions are the pull policy, plain-HTTP hosts and the like;
 	// the platform is added per step.
 	RegistryOptions []remote.Option
+	// ModuleDir is the ssebench source that images compiled on demand
+	// (the model gateway of a cluster run) are built from; empty means
+	// Home, which is a checkout when ssebench runs from one.
+	ModuleDir string
 	// RuntimeRef is the runtime image: --runtime, else
 	// SSEBENCH_RUNTIME_IMAGE, else "" for REGISTRY/runtime:VERSION.
 	RuntimeRef string
@@ -68,6 +72,10 @@ type Env struct {
 	// for every task, and its program once.
 	goMu    sync.Mutex
 	goBuilt map[string]bool
+	// gwImages are the gateway images pushed for cluster runs, by
+	// platform (gatewayImage).
+	gwMu     sync.Mutex
+	gwImages map[string]string
 
 	catMu sync.Mutex
 	cats  map[string]*catalog.Catalog

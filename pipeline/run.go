@@ -371,10 +371,11 @@ func (e *Env) Run(ctx context.Context, req RunRequest) (_ *RunResult, retErr err
 		},
 	}
 	if gw != nil {
-		if req.Cluster != nil {
-			// The gateway listens on a socket of this machine, which a
-			// pod cannot reach.
-			return nil, errors.New("a restricted run on Kubernetes has no model gateway yet: run it without a model upstream (unset SSE_BASE_URL, no --model-file), or pass --egress open")
+		if gw.remote != nil {
+			if gw.remote.Image, err = e.gatewayImage(ctx, *plat); err != nil {
+				return nil, err
+			}
+			images["gateway"] = gw.remote.Image
 		}
 		gw.apply(&spec, &req)
 	}

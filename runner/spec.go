@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/42-b3yond-6ug/ssebench/gateway"
 	"github.com/containerd/containerd/v2/pkg/identifiers"
 	"github.com/containerd/containerd/v2/pkg/oci"
 	"github.com/opencontainers/runtime-spec/specs-go"
@@ -96,6 +97,27 @@ type RunSpec struct {
 	// run (the exited task is always deleted), for inspection with
 	// `ctr -n NAMESPACE containers info ID`.
 	Keep bool
+	// Gateway is a restricted run's model gateway for a backend to start
+	// beside the container, where the container cannot reach one on this
+	// machine (the Kubernetes backend). This runner refuses it: its
+	// containers reach the host's gateway through a socket mount.
+	Gateway *Gateway
+}
+
+// Gateway is a model gateway that a backend runs next to the run's
+// container (cmd/ssebench-gateway), and what comes back from it.
+type Gateway struct {
+	// Image is the gateway's image, in a registry, pinned by digest.
+	Image string
+	// Config is the gateway's set-up (gateway.MarshalRemote), the real
+	// key among it: it goes only where the gateway alone reads it.
+	Config []byte
+	// Records receives each request's record, one JSON line each
+	// (model.jsonl), as the gateway reports them.
+	Records io.Writer
+	// Report is filled in by Run: how many records came back, and the
+	// gateway's last totals.
+	Report gateway.Report
 }
 
 // validate checks what can be checked without containerd and returns a
@@ -103,6 +125,9 @@ type RunSpec struct {
 func (s RunSpec) validate() (RunSpec, error) {
 	if strings.TrimSpace(s.Image) == "" {
 		return s, errors.New("no image to run")
+	}
+	if s.Gateway != nil {
+		return s, errors.New("the containerd backend starts no gateway beside a container: mount the host's gateway socket instead")
 	}
 	if s.ID == "" {
 		id, err := newID()

@@ -16,6 +16,10 @@ const (
 	// run into a root-only directory. When it is set, the entrypoint
 	// forwards GatewayAddr to it before the agent starts.
 	EnvGatewaySocket = "SSE_GATEWAY_SOCKET"
+	// EnvGatewayAddr is the gateway's TCP address (host:port) where it
+	// runs on another machine: the Service of a run on Kubernetes. When
+	// it is set, the entrypoint forwards GatewayAddr to it.
+	EnvGatewayAddr = "SSE_GATEWAY_ADDR"
 	// GatewayAddr is where the agent reaches the gateway; SSE_BASE_URL
 	// is http://127.0.0.1:4000 in a restricted run.
 	GatewayAddr = "127.0.0.1:4000"
@@ -26,11 +30,12 @@ const (
 const gatewayDialTimeout = 10 * time.Second
 
 // Forwarder accepts TCP connections on a loopback address and relays each
-// to a Unix socket, bytes both ways, until one side ends. It runs as
-// root, so the agent reaches the socket only through it.
+// to a Unix socket (or a TCP address), bytes both ways, until one side
+// ends. It runs as root, so the agent reaches the socket only through it.
 type Forwarder struct {
-	l      net.Listener
-	socket string
+	l       net.Listener
+	network string // of the target: "unix" or "tcp"
+	socket  string
 
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{}
@@ -41,11 +46,24 @@ type Forwarder struct {
 // Forward listens on addr (host:port) and relays every connection to the
 // Unix socket at socket. Close stops it.
 func Forward(addr, socket string) (*Forwarder, error) {
+	return forward(addr, "unix", socket)
+}
+
+// ForwardTCP listens on addr and relays every connection to the TCP
+// address target. Close stops it.
+func ForwardTCP(addr, target string) (*Forwarder, error) {
+	if _, _, err := net.SplitHostPort(target); err != nil {
+		return nil, fmt.Errorf("the model gateway's address %q: %w", target, err)
+	}
+	return forward(addr, "tcp", target)
+}
+
+func forward(addr, network, target string) (*Forwarder, error) {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("forwarding %s to the model gateway: %w", addr, err)
 	}
-	f := &Forwarder{l: l, socket: socket, conns: map[net.Conn]struct{}{}}
+	f := &Forwarder{l: l, network: network, socket: target, conns: map[net.Conn]struct{}{}}
 	f.wg.Add(1)
 	go f.serve()
 	return f, nil
@@ -56,6 +74,14 @@ func Forward(addr, socket string) (*Forwarder, error) {
 // nothing, when the run has no gateway or the forwarder cannot start (said
 // through note).
 func ForwardGateway(getenv func(string) string, note func(string, ...any)) *Forwarder {
+	if addr := getenv(EnvGatewayAddr); addr != "" {
+		f, err := ForwardTCP(GatewayAddr, addr)
+		if err != nil {
+			note("%v: the agent has no model access", err)
+			return nil
+		}
+		return f
+	}
 	socket := getenv(EnvGatewaySocket)
 	if socket == "" {
 		return nil
@@ -119,7 +145,7 @@ func (f *Forwarder) track(c net.Conn, add bool) bool {
 // client's side ends, the gateway gets a half-close and may still answer.
 func (f *Forwarder) relay(client net.Conn) {
 	defer client.Close()
-	up, err := net.DialTimeout("unix", f.socket, gatewayDialTimeout)
+	up, err := net.DialTimeout(f.network, f.socket, gatewayDialTimeout)
 	if err != nil {
 		return
 	}
@@ -127,8 +153,8 @@ func (f *Forwarder) relay(client net.Conn) {
 	go func() {
 		_, err := io.Copy(up, client)
 		if err == nil {
-			if uc, ok := up.(*net.UnixConn); ok {
-				_ = uc.CloseWrite()
+			if cw, ok := up.(interface{ CloseWrite() error }); ok {
+				_ = cw.CloseWrite()
 				return
 			}
 		}

@@ -83,3 +83,34 @@ func TestForwardGatewayUnset(t *testing.T) {
 	}
 	f.Close() // a nil forwarder closes
 }
+
+// TestForwardGatewayAddr: with SSE_GATEWAY_ADDR (a run on a cluster), the
+// forwarder relays GatewayAddr's connections to that TCP address.
+func TestForwardGatewayAddr(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "gateway "+r.URL.Path) })}
+	go srv.Serve(l)
+	defer srv.Close()
+	f, err := ForwardTCP("127.0.0.1:0", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	resp, err := (&http.Client{Timeout: 5 * time.Second}).Get("http://" + f.Addr().String() + "/v1/models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(b) != "gateway /v1/models" {
+		t.Errorf("through the forwarder: %q", b)
+	}
+	var notes []string
+	env := map[string]string{EnvGatewayAddr: "no-port-here"}
+	if f := ForwardGateway(func(k string) string { return env[k] }, func(s string, a ...any) { notes = append(notes, s) }); f != nil || len(notes) != 1 {
+		t.Errorf("ForwardGateway with a bad %s = %v, notes %v", EnvGatewayAddr, f, notes)
+	}
+}

@@ -91,7 +91,13 @@ type Server struct {
 // New starts a server on 127.0.0.1 that follows script and demands key
 // (empty: none). Close stops it.
 func New(script []Reply, key string) (*Server, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	return Listen("127.0.0.1:0", script, key)
+}
+
+// Listen is New on addr (host:port): an address a pod of a test cluster
+// reaches, say.
+func Listen(addr string, script []Reply, key string) (*Server, error) {
+	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/42-b3yond-6ug/ssebench/gateway"
+	"github.com/42-b3yond-6ug/ssebench/gateway/gatewaytest"
+)
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestServe runs the gateway from a set-up file as its pod does: a request
+// with the run's token reaches the upstream with the real key, a wrong
+// token is refused, and the output read back with gateway.ReadReport holds
+// both records and the final totals, each record once even when the output
+// is read twice (a log stream opened again).
+func TestServe(t *testing.T) {
+	const key = "sk-real-key-0123456789"
+	up, err := gatewaytest.New([]gatewaytest.Reply{{Text: "done", InputTokens: 1000, OutputTokens: 20}}, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer up.Close()
+	u, _ := url.Parse(up.URL + "/v1")
+	token, _ := gateway.NewToken()
+	conf, err := gateway.MarshalRemote(&gateway.Config{Upstream: gateway.Upstream{BaseURL: u, Key: key, Flavour: gateway.OpenAIChat}, Model: "scripted"}, token, gateway.Limits{MaxRequests: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "gateway.json")
+	if err := os.WriteFile(path, conf, 0o400); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	out := &syncBuffer{}
+	addrs := make(chan net.Addr, 1)
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, path, "127.0.0.1:0", out, func(a net.Addr) { addrs <- a }) }()
+	var addr net.Addr
+	select {
+	case addr = <-addrs:
+	case err := <-done:
+		t.Fatalf("the gateway ended: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the gateway did not listen")
+	}
+	post := func(tok string) int {
+		req, _ := http.NewRequest(http.MethodPost, "http://"+addr.String()+"/chat/completions", strings.NewReader(`{"model":"scripted","messages":[{"role":"user","content":"hi"}]}`))
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := post(token); code != http.StatusOK {
+		t.Fatalf("a request with the run's token: %d", code)
+	}
+	if code := post("not-the-token-0123456789"); code != http.StatusUnauthorized {
+		t.Errorf("a request with another token: %d, want 401", code)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("the gateway's exit: %v", err)
+	}
+	if strings.Contains(out.String(), key) {
+		t.Error("the gateway's report holds the real key")
+	}
+
+	var records bytes.Buffer
+	var rep gateway.Report
+	for range 2 {
+		if err := gateway.ReadReport(strings.NewReader(out.String()), &records, nil, 0, &rep); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if rep.Records != 2 || strings.Count(records.String(), "\n") != 2 {
+		t.Errorf("records read back: %d\n%s", rep.Records, records.String())
+	}
+	if rep.Totals == nil || rep.Totals.Requests != 1 || rep.Totals.Refused != 1 || rep.Totals.InputTokens != 1000 || rep.Totals.Limits.MaxRequests != 5 {
+		t.Errorf("totals read back: %+v", rep.Totals)
+	}
+}
