@@ -82,6 +82,14 @@ start_containerd() {
 }
 
 start_buildkitd() {
+	# One started here whose binary was rebuilt since (a version bump)
+	# is replaced by the new one.
+	local pid
+	if pid_alive buildkitd && pid=$(recorded_pid buildkitd) &&
+		[ "$(readlink "/proc/$pid/exe" 2>/dev/null)" = "$BUILDKIT_BIN/buildkitd (deleted)" ]; then
+		log "buildkitd: restarting on the rebuilt binary"
+		stop_daemon buildkitd
+	fi
 	if probe_buildkitd; then
 		log "buildkitd: already answering on $BUILDKIT_SOCKET"
 		return 0

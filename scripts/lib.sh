@@ -77,7 +77,11 @@ pid_alive() {
 	[ -f "$pidfile" ] || return 1
 	read -r pid exe <"$pidfile" || return 1
 	[ -n "$pid" ] && [ -n "$exe" ] || return 1
-	[ "$(readlink "/proc/$pid/exe" 2>/dev/null)" = "$exe" ]
+	# A binary replaced since (buildkitd rebuilt by a version bump) reads
+	# as "PATH (deleted)": still the daemon to stop.
+	local running
+	running=$(readlink "/proc/$pid/exe" 2>/dev/null) || return 1
+	[ "$running" = "$exe" ] || [ "$running" = "$exe (deleted)" ]
 }
 
 # recorded_pid NAME prints the pid from NAME's pid file.
