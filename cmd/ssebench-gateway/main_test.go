@@ -9,30 +9,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/42-b3yond-6ug/ssebench/gateway"
 	"github.com/42-b3yond-6ug/ssebench/gateway/gatewaytest"
+	"github.com/42-b3yond-6ug/ssebench/internal/testenv"
 )
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestServe runs the gateway from a set-up file as its pod does: a request
 // with the run's token reaches the upstream with the real key, a wrong
@@ -57,7 +40,7 @@ func TestServe(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	out := &syncBuffer{}
+	out := &testenv.LockedBuffer{}
 	addrs := make(chan net.Addr, 1)
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, path, "127.0.0.1:0", out, func(a net.Addr) { addrs <- a }) }()
