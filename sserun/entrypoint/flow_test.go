@@ -344,8 +344,18 @@ func processesOf(t *testing.T, uid int) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Only this test's pid namespace: while other packages' tests run, the
+	// agents of their containers are uid 1000 too, in namespaces of their
+	// own.
+	self, err := os.Readlink("/proc/self/ns/pid")
+	if err != nil {
+		t.Fatal(err)
+	}
 	var pids []string
 	for _, e := range ents {
+		if ns, err := os.Readlink(filepath.Join("/proc", e.Name(), "ns", "pid")); err != nil || ns != self {
+			continue
+		}
 		status, err := os.ReadFile(filepath.Join("/proc", e.Name(), "status"))
 		if err != nil {
 			continue
