@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -264,11 +265,53 @@ func TestKillAllForkLoop(t *testing.T) {
 	if n < 3 {
 		t.Errorf("KillAll() = %d, want the loop and its children", n)
 	}
-	if pids, _ := processesOf(u.UID); len(pids) > 0 {
+	if pids, _ := processesOf(u.UID, hostPidNS()); len(pids) > 0 {
 		t.Errorf("processes of %s left: %v", u.Name, pids)
 	}
 	if !alive(mine.Process.Pid) {
 		t.Error("KillAll killed a process of root")
 	}
 	t.Logf("KillAll killed %d processes of a fork loop", n)
+}
+
+// TestKillAllOtherContainers: on a host, KillAll leaves uid's processes in
+// other pid namespaces alone (other containers' agents, while tests run
+// side by side) and kills those of its own.
+func TestKillAllOtherContainers(t *testing.T) {
+	if os.Geteuid() != 0 || hostPidNS() == "" {
+		t.Skip("needs root on the host's pid namespace")
+	}
+	if _, err := exec.LookPath("unshare"); err != nil {
+		t.Skip("needs unshare")
+	}
+	u, err := LookupUser(PasswdFile, "nobody")
+	if err != nil {
+		t.Skip(err)
+	}
+	requireIdle(t, u.UID)
+	id := strconv.Itoa(u.UID)
+	other := exec.Command("unshare", "--pid", "--fork", "--kill-child", "setpriv", "--reuid="+id, "--regid="+id, "--clear-groups", "sleep", "60")
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer other.Process.Kill()
+	here := exec.Command("setpriv", "--reuid="+id, "--regid="+id, "--clear-groups", "sleep", "60")
+	if err := here.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer here.Process.Kill()
+	time.Sleep(300 * time.Millisecond) // setpriv has become sleep
+	if _, err := KillAll(u.UID); err != nil {
+		t.Fatal(err)
+	}
+	if err := here.Wait(); err == nil {
+		t.Error("the process of this namespace survived KillAll")
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- other.Wait() }()
+	select {
+	case err := <-exited:
+		t.Errorf("KillAll killed a process of uid %d in another pid namespace: %v", u.UID, err)
+	case <-time.After(time.Second):
+	}
 }

@@ -261,9 +261,15 @@ func KillAll(uid int) (int, error) {
 		return 0, fmt.Errorf("refusing to kill every process of uid %d", uid)
 	}
 	seen := map[int]bool{}
-	if os.Geteuid() == 0 {
+	// In a container (its own pid namespace, as every backend runs the
+	// entrypoint) everything of uid is the agent's. Outside one (the
+	// entrypoint's own tests, on a host) uid's processes in other pid
+	// namespaces are other containers': the broadcast would reach them,
+	// so it is skipped, and the scans keep to this namespace.
+	onlyNS := hostPidNS()
+	if os.Geteuid() == 0 && onlyNS == "" {
 		// Count what the broadcast kills, for the caller's log.
-		if pids, err := processesOf(uid); err == nil {
+		if pids, err := processesOf(uid, ""); err == nil {
 			for _, p := range pids {
 				seen[p] = true
 			}
@@ -271,7 +277,7 @@ func KillAll(uid int) (int, error) {
 		_ = killAllAs(uid)
 	}
 	for range 200 {
-		pids, err := processesOf(uid)
+		pids, err := processesOf(uid, onlyNS)
 		if err != nil {
 			return len(seen), err
 		}
@@ -318,8 +324,22 @@ func killAllAs(uid int) error {
 	return <-errc
 }
 
-// processesOf lists the live processes whose real or effective uid is uid.
-func processesOf(uid int) ([]int, error) {
+// initPidNS is the inode of the initial pid namespace (the kernel's
+// PROC_PID_INIT_INO): the host's, never a container's.
+const initPidNS = "pid:[4026531836]"
+
+// hostPidNS returns the caller's pid namespace when it is the host's, else
+// "".
+func hostPidNS() string {
+	if ns, err := os.Readlink("/proc/self/ns/pid"); err == nil && ns == initPidNS {
+		return ns
+	}
+	return ""
+}
+
+// processesOf lists the live processes whose real or effective uid is uid;
+// with ns set, only those in that pid namespace.
+func processesOf(uid int, ns string) ([]int, error) {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil, fmt.Errorf("listing processes: %w", err)
@@ -330,6 +350,11 @@ func processesOf(uid int) ([]int, error) {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
+		}
+		if ns != "" {
+			if got, err := os.Readlink("/proc/" + e.Name() + "/ns/pid"); err != nil || got != ns {
+				continue
+			}
 		}
 		status, err := os.ReadFile("/proc/" + e.Name() + "/status")
 		if err != nil {

@@ -264,7 +264,7 @@ func sharedTempDir(t *testing.T) string {
 func requireIdle(t *testing.T, uids ...int) {
 	t.Helper()
 	for _, uid := range uids {
-		pids, err := processesOf(uid)
+		pids, err := processesOf(uid, hostPidNS())
 		if err != nil {
 			t.Skip(err)
 		}
