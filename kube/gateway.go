@@ -72,9 +72,16 @@ func (o *options) planGateway(p *plan, gw *runner.Gateway, deadline int64) error
 		return errors.New("a run with open network needs no model gateway")
 	}
 	name := p.name + "-gw"
-	labels := map[string]string{RunLabel: p.name, ManagedLabel: managedBy}
+	// The run's labels (its evaluation's among them, which `eval
+	// --resume` deletes a killed evaluation's objects by): a Secret with
+	// the key must never outlive its run.
+	labels, gwLabels := map[string]string{}, map[string]string{RoleLabel: roleGateway}
+	for k, v := range p.job.Labels {
+		if k != RoleLabel {
+			labels[k], gwLabels[k] = v, v
+		}
+	}
 	gwSelector := map[string]string{RunLabel: p.name, RoleLabel: roleGateway}
-	gwLabels := map[string]string{RunLabel: p.name, ManagedLabel: managedBy, RoleLabel: roleGateway}
 	runSelector := p.policy.Spec.PodSelector.MatchLabels
 	tcp := corev1.ProtocolTCP
 	port := intstr.FromInt32(GatewayPort)

@@ -52,6 +52,14 @@ func TestPlanGateway(t *testing.T) {
 		t.Errorf("the gateway runs %s", gs.Containers[0].Image)
 	}
 
+	// Every object carries the run's labels: `eval --resume` deletes a
+	// killed evaluation's by its label.
+	for what, l := range map[string]map[string]string{"Secret": g.secret.Labels, "pod": g.pod.Labels, "Service": g.service.Labels, "NetworkPolicy": g.policy.Labels} {
+		if l["ssebench.eval"] != "20261202-000000-abcdef" || l[RunLabel] != p.name || l[ManagedLabel] != managedBy {
+			t.Errorf("the gateway's %s is labelled %v, without the run's labels", what, l)
+		}
+	}
+
 	// Selectors: the run's and the gateway's pods are told apart.
 	runLabels := p.job.Spec.Template.Labels
 	gwLabels := g.pod.Labels
