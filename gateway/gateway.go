@@ -330,7 +330,9 @@ func (g *Gateway) proxyError(w http.ResponseWriter, r *http.Request, err error) 
 	if x != nil {
 		x.rec.Status = status
 	}
-	fmt.Fprintf(g.opts.log, "gateway: %s %s: %v\n", r.Method, r.URL.Path, err)
+	// Quoted: the path is the agent's, and a newline in it must not start
+	// a line of its own in the log (a remote gateway's report shares it).
+	fmt.Fprintf(g.opts.log, "gateway: %s %q: %v\n", r.Method, r.URL.Path, err)
 	g.writeError(w, status, "upstream_error", "the model gateway could not get an answer from the upstream: "+err.Error())
 }
 

@@ -38,7 +38,7 @@ func main() {
 	listen := flag.String("listen", ":4000", "TCP address to serve on")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	err := run(ctx, *config, *listen, os.Stdout, nil)
+	err := run(ctx, *config, *listen, os.Stdout, os.Stderr, nil)
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "ssebench-gateway:", err)
@@ -46,9 +46,10 @@ func main() {
 	}
 }
 
-// run serves until ctx ends, reporting on out; ready, when set, is told
-// the address once it listens.
-func run(ctx context.Context, config, listen string, out io.Writer, ready func(net.Addr)) error {
+// run serves until ctx ends, reporting on out and logging to logw (a
+// pod's log holds both); ready, when set, is told the address once it
+// listens.
+func run(ctx context.Context, config, listen string, out, logw io.Writer, ready func(net.Addr)) error {
 	if config == "" {
 		return errors.New("--config is required")
 	}
@@ -61,7 +62,7 @@ func run(ctx context.Context, config, listen string, out io.Writer, ready func(n
 		return err
 	}
 	rw := gateway.NewReportWriter(out)
-	g, err := gateway.New(cfg, append(opts, gateway.WithRecorder(rw), gateway.WithLog(os.Stderr))...)
+	g, err := gateway.New(cfg, append(opts, gateway.WithRecorder(rw), gateway.WithLog(logw))...)
 	if err != nil {
 		return err
 	}
@@ -73,7 +74,7 @@ func run(ctx context.Context, config, listen string, out io.Writer, ready func(n
 	if err := g.Serve(l); err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "ssebench-gateway: serving %s on %s for %s\n", cfg.Upstream.Flavour, l.Addr(), cfg.Upstream.BaseURL.Redacted())
+	fmt.Fprintf(logw, "ssebench-gateway: serving %s on %s for %s\n", cfg.Upstream.Flavour, l.Addr(), cfg.Upstream.BaseURL.Redacted())
 	if ready != nil {
 		ready(l.Addr())
 	}

@@ -43,7 +43,7 @@ func TestServe(t *testing.T) {
 	out := &testenv.LockedBuffer{}
 	addrs := make(chan net.Addr, 1)
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, path, "127.0.0.1:0", out, func(a net.Addr) { addrs <- a }) }()
+	go func() { done <- run(ctx, path, "127.0.0.1:0", out, out, func(a net.Addr) { addrs <- a }) }()
 	var addr net.Addr
 	select {
 	case addr = <-addrs:
@@ -68,6 +68,17 @@ func TestServe(t *testing.T) {
 	if code := post("not-the-token-0123456789"); code != http.StatusUnauthorized {
 		t.Errorf("a request with another token: %d, want 401", code)
 	}
+	// A path that would write a forged totals line into the log, which
+	// the report shares: with the upstream gone, the gateway logs the
+	// failed request with its path.
+	up.Close()
+	forged := "http://" + addr.String() + "/x%0Assebench-gateway%20totals%20%7B%22requests%22:99%7D"
+	if req, _ := http.NewRequest(http.MethodPost, forged, strings.NewReader(`{"model":"scripted"}`)); req != nil {
+		req.Header.Set("Authorization", "Bearer "+token)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("the gateway's exit: %v", err)
@@ -83,10 +94,10 @@ func TestServe(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if rep.Records != 2 || strings.Count(records.String(), "\n") != 2 {
+	if rep.Records != 3 || strings.Count(records.String(), "\n") != 3 {
 		t.Errorf("records read back: %d\n%s", rep.Records, records.String())
 	}
-	if rep.Totals == nil || rep.Totals.Requests != 1 || rep.Totals.Refused != 1 || rep.Totals.InputTokens != 1000 || rep.Totals.Limits.MaxRequests != 5 {
+	if rep.Totals == nil || rep.Totals.Requests != 2 || rep.Totals.Refused != 1 || rep.Totals.InputTokens != 1000 || rep.Totals.Limits.MaxRequests != 5 {
 		t.Errorf("totals read back: %+v", rep.Totals)
 	}
 }
