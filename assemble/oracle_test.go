@@ -25,10 +25,10 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/validate"
 
 	"github.com/42-b3yond-6ug/ssebench/assemble"
-	"github.com/42-b3yond-6ug/ssebench/buildkit"
+	"github.com/42-b3yond-6ug/ssebench/images/buildkit"
 	"github.com/42-b3yond-6ug/ssebench/internal/testenv"
 	"github.com/42-b3yond-6ug/ssebench/oci"
-	"github.com/42-b3yond-6ug/ssebench/remote"
+	"github.com/42-b3yond-6ug/ssebench/registry/remote"
 )
 
 // The oracle test builds the tool image twice from one case image and one

@@ -19,7 +19,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/42-b3yond-6ug/ssebench/oci"
-	"github.com/42-b3yond-6ug/ssebench/trust"
+	"github.com/42-b3yond-6ug/ssebench/registry/trust"
 )
 
 // Media types of a layer-facts artifact: a small image whose one layer is

@@ -28,7 +28,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/validate"
 
 	"github.com/42-b3yond-6ug/ssebench/oci"
-	"github.com/42-b3yond-6ug/ssebench/trust"
+	"github.com/42-b3yond-6ug/ssebench/registry/trust"
 )
 
 // fe is a file entry of a test layer.

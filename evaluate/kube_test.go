@@ -13,8 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/42-b3yond-6ug/ssebench/evaluate"
-	"github.com/42-b3yond-6ug/ssebench/kube"
-	"github.com/42-b3yond-6ug/ssebench/kube/kubetest"
+	"github.com/42-b3yond-6ug/ssebench/runner/kube"
+	"github.com/42-b3yond-6ug/ssebench/runner/kube/kubetest"
 )
 
 // TestEvaluateKubernetes evaluates dummy and patcher on the three example

@@ -8,8 +8,8 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	ggremote "github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/42-b3yond-6ug/ssebench/catalog"
-	"github.com/42-b3yond-6ug/ssebench/remote"
+	"github.com/42-b3yond-6ug/ssebench/registry/remote"
+	"github.com/42-b3yond-6ug/ssebench/task/catalog"
 )
 
 // LockRefusal is a case image the catalog's images lock refuses: the

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/42-b3yond-6ug/ssebench/remote"
+	"github.com/42-b3yond-6ug/ssebench/registry/remote"
 	"github.com/42-b3yond-6ug/ssebench/runner"
 )
 

@@ -22,11 +22,11 @@ import (
 	"github.com/42-b3yond-6ug/ssebench/gateway"
 	"github.com/42-b3yond-6ug/ssebench/gateway/gatewaytest"
 	"github.com/42-b3yond-6ug/ssebench/internal/testenv"
-	"github.com/42-b3yond-6ug/ssebench/kube"
-	"github.com/42-b3yond-6ug/ssebench/kube/kubetest"
 	"github.com/42-b3yond-6ug/ssebench/pipeline"
-	"github.com/42-b3yond-6ug/ssebench/remote"
+	"github.com/42-b3yond-6ug/ssebench/registry/remote"
 	"github.com/42-b3yond-6ug/ssebench/runner"
+	"github.com/42-b3yond-6ug/ssebench/runner/kube"
+	"github.com/42-b3yond-6ug/ssebench/runner/kube/kubetest"
 )
 
 // kubeCluster is the Kubernetes backend as the CLI wires it.

@@ -18,9 +18,9 @@ import (
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
+	"github.com/42-b3yond-6ug/ssebench/examples/toollayer"
 	"github.com/42-b3yond-6ug/ssebench/internal/testenv"
 	"github.com/42-b3yond-6ug/ssebench/pipeline"
-	"github.com/42-b3yond-6ug/ssebench/pipeline/examplelayer"
 	"github.com/42-b3yond-6ug/ssebench/runner"
 )
 
@@ -298,7 +298,7 @@ func TestSidecar(t *testing.T) {
 	})
 
 	t.Run("example tool layer", func(t *testing.T) {
-		res, out, err := x.run(t, ctx, "dummy", func(r *pipeline.RunRequest) { r.ToolLayer = examplelayer.Name })
+		res, out, err := x.run(t, ctx, "dummy", func(r *pipeline.RunRequest) { r.ToolLayer = toollayer.Name })
 		if err != nil {
 			t.Fatalf("Run() = %v\n%s", err, out)
 		}
@@ -311,23 +311,23 @@ func TestSidecar(t *testing.T) {
 		if err := json.Unmarshal([]byte(read(t, filepath.Join(res.Dir, "summary.json"))), &s); err != nil {
 			t.Fatal(err)
 		}
-		if s.Config.ToolLayer != examplelayer.Name || !strings.HasPrefix(s.Images["tool"], x.env.Names.ToolLayer(examplelayer.Kind, e2eTask)+"@") {
+		if s.Config.ToolLayer != toollayer.Name || !strings.HasPrefix(s.Images["tool"], x.env.Names.ToolLayer(toollayer.Kind, e2eTask)+"@") {
 			t.Errorf("summary.json: tool layer %q, images %v", s.Config.ToolLayer, s.Images)
 		}
 		// The file and the variable are in the image the agent ran in.
-		tool, err := x.store.Image(mustRef(t, x.env.Names.ToolLayer(examplelayer.Kind, e2eTask)))
+		tool, err := x.store.Image(mustRef(t, x.env.Names.ToolLayer(toollayer.Kind, e2eTask)))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := fileIn(t, tool, examplelayer.File); got != examplelayer.Content {
-			t.Errorf("%s in the tool image = %q", examplelayer.File, got)
+		if got := fileIn(t, tool, toollayer.File); got != toollayer.Content {
+			t.Errorf("%s in the tool image = %q", toollayer.File, got)
 		}
 		cf, err := tool.ConfigFile()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(strings.Join(cf.Config.Env, "\n"), examplelayer.EnvVar+"="+examplelayer.Name) {
-			t.Errorf("env %v lacks %s", cf.Config.Env, examplelayer.EnvVar)
+		if !strings.Contains(strings.Join(cf.Config.Env, "\n"), toollayer.EnvVar+"="+toollayer.Name) {
+			t.Errorf("env %v lacks %s", cf.Config.Env, toollayer.EnvVar)
 		}
 		if g := gradeOf(t, res.Dir); !g.Build || g.Passed {
 			t.Errorf("grade = %+v", g)

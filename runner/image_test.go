@@ -11,7 +11,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
-	"github.com/42-b3yond-6ug/ssebench/store"
+	"github.com/42-b3yond-6ug/ssebench/oci/store"
 )
 
 func TestStoreProvider(t *testing.T) {

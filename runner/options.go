@@ -12,7 +12,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
-	"github.com/42-b3yond-6ug/ssebench/store"
+	"github.com/42-b3yond-6ug/ssebench/oci/store"
 )
 
 // AddressEnv is the environment variable that names containerd's socket

@@ -12,7 +12,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 
-	"github.com/42-b3yond-6ug/ssebench/store"
+	"github.com/42-b3yond-6ug/ssebench/oci/store"
 )
 
 func TestMakeOptionsDefaults(t *testing.T) {

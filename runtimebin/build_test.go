@@ -284,7 +284,7 @@ func TestBuildEntrypointPackage(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := Build(context.Background(), WithModuleDir(moduleRoot), WithTempDir(t.TempDir()), WithGo(fakeGo),
-		WithPlatforms(DefaultPlatforms[0]), WithEntrypointPackage("./cmd/ssebench-entrypoint-example"))
+		WithPlatforms(DefaultPlatforms[0]), WithEntrypointPackage("./examples/cmd/ssebench-entrypoint-example"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,7 +293,7 @@ func TestBuildEntrypointPackage(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	if len(lines) != 3 || !strings.HasSuffix(lines[0], "/entrypoint ./cmd/ssebench-entrypoint-example") {
+	if len(lines) != 3 || !strings.HasSuffix(lines[0], "/entrypoint ./examples/cmd/ssebench-entrypoint-example") {
 		t.Errorf("go was run as:\n%s", b)
 	}
 	if _, err := Build(context.Background(), WithEntrypointPackage(" ")); err == nil || !strings.Contains(err.Error(), "is not a Go package") {

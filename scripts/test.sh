@@ -34,7 +34,7 @@ rc=0
 # then kills and resumes an evaluation of them.
 go test -count=1 -timeout 45m "$@" || rc=$?
 echo
-if ! go run ./internal/hostile/cmd/hostile-summary "$summary" && [ "$rc" -eq 0 ]; then
+if ! go run ./tools/hostile-summary "$summary" && [ "$rc" -eq 0 ]; then
 	rc=1
 fi
 exit "$rc"

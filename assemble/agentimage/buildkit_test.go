@@ -11,7 +11,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 
-	"github.com/42-b3yond-6ug/ssebench/buildkit"
+	"github.com/42-b3yond-6ug/ssebench/images/buildkit"
 	"github.com/42-b3yond-6ug/ssebench/internal/hostile"
 )
 

@@ -13,7 +13,7 @@ import (
 
 	"github.com/42-b3yond-6ug/ssebench/internal/testenv"
 	"github.com/42-b3yond-6ug/ssebench/oci"
-	"github.com/42-b3yond-6ug/ssebench/store"
+	"github.com/42-b3yond-6ug/ssebench/oci/store"
 )
 
 // TestIntegrationAptDemo builds the apt-demo agent (a RUN with apt-get) with

@@ -1,4 +1,6 @@
 // Command ssebench builds, assembles, moves and runs the images of SSEBench.
+// The cobra commands live in the commands package beside this file; main
+// only wires signals to the context and turns the result into an exit code.
 package main
 
 import (
@@ -7,9 +9,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/42-b3yond-6ug/ssebench/internal/commands"
-	// Extensions: each registers its tool layer (--tool-layer NAME).
-	_ "github.com/42-b3yond-6ug/ssebench/pipeline/examplelayer"
+	"github.com/42-b3yond-6ug/ssebench/cmd/ssebench/commands"
 )
 
 func main() {

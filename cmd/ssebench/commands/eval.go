@@ -1,0 +1,237 @@
+package commands
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/42-b3yond-6ug/ssebench/cmd/ssebench/commands/options"
+	"github.com/42-b3yond-6ug/ssebench/evaluate"
+	"github.com/42-b3yond-6ug/ssebench/pipeline"
+	"github.com/42-b3yond-6ug/ssebench/results"
+	"github.com/42-b3yond-6ug/ssebench/runner"
+	"github.com/42-b3yond-6ug/ssebench/task"
+	"github.com/42-b3yond-6ug/ssebench/task/catalog"
+)
+
+type evalOptions struct {
+	Agents, Tasks                                []string
+	Local, Catalog, Model, RunsDir, Resume       string
+	Mode, OSImage                                string
+	Runtime, Egress                              string
+	Jobs, Attempts, Timeout, Difficulty, Retries int
+	Prebuilt, BuildOnly                          bool
+	backendOptions
+}
+
+func newCmdEval(g *options.Global) *cobra.Command {
+	o := &evalOptions{}
+	cmd := &cobra.Command{
+		Use:   "eval --agents a,b [--local DIR | --catalog PATH] [--tasks ...] [--jobs N] [--attempts K] | --resume DIR",
+		Short: "Evaluate agents on a dataset: every task, agent and attempt, many at once, resumable",
+		Long: `Run every (task, agent, attempt) of a plan with at most --jobs containers at
+once, into one evaluation folder runs/eval-<id>/: plan.json (the plan) and
+runs/<run-id>/ per finished run. Each task's case and tool images and each
+agent's image are built once, however many runs need them.
+
+A finished run is moved into the folder whole, so an evaluation that was
+interrupted (Ctrl-C, kill, reboot) has complete runs or none:
+"ssebench eval --resume DIR" runs what is missing and keeps what is done.
+Runs that fail for an infrastructure reason (a build, a pull, containerd)
+are retried (--retries) and, if they still fail, left for --resume; a run
+that ran and was graded is a result, passed or not.
+
+One line is printed per finished run (task, agent, attempt, checks,
+duration, tokens), and on a terminal a status line with an estimate. At the
+end stdout gets the report ("ssebench runs report DIR" makes it again, in
+other formats). Exit status: 0 when every run of the plan is done, whatever
+the grades; 1 otherwise.`,
+		Example: `  ssebench eval --agents dummy,files-demo --local datasets/examples --jobs 3 --attempts 2
+  ssebench eval --agents my-agent --catalog catalog/ --tasks kvconf-12-afb9ee1,libqs-3-b2a739e --model gpt-x
+  ssebench eval --resume runs/eval-20261201-213000-ab12cd
+  ssebench eval --agents dummy,patcher --backend kubernetes --registry localhost:5000/ssebench --jobs 3`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			network, err := runner.ParseNetwork(o.Egress)
+			if err != nil {
+				return fmt.Errorf("--egress: %w", err)
+			}
+			e, done, err := newEnv(g, cmd, o.Runtime)
+			if err != nil {
+				return err
+			}
+			defer done()
+			// The builds' own progress lines would drown the runs' lines.
+			e.Log = nil
+			plan, dir, err := evalPlan(g, e, cmd, o)
+			if err != nil {
+				return err
+			}
+			jobs, why := evaluate.DefaultJobs()
+			if cmd.Flag("jobs").Changed {
+				jobs, why = o.Jobs, "--jobs"
+			}
+			stderr := cmd.ErrOrStderr()
+			fmt.Fprintf(stderr, "evaluation %s: %d runs (%d tasks × %d agents × %d attempts), %d at once (%s)\n",
+				dir, len(plan.Runs), len(plan.Tasks), len(plan.Agents), plan.Attempts, jobs, why)
+			cluster, err := o.cluster(cmd.Context(), g, cmd, plan.Prebuilt)
+			if err != nil {
+				return err
+			}
+			if cluster != nil && plan.Mode == pipeline.ModeSidecar {
+				return errors.New("--mode sidecar runs two containers in containerd: it cannot run with --backend kubernetes")
+			}
+			local := &evaluate.Containerd{Env: e, EvalID: plan.ID, Request: pipeline.RunRequest{
+				Dataset: plan.Dataset, Catalog: plan.Catalog, Prebuilt: plan.Prebuilt, Mode: plan.Mode, OSImage: plan.OSImage,
+				Timeout: plan.Timeout, Difficulty: plan.Difficulty, Model: plan.Model,
+				APIKey: g.Lookup("SSE_API_KEY"), BaseURL: g.Lookup("SSE_BASE_URL"),
+				Network: network, ContainerdAddr: g.ContainerdAddr, Output: discard{},
+			}}
+			var backend evaluate.Backend = local
+			if cluster != nil {
+				// The images go to the registry, for the cluster to pull.
+				local.Request.Cluster, local.Request.ViaRegistry = cluster, true
+				backend = &evaluate.Cluster{Containerd: *local, DeleteLabeled: cluster.r.DeleteLabeled}
+			}
+			eopts := []evaluate.Option{evaluate.WithJobs(jobs), evaluate.WithRetries(o.Retries)}
+			if o.BuildOnly {
+				eopts = append(eopts, evaluate.WithBuildOnly())
+			} else {
+				eopts = append(eopts, evaluate.WithProgress(evaluate.NewPrinter(stderr)))
+			}
+			out, err := evaluate.Evaluate(cmd.Context(), backend, dir, plan, eopts...)
+			if o.BuildOnly {
+				if err == nil {
+					fmt.Fprintf(stderr, "every image of the plan is built (%d builds)\n", len(out.Builds))
+				}
+				return err
+			}
+			if out != nil {
+				fmt.Fprintf(stderr, "%d runs now, %d kept from before, %d failed; results in %s\n", out.Ran, out.Kept, len(out.Failed), dir)
+			}
+			if runs, lerr := results.List(dir); lerr == nil && len(runs) > 0 {
+				if werr := results.Write(cmd.OutOrStdout(), results.NewReport(filepath.Base(dir), runs), "md"); werr != nil && err == nil {
+					err = werr
+				}
+			}
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringSliceVar(&o.Agents, "agents", nil, "agent folders under agents/, comma-separated (required unless --resume)")
+	f.StringSliceVar(&o.Tasks, "tasks", nil, "task ids (default: every task of the dataset or catalog)")
+	f.StringVar(&o.Local, "local", "", "dataset folder (default: datasets/examples under the home)")
+	f.StringVar(&o.Catalog, "catalog", "", "catalog to pull the case images from: folder, manifest.json, pinned https:// URL or oci:// artifact (default $"+catalog.CatalogEnv+")")
+	f.IntVar(&o.Jobs, "jobs", 0, "runs at once (default: one per core, at most one per 2 GiB of available memory)")
+	f.IntVar(&o.Attempts, "attempts", 1, "attempts of each task and agent")
+	f.StringVar(&o.Model, "model", "", "model name (default $SSE_MODEL_NAME, else none)")
+	f.Var(options.Seconds(&o.Timeout), "timeout", "how long each agent may run: a duration (90m, 1h30m) or seconds (default 1h)")
+	f.IntVar(&o.Difficulty, "difficulty", 2, "SSE_DIFFICULTY, 0–4")
+	f.BoolVar(&o.Prebuilt, "prebuilt", false, "build nothing: pull each agent image and run it")
+	f.StringVar(&o.Mode, "mode", pipeline.ModeSandbox, "sandbox or sidecar (two containers per run: the task's and the agent's)")
+	f.StringVar(&o.OSImage, "os-image", "", "sidecar mode: the OS image tool-sidecar-agent starts from (default $"+pipeline.OSImageEnv+")")
+	f.BoolVar(&o.BuildOnly, "build-only", false, "build every image the plan needs and run nothing")
+	f.StringVar(&o.RunsDir, "runs-dir", "runs", "where the evaluation folder eval-<id>/ goes")
+	f.StringVar(&o.Resume, "resume", "", "finish the evaluation in this folder: run what is missing, keep what is done")
+	f.IntVar(&o.Retries, "retries", evaluate.DefaultRetries, "times a run that failed for an infrastructure reason is tried again")
+	f.StringVar(&o.Egress, "egress", "restricted", "container network: restricted (loopback only) or open")
+	f.StringVar(&o.Runtime, "runtime", "", "runtime image (default $SSEBENCH_RUNTIME_IMAGE, else REGISTRY/runtime:VERSION)")
+	addBackendFlags(cmd, &o.backendOptions)
+	return cmd
+}
+
+// evalPlan reads the plan of --resume, or makes a new one and writes it.
+func evalPlan(g *options.Global, e *pipeline.Env, cmd *cobra.Command, o *evalOptions) (*evaluate.Plan, string, error) {
+	if o.Resume != "" {
+		for _, f := range []string{"agents", "tasks", "local", "catalog", "attempts", "model", "timeout", "difficulty", "prebuilt", "runs-dir"} {
+			if cmd.Flag(f).Changed {
+				return nil, "", fmt.Errorf("--resume runs the plan as it was made: --%s cannot change it (start a new evaluation instead)", f)
+			}
+		}
+		p, err := evaluate.ReadPlan(o.Resume)
+		return p, o.Resume, err
+	}
+	if o.Local != "" && o.Catalog != "" {
+		return nil, "", errors.New("--local and --catalog name two sources of the tasks: pass one")
+	}
+	if o.Local == "" && o.Catalog == "" {
+		o.Catalog = g.Lookup(catalog.CatalogEnv)
+	}
+	agents := evaluate.SplitList(o.Agents)
+	tasks := evaluate.SplitList(o.Tasks)
+	local := o.Local
+	if len(tasks) == 0 {
+		var err error
+		if tasks, local, err = allTasks(cmd.Context(), e, local, o.Catalog); err != nil {
+			return nil, "", err
+		}
+	}
+	if local != "" {
+		abs, err := filepath.Abs(local)
+		if err != nil {
+			return nil, "", err
+		}
+		local = abs
+	}
+	p, err := evaluate.NewPlan(agents, tasks, o.Attempts)
+	if err != nil {
+		return nil, "", err
+	}
+	p.Dataset, p.Catalog, p.Timeout, p.Difficulty, p.Prebuilt = local, o.Catalog, o.Timeout, o.Difficulty, o.Prebuilt
+	if o.Mode != "" && o.Mode != pipeline.ModeSandbox && o.Mode != pipeline.ModeSidecar {
+		return nil, "", fmt.Errorf("unknown --mode %q: use %s or %s", o.Mode, pipeline.ModeSandbox, pipeline.ModeSidecar)
+	}
+	if o.Mode == pipeline.ModeSidecar {
+		p.Mode, p.OSImage = o.Mode, firstSet(o.OSImage, g.Lookup(pipeline.OSImageEnv))
+	}
+	if p.Catalog != "" && !strings.Contains(p.Catalog, "://") {
+		if p.Catalog, err = filepath.Abs(p.Catalog); err != nil {
+			return nil, "", err
+		}
+	}
+	p.Model = o.Model
+	if p.Model == "" {
+		p.Model = g.Lookup("SSE_MODEL_NAME")
+	}
+	dir := filepath.Join(o.RunsDir, p.FolderName())
+	if err := evaluate.WritePlan(dir, p); err != nil {
+		return nil, "", err
+	}
+	return p, dir, nil
+}
+
+// allTasks lists the tasks of the catalog, else of the dataset folder
+// (default: datasets/examples under the home).
+func allTasks(ctx context.Context, e *pipeline.Env, local, loc string) ([]string, string, error) {
+	if loc != "" {
+		c, err := e.Catalog(ctx, loc)
+		if err != nil {
+			return nil, "", err
+		}
+		var ids []string
+		for _, t := range c.Manifest.Tasks {
+			ids = append(ids, t.ID)
+		}
+		return ids, "", nil
+	}
+	if local == "" {
+		local = filepath.Join(e.Home, "datasets", "examples")
+	}
+	dirs, err := task.TaskDirs(local)
+	if err != nil {
+		return nil, "", err
+	}
+	var ids []string
+	for _, d := range dirs {
+		ids = append(ids, filepath.Base(d))
+	}
+	return ids, local, nil
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }

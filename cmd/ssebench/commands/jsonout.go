@@ -1,0 +1,206 @@
+package commands
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/spf13/cobra"
+
+	"github.com/42-b3yond-6ug/ssebench/assemble"
+	"github.com/42-b3yond-6ug/ssebench/images/casebuild"
+	"github.com/42-b3yond-6ug/ssebench/pipeline"
+	"github.com/42-b3yond-6ug/ssebench/registry/archive"
+	"github.com/42-b3yond-6ug/ssebench/registry/remote"
+	"github.com/42-b3yond-6ug/ssebench/task"
+)
+
+// addJSONFlag adds --json to cmd: with it the command prints one JSON
+// document on stdout, and its progress and notes go to stderr as before.
+func addJSONFlag(cmd *cobra.Command, p *bool) {
+	cmd.Flags().BoolVar(p, "json", false, "print one JSON document on stdout instead of lines")
+}
+
+// imageJSON is an image a command wrote or checked.
+type imageJSON struct {
+	Name   string `json:"name"`
+	Digest string `json:"digest"`
+}
+
+// pushJSON is what a push moved (remote.PushReport without the blob list).
+type pushJSON struct {
+	Uploaded      int64 `json:"uploadedBytes"`
+	Mounted       int64 `json:"mountedBytes"`
+	Skipped       int64 `json:"skippedBytes"`
+	UploadedBlobs int   `json:"uploadedBlobs"`
+	MountedBlobs  int   `json:"mountedBlobs"`
+	SkippedBlobs  int   `json:"skippedBlobs"`
+	Manifests     int   `json:"manifests"`
+}
+
+func pushReportJSON(r *remote.PushReport) *pushJSON {
+	if r == nil {
+		return nil
+	}
+	return &pushJSON{Uploaded: r.Uploaded, Mounted: r.Mounted, Skipped: r.Skipped,
+		UploadedBlobs: r.UploadedBlobs, MountedBlobs: r.MountedBlobs, SkippedBlobs: r.SkippedBlobs, Manifests: r.Manifests}
+}
+
+// pushOutput is `push --json` and `load --push --json`.
+type pushOutput struct {
+	Images []imageJSON `json:"images"`
+	Push   *pushJSON   `json:"push"`
+}
+
+// loadOutput is `load --json`.
+type loadOutput struct {
+	Images   []imageJSON       `json:"images"`
+	Blobs    int               `json:"blobs"`
+	Bytes    int64             `json:"bytes"`
+	Stored   int               `json:"storedBlobs"`
+	Registry string            `json:"registry,omitempty"`
+	Replaced []replacementJSON `json:"replaced"`
+	Push     *pushJSON         `json:"push,omitempty"`
+}
+
+type replacementJSON struct {
+	Name string `json:"name"`
+	Old  string `json:"old"`
+	New  string `json:"new"`
+}
+
+func loadReportJSON(r *archive.ArchiveReport) *loadOutput {
+	out := &loadOutput{Images: []imageJSON{}, Blobs: r.Blobs, Bytes: r.Bytes, Stored: r.Stored, Registry: r.Registry, Replaced: []replacementJSON{}}
+	for _, im := range r.Images {
+		out.Images = append(out.Images, imageJSON{Name: im.Name, Digest: im.Descriptor.Digest.String()})
+	}
+	for _, rp := range r.Replaced {
+		out.Replaced = append(out.Replaced, replacementJSON{Name: rp.Name, Old: rp.Old.String(), New: rp.New.String()})
+	}
+	return out
+}
+
+// verifyOutput is `verify --json`.
+type verifyOutput struct {
+	Image    string        `json:"image"`
+	OK       bool          `json:"ok"`
+	Failures []findingJSON `json:"failures"`
+	Warnings []findingJSON `json:"warnings"`
+}
+
+type findingJSON struct {
+	Check   string `json:"check"`
+	Path    string `json:"path,omitempty"`
+	Message string `json:"message"`
+	Rule    string `json:"rule,omitempty"`
+}
+
+func verifyJSON(ref string, fails []assemble.Failure) *verifyOutput {
+	out := &verifyOutput{Image: ref, Failures: []findingJSON{}, Warnings: []findingJSON{}}
+	for _, f := range fails {
+		j := findingJSON{Check: f.Check, Path: f.Path, Message: f.Msg, Rule: f.Rule}
+		if f.Warning {
+			out.Warnings = append(out.Warnings, j)
+		} else {
+			out.Failures = append(out.Failures, j)
+		}
+	}
+	out.OK = len(out.Failures) == 0
+	return out
+}
+
+// datasetOutput is `dataset validate --json`.
+type datasetOutput struct {
+	Dataset  string        `json:"dataset"`
+	OK       bool          `json:"ok"`
+	Tasks    int           `json:"tasks"`
+	Problems []problemJSON `json:"problems"`
+}
+
+type problemJSON struct {
+	File    string `json:"file,omitempty"`
+	Line    int    `json:"line,omitempty"`
+	Message string `json:"message"`
+}
+
+func problemsJSON(ps task.Problems) []problemJSON {
+	out := []problemJSON{}
+	for _, p := range ps {
+		out = append(out, problemJSON{File: p.File, Line: p.Line, Message: p.Msg})
+	}
+	return out
+}
+
+// caseJSON is one line of `build-case --json`.
+type caseJSON struct {
+	Task   string `json:"task"`
+	Image  string `json:"image"`
+	Action string `json:"action"`
+	Digest string `json:"digest,omitempty"`
+	Error  string `json:"error,omitempty"`
+}
+
+func casesJSON(out []casebuild.CaseOutcome) []caseJSON {
+	rows := []caseJSON{}
+	for _, oc := range out {
+		r := caseJSON{Task: oc.Task, Image: oc.Image, Action: oc.Action}
+		if oc.Digest != (v1.Hash{}) {
+			r.Digest = oc.Digest.String()
+		}
+		if oc.Err != nil {
+			r.Action, r.Error = "failed", Redact(oc.Err.Error())
+		}
+		rows = append(rows, r)
+	}
+	return rows
+}
+
+// builtJSON is `assemble tool --json` and `assemble agent --json`.
+type builtJSON struct {
+	Name        string    `json:"name"`
+	Digest      string    `json:"digest"`
+	How         string    `json:"how"`
+	Reused      bool      `json:"reused"`
+	TookSeconds float64   `json:"tookSeconds"`
+	Push        *pushJSON `json:"push,omitempty"`
+}
+
+func builtOutput(b *pipeline.Built) *builtJSON {
+	return &builtJSON{Name: b.Name, Digest: b.Digest.String(), How: b.How, Reused: b.Reused,
+		TookSeconds: b.Took.Seconds(), Push: pushReportJSON(b.Push)}
+}
+
+// printImage prints name@digest, or the JSON of v with asJSON.
+func printResult(w io.Writer, asJSON bool, v any, line string) error {
+	if asJSON {
+		return writeJSONTo(w, v)
+	}
+	_, err := fmt.Fprintln(w, line)
+	return err
+}
+
+// validateJSON prints `dataset validate --json`: the dataset's problems
+// (err as task.Problems) or its task count; it fails, silently, when there
+// is a problem.
+func validateJSON(cmd *cobra.Command, dir string, d *task.Dataset, err error) error {
+	out := &datasetOutput{Dataset: dir, Problems: []problemJSON{}}
+	var ps task.Problems
+	switch {
+	case err == nil:
+		out.OK, out.Tasks = true, len(d.Tasks)
+	case errors.As(err, &ps):
+		out.Problems = problemsJSON(ps)
+	default:
+		return err
+	}
+	if jerr := writeJSONTo(cmd.OutOrStdout(), out); jerr != nil {
+		return jerr
+	}
+	if !out.OK {
+		cmd.SilenceErrors = true
+		fmt.Fprintf(cmd.ErrOrStderr(), "%s: %d problem(s)\n", dir, len(ps))
+		return errProblems
+	}
+	return nil
+}

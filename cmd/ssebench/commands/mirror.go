@@ -1,0 +1,181 @@
+package commands
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/spf13/cobra"
+
+	"github.com/42-b3yond-6ug/ssebench/agent"
+	"github.com/42-b3yond-6ug/ssebench/cmd/ssebench/commands/options"
+	"github.com/42-b3yond-6ug/ssebench/registry/naming"
+	"github.com/42-b3yond-6ug/ssebench/registry/remote"
+	"github.com/42-b3yond-6ug/ssebench/task"
+)
+
+type mirrorOptions struct {
+	To, Platform  string
+	Datasets      []string
+	Tasks, Agents []string
+	Jobs          int
+	NoTaskImages  bool
+}
+
+func newCmdMirror(g *options.Global) *cobra.Command {
+	o := &mirrorOptions{}
+	cmd := &cobra.Command{
+		Use:   "mirror --to PREFIX [--dataset DIR]... [--tasks a,b] [--agents x,y] [--platform OS/ARCH] [REF...]",
+		Short: "Copy the images of tasks and agents from REGISTRY to another prefix, each blob once",
+		Long: `Copy every image a set of tasks needs (base, case, tool, agent and runtime,
+named from REGISTRY and VERSION) to the same names under PREFIX, keeping
+digests: manifests are copied byte for byte. Each unique blob moves once:
+blobs shared between images are uploaded once and mounted for the others,
+and within one registry every blob is mounted, so no layer bytes move.
+
+The tasks are those of --dataset (a folder, or a name under the home's
+datasets/; default: every dataset), narrowed by --tasks; agent images are
+made for each --agents folder. The case image is tagged with the dataset
+version. More images may be named as arguments. Source images that do not
+exist are listed together at the end, and the command then fails.`,
+		Example: `  ssebench mirror --registry localhost:5000/ssebench --to mirror.lan:5000/ssebench --dataset examples --agents dummy
+  ssebench mirror --to localhost:5000/ssebench-archive --tasks kvconf-12-afb9ee1 --platform linux/amd64`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.To == "" {
+				return fmt.Errorf("--to is required: name the target prefix, e.g. --to mirror.lan:5000/ssebench")
+			}
+			names, err := g.Names()
+			if err != nil {
+				return err
+			}
+			home, err := g.HomeDir()
+			if err != nil {
+				return err
+			}
+			refs, err := mirrorSet(home, names, o)
+			if err != nil {
+				return err
+			}
+			refs = append(refs, args...)
+			if len(refs) == 0 {
+				return fmt.Errorf("no images to mirror: name a dataset with tasks (--dataset) or images as arguments")
+			}
+			p, err := options.ParsePlatform(o.Platform)
+			if err != nil {
+				return err
+			}
+			s, ropts, err := g.StoreOptions(nil)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			pp := NewProgressPrinter(cmd.ErrOrStderr(), ProgressQuiet(g.Quiet))
+			ropts = append(ropts, remote.WithJobs(o.Jobs), remote.WithBlobProgress(pp), remote.WithIndexPlatform(p))
+			rep, err := remote.Mirror(cmd.Context(), refs, names.Registry, o.To, ropts...)
+			pp.Finish(nil)
+			if rep != nil {
+				for _, im := range rep.Images {
+					fmt.Fprintf(cmd.OutOrStdout(), "%s@%s\n", im.Target, im.Digest)
+				}
+				fmt.Fprintln(cmd.ErrOrStderr(), rep.String())
+			}
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.To, "to", "", "target prefix (required), e.g. mirror.lan:5000/ssebench")
+	f.StringSliceVar(&o.Datasets, "dataset", nil, "dataset folder or name under the home's datasets/ (repeatable; default: every dataset)")
+	f.StringSliceVar(&o.Tasks, "tasks", nil, "only these task ids")
+	f.StringSliceVar(&o.Agents, "agents", nil, "agent folders whose agent images to copy too")
+	f.StringVar(&o.Platform, "platform", "", "take only this platform's image out of image indexes (default: whole indexes)")
+	f.IntVar(&o.Jobs, "jobs", 4, "blobs copied at once")
+	f.BoolVar(&o.NoTaskImages, "only-args", false, "copy only the images named as arguments")
+	return cmd
+}
+
+// mirrorSet names the images of the tasks and agents o selects: the base
+// each task pins, its case image (tagged with the dataset version), its tool
+// image, its agent images, and the runtime image. The result is sorted and
+// without duplicates.
+func mirrorSet(home string, names naming.Names, o *mirrorOptions) ([]string, error) {
+	if o.NoTaskImages {
+		return nil, nil
+	}
+	dirs := o.Datasets
+	if len(dirs) == 0 {
+		all, err := filepath.Glob(filepath.Join(home, "datasets", "*", task.DatasetFile))
+		if err != nil {
+			return nil, err
+		}
+		for _, a := range all {
+			dirs = append(dirs, filepath.Dir(a))
+		}
+	}
+	var agents []*agent.Agent
+	for _, f := range o.Agents {
+		a, err := agent.Load(home, f)
+		if err != nil {
+			return nil, err
+		}
+		agents = append(agents, a)
+	}
+	want := map[string]bool{}
+	for _, id := range o.Tasks {
+		want[id] = true
+	}
+	set := map[string]bool{}
+	found := map[string]bool{}
+	for _, dir := range dirs {
+		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+			dir = filepath.Join(home, "datasets", dir)
+		}
+		d, err := task.LoadDataset(dir)
+		if err != nil {
+			return nil, fmt.Errorf("reading dataset %s: %w", dir, err)
+		}
+		m, err := task.ReadManifest(filepath.Join(dir, task.ManifestFile))
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, err
+		}
+		for _, t := range d.Tasks {
+			if len(want) > 0 && !want[t.ID] {
+				continue
+			}
+			found[t.ID] = true
+			base := t.Base
+			if m != nil {
+				if mt := m.Task(t.ID); mt != nil && mt.Base != "" {
+					base = mt.Base
+				}
+			}
+			if base != "" {
+				set[names.Prefixed(base)] = true
+			}
+			if d.Version != "" {
+				set[names.CaseTagged(d.Name, t.ID, d.Version)] = true
+			} else {
+				set[names.Case(d.Name, t.ID)] = true
+			}
+			set[names.Tool(t.ID)] = true
+			for _, a := range agents {
+				set[names.Agent(a.Name, t.ID, a.Version)] = true
+			}
+		}
+	}
+	for id := range want {
+		if !found[id] {
+			return nil, fmt.Errorf("task %s is in none of the datasets %v", id, dirs)
+		}
+	}
+	if len(set) > 0 {
+		set[names.Runtime()] = true
+	}
+	out := make([]string, 0, len(set))
+	for r := range set {
+		out = append(out, r)
+	}
+	sort.Strings(out)
+	return out, nil
+}

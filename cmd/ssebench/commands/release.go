@@ -1,0 +1,278 @@
+package commands
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/42-b3yond-6ug/ssebench/cmd/ssebench/commands/options"
+	"github.com/42-b3yond-6ug/ssebench/evaluate"
+	"github.com/42-b3yond-6ug/ssebench/pipeline"
+	"github.com/42-b3yond-6ug/ssebench/runner"
+	"github.com/42-b3yond-6ug/ssebench/task"
+	"github.com/42-b3yond-6ug/ssebench/task/release"
+)
+
+type verifyDatasetOptions struct {
+	Tasks         []string
+	Jobs, Timeout int
+	RunsDir       string
+	Runtime       string
+}
+
+func newCmdDatasetVerify(g *options.Global) *cobra.Command {
+	o := &verifyDatasetOptions{}
+	cmd := &cobra.Command{
+		Use:   "verify DIR [--tasks a,b] [--jobs N] [--runs-dir D]",
+		Short: "Grade every task with its reference patch and unchanged, and report what is not sound",
+		Long: `Run every task of the dataset twice, as an evaluation: with the reference
+agent (agents/reference), which applies the task's own files.patch and must
+pass every check the task's manifest entry lists, and with the dummy agent,
+which changes nothing: the buggy tree must build, pass its function tests,
+and still trigger every proof of concept, each on its own. A task folder
+with problems fails its "validate" check; the other tasks still run.
+
+A table of every check is printed; the exit status is 1 when any failed,
+with an error naming each failed task and check. The case images of the
+tasks that passed are recorded with the local store, for "dataset lock"
+and "dataset publish". The runs are kept in --runs-dir/verify-<id>/.`,
+		Example: `  ssebench dataset verify datasets/examples
+  ssebench dataset verify datasets/examples --tasks kvconf-12-afb9ee1 --jobs 2`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir := args[0]
+			ds, _, err := task.LoadDatasetTolerant(dir)
+			if err != nil {
+				return printProblems(cmd, err, dir)
+			}
+			e, done, err := newEnv(g, cmd, o.Runtime)
+			if err != nil {
+				return err
+			}
+			defer done()
+			abs, err := filepath.Abs(dir)
+			if err != nil {
+				return err
+			}
+			e.Log = nil // the builds' lines would drown the runs'
+			jobs, _ := evaluate.DefaultJobs()
+			if cmd.Flag("jobs").Changed {
+				jobs = o.Jobs
+			}
+			eopts := []evaluate.Option{evaluate.WithJobs(jobs), evaluate.WithProgress(evaluate.NewPrinter(cmd.ErrOrStderr()))}
+			backend := func(id string) evaluate.Backend {
+				return &evaluate.Containerd{Env: e, EvalID: id, Request: pipeline.RunRequest{
+					Dataset: abs, Timeout: o.Timeout, Network: runner.NetworkRestricted,
+					ContainerdAddr: g.ContainerdAddr, Output: discard{},
+				}}
+			}
+			rep, err := release.Verify(cmd.Context(), backend, dir, release.VerifyOptions{
+				Tasks: evaluate.SplitList(o.Tasks), RunsDir: o.RunsDir, Eval: eopts,
+			})
+			if err != nil {
+				return err
+			}
+			printFindings(cmd, rep.Findings)
+			recPath := release.RecordFile(e.Store.Dir(), ds.Name, ds.Version)
+			rec, err := release.ReadRecord(recPath, ds.Name, ds.Version)
+			if err != nil {
+				return err
+			}
+			rec.Merge(rep)
+			if err := rec.Write(recPath); err != nil {
+				return err
+			}
+			if rep.Dir != "" {
+				fmt.Fprintf(cmd.ErrOrStderr(), "runs in %s\n", rep.Dir)
+			}
+			if failed := rep.Failed(); len(failed) > 0 {
+				var parts []string
+				for _, f := range failed {
+					parts = append(parts, fmt.Sprintf("%s %s %s (%s)", f.Task, f.Agent, f.Check, f.Why))
+				}
+				return fmt.Errorf("%d check(s) failed: %s", len(failed), strings.Join(parts, "; "))
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "%d task(s) verified\n", len(rep.Verified))
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringSliceVar(&o.Tasks, "tasks", nil, "only these task ids (default: every task folder)")
+	f.IntVar(&o.Jobs, "jobs", 0, "runs at once (default: one per core, at most one per 2 GiB of available memory)")
+	f.StringVar(&o.RunsDir, "runs-dir", "runs", "where the verification's folder verify-<id>/ goes")
+	f.IntVar(&o.Timeout, "timeout", 0, "seconds each agent may run (default 3600)")
+	f.StringVar(&o.Runtime, "runtime", "", "runtime image (default $SSEBENCH_RUNTIME_IMAGE, else REGISTRY/runtime:VERSION)")
+	return cmd
+}
+
+// printFindings prints the verification table.
+func printFindings(cmd *cobra.Command, fs []release.Finding) {
+	tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TASK\tAGENT\tCHECK\tRESULT\tWHY")
+	for _, f := range fs {
+		res := "ok"
+		if !f.OK {
+			res = "FAILED"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", f.Task, f.Agent, f.Check, res, f.Why)
+	}
+	tw.Flush()
+}
+
+func newCmdDatasetLock(g *options.Global) *cobra.Command {
+	var check bool
+	var revision string
+	cmd := &cobra.Command{
+		Use:   "lock DIR [--check] [--revision REV]",
+		Short: "Write DIR/images.lock.json from the case images that verified, or check it",
+		Long: `Write DIR/images.lock.json (SPEC.md section 11): for every task whose case
+image verified ("ssebench dataset verify") with the task folder as it is now,
+its digest, files digest and revision (--revision, else the commit of the git
+checkout holding DIR; an entry that did not change keeps its revision). Tasks
+that did not verify, or changed since, are listed and left out.
+
+With --check, write nothing and print every difference: a task missing,
+pinned to another digest, or pinned from other files (stale); exit 1 if any.`,
+		Example: `  ssebench dataset lock datasets/examples
+  ssebench dataset lock --check datasets/examples`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir := args[0]
+			ds, broken, err := task.LoadDatasetTolerant(dir)
+			if err != nil {
+				return printProblems(cmd, err, dir)
+			}
+			s, err := g.OpenStore()
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			rec, err := release.ReadRecord(release.RecordFile(s.Dir(), ds.Name, ds.Version), ds.Name, ds.Version)
+			if err != nil {
+				return err
+			}
+			old, oldErr := release.ReadOldLock(dir)
+			if oldErr != nil && !check {
+				return fmt.Errorf("%w (delete it to write it again)", oldErr)
+			}
+			rev := revision
+			if rev == "" {
+				rev = release.Revision(cmd.Context(), dir)
+			} else if err := release.CheckRevision(rev); err != nil {
+				return err
+			}
+			lock, unverified, err := release.Lock(ds, rec, old, rev)
+			if err != nil {
+				return err
+			}
+			for _, id := range slices.Sorted(maps.Keys(broken)) {
+				unverified = append(unverified, fmt.Sprintf("%s: the task folder has problems (see `ssebench dataset validate`)", id))
+			}
+			name := filepath.Join(dir, task.LockFile)
+			if check {
+				if oldErr != nil {
+					fmt.Fprintf(cmd.OutOrStdout(), "%v\n", oldErr)
+					return errProblemsLock(cmd, name, 1)
+				}
+				diffs := release.CheckLock(old, lock, unverified)
+				for _, d := range diffs {
+					fmt.Fprintf(cmd.OutOrStdout(), "%s: %s\n", name, d)
+				}
+				if len(diffs) > 0 {
+					return errProblemsLock(cmd, name, len(diffs))
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "ok %s\n", name)
+				return nil
+			}
+			if err := task.WriteLock(dir, lock); err != nil {
+				return err
+			}
+			for _, u := range unverified {
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: not locked: %s\n", u)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s (%d of %d tasks pinned)\n", name, len(lock.Images), len(ds.Tasks)+len(broken))
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&check, "check", false, "check images.lock.json instead of writing it")
+	cmd.Flags().StringVar(&revision, "revision", "", "the commit the images are built from (default: git rev-parse HEAD in DIR)")
+	return cmd
+}
+
+func errProblemsLock(cmd *cobra.Command, name string, n int) error {
+	cmd.SilenceErrors = true
+	fmt.Fprintf(cmd.ErrOrStderr(), "%s is out of date (run `ssebench dataset lock`): %d problem(s)\n", name, n)
+	return errProblems
+}
+
+func newCmdDatasetPublish(g *options.Global) *cobra.Command {
+	var revision string
+	cmd := &cobra.Command{
+		Use:   "publish DIR --registry PREFIX [--revision REV]",
+		Short: "Push the verified case images and the catalog, and merge their digests into the lock",
+		Long: `Publish the dataset under PREFIX (--registry, required): every task's case
+image that verified is pushed as PREFIX/case/<dataset>/<task>:<version>-<rev>
+(the first 7 characters of --revision, default the commit of the git checkout
+holding DIR), which is refused when it already names another image, then
+tagged <version>, which moves. An image whose store digest differs from the
+one that verified, or whose folder changed since, is refused, and nothing is
+pushed. Published tags are never deleted or rewritten.
+
+The digests are merged into DIR/images.lock.json, and manifest.json and the
+lock are pushed as the catalog artifact PREFIX/catalog/<dataset>:<version>:
+"ssebench tasks list --catalog oci://PREFIX/catalog/<dataset>:<version>"
+reads it, and a mirror of the prefix carries it with the images.`,
+		Example: `  ssebench dataset publish datasets/examples --registry localhost:5000/ssebench
+  ssebench dataset publish datasets/examples --registry localhost:5000/ssebench --revision 0123abc`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir := args[0]
+			if !cmd.Flag("registry").Changed {
+				return errors.New("--registry is required: name the prefix to publish under, e.g. --registry localhost:5000/ssebench")
+			}
+			names, err := g.Names()
+			if err != nil {
+				return err
+			}
+			rev := revision
+			if rev == "" {
+				if rev = release.Revision(cmd.Context(), dir); rev == "" {
+					return fmt.Errorf("%s is not in a git checkout: pass --revision, the commit the images are built from", dir)
+				}
+			}
+			ds, err := task.LoadDataset(dir)
+			if err != nil {
+				return printProblems(cmd, err, dir)
+			}
+			s, ropts, err := g.StoreOptions(nil)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			rec, err := release.ReadRecord(release.RecordFile(s.Dir(), ds.Name, ds.Version), ds.Name, ds.Version)
+			if err != nil {
+				return err
+			}
+			lock, pub, err := release.Publish(cmd.Context(), dir, rec, release.PublishOptions{
+				Registry: names.Registry, Revision: rev, Store: s, Remote: ropts, Log: cmd.ErrOrStderr(),
+			})
+			if err != nil {
+				return err
+			}
+			for _, p := range pub {
+				fmt.Fprintf(cmd.OutOrStdout(), "%s@%s\n", p.Immutable, p.Digest)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s\n", release.CatalogRef(names.Registry, ds.Name, ds.Version))
+			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s (%d tasks pinned)\n", filepath.Join(dir, task.LockFile), len(lock.Images))
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&revision, "revision", "", "the commit the images are built from (default: git rev-parse HEAD in DIR)")
+	return cmd
+}

@@ -1,0 +1,200 @@
+package commands
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/42-b3yond-6ug/ssebench/cmd/ssebench/commands/options"
+	"github.com/42-b3yond-6ug/ssebench/results"
+	"github.com/42-b3yond-6ug/ssebench/sserun"
+)
+
+// showLogLines is how much of each check's log `runs show` prints.
+const showLogLines = 15
+
+func newCmdRuns(g *options.Global) *cobra.Command {
+	var runsDir string
+	cmd := &cobra.Command{
+		Use:   "runs",
+		Short: "List, show and report on the runs in a runs folder",
+		Long: `Read the run folders that "ssebench run" and "ssebench eval" leave (runs/<run-id>/
+and runs/eval-<id>/runs/<run-id>/): list them, show one with its grade,
+its checks' logs and the agent's patch, or report on many.`,
+		Example: `  ssebench runs ls
+  ssebench runs show kvconf-12-afb9ee1-dummy-20261201-120000
+  ssebench runs report runs/eval-20261201-120000 --format html > report.html`,
+	}
+	groupCommand(cmd)
+	cmd.PersistentFlags().StringVar(&runsDir, "runs-dir", "runs", "the runs folder")
+	cmd.AddCommand(newCmdRunsLs(&runsDir), newCmdRunsShow(&runsDir), newCmdRunsReport())
+	return cmd
+}
+
+func newCmdRunsLs(runsDir *string) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "ls [--runs-dir DIR] [--json]",
+		Short: "List the runs, oldest first",
+		Example: `  ssebench runs ls
+  ssebench runs ls --runs-dir runs/eval-20261201-2130-ab12cd --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			runs, err := results.List(*runsDir)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				entries := make([]results.Entry, 0, len(runs))
+				for _, r := range runs {
+					entries = append(entries, r.Entry())
+				}
+				return writeJSONTo(cmd.OutOrStdout(), entries)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tTASK\tAGENT\tMODEL\tPASSED\tCHECKS\tDURATION\tTOKENS")
+			for _, r := range runs {
+				e := r.Entry()
+				passed := "no"
+				if e.Passed {
+					passed = "yes"
+				} else if !e.Graded {
+					passed = "-"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.ID, e.Task, e.Agent, e.Model, passed, r.Marks(),
+					r.Duration().Round(100*time.Millisecond), tokenText(e.Tokens))
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the runs as a JSON array")
+	return cmd
+}
+
+func tokenText(t *int64) string {
+	if t == nil {
+		return "-"
+	}
+	return fmt.Sprint(*t)
+}
+
+func newCmdRunsShow(runsDir *string) *cobra.Command {
+	return &cobra.Command{
+		Use:     "show ID",
+		Short:   "Show a run: its grade, each check with its log's tail, and the patch",
+		Example: `  ssebench runs show 20261201-213000-kvconf-12-afb9ee1-dummy-1a2b3c`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			r, err := results.Find(*runsDir, args[0])
+			if err != nil {
+				return err
+			}
+			showRun(cmd.OutOrStdout(), r)
+			return nil
+		},
+	}
+}
+
+func showRun(w io.Writer, r *results.Run) {
+	s := r.Summary
+	fmt.Fprintf(w, "run      %s\ntask     %s\nagent    %s\nmodel    %s\n", r.ID, s.Task, s.Agent, s.Config.Model)
+	if s.Attempt > 0 {
+		fmt.Fprintf(w, "attempt  %d\n", s.Attempt)
+	}
+	fmt.Fprintf(w, "folder   %s\nstarted  %s\nduration %s\ncontainer %s (exit %d)\n", r.Dir, s.Started.Format(time.RFC3339), r.Duration().Round(100*time.Millisecond), s.Status, s.ExitCode)
+	if r.Result != nil && r.Result.CaseImage != "" {
+		fmt.Fprintf(w, "case     %s\n", r.Result.CaseImage)
+	}
+	fmt.Fprintf(w, "\n%s\n", r.Grade())
+	for _, c := range r.Checks() {
+		fmt.Fprintf(w, "\n== %s: %s (exit %d, %.1f s)\n", c.Name, c.Status, c.Exit, c.Seconds)
+		if c.SkipReason != "" {
+			fmt.Fprintf(w, "skipped: %s\n", c.SkipReason)
+		}
+		if c.Log != "" {
+			fmt.Fprint(w, indent(results.Tail(filepath.Join(r.Dir, c.Log), showLogLines)))
+		}
+	}
+	patch, err := os.ReadFile(filepath.Join(r.Dir, sserun.PatchFile))
+	switch {
+	case err != nil:
+		fmt.Fprintf(w, "\n== patch: none (%s missing)\n", sserun.PatchFile)
+	case len(patch) == 0:
+		fmt.Fprintf(w, "\n== patch: empty (the agent changed nothing)\n")
+	default:
+		fmt.Fprintf(w, "\n== patch (%s, %d bytes)\n%s", sserun.PatchFile, len(patch), patch)
+		if !strings.HasSuffix(string(patch), "\n") {
+			fmt.Fprintln(w)
+		}
+	}
+}
+
+func indent(s string) string {
+	if s == "" {
+		return ""
+	}
+	return "  " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n  ") + "\n"
+}
+
+func newCmdRunsReport() *cobra.Command {
+	var format, out string
+	cmd := &cobra.Command{
+		Use:   "report DIR [--format md|json|junit|html] [-o FILE]",
+		Short: "Report on the runs in DIR: pass rates, checks, a task matrix and cost",
+		Long: `Report on every run in DIR (an evaluation folder, or any runs folder): the
+pass rate of each agent and model with a 95% confidence interval over its
+attempts (Wilson's), each check's rate, a task-by-agent matrix, and the time
+and tokens spent. Formats: md (the default), json, junit (one testcase per
+run; failures carry the failed checks) and html (one self-contained page with
+charts, viewable without a network).`,
+		Example: `  ssebench runs report runs/eval-20261201-2130-ab12cd
+  ssebench runs report runs/eval-20261201-2130-ab12cd --format html -o report.html
+  ssebench runs report runs --format junit -o junit.xml`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			runs, err := results.List(args[0])
+			if err != nil {
+				return err
+			}
+			if len(runs) == 0 {
+				return fmt.Errorf("no runs in %s: pass an evaluation folder or a runs folder", args[0])
+			}
+			abs, _ := filepath.Abs(args[0])
+			rep := results.NewReport(filepath.Base(abs), runs)
+			if out == "" || out == "-" {
+				return results.Write(cmd.OutOrStdout(), rep, format)
+			}
+			return writeFileAtomic(out, func(w io.Writer) error { return results.Write(w, rep, format) })
+		},
+	}
+	cmd.Flags().StringVar(&format, "format", "md", "report format: "+strings.Join(results.Formats, ", "))
+	cmd.Flags().StringVarP(&out, "output", "o", "", "write the report to FILE (default stdout)")
+	return cmd
+}
+
+// writeFileAtomic writes path through a temporary file renamed into place.
+func writeFileAtomic(path string, write func(io.Writer) error) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	defer os.Remove(f.Name())
+	if err := write(f); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Chmod(0o644); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return os.Rename(f.Name(), path)
+}

@@ -1,0 +1,112 @@
+package commands
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/spf13/cobra"
+
+	"github.com/42-b3yond-6ug/ssebench/cmd/ssebench/commands/options"
+	"github.com/42-b3yond-6ug/ssebench/registry/remote"
+	"github.com/42-b3yond-6ug/ssebench/runtimebin"
+)
+
+func newCmdRuntime(g *options.Global) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "runtime",
+		Short: "Build the runtime image (entrypoint and daemon)",
+		Example: `  ssebench runtime build
+  ssebench runtime build --platform linux/amd64 --push --registry localhost:5000/ssebench`,
+	}
+	cmd.AddCommand(newCmdRuntimeBuild(g))
+	return groupCommand(cmd)
+}
+
+func newCmdRuntimeBuild(g *options.Global) *cobra.Command {
+	var platforms []string
+	var push bool
+	var entrypoint string
+	cmd := &cobra.Command{
+		Use:   "build [--platform linux/ARCH]... [--push]",
+		Short: "Cross-compile the entrypoint, daemon and MCP server and assemble REGISTRY/runtime:VERSION",
+		Long: `Cross-compile cmd/ssebench-entrypoint, cmd/ssebench-daemon and
+cmd/ssebench-mcp (static, reproducible) for each platform and assemble the
+runtime image natively as an OCI index, FROM scratch: /ssebench/ssebench-daemon,
+/ssebench/mcp/ssebench-mcp and /usr/local/bin/entrypoint. It needs the ssebench source tree (the home) and
+the Go toolchain. The index goes to the local store (and the registry with
+--push) as REGISTRY/runtime:VERSION.`,
+		Example: `  ssebench runtime build
+  ssebench runtime build --platform linux/arm64 --push --registry localhost:5000/ssebench
+  ssebench runtime build --entrypoint ./cmd/my-entrypoint`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			names, err := g.Names()
+			if err != nil {
+				return err
+			}
+			home, err := g.HomeDir()
+			if err != nil {
+				return err
+			}
+			if _, err := os.Stat(filepath.Join(home, "go.mod")); err != nil {
+				return fmt.Errorf("building the runtime needs the ssebench source tree: %s has no go.mod (pass --home)", home)
+			}
+			s, err := g.OpenStore()
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			opts := []runtimebin.BuildOption{runtimebin.WithModuleDir(home), runtimebin.WithTempDir(s.TempDir())}
+			if entrypoint != "" {
+				opts = append(opts, runtimebin.WithEntrypointPackage(entrypoint))
+			}
+			if len(platforms) > 0 {
+				var ps []v1.Platform
+				for _, p := range platforms {
+					pp, err := options.ParsePlatform(strings.TrimSpace(p))
+					if err != nil {
+						return err
+					}
+					ps = append(ps, *pp)
+				}
+				opts = append(opts, runtimebin.WithPlatforms(ps...))
+			}
+			idx, err := runtimebin.Build(ctx, opts...)
+			if err != nil {
+				return err
+			}
+			rname := names.Runtime()
+			ref, err := name.ParseReference(rname, name.WeakValidation)
+			if err != nil {
+				return fmt.Errorf("runtime image name %q: %w", rname, err)
+			}
+			if err := s.WriteIndex(ctx, ref, idx); err != nil {
+				return err
+			}
+			if push {
+				ropts, err := g.RegistryOptions(nil, nil)
+				if err != nil {
+					return err
+				}
+				if _, err := remote.Push(ctx, rname, idx, ropts...); err != nil {
+					return err
+				}
+			}
+			d, err := idx.Digest()
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s@%s\n", rname, d)
+			return nil
+		},
+	}
+	cmd.Flags().StringSliceVar(&platforms, "platform", nil, "platforms to build (default linux/amd64,linux/arm64)")
+	cmd.Flags().BoolVar(&push, "push", false, "push the runtime index to its registry too")
+	cmd.Flags().StringVar(&entrypoint, "entrypoint", "", "main package of the entrypoint, relative to the home or an import path (default "+runtimebin.EntrypointPackage+"); see package sserun/entrypoint for adding a mode")
+	return cmd
+}

@@ -1,0 +1,123 @@
+package casebuild
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+
+	"github.com/42-b3yond-6ug/ssebench/internal/testenv"
+	"github.com/42-b3yond-6ug/ssebench/oci/store"
+	"github.com/42-b3yond-6ug/ssebench/registry/naming"
+	"github.com/42-b3yond-6ug/ssebench/registry/remote"
+	"github.com/42-b3yond-6ug/ssebench/task"
+)
+
+func TestBaseNames(t *testing.T) {
+	home := t.TempDir()
+	for _, lang := range []string{"go", "rust"} {
+		d := filepath.Join(home, "images", "base-images", "generic-"+lang)
+		os.MkdirAll(d, 0o755)
+		os.WriteFile(filepath.Join(d, "Dockerfile"), []byte("FROM x\n"), 0o644)
+	}
+	os.MkdirAll(filepath.Join(home, "datasets", "pilot"), 0o755)
+	manifest := `{"dataset":"pilot","version":"pilot-v1","tasks":[
+ {"id":"a","base":"base-generic-go:0.9.0","arch":["amd64"]},
+ {"id":"b","base":"base-generic-go:1.0.0","arch":["amd64"]},
+ {"id":"c","base":"base-generic-rust:1.0.0","arch":["amd64"]},
+ {"id":"d","base":"base-generic-go@sha256:0000000000000000000000000000000000000000000000000000000000000000","arch":["amd64"]}]}`
+	os.WriteFile(filepath.Join(home, "datasets", "pilot", "manifest.json"), []byte(manifest), 0o644)
+
+	b := &Builder{Names: naming.NewNames("localhost:5000/sse", "1.0.0")}
+	got, err := b.BaseNames(home, "go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"localhost:5000/sse/base-generic-go:1.0.0",
+		"localhost:5000/sse/base-generic-go:latest",
+		"localhost:5000/sse/base-generic-go:0.9.0",
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("BaseNames(go) (-want +got):\n%s", d)
+	}
+	langs, err := BaseLanguages(home)
+	if err != nil || strings.Join(langs, ",") != "go,rust" {
+		t.Errorf("BaseLanguages() = %v, %v; want go, rust", langs, err)
+	}
+}
+
+func TestBuildBaseNeedsOSImage(t *testing.T) {
+	b := &Builder{Names: naming.NewNames("localhost:5000/sse", "1.0.0")}
+	_, err := b.BuildBase(t.Context(), t.TempDir(), "go", "", "", false)
+	if err == nil || !strings.Contains(err.Error(), "--os-image") {
+		t.Errorf("BuildBase without an OS image: %v, want a hint about --os-image", err)
+	}
+}
+
+// TestBrokenSibling builds one task of a dataset whose other task folder
+// is broken: the broken one is reported, the asked-for one is handled.
+func TestBrokenSibling(t *testing.T) {
+	ctx := t.Context()
+	dir := filepath.Join(t.TempDir(), "examples")
+	const good = "kvconf-12-afb9ee1"
+	if err := os.CopyFS(filepath.Join(dir, good), os.DirFS(filepath.Join(testenv.ModuleRoot(), "datasets", "examples", good))); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.CopyFS(filepath.Join(dir, "broken-1-aaaaaaa"), os.DirFS(filepath.Join(testenv.ModuleRoot(), "datasets", "examples", good))); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "dataset.yaml"), []byte("version: examples-v1\n"), 0o644)
+	os.Remove(filepath.Join(dir, "broken-1-aaaaaaa", "Dockerfile"))
+
+	st, err := store.Open(filepath.Join(t.TempDir(), "store"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := naming.NewNames("localhost:5000/sse", "1.0.0")
+	digest, err := task.FilesDigest(filepath.Join(dir, good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The good task's case image is up to date: no build is needed.
+	img, _ := random.Image(10, 1)
+	cf, _ := img.ConfigFile()
+	cf.Config.Labels = map[string]string{LabelTaskFiles: digest}
+	img, _ = mutate.ConfigFile(img, cf)
+	ref, _ := name.ParseReference(names.Case("examples", good), name.WeakValidation)
+	if err := st.Write(ctx, ref, img); err != nil {
+		t.Fatal(err)
+	}
+	r, err := remote.NewResolver(remote.WithStore(st), remote.WithPullPolicy(remote.PullNever))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log strings.Builder
+	b := &Builder{Store: st, Resolver: r, Names: names, Log: &log}
+
+	out, err := b.BuildCases(ctx, dir, CaseOptions{Tasks: []string{good}, HostArch: "amd64"})
+	if err != nil || len(out) != 1 || out[0].Action != "skipped" {
+		t.Fatalf("BuildCases(%s) = %+v, %v; want it skipped (up to date) despite its broken sibling", good, out, err)
+	}
+	if !strings.Contains(log.String(), "warning: task broken-1-aaaaaaa of dataset examples has problems") {
+		t.Errorf("the broken sibling was not reported:\n%s", log.String())
+	}
+
+	// Every task: the broken one fails, the good one is still handled.
+	out, err = b.BuildCases(ctx, dir, CaseOptions{HostArch: "amd64"})
+	if err == nil || !strings.Contains(err.Error(), "broken-1-aaaaaaa") {
+		t.Errorf("BuildCases(all) = %v, want the broken task named", err)
+	}
+	got := map[string]string{}
+	for _, oc := range out {
+		got[oc.Task] = oc.Action
+	}
+	if d := cmp.Diff(map[string]string{good: "skipped", "broken-1-aaaaaaa": "failed"}, got); d != "" {
+		t.Errorf("BuildCases(all) outcomes (-want +got):\n%s", d)
+	}
+}

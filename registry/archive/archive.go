@@ -1,0 +1,658 @@
+package archive
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/42-b3yond-6ug/ssebench/internal/units"
+	"github.com/42-b3yond-6ug/ssebench/oci/store"
+	"github.com/42-b3yond-6ug/ssebench/registry/remote"
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	ggremote "github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+)
+
+const (
+	// AnnotationArchiveRegistry, on an archive's index.json, is the
+	// REGISTRY prefix its image names were saved under; Load's push
+	// replaces it with the new prefix.
+	AnnotationArchiveRegistry = "dev.ssebench.archive.registry"
+	// AnnotationArchiveOmitted, on an archive's index.json, lists (space
+	// separated, sorted) the blobs left out because an earlier archive
+	// carried them (save --since): loading needs them in the store.
+	AnnotationArchiveOmitted = "dev.ssebench.archive.omitted"
+)
+
+// The files of an OCI image layout (image-spec's image-layout.md).
+const (
+	layoutFile = "oci-layout"
+	layoutJSON = `{"imageLayoutVersion":"1.0.0"}`
+	indexFile  = "index.json"
+	// maxManifestSize bounds what is read into memory as index.json.
+	maxManifestSize = 32 << 20
+)
+
+func emptyIndex() *v1.IndexManifest {
+	return &v1.IndexManifest{SchemaVersion: 2, MediaType: types.OCIImageIndex, Manifests: []v1.Descriptor{}}
+}
+
+// ctxReader stops a copy when ctx ends.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (r *ctxReader) Read(p []byte) (int, error) {
+	if err := r.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return r.r.Read(p)
+}
+
+// archiveTime is every entry's modification time: fixed, so that the same
+// images give the same archive bytes.
+var archiveTime = time.Unix(0, 0).UTC()
+
+// ArchivedImage is one image of an archive.
+type ArchivedImage struct {
+	// Name is the full reference it was saved under.
+	Name string
+	// Descriptor is its index.json entry.
+	Descriptor v1.Descriptor
+}
+
+// ArchiveReport says what Save wrote or Load read.
+type ArchiveReport struct {
+	// Images are the archive's images, sorted by name.
+	Images []ArchivedImage
+	// Registry is the REGISTRY prefix recorded in the archive.
+	Registry string
+	// Blobs and Bytes count the blobs in the archive.
+	Blobs int
+	Bytes int64
+	// Omitted and OmittedBytes count the blobs left out (--since).
+	Omitted      int
+	OmittedBytes int64
+	// Stored counts the blobs Load added to the store (the others were
+	// there already).
+	Stored int
+	// Replaced are the names Load pointed at other content than the
+	// store had under them.
+	Replaced []Replacement
+}
+
+// Replacement is a name whose content Load changed.
+type Replacement struct {
+	Name     string
+	Old, New v1.Hash
+}
+
+// String is the summary line.
+func (r *ArchiveReport) String() string {
+	s := fmt.Sprintf("%s, %s in %s", units.Plural(len(r.Images), "image"), units.Bytes(r.Bytes), units.Plural(r.Blobs, "blob"))
+	if r.Omitted > 0 {
+		s += fmt.Sprintf(", %s (%s) left out as already carried", units.Plural(r.Omitted, "blob"), units.Bytes(r.OmittedBytes))
+	}
+	return s
+}
+
+// archiveBlob is one blob to write: its size and how to read it.
+type archiveBlob struct {
+	size     int64
+	open     func() (io.ReadCloser, error)
+	manifest bool
+}
+
+// Save writes refs as one OCI image layout archive (a tar of oci-layout,
+// index.json and blobs/sha256/...) to w, each unique blob once. An image
+// comes from the store (WithStore) when it is there, else from its
+// registry; indexes are saved whole unless WithIndexPlatform picks one
+// platform. Blobs are streamed, never held in memory, and the tar is
+// deterministic: sorted entries, fixed times and owners, so the same images
+// give the same bytes. index.json names each image with its full reference
+// (org.opencontainers.image.ref.name), and records WithRegistryPrefix and
+// the blobs WithSince left out.
+func Save(ctx context.Context, w io.Writer, refs []string, opts ...Option) (*ArchiveReport, error) {
+	o := makeOptions(opts...)
+	rep := &ArchiveReport{Registry: o.prefix}
+	since := map[v1.Hash]bool{}
+	for _, p := range o.since {
+		if err := archiveBlobs(p, since); err != nil {
+			return nil, err
+		}
+	}
+	blobs := map[v1.Hash]*archiveBlob{}
+	index := emptyIndex()
+	seen := map[string]bool{}
+	for _, s := range refs {
+		ref, err := name.ParseReference(s)
+		if err != nil {
+			return nil, fmt.Errorf("parsing image reference %q: %w", s, err)
+		}
+		if seen[ref.Name()] {
+			continue
+		}
+		seen[ref.Name()] = true
+		content, desc, err := o.saveSource(ctx, ref)
+		if err != nil {
+			return nil, err
+		}
+		if err := addArchiveBlobs(content, blobs); err != nil {
+			return nil, fmt.Errorf("saving %s: %w", ref.Name(), err)
+		}
+		desc.Annotations = map[string]string{store.AnnotationRefName: ref.Name(), store.AnnotationContainerdName: ref.Name()}
+		index.Manifests = append(index.Manifests, desc)
+		rep.Images = append(rep.Images, ArchivedImage{Name: ref.Name(), Descriptor: desc})
+	}
+	sort.SliceStable(index.Manifests, func(i, j int) bool {
+		return store.EntryName(index.Manifests[i]) < store.EntryName(index.Manifests[j])
+	})
+	sort.SliceStable(rep.Images, func(i, j int) bool { return rep.Images[i].Name < rep.Images[j].Name })
+
+	digests := make([]v1.Hash, 0, len(blobs))
+	var omitted []string
+	for h, b := range blobs {
+		// Manifests always travel: they are small, and they let load
+		// say which image a missing blob belongs to.
+		if since[h] && !b.manifest {
+			omitted = append(omitted, h.String())
+			rep.Omitted++
+			rep.OmittedBytes += b.size
+			continue
+		}
+		digests = append(digests, h)
+	}
+	sort.Slice(digests, func(i, j int) bool { return digests[i].String() < digests[j].String() })
+	sort.Strings(omitted)
+	index.Annotations = map[string]string{}
+	if o.prefix != "" {
+		index.Annotations[AnnotationArchiveRegistry] = o.prefix
+	}
+	if len(omitted) > 0 {
+		index.Annotations[AnnotationArchiveOmitted] = strings.Join(omitted, " ")
+	}
+	if len(index.Annotations) == 0 {
+		index.Annotations = nil
+	}
+
+	tw := tar.NewWriter(w)
+	for _, dir := range []string{"blobs/", "blobs/sha256/"} {
+		if err := tw.WriteHeader(archiveHeader(dir, tar.TypeDir, 0)); err != nil {
+			return nil, fmt.Errorf("writing the archive: %w", err)
+		}
+	}
+	for _, h := range digests {
+		b := blobs[h]
+		if err := writeArchiveBlob(ctx, tw, h, b); err != nil {
+			return nil, err
+		}
+		rep.Blobs++
+		rep.Bytes += b.size
+	}
+	ij, err := json.MarshalIndent(index, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range []struct {
+		name string
+		data []byte
+	}{{indexFile, append(ij, '\n')}, {layoutFile, []byte(layoutJSON)}} {
+		if err := tw.WriteHeader(archiveHeader(f.name, tar.TypeReg, int64(len(f.data)))); err != nil {
+			return nil, fmt.Errorf("writing the archive: %w", err)
+		}
+		if _, err := tw.Write(f.data); err != nil {
+			return nil, fmt.Errorf("writing the archive: %w", err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, fmt.Errorf("writing the archive: %w", err)
+	}
+	return rep, nil
+}
+
+func archiveHeader(name string, typ byte, size int64) *tar.Header {
+	mode := int64(0o644)
+	if typ == tar.TypeDir {
+		mode = 0o755
+	}
+	return &tar.Header{
+		Typeflag: typ, Name: name, Size: size, Mode: mode,
+		ModTime: archiveTime, Format: tar.FormatPAX,
+	}
+}
+
+func writeArchiveBlob(ctx context.Context, tw *tar.Writer, h v1.Hash, b *archiveBlob) error {
+	if err := tw.WriteHeader(archiveHeader("blobs/sha256/"+h.Hex, tar.TypeReg, b.size)); err != nil {
+		return fmt.Errorf("writing blob %s to the archive: %w", h, err)
+	}
+	rc, err := b.open()
+	if err != nil {
+		return fmt.Errorf("reading blob %s: %w", h, err)
+	}
+	defer rc.Close()
+	d := sha256.New()
+	n, err := io.Copy(io.MultiWriter(tw, d), &ctxReader{ctx: ctx, r: rc})
+	if err != nil {
+		return fmt.Errorf("writing blob %s to the archive: %w", h, err)
+	}
+	if got := hex.EncodeToString(d.Sum(nil)); n != b.size || got != h.Hex {
+		return fmt.Errorf("blob %s read as %d bytes with digest sha256:%s, expected %d bytes", h, n, got, b.size)
+	}
+	return nil
+}
+
+// saveSource finds ref in the store, else in its registry, and returns it
+// with its index.json descriptor.
+func (o *options) saveSource(ctx context.Context, ref name.Reference) (ggremote.Taggable, v1.Descriptor, error) {
+	if s := o.store; s != nil {
+		desc, err := s.Descriptor(ref)
+		if err == nil {
+			desc.Annotations = nil
+			if desc.MediaType.IsIndex() {
+				idx, err := s.IndexAt(desc, ref.Name())
+				if err != nil {
+					return nil, desc, err
+				}
+				return o.pickSaved(idx, desc, ref)
+			}
+			img, err := s.ImageAt(desc, ref.Name())
+			return img, desc, err
+		}
+		if !errors.Is(err, store.ErrNotFound) {
+			return nil, desc, err
+		}
+	}
+	return remote.Fetch(ctx, ref.String(), o.remoteOptions()...)
+}
+
+func (o *options) pickSaved(idx v1.ImageIndex, desc v1.Descriptor, ref name.Reference) (ggremote.Taggable, v1.Descriptor, error) {
+	if o.platform == nil {
+		return idx, desc, nil
+	}
+	child, err := remote.PickPlatform(idx, *o.platform, ref.Name())
+	if err != nil {
+		return nil, desc, err
+	}
+	img, err := idx.Image(child.Digest)
+	child.Annotations = nil
+	return img, child, err
+}
+
+// addArchiveBlobs adds every blob of content (manifests included) to bs.
+func addArchiveBlobs(content ggremote.Taggable, bs map[v1.Hash]*archiveBlob) error {
+	raw, err := content.RawManifest()
+	if err != nil {
+		return err
+	}
+	h, _, err := v1.SHA256(bytes.NewReader(raw))
+	if err != nil {
+		return err
+	}
+	bs[h] = &archiveBlob{size: int64(len(raw)), manifest: true, open: func() (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(raw)), nil
+	}}
+	switch c := content.(type) {
+	case v1.ImageIndex:
+		im, err := c.IndexManifest()
+		if err != nil {
+			return err
+		}
+		for _, d := range im.Manifests {
+			var child ggremote.Taggable
+			if d.MediaType.IsIndex() {
+				child, err = c.ImageIndex(d.Digest)
+			} else {
+				child, err = c.Image(d.Digest)
+			}
+			if err != nil {
+				return err
+			}
+			if err := addArchiveBlobs(child, bs); err != nil {
+				return err
+			}
+		}
+	case v1.Image:
+		cfg, err := c.RawConfigFile()
+		if err != nil {
+			return err
+		}
+		ch, err := c.ConfigName()
+		if err != nil {
+			return err
+		}
+		bs[ch] = &archiveBlob{size: int64(len(cfg)), open: func() (io.ReadCloser, error) {
+			return io.NopCloser(bytes.NewReader(cfg)), nil
+		}}
+		ls, err := c.Layers()
+		if err != nil {
+			return err
+		}
+		for _, l := range ls {
+			d, err := l.Digest()
+			if err != nil {
+				return err
+			}
+			mt, err := l.MediaType()
+			if err != nil {
+				return err
+			}
+			if !mt.IsDistributable() || bs[d] != nil {
+				continue
+			}
+			n, err := l.Size()
+			if err != nil {
+				return err
+			}
+			bs[d] = &archiveBlob{size: n, open: l.Compressed}
+		}
+	default:
+		return fmt.Errorf("%T is neither an image nor an image index", content)
+	}
+	return nil
+}
+
+// archiveBlobs adds to set the blobs the archive at p carried or left
+// out. It reads only tar headers and index.json.
+func archiveBlobs(p string, set map[v1.Hash]bool) error {
+	f, err := os.Open(p)
+	if err != nil {
+		return fmt.Errorf("reading the earlier archive: %w", err)
+	}
+	defer f.Close()
+	tr := tar.NewReader(f)
+	sawIndex := false
+	for {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("reading the earlier archive %s: %w", p, err)
+		}
+		name := path.Clean(strings.TrimPrefix(hdr.Name, "./"))
+		if h, ok := blobName(name); ok && hdr.Typeflag == tar.TypeReg {
+			set[h] = true
+			continue
+		}
+		if name == indexFile {
+			sawIndex = true
+			var im v1.IndexManifest
+			if err := json.NewDecoder(io.LimitReader(tr, maxManifestSize)).Decode(&im); err != nil {
+				return fmt.Errorf("reading index.json of the earlier archive %s: %w", p, err)
+			}
+			for _, s := range strings.Fields(im.Annotations[AnnotationArchiveOmitted]) {
+				if h, err := v1.NewHash(s); err == nil {
+					set[h] = true
+				}
+			}
+		}
+	}
+	if !sawIndex {
+		return fmt.Errorf("%s is not an image archive: it has no index.json", p)
+	}
+	return nil
+}
+
+// blobName parses "blobs/sha256/<hex>".
+func blobName(n string) (v1.Hash, bool) {
+	hx, ok := strings.CutPrefix(n, "blobs/sha256/")
+	if !ok || len(hx) != 64 || strings.Trim(hx, "0123456789abcdef") != "" {
+		return v1.Hash{}, false
+	}
+	return v1.Hash{Algorithm: "sha256", Hex: hx}, true
+}
+
+// Load reads an image archive (as Save writes it, or any OCI image layout
+// in a tar) from r into the store of WithStore. Every blob is verified
+// against its digest while it is read and written to the store
+// atomically; the images are tagged only at the end, once every blob of
+// every image is in the store, so a truncated or tampered archive tags
+// nothing and fails with one line naming the blob. Blobs the archive left
+// out (save --since) must be in the store already.
+func Load(ctx context.Context, r io.Reader, opts ...Option) (*ArchiveReport, error) {
+	o := makeOptions(opts...)
+	s := o.store
+	if s == nil {
+		return nil, errors.New("loading an archive needs a local image store: see WithStore")
+	}
+	unlock, err := s.HoldGC(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	rep := &ArchiveReport{}
+	var index *v1.IndexManifest
+	layout := false
+	tr := tar.NewReader(r)
+	var current string // the entry being read, for errors
+	for {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			if current != "" {
+				return nil, fmt.Errorf("the archive is damaged after %s: %w", current, err)
+			}
+			return nil, fmt.Errorf("the archive is damaged: %w", err)
+		}
+		name := path.Clean(strings.TrimPrefix(hdr.Name, "./"))
+		current = name
+		switch {
+		case hdr.Typeflag == tar.TypeDir:
+		case name == layoutFile:
+			b, err := io.ReadAll(io.LimitReader(tr, 4096))
+			if err != nil {
+				return nil, fmt.Errorf("the archive is truncated in %s: %w", layoutFile, err)
+			}
+			var l struct {
+				Version string `json:"imageLayoutVersion"`
+			}
+			if json.Unmarshal(b, &l) != nil || l.Version != "1.0.0" {
+				return nil, fmt.Errorf("the archive's %s is %q: expected image layout version 1.0.0", layoutFile, b)
+			}
+			layout = true
+		case name == indexFile:
+			im, err := v1.ParseIndexManifest(io.LimitReader(tr, maxManifestSize))
+			if err != nil {
+				return nil, fmt.Errorf("the archive's index.json is damaged: %w", err)
+			}
+			index = im
+		default:
+			h, ok := blobName(name)
+			if !ok || hdr.Typeflag != tar.TypeReg {
+				continue // other files are not ours to read
+			}
+			current = h.String()
+			stored, err := loadBlob(ctx, s, tr, h, hdr.Size)
+			if err != nil {
+				return nil, err
+			}
+			rep.Blobs++
+			rep.Bytes += hdr.Size
+			if stored {
+				rep.Stored++
+			}
+		}
+	}
+	if index == nil || !layout {
+		missing := indexFile
+		if index != nil {
+			missing = layoutFile
+		}
+		return nil, fmt.Errorf("the archive has no %s: it is truncated or not an image archive", missing)
+	}
+	rep.Registry = index.Annotations[AnnotationArchiveRegistry]
+	omitted := map[string]bool{}
+	for _, d := range strings.Fields(index.Annotations[AnnotationArchiveOmitted]) {
+		omitted[d] = true
+		rep.Omitted++
+	}
+	type entry struct {
+		ref  name.Reference
+		desc v1.Descriptor
+	}
+	var entries []entry
+	for _, d := range index.Manifests {
+		n := store.EntryName(d)
+		if n == "" {
+			return nil, fmt.Errorf("index.json entry %s has no %s annotation: cannot tell which name to load it under", d.Digest, store.AnnotationRefName)
+		}
+		if o.checkName != nil {
+			if err := o.checkName(n); err != nil {
+				return nil, fmt.Errorf("index.json entry %s: %w", d.Digest, err)
+			}
+		}
+		ref, err := name.ParseReference(n)
+		if err != nil {
+			return nil, fmt.Errorf("index.json entry %s: %w", d.Digest, err)
+		}
+		if err := checkComplete(s, d, ref.Name(), omitted); err != nil {
+			return nil, err
+		}
+		if old, err := s.Descriptor(ref); err == nil && old.Digest != d.Digest {
+			if o.protected != nil && o.protected(ref.Name()) && !o.force {
+				return nil, fmt.Errorf("the archive would replace %s (%s in the store) with %s: pass --force to replace a runtime or tool image", ref.Name(), old.Digest, d.Digest)
+			}
+			rep.Replaced = append(rep.Replaced, Replacement{Name: ref.Name(), Old: old.Digest, New: d.Digest})
+		}
+		entries = append(entries, entry{ref: ref, desc: d})
+	}
+	for _, e := range entries {
+		d := e.desc
+		d.Annotations = nil
+		if err := s.SetEntry(ctx, e.ref, d); err != nil {
+			return nil, err
+		}
+		rep.Images = append(rep.Images, ArchivedImage{Name: e.ref.Name(), Descriptor: d})
+	}
+	sort.SliceStable(rep.Images, func(i, j int) bool { return rep.Images[i].Name < rep.Images[j].Name })
+	return rep, nil
+}
+
+// loadBlob verifies one blob of the archive and puts it into the store. It
+// reports whether the store lacked it.
+func loadBlob(ctx context.Context, s *store.Store, r io.Reader, h v1.Hash, size int64) (bool, error) {
+	if s.HasBlob(h) {
+		// Still read and check it: a tampered archive is an error
+		// even when the store could do without its copy.
+		d := sha256.New()
+		n, err := io.Copy(d, &ctxReader{ctx: ctx, r: r})
+		if err != nil {
+			return false, archiveBlobError(h, err)
+		}
+		if got := hex.EncodeToString(d.Sum(nil)); got != h.Hex || n != size {
+			return false, fmt.Errorf("blob %s in the archive is corrupt (it has digest sha256:%s)", h, got)
+		}
+		return false, nil
+	}
+	if _, _, err := s.PutBlob(ctx, r, h, size); err != nil {
+		if errors.Is(err, store.ErrCorruptBlob) {
+			return false, fmt.Errorf("blob %s in the archive is corrupt (%v)", h, err)
+		}
+		return false, archiveBlobError(h, err)
+	}
+	return true, nil
+}
+
+func archiveBlobError(h v1.Hash, err error) error {
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("the archive is truncated inside blob %s", h)
+	}
+	return fmt.Errorf("reading blob %s from the archive: %w", h, err)
+}
+
+// checkComplete makes sure every blob the entry d needs is in the store.
+func checkComplete(s *store.Store, d v1.Descriptor, image string, omitted map[string]bool) error {
+	missing := func(h v1.Hash) error {
+		if s.HasBlob(h) {
+			return nil
+		}
+		if omitted[h.String()] {
+			return fmt.Errorf("blob %s of %s was left out of the archive (saved with --since) and is not in the store: load the earlier archive first", h, image)
+		}
+		return fmt.Errorf("blob %s of %s is missing from the archive", h, image)
+	}
+	if err := missing(d.Digest); err != nil {
+		return err
+	}
+	raw, err := s.ReadBlob(d.Digest, d.Size, image)
+	if err != nil {
+		return err
+	}
+	switch {
+	case d.MediaType.IsIndex():
+		im, err := v1.ParseIndexManifest(bytes.NewReader(raw))
+		if err != nil {
+			return fmt.Errorf("parsing index %s of %s: %w", d.Digest, image, err)
+		}
+		for _, c := range im.Manifests {
+			if err := checkComplete(s, c, image, omitted); err != nil {
+				return err
+			}
+		}
+	case d.MediaType.IsImage():
+		m, err := v1.ParseManifest(bytes.NewReader(raw))
+		if err != nil {
+			return fmt.Errorf("parsing manifest %s of %s: %w", d.Digest, image, err)
+		}
+		if err := missing(m.Config.Digest); err != nil {
+			return err
+		}
+		for _, l := range m.Layers {
+			if !l.MediaType.IsDistributable() {
+				continue
+			}
+			if err := missing(l.Digest); err != nil {
+				return err
+			}
+		}
+	default:
+		return fmt.Errorf("entry %s of %s has media type %q, which is neither an image nor an index", d.Digest, image, d.MediaType)
+	}
+	return nil
+}
+
+// PushLoaded pushes the images of a loaded archive from the store of
+// WithStore to a registry: each name under the archive's REGISTRY gets
+// prefix instead, any other keeps its repository path under prefix (see
+// Retarget). Blobs shared between the images are uploaded once and
+// mounted for the others.
+func PushLoaded(ctx context.Context, rep *ArchiveReport, prefix string, opts ...Option) (*remote.PushReport, error) {
+	o := makeOptions(opts...)
+	s := o.store
+	if s == nil {
+		return nil, errors.New("pushing loaded images needs the local image store they were loaded into: see WithStore")
+	}
+	var targets []remote.Target
+	for _, im := range rep.Images {
+		t, err := remote.Retarget(im.Name, rep.Registry, prefix)
+		if err != nil {
+			return nil, err
+		}
+		var content ggremote.Taggable
+		if im.Descriptor.MediaType.IsIndex() {
+			content, err = s.IndexAt(im.Descriptor, im.Name)
+		} else {
+			content, err = s.ImageAt(im.Descriptor, im.Name)
+		}
+		if err != nil {
+			return nil, err
+		}
+		targets = append(targets, remote.Target{Ref: t, Content: content})
+	}
+	return remote.PushAll(ctx, targets, o.remoteOptions()...)
+}
