@@ -43,4 +43,11 @@
 // layer's file fails. BuildKit never writes such layers (its diffs use real
 // paths and re-emit hard-linked files), so these cases only matter for
 // hand-made or hostile images.
+//
+// # The local store
+//
+// The OCI image layout that ssebench keeps its images in (one blob pool,
+// an index.json with a name per image, lazy blobs, gc, verify) is package
+// store under this one: an OCI format beside the others, as
+// go-containerregistry keeps layout/ beside tarball/.
 package oci

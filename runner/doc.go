@@ -8,4 +8,7 @@
 // or newer. Only APIs that 1.6 serves are used: the content, images,
 // leases, snapshots, diff, containers, tasks, namespaces and introspection
 // services. Neither the transfer service nor the sandbox API is used.
+//
+// Runner is one of the two backends that run a run's images; the other,
+// on a Kubernetes cluster, is package kube under this one.
 package runner

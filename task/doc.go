@@ -12,4 +12,8 @@
 // first one. Each [Problem] is one line, naming the file (as the caller
 // spelled the folder) and, where known, the line: a user can fix a task in
 // one pass.
+//
+// The packages under this one work on whole datasets: catalog (the
+// catalogs users take tasks from) and release (what a maintainer does
+// before handing a dataset over: verify, lock, publish).
 package task

@@ -2,7 +2,7 @@
 // test: it needs root, buildkitd's binary, runc, the local registry and the
 // Debian OS image (scripts/setup.sh), and takes minutes.
 //
-//	go run ./bench tool [-json results.json] [flags]
+//	go run ./tools/bench tool [-json results.json] [flags]
 //
 // tool builds (once, cached by tag in the registry) a realistic case image:
 // the Debian OS image, a C/C++ toolchain from apt and a generated source tree
@@ -20,7 +20,7 @@
 // ssebench runs in a child process (bench assemble-child), so that its peak
 // memory is the child's maximum resident set size.
 //
-//	go run ./bench rebuild [-json results.json] [flags]
+//	go run ./tools/bench rebuild [-json results.json] [flags]
 //
 // rebuild times the runtime bump on an empty machine, as on CI: the tool
 // image was pushed with runtime 1; ssebench (bench tool-push-child:
@@ -29,13 +29,13 @@
 // type=registry of the cache the first build exported) rebuild it with
 // runtime 2 and push it. Target: ssebench 50 times faster.
 //
-//	go run ./bench mirror [flags]
+//	go run ./tools/bench mirror [flags]
 //
 // mirror copies the images of the example dataset (bases, cases, runtime,
 // tool and dummy-agent images, made first when missing) to a throwaway
 // registry and reports bytes moved over unique blob bytes (target 1.00).
 //
-//	go run ./bench gateway [-n 300] [-json results.json]
+//	go run ./tools/bench gateway [-n 300] [-json results.json]
 //
 // gateway measures the model gateway of a restricted run: the scripted
 // model server on loopback, reached direct and through the entrypoint's
@@ -43,13 +43,13 @@
 // latency of a request (goal under 2 ms) and of a stream's first byte
 // (goal under 5 ms). It needs no service.
 //
-//	go run ./bench eval [flags]
+//	go run ./tools/bench eval [flags]
 //
 // eval times 12 runs of the dummy agent on the example dataset with
 // `ssebench eval --jobs 4` against the same 12 with --jobs 1, and prints
 // the speed-up and ssebench's own time per run (all but the containers').
 //
-//	go run ./bench eval-build [flags]
+//	go run ./tools/bench eval-build [flags]
 //
 // eval-build generates -tasks (8) tasks on one base and compares the build
 // phase of `ssebench eval` (the tool and dummy-agent images of every task,
@@ -57,7 +57,7 @@
 // layers task after task on a fresh daemon: the ratio, the seconds per task
 // after the first, and the layers read (the base's once).
 //
-//	go run ./bench grade [flags]
+//	go run ./tools/bench grade [flags]
 //
 // grade times the example Go task's build and test scripts in a run (as
 // sse-runner, through the daemon) against the same scripts as root in the
@@ -83,7 +83,7 @@ func main() {
 
 func run(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("usage: bench tool|rebuild|mirror|gateway|eval|eval-build|grade [flags] (see go doc ./bench)")
+		return fmt.Errorf("usage: bench tool|rebuild|mirror|gateway|eval|eval-build|grade [flags] (see go doc ./tools/bench)")
 	}
 	switch args[0] {
 	case "tool":
