@@ -13,7 +13,7 @@
 // spelled the folder) and, where known, the line: a user can fix a task in
 // one pass.
 //
-// The packages under this one work on whole datasets: catalog (the
-// catalogs users take tasks from) and release (what a maintainer does
-// before handing a dataset over: verify, lock, publish).
+// Package catalog under this one provides the catalogs users take tasks
+// from; what a maintainer does before handing a dataset over (verify, which
+// runs an evaluation, lock, publish) sits above the runs, in release.
 package task

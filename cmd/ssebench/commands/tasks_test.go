@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/42-b3yond-6ug/ssebench/release"
 	"github.com/42-b3yond-6ug/ssebench/task"
-	"github.com/42-b3yond-6ug/ssebench/task/release"
 )
 
 const (

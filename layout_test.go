@@ -1,0 +1,58 @@
+package ssebench
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// module is this module's import path.
+const module = "github.com/42-b3yond-6ug/ssebench"
+
+// TestImportLayers keeps the architecture the README draws: each room
+// imports only rooms below it. The rules that matter most: contract is the
+// leaf every side shares, so the host side never needs the in-image
+// runtime (sserun) to speak the contract, and the reader of run folders
+// (results) never pulls in the run machinery (pipeline).
+func TestImportLayers(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command")
+	}
+	rules := []struct {
+		pkgs      []string // packages (patterns) whose dependencies are checked
+		forbidden []string // rooms none of them may depend on, directly or not
+	}{
+		{[]string{"./contract"}, []string{""}}, // nothing of ours at all
+		{[]string{"./oci/...", "./registry/..."}, []string{"sserun", "pipeline", "evaluate", "assemble", "runner", "results", "cmd"}},
+		{[]string{"./assemble/...", "./task/...", "./runner/..."}, []string{"sserun", "pipeline", "evaluate", "release", "cmd"}},
+		{[]string{"./results/..."}, []string{"sserun", "pipeline", "evaluate", "release", "cmd"}},
+		{[]string{"./release/..."}, []string{"sserun", "cmd"}},
+		{[]string{"./sserun/..."}, []string{"assemble", "pipeline", "evaluate", "registry", "oci", "runner", "results", "cmd"}},
+		{[]string{"./pipeline/...", "./evaluate/...", "./cmd/..."}, []string{"examples", "tools"}},
+	}
+	for _, r := range rules {
+		args := append([]string{"list", "-deps", "-test=false", "-f", "{{.ImportPath}}"}, r.pkgs...)
+		out, err := exec.Command("go", args...).Output()
+		if err != nil {
+			t.Fatalf("go %s: %v", strings.Join(args, " "), err)
+		}
+		self := map[string]bool{}
+		for _, p := range r.pkgs {
+			self[strings.TrimSuffix(strings.TrimPrefix(p, "./"), "/...")] = true
+		}
+		for _, dep := range strings.Fields(string(out)) {
+			rel, ok := strings.CutPrefix(dep, module+"/")
+			if !ok || self[rel] || self[strings.SplitN(rel, "/", 2)[0]] {
+				continue
+			}
+			if strings.HasPrefix(rel, "internal/") {
+				continue // helpers, allowed everywhere
+			}
+			for _, f := range r.forbidden {
+				if f == "" || rel == f || strings.HasPrefix(rel, f+"/") {
+					t.Errorf("%s depends on %s, a room it must not import (see the README's Architecture)", strings.Join(r.pkgs, " "), rel)
+				}
+			}
+		}
+	}
+}
