@@ -56,6 +56,11 @@ const (
 	// defaultJobs matches remote's own default: enough to fill a link
 	// without opening dozens of connections to one registry.
 	defaultJobs = 4
+	// defaultChunkSize is the size of one PATCH of a chunked upload. A
+	// blob up to this size goes in one PUT. Every job holds one chunk in
+	// memory, so that a chunk whose connection broke can be sent again
+	// without reading the source again.
+	defaultChunkSize = 8 << 20
 )
 
 type options struct {
@@ -70,13 +75,29 @@ type options struct {
 	progress  chan<- v1.Update
 	// stall bounds a registry's silence (see defaultStall).
 	stall time.Duration
-	// move holds the options of push, mirror, save and load (push.go).
+	// move holds the options of moving images (see moveOptions).
 	move moveOptions
 	// notice hears what Resolve does before it asks a registry.
 	notice func(msg string)
 	// localPrefix names images Resolve takes from the store only, unless
 	// the policy is PullAlways; localWhy says why, for the error.
 	localPrefix, localWhy string
+}
+
+// moveOptions are the options of Push, PushAll and Mirror, and of Fetch
+// (WithIndexPlatform); package archive's Save and PushLoaded reach them
+// through its WithRemote.
+type moveOptions struct {
+	mountFrom     []string
+	reporter      Progress
+	chunkSize     int64
+	attempts      int
+	backoff       time.Duration
+	indexPlatform *v1.Platform
+}
+
+func defaultMoveOptions() moveOptions {
+	return moveOptions{chunkSize: defaultChunkSize, attempts: defaultAttempts, backoff: defaultBackoff}
 }
 
 // WithLocalOnly makes Resolve take images whose name starts with prefix
@@ -258,6 +279,19 @@ func (o *options) parseReference(s string) (name.Reference, error) {
 		}
 	}
 	return ref, nil
+}
+
+// parseRepository parses a repository name, allowing plain HTTP as
+// parseReference does.
+func (o *options) parseRepository(s string) (name.Repository, error) {
+	r, err := name.NewRepository(s)
+	if err != nil {
+		return r, fmt.Errorf("parsing repository name %q: %w", s, err)
+	}
+	if o.allowHTTP(r.RegistryStr()) {
+		return name.NewRepository(s, name.Insecure)
+	}
+	return r, nil
 }
 
 // allowHTTP reports whether host (host or host:port) may be reached over
