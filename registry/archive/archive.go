@@ -119,7 +119,7 @@ type archiveBlob struct {
 // Save writes refs as one OCI image layout archive (a tar of oci-layout,
 // index.json and blobs/sha256/...) to w, each unique blob once. An image
 // comes from the store (WithStore) when it is there, else from its
-// registry; indexes are saved whole unless WithIndexPlatform picks one
+// registry; indexes are saved whole unless WithPlatform picks one
 // platform. Blobs are streamed, never held in memory, and the tar is
 // deterministic: sorted entries, fixed times and owners, so the same images
 // give the same bytes. index.json names each image with its full reference

@@ -71,8 +71,6 @@ func blobsURL(r name.Repository, rest string) string {
 	return fmt.Sprintf("%s://%s/v2/%s/blobs/%s", r.Scheme(), r.RegistryStr(), r.RepositoryStr(), rest)
 }
 
-// do sends a request and checks its status; body, when not nil, is
-// called for each attempt.
 // do sends one request under a deadline of its own (the stall limit plus
 // the time the body takes at the slowest rate we wait for): a registry
 // that stops answering fails the request, which is then retried.
@@ -111,6 +109,8 @@ func redactURL(u string) string {
 	return u
 }
 
+// do sends one request with c and turns a status not in ok into a
+// *transport.Error, carrying the wait a Retry-After asked for.
 func do(ctx context.Context, c *http.Client, method, u string, body io.Reader, size int64, hdr http.Header, ok ...int) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, method, u, body)
 	if err != nil {

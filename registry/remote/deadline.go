@@ -55,7 +55,7 @@ func (g *stallGuard) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-// ErrStalled says a registry sent no byte for longer than the stall limit.
+// errStalled says a registry sent no byte for longer than the stall limit.
 var errStalled = errors.New("the registry stopped sending (no byte within the stall limit)")
 
 // idleBody closes the body when no Read returned data for stall: the

@@ -18,9 +18,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 )
 
-// Option configures a Resolver, Push or Pull. An option that does not apply
-// to an entry point is ignored there (Push ignores WithPullPolicy, for
-// example).
+// Option configures a Resolver, an Access (New), Push, PushAll, Mirror,
+// Fetch or Tag. An option that does not apply to an entry point is ignored
+// there (Push ignores WithPullPolicy, for example).
 type Option func(*options) error
 
 // PullPolicy says when Resolve asks the registry for an image.
@@ -405,9 +405,9 @@ func WithMountFrom(repos ...string) Option {
 	}
 }
 
-// WithBlobProgress makes Push, Mirror and Load report each blob to p as it
-// is checked, mounted or uploaded (see NewProgressPrinter). The default is
-// no reports.
+// WithBlobProgress makes Push, PushAll and Mirror report each blob to p as
+// it is checked, mounted or uploaded (the CLI's is
+// commands.NewProgressPrinter). The default is no reports.
 func WithBlobProgress(p Progress) Option {
 	return func(o *options) error {
 		o.move.reporter = p
@@ -441,8 +441,9 @@ func withRetries(attempts int, backoff time.Duration) Option {
 	}
 }
 
-// WithIndexPlatform makes Mirror and Save take only p's image out of an
-// image index; the copied name then names that image. The default copies
+// WithIndexPlatform makes Mirror and Fetch (and so package archive's Save)
+// take only p's image out of an image index; the copied name then names
+// that image. The default copies
 // whole indexes.
 func WithIndexPlatform(p *v1.Platform) Option {
 	return func(o *options) error {

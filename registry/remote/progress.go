@@ -10,7 +10,8 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 )
 
-// Progress receives what Push, Mirror and Load do with each blob. Its
+// Progress receives what Push, PushAll and Mirror (and so package
+// archive's PushLoaded) do with each blob. Its
 // methods are called from several goroutines at once.
 type Progress interface {
 	// Start says an upload of e.Digest (e.Size bytes) begins.
@@ -22,7 +23,7 @@ type Progress interface {
 	Done(e BlobEvent)
 }
 
-// close closes the WithProgress channel once.
+// close closes the withProgress channel once.
 func (p *pusher) close() {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -32,12 +32,12 @@ const maxMountTries = 4
 // when small and in chunks otherwise, so that an interrupted upload resumes
 // where it stopped, within this push and, with WithStore, in the next one.
 // Blobs go WithJobs at a time; a request that fails with 5xx, 429 or a
-// broken connection is retried with a growing wait (WithRetries). Manifests
-// go last, so ref never names an incomplete image.
+// broken connection is retried with a growing wait (five attempts, 0.5 s
+// apart at first, or what the registry's Retry-After asks). Manifests go
+// last, so ref never names an incomplete image.
 //
 // Loopback hosts and WithInsecureRegistries may use plain HTTP; credentials
-// come from WithKeychain. WithProgress receives byte counts and is closed
-// when PushImage returns; WithBlobProgress receives each blob.
+// come from WithKeychain. WithBlobProgress receives each blob.
 func Push(ctx context.Context, ref string, content remote.Taggable, opts ...Option) (*PushReport, error) {
 	o, err := makeOptions(opts...)
 	if err != nil {
@@ -58,7 +58,7 @@ func Push(ctx context.Context, ref string, content remote.Taggable, opts ...Opti
 	return p.report(), nil
 }
 
-// progressOf finds the channel of WithProgress when the options fail to
+// progressOf finds the channel of withProgress when the options fail to
 // apply, so that it is closed as promised.
 func progressOf(opts []Option) chan<- v1.Update {
 	o := &options{}
@@ -75,8 +75,7 @@ type Target struct {
 }
 
 // PushAll pushes each target in turn with one pusher, so that blobs shared
-// between them are uploaded once and mounted for the others (see
-// PushImage).
+// between them are uploaded once and mounted for the others (see Push).
 func PushAll(ctx context.Context, targets []Target, opts ...Option) (*PushReport, error) {
 	o, err := makeOptions(opts...)
 	if err != nil {
