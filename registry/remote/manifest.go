@@ -19,6 +19,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
+// putManifest writes raw, of media type mt, at ref (a tag or a digest).
 func (p *pusher) putManifest(ctx context.Context, ref name.Reference, raw []byte, mt types.MediaType) error {
 	c, err := p.client(ctx, ref.Context())
 	if err != nil {
@@ -37,9 +38,6 @@ func (p *pusher) putManifest(ctx context.Context, ref name.Reference, raw []byte
 	if err != nil {
 		return fmt.Errorf("writing the manifest of %s: %w", ref.Name(), err)
 	}
-	p.mu.Lock()
-	p.rep.Manifests++
-	p.mu.Unlock()
 	return nil
 }
 

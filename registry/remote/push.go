@@ -348,7 +348,13 @@ func (p *pusher) pushManifests(ctx context.Context, ref name.Reference, content 
 	if err != nil {
 		return err
 	}
-	return p.putManifest(ctx, ref, raw, mt)
+	if err := p.putManifest(ctx, ref, raw, mt); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	p.rep.Manifests++
+	p.mu.Unlock()
+	return nil
 }
 
 // remember records in the store which repository holds the blobs.

@@ -83,7 +83,9 @@ func unwrapPermanent(err error) error {
 }
 
 // retryable reports whether err is worth another attempt: 5xx, 429 and
-// 408 answers and broken connections are; everything else is not.
+// 408 answers, a registry that got our bytes damaged (digest, size or
+// upload invalid), a stalled request and broken connections are;
+// everything else is not.
 func retryable(err error) bool {
 	if err == nil {
 		return false
@@ -107,9 +109,6 @@ func retryable(err error) bool {
 			}
 		}
 		return te.StatusCode >= 500 || te.StatusCode == http.StatusTooManyRequests || te.StatusCode == http.StatusRequestTimeout
-	}
-	if errors.Is(err, errStalled) {
-		return true
 	}
 	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) ||
