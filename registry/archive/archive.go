@@ -119,14 +119,17 @@ type archiveBlob struct {
 // Save writes refs as one OCI image layout archive (a tar of oci-layout,
 // index.json and blobs/sha256/...) to w, each unique blob once. An image
 // comes from the store (WithStore) when it is there, else from its
-// registry; indexes are saved whole unless WithIndexPlatform picks one
+// registry; indexes are saved whole unless WithPlatform picks one
 // platform. Blobs are streamed, never held in memory, and the tar is
 // deterministic: sorted entries, fixed times and owners, so the same images
 // give the same bytes. index.json names each image with its full reference
 // (org.opencontainers.image.ref.name), and records WithRegistryPrefix and
 // the blobs WithSince left out.
 func Save(ctx context.Context, w io.Writer, refs []string, opts ...Option) (*ArchiveReport, error) {
-	o := makeOptions(opts...)
+	o, err := makeOptions(opts...)
+	if err != nil {
+		return nil, err
+	}
 	rep := &ArchiveReport{Registry: o.prefix}
 	since := map[v1.Hash]bool{}
 	for _, p := range o.since {
@@ -423,7 +426,10 @@ func blobName(n string) (v1.Hash, bool) {
 // nothing and fails with one line naming the blob. Blobs the archive left
 // out (save --since) must be in the store already.
 func Load(ctx context.Context, r io.Reader, opts ...Option) (*ArchiveReport, error) {
-	o := makeOptions(opts...)
+	o, err := makeOptions(opts...)
+	if err != nil {
+		return nil, err
+	}
 	s := o.store
 	if s == nil {
 		return nil, errors.New("loading an archive needs a local image store: see WithStore")
@@ -632,7 +638,10 @@ func checkComplete(s *store.Store, d v1.Descriptor, image string, omitted map[st
 // Retarget). Blobs shared between the images are uploaded once and
 // mounted for the others.
 func PushLoaded(ctx context.Context, rep *ArchiveReport, prefix string, opts ...Option) (*remote.PushReport, error) {
-	o := makeOptions(opts...)
+	o, err := makeOptions(opts...)
+	if err != nil {
+		return nil, err
+	}
 	s := o.store
 	if s == nil {
 		return nil, errors.New("pushing loaded images needs the local image store they were loaded into: see WithStore")

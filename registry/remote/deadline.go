@@ -1,11 +1,14 @@
 package remote
 
+// The stall deadlines: how long a registry may stay silent before a request
+// fails (and is retried, see retry.go), for the requests this package sends
+// and, through the transport, for go-containerregistry's.
+
 import (
 	"context"
 	"errors"
 	"io"
 	"net/http"
-	"strconv"
 	"sync"
 	"time"
 )
@@ -19,8 +22,6 @@ const (
 	// minRate is the slowest upload a request deadline allows for: a
 	// request of n bytes may take defaultStall plus n at this rate.
 	minRate = 64 << 10
-	// maxRetryAfter caps how long a Retry-After answer makes us wait.
-	maxRetryAfter = time.Minute
 )
 
 // requestContext bounds one request of size bytes (its body) in time.
@@ -54,7 +55,7 @@ func (g *stallGuard) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-// ErrStalled says a registry sent no byte for longer than the stall limit.
+// errStalled says a registry sent no byte for longer than the stall limit.
 var errStalled = errors.New("the registry stopped sending (no byte within the stall limit)")
 
 // idleBody closes the body when no Read returned data for stall: the
@@ -96,30 +97,4 @@ func (b *idleBody) Read(p []byte) (int, error) {
 func (b *idleBody) Close() error {
 	b.timer.Stop()
 	return b.rc.Close()
-}
-
-// retryAfter is an answer (429, 503) that said how long to wait.
-type retryAfter struct {
-	error
-	wait time.Duration
-}
-
-func (e *retryAfter) Unwrap() error { return e.error }
-
-// withRetryAfter wraps err with the wait resp's Retry-After asks for (in
-// seconds or as an HTTP date), when it has one.
-func withRetryAfter(err error, resp *http.Response) error {
-	v := resp.Header.Get("Retry-After")
-	if v == "" {
-		return err
-	}
-	var d time.Duration
-	if s, perr := strconv.Atoi(v); perr == nil && s >= 0 {
-		d = time.Duration(s) * time.Second
-	} else if t, perr := http.ParseTime(v); perr == nil {
-		d = time.Until(t)
-	} else {
-		return err
-	}
-	return &retryAfter{error: err, wait: min(max(d, 0), maxRetryAfter)}
 }

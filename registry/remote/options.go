@@ -18,9 +18,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 )
 
-// Option configures a Resolver, Push or Pull. An option that does not apply
-// to an entry point is ignored there (Push ignores WithPullPolicy, for
-// example).
+// Option configures a Resolver, an Access (New), Push, PushAll, Mirror,
+// Fetch or Tag. An option that does not apply to an entry point is ignored
+// there (Push ignores WithPullPolicy, for example).
 type Option func(*options) error
 
 // PullPolicy says when Resolve asks the registry for an image.
@@ -56,6 +56,11 @@ const (
 	// defaultJobs matches remote's own default: enough to fill a link
 	// without opening dozens of connections to one registry.
 	defaultJobs = 4
+	// defaultChunkSize is the size of one PATCH of a chunked upload. A
+	// blob up to this size goes in one PUT. Every job holds one chunk in
+	// memory, so that a chunk whose connection broke can be sent again
+	// without reading the source again.
+	defaultChunkSize = 8 << 20
 )
 
 type options struct {
@@ -70,13 +75,29 @@ type options struct {
 	progress  chan<- v1.Update
 	// stall bounds a registry's silence (see defaultStall).
 	stall time.Duration
-	// move holds the options of push, mirror, save and load (push.go).
+	// move holds the options of moving images (see moveOptions).
 	move moveOptions
 	// notice hears what Resolve does before it asks a registry.
 	notice func(msg string)
 	// localPrefix names images Resolve takes from the store only, unless
 	// the policy is PullAlways; localWhy says why, for the error.
 	localPrefix, localWhy string
+}
+
+// moveOptions are the options of Push, PushAll and Mirror, and of Fetch
+// (WithIndexPlatform); package archive's Save and PushLoaded reach them
+// through its WithRemote.
+type moveOptions struct {
+	mountFrom     []string
+	reporter      Progress
+	chunkSize     int64
+	attempts      int
+	backoff       time.Duration
+	indexPlatform *v1.Platform
+}
+
+func defaultMoveOptions() moveOptions {
+	return moveOptions{chunkSize: defaultChunkSize, attempts: defaultAttempts, backoff: defaultBackoff}
 }
 
 // WithLocalOnly makes Resolve take images whose name starts with prefix
@@ -260,6 +281,19 @@ func (o *options) parseReference(s string) (name.Reference, error) {
 	return ref, nil
 }
 
+// parseRepository parses a repository name, allowing plain HTTP as
+// parseReference does.
+func (o *options) parseRepository(s string) (name.Repository, error) {
+	r, err := name.NewRepository(s)
+	if err != nil {
+		return r, fmt.Errorf("parsing repository name %q: %w", s, err)
+	}
+	if o.allowHTTP(r.RegistryStr()) {
+		return name.NewRepository(s, name.Insecure)
+	}
+	return r, nil
+}
+
 // allowHTTP reports whether host (host or host:port) may be reached over
 // plain HTTP.
 func (o *options) allowHTTP(host string) bool {
@@ -371,9 +405,9 @@ func WithMountFrom(repos ...string) Option {
 	}
 }
 
-// WithBlobProgress makes Push, Mirror and Load report each blob to p as it
-// is checked, mounted or uploaded (see NewProgressPrinter). The default is
-// no reports.
+// WithBlobProgress makes Push, PushAll and Mirror report each blob to p as
+// it is checked, mounted or uploaded (the CLI's is
+// commands.NewProgressPrinter). The default is no reports.
 func WithBlobProgress(p Progress) Option {
 	return func(o *options) error {
 		o.move.reporter = p
@@ -407,8 +441,9 @@ func withRetries(attempts int, backoff time.Duration) Option {
 	}
 }
 
-// WithIndexPlatform makes Mirror and Save take only p's image out of an
-// image index; the copied name then names that image. The default copies
+// WithIndexPlatform makes Mirror and Fetch (and so package archive's Save)
+// take only p's image out of an image index; the copied name then names
+// that image. The default copies
 // whole indexes.
 func WithIndexPlatform(p *v1.Platform) Option {
 	return func(o *options) error {

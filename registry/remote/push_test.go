@@ -220,55 +220,6 @@ func TestPushReportsEachBlob(t *testing.T) {
 	}
 }
 
-func TestPushReportString(t *testing.T) {
-	r := &PushReport{Uploaded: 12_900_000, UploadedBlobs: 2, Mounted: 1024, MountedBlobs: 1}
-	want := "uploaded 12.3 MiB (2 blobs), mounted 1.0 KiB (1 blob), skipped 0 B already there (0 blobs)"
-	if got := r.String(); got != want {
-		t.Errorf("String() = %q, want %q", got, want)
-	}
-}
-
-func TestParseRange(t *testing.T) {
-	for _, tc := range []struct {
-		in     string
-		want   int64
-		wantOK bool
-	}{
-		{in: "0-0", want: 0, wantOK: true},
-		{in: "0-1023", want: 1024, wantOK: true},
-		{in: "bytes=0-99", want: 100, wantOK: true},
-		{in: "", wantOK: false},
-		{in: "5-10", wantOK: false},
-	} {
-		got, ok := parseRange(tc.in)
-		if got != tc.want || ok != tc.wantOK {
-			t.Errorf("parseRange(%q) = %d, %v; want %d, %v", tc.in, got, ok, tc.want, tc.wantOK)
-		}
-	}
-}
-
-func TestRetryable(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		err  error
-		want bool
-	}{
-		{name: "canceled", err: context.Canceled, want: false},
-		{name: "plain error", err: errors.New("refusing plain HTTP"), want: false},
-		{name: "reset", err: &netErr{}, want: true},
-	} {
-		if got := retryable(tc.err); got != tc.want {
-			t.Errorf("%s: retryable = %v, want %v", tc.name, got, tc.want)
-		}
-	}
-}
-
-type netErr struct{}
-
-func (*netErr) Error() string   { return "connection reset by peer" }
-func (*netErr) Timeout() bool   { return false }
-func (*netErr) Temporary() bool { return true }
-
 // TestIntegrationPushMounts pushes to the real distribution registry, which
 // supports cross-repository mounts (go-containerregistry's test registry
 // does not).

@@ -64,7 +64,8 @@ func (r *Resolver) Image(ctx context.Context, ref string) (v1.Image, error) {
 
 // Resolve finds ref. With PullMissing it looks in the store first; with
 // PullAlways it asks the registry; with PullNever it uses the store only
-// and fails with an error matching ErrNotFound when the store lacks it.
+// and fails with an error matching store.ErrNotFound when the store lacks
+// it.
 //
 // An image from the registry is recorded in the store (when there is one)
 // under ref at once, as the registry has it (an index stays an index), with
@@ -93,7 +94,7 @@ func (r *Resolver) Resolve(ctx context.Context, ref string) (*Resolved, error) {
 		}
 		miss := fmt.Sprintf("image %s is not in the local store (%s)", parsed.Name(), missDetail(err, r.o.store))
 		if r.o.policy == PullNever {
-			// storeMiss matches ErrNotFound without repeating its text.
+			// storeMiss matches store.ErrNotFound without repeating its text.
 			return nil, &storeMiss{msg: miss + "; pull it with --pull=missing or build it first"}
 		}
 		if r.o.notice != nil {

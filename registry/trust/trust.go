@@ -97,7 +97,7 @@ func (p *Policy) Check(ctx context.Context, repo name.Repository, d v1.Hash, opt
 	if p == nil || p.Key == nil {
 		return fmt.Errorf("%s is not a trusted registry and no verification key is set (--trust-registry or --verify-key)", repo.RegistryStr())
 	}
-	return verify(ctx, p.Key, repo, d, append(opts, remote.WithContext(ctx))...)
+	return verify(ctx, p.Key, repo, d, opts...)
 }
 
 // SignatureTag is where the signature of d lives in repo.
@@ -118,8 +118,11 @@ type payload struct {
 	Optional map[string]string `json:"optional"`
 }
 
+// verify looks for a signature of d in repo that key verifies. ctx bounds
+// every request, the signature's layer read included: remote.Image keeps it
+// for the lazy reads.
 func verify(ctx context.Context, key *ecdsa.PublicKey, repo name.Repository, d v1.Hash, opts ...remote.Option) error {
-	img, err := remote.Image(SignatureTag(repo, d), opts...)
+	img, err := remote.Image(SignatureTag(repo, d), append(opts, remote.WithContext(ctx))...)
 	if err != nil {
 		return fmt.Errorf("no signature of %s in %s: %w", d, repo, err)
 	}
