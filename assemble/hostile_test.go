@@ -213,9 +213,16 @@ func TestHostileVerify(t *testing.T) {
 		{"verify: accounts", "model has root's uid", nil, []fe{dir("etc", 0o755), reg("etc/passwd", 0o644, "root:x:0:0:root:/root:/bin/bash\nmodel:x:0:0::/home/model:/bin/bash\nsse-runner:x:999:999::/nonexistent:/usr/sbin/nologin\n")}, `accounts: /etc/passwd: model is`, "§12", false},
 		{"verify: env", "runner user in ENV", []string{"PATH=/usr/bin", "SSE_RUNNER_USER=root"}, nil, "env: ENV sets SSE_RUNNER_USER, which only the run may set", "§16", false},
 		{"verify: env", "TIMEOUT in ENV", []string{"TIMEOUT=0"}, nil, "env: ENV sets TIMEOUT", "§16", false},
-		{"verify: PATH", "/tmp first in PATH", []string{"PATH=/tmp:/usr/bin"}, []fe{dir("tmp", 0o1777)}, "path: /tmp: model can add programs to this directory, entry 1 of PATH", "§12", true},
-		{"verify: PATH", "SOURCE_DIR in PATH", []string{"PATH=/src/proj:/usr/bin"}, nil, "path: /src/proj: model can add programs", "§12", true},
-		{"verify: PATH", "home bin in PATH", []string{"PATH=/usr/local/bin:/home/model/bin:/usr/bin"}, []fe{own(dir("home/model/bin", 0o755), 1000, 1000)}, "path: /home/model/bin: model can add programs to this directory, entry 2 of PATH", "§12", true},
+		{"verify: PATH", "/tmp first in PATH", []string{"PATH=/tmp:/usr/bin"}, []fe{dir("tmp", 0o1777)}, "path: /tmp: model can add programs to this directory, entry 1 of PATH", "§12", false},
+		{"verify: PATH", "SOURCE_DIR in PATH", []string{"PATH=/src/proj:/usr/bin"}, nil, "path: /src/proj: model can add programs", "§12", false},
+		{"verify: PATH", "home bin in PATH", []string{"PATH=/usr/local/bin:/home/model/bin:/usr/bin"}, []fe{own(dir("home/model/bin", 0o755), 1000, 1000)}, "path: /home/model/bin: model can add programs to this directory, entry 2 of PATH", "§12", false},
+		{"verify: PATH", "sticky GOPATH/bin first in PATH", []string{"PATH=/go/bin:/usr/bin", "GOPATH=/go"}, []fe{dir("go", 0o755), dir("go/bin", 0o1777)}, "path: /go/bin: model can add programs to this directory, entry 1 of PATH", "§12: model must not change a toolchain", false},
+		{"verify: PATH", "last PATH entry sticky", []string{"PATH=/usr/bin:/opt/last"}, []fe{dir("opt", 0o755), dir("opt/last", 0o1777)}, "path: /opt/last: model can add programs to this directory, entry 2 of PATH", "§12", false},
+		{"verify: PATH", "relative PATH entry", []string{"PATH=/usr/bin:."}, nil, `path: entry 2 of PATH is ".", not an absolute path`, "§12", false},
+		{"verify: PATH", "empty PATH entry", []string{"PATH=/usr/bin::/bin"}, nil, `path: entry 2 of PATH is "", not an absolute path`, "§12", false},
+		{"verify: PATH", "sticky module cache directory", []string{"PATH=/usr/bin", "GOMODCACHE=/go/pkg/mod"}, []fe{dir("go", 0o755), dir("go/pkg", 0o755), dir("go/pkg/mod", 0o755), dir("go/pkg/mod/github.com", 0o1777)}, "path: /go/pkg/mod/github.com: model can add files to this directory under GOMODCACHE", "§12", false},
+		{"verify: PATH", "sticky CARGO_HOME", []string{"PATH=/usr/bin", "CARGO_HOME=/usr/local/cargo"}, []fe{dir("usr", 0o755), dir("usr/local", 0o755), dir("usr/local/cargo", 0o1777)}, "path: /usr/local/cargo: model can write CARGO_HOME", "§12", false},
+		{"verify: PATH", "GOPATH in SOURCE_DIR", []string{"PATH=/usr/bin", "GOPATH=/src/proj/gopath"}, []fe{dir("src/proj/gopath", 0o755)}, "path: /src/proj/gopath: model can write GOPATH", "§12", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			hostile.Case(t, tc.class)

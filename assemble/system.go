@@ -44,14 +44,16 @@ func cacheDirs(view *oci.View, env []string) []string {
 
 // mode is the mode of an entry at dest after steps 4 and 5 of SPEC.md
 // section 4: no other-write bit except on sticky directories and symlinks,
-// and inside a shared cache o+r on files and o+rx on directories.
+// and inside a shared cache o+r on files and o+rx on directories. A sticky
+// directory of PATH or under a toolchain variable loses it too (§12): a
+// new file there is enough to shadow what a check runs.
 func (b *toolBuild) mode(dest string, h *oci.Header) int64 {
 	m := h.Mode
 	switch h.Typeflag {
 	case tar.TypeSymlink:
 		return m
 	case tar.TypeDir:
-		if m&0o1000 == 0 {
+		if m&0o1000 == 0 || b.guard.locks(dest) {
 			m &^= 0o002
 		}
 	default:

@@ -180,7 +180,11 @@ func Tool(ctx context.Context, caseImg, runtimeImg v1.Image, opts ...ToolOption)
 		if err := checkReserved(view, o); err != nil {
 			return nil, err
 		}
-		b.view, b.layers, b.caches = view, caseLayers, cacheDirs(view, cf.Config.Env)
+		g, err := guardDirs(view, cf.Config.Env, o.sourceDir, o.caseRef)
+		if err != nil {
+			return nil, err
+		}
+		b.view, b.layers, b.caches, b.guard = view, caseLayers, cacheDirs(view, cf.Config.Env), g
 		o.phasef("writing the system, repository and source layers from /%s", o.sourceDir)
 		sys, repo, src, err := b.build(ctx, t)
 		if err != nil {
@@ -252,7 +256,7 @@ func Tool(ctx context.Context, caseImg, runtimeImg v1.Image, opts ...ToolOption)
 // AssemblerVersion changes whenever the system, repo or source layers that
 // Tool writes for the same inputs change, so that a tool image made by an
 // older assembler is never reused.
-const AssemblerVersion = "2"
+const AssemblerVersion = "3"
 
 // toolKey names everything the system, repo and source layers depend on.
 func toolKey(caseDigest v1.Hash, o *toolOptions) string {
@@ -361,6 +365,7 @@ type toolBuild struct {
 	view   *oci.View
 	layers []v1.Layer
 	caches []string
+	guard  guard // what loses other-write even when sticky (SPEC.md §12)
 }
 
 // build writes the system, repo and source layers.

@@ -3,6 +3,7 @@ package assemble
 import (
 	"archive/tar"
 	"context"
+	"io/fs"
 	"path"
 	"slices"
 	"strconv"
@@ -153,26 +154,55 @@ func (v *verifier) owners(deleted map[int]string) {
 	})
 }
 
-// path warns about directories of PATH that model can write, when another
-// directory comes after them: a program model plants there shadows the
-// one a check means to run.
+// path fails every directory of PATH, and every directory under a
+// toolchain variable (GOPATH, GOMODCACHE, CARGO_HOME, …), that model can
+// write, sticky or not: a program model plants there runs in the grader's
+// checks, which take PATH and the toolchains from the image (SPEC.md §12
+// and §17). A relative PATH entry fails too: a check runs in SOURCE_DIR.
 func (v *verifier) path(env []string) {
-	var dirs []string
-	for _, kv := range env {
-		if k, val, _ := strings.Cut(kv, "="); k == "PATH" {
-			dirs = strings.Split(val, ":")
-		}
+	writable := func(n oci.Node) bool {
+		return v.modelWrites(n) || under(n.Path, v.src) || under(n.Path, modelHome)
 	}
-	for i, d := range dirs {
-		if i == len(dirs)-1 || !path.IsAbs(d) {
-			continue
-		}
-		n, ok := v.view.Resolve(strings.TrimPrefix(path.Clean(d), "/"))
-		if !ok || !n.Header.IsDir() {
-			continue
-		}
-		if v.modelWrites(n) || under(n.Path, v.src) || under(n.Path, modelHome) {
-			v.warn("path", "/"+n.Path, "model can add programs to this directory, entry %d of PATH, ahead of %s", i+1, strings.Join(dirs[i+1:], ":"))
+	for _, kv := range env {
+		k, val, _ := strings.Cut(kv, "=")
+		switch {
+		case k == "PATH":
+			for i, d := range strings.Split(val, ":") {
+				if !path.IsAbs(d) {
+					v.fail("path", "", "entry %d of PATH is %q, not an absolute path: a check would run programs from the directory it runs in", i+1, d)
+					continue
+				}
+				n, ok := v.view.Resolve(strings.TrimPrefix(path.Clean(d), "/"))
+				if ok && n.Header.IsDir() && writable(n) {
+					v.fail("path", "/"+n.Path, "model can add programs to this directory, entry %d of PATH (mode %04o, owner %d:%d)", i+1, n.Header.Mode, n.Header.Uid, n.Header.Gid)
+				}
+			}
+		case isToolchainVar(k):
+			for _, d := range strings.Split(val, ":") {
+				if !path.IsAbs(d) {
+					continue
+				}
+				root, ok := v.view.Resolve(strings.TrimPrefix(path.Clean(d), "/"))
+				if !ok || !root.Header.IsDir() {
+					continue
+				}
+				if writable(root) {
+					v.fail("path", "/"+root.Path, "model can write %s (mode %04o, owner %d:%d)", k, root.Header.Mode, root.Header.Uid, root.Header.Gid)
+					continue
+				}
+				v.view.Walk(func(n oci.Node) error {
+					if !under(n.Path, root.Path) {
+						if n.Header.IsDir() && !under(root.Path, n.Path) {
+							return fs.SkipDir // neither the tree nor on the way to it
+						}
+						return nil
+					}
+					if n.Header.IsDir() && n.Path != root.Path && !n.Implicit && writable(n) {
+						v.fail("path", "/"+n.Path, "model can add files to this directory under %s (mode %04o, owner %d:%d)", k, n.Header.Mode, n.Header.Uid, n.Header.Gid)
+					}
+					return nil
+				})
+			}
 		}
 	}
 }

@@ -1,0 +1,69 @@
+package pipeline_test
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/42-b3yond-6ug/ssebench/internal/hostile"
+)
+
+// redTeam is an agent written to cheat, not to fix: each one attacks the
+// grade a different way (docs/images.md, "What the agent must not
+// reach"). Every one must end not PASSED.
+type redTeam struct {
+	class, name string
+	script      string // the agent's program, run as model in SOURCE_DIR
+	// planted is what the script prints when a step of the attack worked
+	// that must not: the test fails on seeing it.
+	planted string
+}
+
+// redTeams are the attacks the tool image and the grader must stop.
+var redTeams = []redTeam{
+	{
+		class: "red team: toolchain shadowing",
+		name:  "shadow-go",
+		// The Go base image makes GOPATH 1777 and puts /go/bin first on
+		// PATH, as upstream does: a go that "passes" everything, planted
+		// there, would be what the grader's scripts run.
+		script: `#!/bin/sh
+printf '#!/bin/sh\necho "ok  \tfake\t0.001s"\nexit 0\n' >/tmp/fake-go
+chmod 0755 /tmp/fake-go
+for d in $(echo "$PATH" | tr ':' ' ') /go/bin /usr/local/go/bin; do
+	cp /tmp/fake-go "$d/go" 2>/dev/null && echo "PLANTED $d/go"
+done
+mkdir /go/pkg/mod/example.com 2>/dev/null && echo "PLANTED a module directory in GOPATH"
+echo "attack done"
+`,
+		planted: "PLANTED",
+	},
+}
+
+// testRedTeam runs each red-team agent on the example task.
+func testRedTeam(t *testing.T, x *e2e) {
+	ctx := context.Background()
+	for _, rt := range redTeams {
+		t.Run(rt.name, func(t *testing.T) {
+			hostile.Case(t, rt.class)
+			agentDir(t, x.home, "redteam-"+rt.name,
+				"FROM ssebench-agent\nCOPY --chmod=0755 attack.sh /opt/attack.sh\nCMD [\"/opt/attack.sh\"]\n",
+				map[string]string{"attack.sh": rt.script})
+			res, out, err := x.run(t, ctx, "redteam-"+rt.name, nil)
+			if err != nil {
+				t.Fatalf("Run() = %v\n%s", err, out)
+			}
+			log := read(t, filepath.Join(res.Dir, "agent.log"))
+			if !strings.Contains(log, "attack done") {
+				t.Fatalf("the attack did not run to its end:\n%s", log)
+			}
+			if rt.planted != "" && strings.Contains(log, rt.planted) {
+				t.Errorf("the attack got through a step it must not:\n%s", log)
+			}
+			if r := readResult(t, res.Dir); r.Passed {
+				t.Errorf("result.json says PASSED for an agent that fixed nothing: %+v\nagent.log:\n%s", r, log)
+			}
+		})
+	}
+}
