@@ -107,7 +107,7 @@ func (o *options) planRun(spec runner.RunSpec, token string) (*plan, error) {
 		if k == sserun.EnvResultsStream {
 			continue
 		}
-		if k == sserun.EnvTimeout {
+		if k == contract.EnvTimeout {
 			if n, err := strconv.Atoi(v); err == nil && n > 0 {
 				timeout = time.Duration(n) * time.Second
 			}

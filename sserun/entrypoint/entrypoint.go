@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/42-b3yond-6ug/ssebench/contract"
 	"github.com/42-b3yond-6ug/ssebench/sserun"
 )
 
@@ -34,7 +35,7 @@ const (
 )
 
 // hiddenEnv are variables of the container that the agent does not get.
-var hiddenEnv = []string{sserun.EnvAdminSocket, sserun.EnvResultsStream, initChildEnv}
+var hiddenEnv = []string{contract.EnvAdminSocket, sserun.EnvResultsStream, initChildEnv}
 
 // entrypoint is one run of the entrypoint. Its fields are the seams the
 // tests use: agent nil runs the agent as the caller.
@@ -176,7 +177,7 @@ func (e *entrypoint) Sandbox(ctx context.Context) int {
 		fmt.Fprintln(e.log, "entrypoint:", err)
 	}
 	if e.env.KeepAlive && ctx.Err() == nil {
-		fmt.Fprintf(e.log, "entrypoint: %s=1: staying alive until stopped\n", sserun.EnvKeepAlive)
+		fmt.Fprintf(e.log, "entrypoint: %s=1: staying alive until stopped\n", contract.EnvKeepAlive)
 		<-ctx.Done()
 	}
 	return code
@@ -225,8 +226,8 @@ func (e *entrypoint) agentPhase(ctx context.Context, what string, req sserun.Req
 // root's business, and with the identity of the agent's user.
 func (e *entrypoint) agentEnv() []string {
 	set := map[string]string{
-		"PWD":                 e.workDir,
-		sserun.EnvAgentSocket: e.env.AgentSocket,
+		"PWD":                   e.workDir,
+		contract.EnvAgentSocket: e.env.AgentSocket,
 	}
 	if e.agent != nil {
 		set["HOME"] = e.agent.Home

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/42-b3yond-6ug/ssebench/contract"
 	"github.com/42-b3yond-6ug/ssebench/sserun"
 	"github.com/google/go-cmp/cmp"
 )
@@ -98,10 +99,10 @@ func newTestRun(t *testing.T) *testRun {
 	writeFile(t, filepath.Join(r.src, ".gitignore"), "*.o\n")
 	gitInit(t, r.src)
 	r.vars = map[string]string{
-		sserun.EnvResults:     r.results,
-		sserun.EnvTaskRoot:    r.root,
-		sserun.EnvAgentSocket: filepath.Join(base, "agent.sock"),
-		sserun.EnvAdminSocket: filepath.Join(base, "admin.sock"),
+		contract.EnvResults:     r.results,
+		contract.EnvTaskRoot:    r.root,
+		contract.EnvAgentSocket: filepath.Join(base, "agent.sock"),
+		contract.EnvAdminSocket: filepath.Join(base, "admin.sock"),
 	}
 	return r
 }
@@ -191,7 +192,7 @@ func TestRunAgent(t *testing.T) {
 	}
 	want := &sserun.RunResult{TaskID: "demo-1", Mode: "sandbox", Command: res.Command, AgentExit: 3, Difficulty: 2,
 		PatchBytes: res.PatchBytes, PatchSHA256: res.PatchSHA256, AgentDurationMS: res.AgentDurationMS,
-		GradeError: "no daemon to grade with (" + r.vars[sserun.EnvAdminSocket] + ")",
+		GradeError: "no daemon to grade with (" + r.vars[contract.EnvAdminSocket] + ")",
 		Notes:      []string{"no daemon at " + r.root + "/ssebench-daemon: the agent cannot build or test through it, and the run is not graded"}}
 	if diff := cmp.Diff(want, res); diff != "" {
 		t.Errorf("result.json (-want +got):\n%s", diff)
@@ -202,7 +203,7 @@ func TestRunAgent(t *testing.T) {
 // process group killed, a background child included.
 func TestRunTimeout(t *testing.T) {
 	r := newTestRun(t)
-	r.vars[sserun.EnvTimeout] = "1"
+	r.vars[contract.EnvTimeout] = "1"
 	pidFile := filepath.Join(r.base, "pid")
 	start := time.Now()
 	code, res, _ := r.run(t, "sleep 300 & echo $! > "+pidFile+"; wait")
@@ -271,7 +272,7 @@ func TestRunSidecar(t *testing.T) {
 	defer func(d time.Duration) { daemonWait = d }(daemonWait)
 	daemonWait = 200 * time.Millisecond
 	r := newTestRun(t)
-	r.vars[sserun.EnvSourceDir] = r.src
+	r.vars[contract.EnvSourceDir] = r.src
 	start := func(args ...string) *entrypoint {
 		e, err := newEntrypoint(args, func(k string) string { return r.vars[k] }, os.Environ(), io.Discard)
 		if err != nil {

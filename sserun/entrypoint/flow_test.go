@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/42-b3yond-6ug/ssebench/contract"
 	"github.com/42-b3yond-6ug/ssebench/sserun"
 )
 
@@ -95,13 +96,13 @@ files: {patch: diffs/patch.diff, poc: [pocs/crash.txt]}
 	f.agent = filepath.Join(base, "agent.sock")
 	f.admin = filepath.Join(base, "run", "admin.sock")
 	f.env = append(os.Environ(),
-		sserun.EnvTaskRoot+"="+task,
-		sserun.EnvResults+"="+f.results,
-		sserun.EnvAgentSocket+"="+f.agent,
-		sserun.EnvAdminSocket+"="+f.admin,
-		sserun.EnvWorkDir+"="+work,
-		sserun.EnvRunnerUser+"=nobody",
-		sserun.EnvMCPAddr+"="+freeAddr(t),
+		contract.EnvTaskRoot+"="+task,
+		contract.EnvResults+"="+f.results,
+		contract.EnvAgentSocket+"="+f.agent,
+		contract.EnvAdminSocket+"="+f.admin,
+		contract.EnvWorkDir+"="+work,
+		contract.EnvRunnerUser+"=nobody",
+		contract.EnvMCPAddr+"="+freeAddr(t),
 		"SSE_API_KEY=sekrit",
 	)
 	return f
@@ -241,7 +242,7 @@ func TestFlowMCPProbe(t *testing.T) {
 	}
 	var addr string
 	for _, kv := range f.env {
-		if v, ok := strings.CutPrefix(kv, sserun.EnvMCPAddr+"="); ok {
+		if v, ok := strings.CutPrefix(kv, contract.EnvMCPAddr+"="); ok {
 			addr = v
 		}
 	}
@@ -282,7 +283,7 @@ func TestFlowAgentPhaseEnds(t *testing.T) {
 	if !f.root {
 		t.Skip("killing every process of model needs root")
 	}
-	f.env = append(f.env, sserun.EnvKeepAlive+"=1")
+	f.env = append(f.env, contract.EnvKeepAlive+"=1")
 	agent := `setsid sleep 1000 & (setsid sh -c 'i=0; while :; do i=$((i+1)); echo $i > stamp.txt; sleep 0.1; done' &); sleep 1; echo started`
 	cmd := f.command(agent)
 	var out strings.Builder
