@@ -19,7 +19,6 @@ import (
 	"github.com/42-b3yond-6ug/ssebench/registry/remote"
 	"github.com/42-b3yond-6ug/ssebench/runner"
 	"github.com/42-b3yond-6ug/ssebench/runtimebin"
-	"github.com/42-b3yond-6ug/ssebench/sserun"
 )
 
 // The model gateway of a restricted run (SPEC.md section 14).
@@ -175,7 +174,7 @@ func (rg *runGateway) close() {
 // mergeModelUsage adds the gateway's totals to result.json as
 // model_usage, keeping everything else the entrypoint wrote.
 func mergeModelUsage(runDir string, t *gateway.Totals) error {
-	path := filepath.Join(runDir, sserun.ResultFile)
+	path := filepath.Join(runDir, contract.ResultFile)
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil // no result: the container did not get that far

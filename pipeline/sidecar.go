@@ -19,7 +19,6 @@ import (
 	"github.com/42-b3yond-6ug/ssebench/oci/store"
 	"github.com/42-b3yond-6ug/ssebench/registry/remote"
 	"github.com/42-b3yond-6ug/ssebench/runner"
-	"github.com/42-b3yond-6ug/ssebench/sserun"
 	"github.com/42-b3yond-6ug/ssebench/task"
 )
 
@@ -254,7 +253,7 @@ func (e *Env) runSidecar(ctx context.Context, rn *runner.Runner, req RunRequest,
 		return taskOut.res, agentRes, err
 	}
 	// Only root writes here; the task container grades once it sees it.
-	if err := sserun.WriteFileAtomic(sockDir, filepath.Base(contract.SidecarAgentExit), []byte(strconv.Itoa(agentRes.ExitCode)+"\n"), 0o644); err != nil {
+	if err := contract.WriteFileAtomic(sockDir, filepath.Base(contract.SidecarAgentExit), []byte(strconv.Itoa(agentRes.ExitCode)+"\n"), 0o644); err != nil {
 		taskRes, _ = stopTask()
 		return taskRes, agentRes, err
 	}

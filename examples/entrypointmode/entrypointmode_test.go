@@ -11,7 +11,6 @@ import (
 
 	"github.com/42-b3yond-6ug/ssebench/contract"
 	"github.com/42-b3yond-6ug/ssebench/examples/entrypointmode"
-	"github.com/42-b3yond-6ug/ssebench/sserun"
 	"github.com/42-b3yond-6ug/ssebench/sserun/entrypoint"
 )
 
@@ -37,7 +36,7 @@ func TestExampleMode(t *testing.T) {
 	if err != nil || !strings.Contains(string(b), "the example mode ran") {
 		t.Errorf("%s = %q, %v", entrypointmode.File, b, err)
 	}
-	if _, err := os.Stat(filepath.Join(vars[contract.EnvResults], sserun.ResultFile)); err != nil {
+	if _, err := os.Stat(filepath.Join(vars[contract.EnvResults], contract.ResultFile)); err != nil {
 		t.Errorf("the example mode did not go on to sandbox mode: %v", err)
 	}
 }

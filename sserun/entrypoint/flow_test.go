@@ -144,7 +144,7 @@ func TestFlow(t *testing.T) {
 		t.Fatalf("entrypoint: %v\n%s", err, out)
 	}
 
-	agentLog := readFile(t, filepath.Join(results, sserun.AgentLog))
+	agentLog := readFile(t, filepath.Join(results, contract.AgentLog))
 	wantUID := os.Getuid()
 	if root {
 		wantUID = sserun.Model.UID
@@ -164,7 +164,7 @@ func TestFlow(t *testing.T) {
 	}
 
 	var res map[string]any
-	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(results, sserun.ResultFile))), &res); err != nil {
+	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(results, contract.ResultFile))), &res); err != nil {
 		t.Fatal(err)
 	}
 	for k, want := range map[string]any{"task_id": "Flow-1", "agent_exit": 0.0, "timed_out": false, "passed": true} {
@@ -183,10 +183,10 @@ func TestFlow(t *testing.T) {
 			t.Errorf("build.log = %q, want the build run as nobody", got)
 		}
 	}
-	if patch := readFile(t, filepath.Join(results, sserun.PatchFile)); !strings.Contains(patch, "-good bug\n+good fixed\n") {
+	if patch := readFile(t, filepath.Join(results, contract.PatchFile)); !strings.Contains(patch, "-good bug\n+good fixed\n") {
 		t.Errorf("final.patch:\n%s", patch)
 	}
-	if daemonLog := readFile(t, filepath.Join(results, sserun.DaemonLog)); !strings.Contains(daemonLog, "grade (admin=true): ok=true") {
+	if daemonLog := readFile(t, filepath.Join(results, contract.DaemonLog)); !strings.Contains(daemonLog, "grade (admin=true): ok=true") {
 		t.Errorf("daemon.log:\n%s", daemonLog)
 	}
 	if ents, _ := os.ReadDir(work); len(ents) != 0 {
@@ -248,9 +248,9 @@ func TestFlowMCPProbe(t *testing.T) {
 	}
 	f.env = append(f.env, "SSE_ARCHIVE="+archive, "MCP_PROBE_URL=http://"+addr+"/mcp")
 	out, err := f.command("bash " + probe).CombinedOutput()
-	log := readFile(t, filepath.Join(f.results, sserun.AgentLog))
+	log := readFile(t, filepath.Join(f.results, contract.AgentLog))
 	if err != nil {
-		t.Fatalf("entrypoint: %v\n%s\nagent.log:\n%s\nmcp.log:\n%s", err, out, log, readFile(t, filepath.Join(f.results, sserun.MCPLog)))
+		t.Fatalf("entrypoint: %v\n%s\nagent.log:\n%s\nmcp.log:\n%s", err, out, log, readFile(t, filepath.Join(f.results, contract.MCPLog)))
 	}
 	summary := readFile(t, filepath.Join(archive, "mcp-probe", "summary.txt"))
 	for _, want := range []string{"tools: build run_pocs status task_info test \n", "build: passed", `"name":"ssebench"`} {
@@ -298,7 +298,7 @@ func TestFlowAgentPhaseEnds(t *testing.T) {
 		<-exited
 	}()
 	// SSE_KEEP_ALIVE: the entrypoint waits once result.json is written.
-	resultFile := filepath.Join(f.results, sserun.ResultFile)
+	resultFile := filepath.Join(f.results, contract.ResultFile)
 	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
 		if _, err := os.Stat(resultFile); err == nil {
 			break
@@ -320,7 +320,7 @@ func TestFlowAgentPhaseEnds(t *testing.T) {
 	if again := readFile(t, filepath.Join(f.src, "stamp.txt")); again != stamp {
 		t.Errorf("stamp.txt still changes after the agent phase: %q, then %q", stamp, again)
 	}
-	patch := readFile(t, filepath.Join(f.results, sserun.PatchFile))
+	patch := readFile(t, filepath.Join(f.results, contract.PatchFile))
 	if !strings.Contains(patch, "+++ b/stamp.txt\n@@ -0,0 +1 @@\n+"+stamp) {
 		t.Errorf("final.patch does not hold stamp.txt = %q:\n%s", stamp, patch)
 	}
@@ -333,7 +333,7 @@ func TestFlowAgentPhaseEnds(t *testing.T) {
 	if err != nil || resp.OK || !strings.Contains(resp.Error, "agent phase is over") {
 		t.Errorf("build on the agent socket after the phase = %+v, %v; want a refusal", resp, err)
 	}
-	if log := readFile(t, filepath.Join(f.results, sserun.DaemonLog)); !strings.Contains(log, "agent_end (admin=true): agent phase over") {
+	if log := readFile(t, filepath.Join(f.results, contract.DaemonLog)); !strings.Contains(log, "agent_end (admin=true): agent phase over") {
 		t.Errorf("daemon.log does not record the end of the agent phase:\n%s", log)
 	}
 }
@@ -434,7 +434,7 @@ func TestFlowMCPStdio(t *testing.T) {
 	if out, err := f.command(script).CombinedOutput(); err != nil {
 		t.Fatalf("entrypoint: %v\n%s", err, out)
 	}
-	log := readFile(t, filepath.Join(f.results, sserun.AgentLog))
+	log := readFile(t, filepath.Join(f.results, contract.AgentLog))
 	for _, want := range []string{`"id":2,"result":{`, `"tools":[{`, `"name":"run_pocs"`, `"id":3,"result":{"content":[{"type":"text","text":"build passed (exit status 0)`} {
 		if !strings.Contains(log, want) {
 			t.Errorf("the stdio server's answers do not contain %q:\n%s", want, log)
@@ -462,10 +462,10 @@ func TestFlowResultsStream(t *testing.T) {
 	if err := sserun.ReadResultsStream(&stdout, nil, token, map[string]string{sserun.StreamResults: dst}, 0); err != nil {
 		t.Fatalf("reading the entrypoint's output: %v", err)
 	}
-	if got, want := readFile(t, filepath.Join(dst, sserun.ResultFile)), readFile(t, filepath.Join(f.results, sserun.ResultFile)); got != want {
+	if got, want := readFile(t, filepath.Join(dst, contract.ResultFile)), readFile(t, filepath.Join(f.results, contract.ResultFile)); got != want {
 		t.Errorf("result.json from the stream:\n%s\nwant:\n%s", got, want)
 	}
-	if log := readFile(t, filepath.Join(dst, sserun.AgentLog)); !strings.Contains(log, "token:[]") {
+	if log := readFile(t, filepath.Join(dst, contract.AgentLog)); !strings.Contains(log, "token:[]") {
 		t.Errorf("agent.log = %q: the agent saw the stream's token", log)
 	}
 }

@@ -146,7 +146,7 @@ func (e *entrypoint) startDaemon(ctx context.Context, note func(string, ...any))
 		contract.EnvAdminSocket: e.env.AdminSocket,
 	})
 	ready := func(ctx context.Context) error { return sserun.WaitReady(ctx, e.env.AdminSocket) }
-	return e.startService(ctx, "daemon", path, nil, env, sserun.DaemonLog, ready, note)
+	return e.startService(ctx, "daemon", path, nil, env, contract.DaemonLog, ready, note)
 }
 
 // startMCP starts the MCP server, when the image has one, and waits until
@@ -168,7 +168,7 @@ func (e *entrypoint) startMCPAt(ctx context.Context, path string, note func(stri
 		contract.EnvMCPAddr + "=" + e.env.MCPAddr,
 	}
 	ready := func(ctx context.Context) error { return waitListening(ctx, e.env.MCPAddr) }
-	return e.startService(ctx, "MCP server", path, nil, env, sserun.MCPLog, ready, note)
+	return e.startService(ctx, "MCP server", path, nil, env, contract.MCPLog, ready, note)
 }
 
 // waitListening dials addr until it accepts a TCP connection or ctx ends.
