@@ -35,7 +35,7 @@ const (
 )
 
 // hiddenEnv are variables of the container that the agent does not get.
-var hiddenEnv = []string{contract.EnvAdminSocket, sserun.EnvResultsStream, initChildEnv}
+var hiddenEnv = []string{contract.EnvAdminSocket, contract.EnvResultsStream, initChildEnv}
 
 // entrypoint is one run of the entrypoint. Its fields are the seams the
 // tests use: agent nil runs the agent as the caller.

@@ -451,7 +451,7 @@ func TestFlowMCPStdio(t *testing.T) {
 func TestFlowResultsStream(t *testing.T) {
 	f := newFlow(t)
 	const token = "streamtoken-0123456789"
-	f.env = append(f.env, sserun.EnvResultsStream+"="+token)
+	f.env = append(f.env, contract.EnvResultsStream+"="+token)
 	cmd := f.command(`echo "token:[$SSE_RESULTS_STREAM]"`)
 	var stdout bytes.Buffer
 	cmd.Stdout = &stdout
@@ -459,7 +459,7 @@ func TestFlowResultsStream(t *testing.T) {
 		t.Fatalf("entrypoint: %v", err)
 	}
 	dst := t.TempDir()
-	if err := sserun.ReadResultsStream(&stdout, nil, token, map[string]string{sserun.StreamResults: dst}, 0); err != nil {
+	if err := contract.ReadResultsStream(&stdout, nil, token, map[string]string{contract.StreamResults: dst}, 0); err != nil {
 		t.Fatalf("reading the entrypoint's output: %v", err)
 	}
 	if got, want := readFile(t, filepath.Join(dst, contract.ResultFile)), readFile(t, filepath.Join(f.results, contract.ResultFile)); got != want {
