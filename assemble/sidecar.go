@@ -19,7 +19,6 @@ import (
 	"github.com/42-b3yond-6ug/ssebench/contract"
 	"github.com/42-b3yond-6ug/ssebench/oci"
 	"github.com/42-b3yond-6ug/ssebench/runtimebin"
-	"github.com/42-b3yond-6ug/ssebench/sserun"
 )
 
 // SidecarScript is the task container's entrypoint script (SPEC.md section
@@ -181,7 +180,7 @@ func SidecarAgent(ctx context.Context, osImg, runtimeImg v1.Image, opts ...ToolO
 	ncf.Config.User = ""
 	ncf.Config.Env = slices.DeleteFunc(ncf.Config.Env, func(kv string) bool {
 		k, _, _ := strings.Cut(kv, "=")
-		return sserun.RunOnly(k)
+		return contract.RunOnly(k)
 	})
 	if img, err = mutate.Config(img, ncf.Config); err != nil {
 		return nil, fmt.Errorf("setting the entrypoint: %w", err)

@@ -21,7 +21,6 @@ import (
 	"github.com/42-b3yond-6ug/ssebench/internal/units"
 	"github.com/42-b3yond-6ug/ssebench/oci"
 	"github.com/42-b3yond-6ug/ssebench/runtimebin"
-	"github.com/42-b3yond-6ug/ssebench/sserun"
 )
 
 // Paths the tool layer manages, relative to the root (as layers name them).
@@ -223,7 +222,7 @@ func Tool(ctx context.Context, caseImg, runtimeImg v1.Image, opts ...ToolOption)
 	// section 16).
 	ncf.Config.Env = slices.DeleteFunc(ncf.Config.Env, func(kv string) bool {
 		k, _, _ := strings.Cut(kv, "=")
-		return sserun.RunOnly(k)
+		return contract.RunOnly(k)
 	})
 	img, err = mutate.Config(img, ncf.Config)
 	if err != nil {

@@ -19,9 +19,9 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
+	"github.com/42-b3yond-6ug/ssebench/contract"
 	"github.com/42-b3yond-6ug/ssebench/oci"
 	"github.com/42-b3yond-6ug/ssebench/runtimebin"
-	"github.com/42-b3yond-6ug/ssebench/sserun"
 )
 
 // Failure is one check of Verify that an image does not pass.
@@ -122,7 +122,7 @@ func Verify(ctx context.Context, img v1.Image, sourceDir string) ([]Failure, err
 	}
 	v.view = view
 	for _, kv := range cf.Config.Env {
-		if k, _, _ := strings.Cut(kv, "="); sserun.RunOnly(k) {
+		if k, _, _ := strings.Cut(kv, "="); contract.RunOnly(k) {
 			v.fail("env", "", "ENV sets %s, which only the run may set", k)
 		}
 	}

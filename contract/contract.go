@@ -1,8 +1,14 @@
-// Package contract holds the constants of the image contract (SPEC.md
-// sections 4, 10 and 12): the paths the tool layer owns, the accounts it
-// writes and their ids, the modes it enforces. It imports nothing, so the
-// assembler, the runtime inside the image (sserun), the pipeline and the
-// task model all say the same thing with the same names.
+// Package contract holds what the host and the runtime inside an image
+// must agree on (SPEC.md sections 4, 10 and 12): the paths the tool layer
+// owns, the accounts it writes and their ids, the modes it enforces
+// (contract.go); the environment variables a run sets and an image may not
+// (env.go); result.json and the other files of a run's results directory
+// (result.go); and the results stream that carries them back through a
+// container's log (stream.go). It imports the standard library only, so
+// the assembler, the runtime inside the image (sserun), the pipeline, the
+// Kubernetes backend, the results and the task model all say the same
+// thing with the same names, and none of the host's packages has to
+// import the runtime to say it.
 package contract
 
 import "strings"

@@ -12,13 +12,13 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
+	"github.com/42-b3yond-6ug/ssebench/contract"
 	"github.com/42-b3yond-6ug/ssebench/gateway"
 	"github.com/42-b3yond-6ug/ssebench/oci"
 	"github.com/42-b3yond-6ug/ssebench/oci/store"
 	"github.com/42-b3yond-6ug/ssebench/registry/remote"
 	"github.com/42-b3yond-6ug/ssebench/runner"
 	"github.com/42-b3yond-6ug/ssebench/runtimebin"
-	"github.com/42-b3yond-6ug/ssebench/sserun"
 )
 
 // The model gateway of a restricted run (SPEC.md section 14).
@@ -31,7 +31,7 @@ const (
 	// gatewaySocketName is the socket's name in that directory.
 	gatewaySocketName = "model.sock"
 	// GatewayBaseURL is SSE_BASE_URL in a restricted run with a gateway.
-	GatewayBaseURL = "http://" + sserun.GatewayAddr
+	GatewayBaseURL = "http://" + contract.GatewayAddr
 	// ModelLog is the gateway's record of every request, in the run folder.
 	ModelLog = "model.jsonl"
 	// maxSocketPath is what a Unix socket path may hold (sun_path, less
@@ -140,7 +140,7 @@ func (rg *runGateway) apply(spec *runner.RunSpec, req *RunRequest) {
 		spec.Env, spec.Gateway = req.env(), rg.remote
 		return
 	}
-	spec.Env = append(req.env(), sserun.EnvGatewaySocket+"="+GatewayMountPath+"/"+gatewaySocketName)
+	spec.Env = append(req.env(), contract.EnvGatewaySocket+"="+GatewayMountPath+"/"+gatewaySocketName)
 	spec.Mounts = append(spec.Mounts, runner.Mount{Source: rg.dir, Target: GatewayMountPath})
 }
 
@@ -174,7 +174,7 @@ func (rg *runGateway) close() {
 // mergeModelUsage adds the gateway's totals to result.json as
 // model_usage, keeping everything else the entrypoint wrote.
 func mergeModelUsage(runDir string, t *gateway.Totals) error {
-	path := filepath.Join(runDir, sserun.ResultFile)
+	path := filepath.Join(runDir, contract.ResultFile)
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil // no result: the container did not get that far

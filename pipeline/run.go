@@ -24,7 +24,6 @@ import (
 	"github.com/42-b3yond-6ug/ssebench/images/casebuild"
 	"github.com/42-b3yond-6ug/ssebench/oci/store"
 	"github.com/42-b3yond-6ug/ssebench/runner"
-	"github.com/42-b3yond-6ug/ssebench/sserun"
 	"github.com/42-b3yond-6ug/ssebench/task"
 )
 
@@ -600,7 +599,7 @@ func (e *Env) agentImage(ctx context.Context, req RunRequest, ti *TaskImages, pl
 // of the run: its id, agent, model and case image. A run whose
 // container wrote no result.json is left as it is.
 func annotateResult(dir string, req RunRequest, runID string, ri *RunImages) error {
-	r, err := sserun.ReadRunResult(dir)
+	r, err := contract.ReadRunResult(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	} else if err != nil {
@@ -614,7 +613,7 @@ func annotateResult(dir string, req RunRequest, runID string, ri *RunImages) err
 			r.CaseImage = caseWithDigest(ri.Case, ri.CaseDigest)
 		}
 	}
-	return sserun.WriteRunResult(dir, r)
+	return contract.WriteRunResult(dir, r)
 }
 
 // caseWithDigest pins ref to digest d (a reference already pinned keeps

@@ -19,7 +19,6 @@ import (
 	"github.com/42-b3yond-6ug/ssebench/oci/store"
 	"github.com/42-b3yond-6ug/ssebench/registry/remote"
 	"github.com/42-b3yond-6ug/ssebench/runner"
-	"github.com/42-b3yond-6ug/ssebench/sserun"
 	"github.com/42-b3yond-6ug/ssebench/task"
 )
 
@@ -146,16 +145,16 @@ func (e *Env) runSidecar(ctx context.Context, rn *runner.Runner, req RunRequest,
 	taskSpec.Image = taskImage
 	taskSpec.ID = agentSpec.ID + "-task"
 	taskSpec.Network = runner.NetworkRestricted
-	taskSpec.Env = append(req.env(), sserun.EnvSourceDir+"="+srcDir)
+	taskSpec.Env = append(req.env(), contract.EnvSourceDir+"="+srcDir)
 	taskSpec.Mounts = append(append([]runner.Mount(nil), agentSpec.Mounts[:2]...), runner.Mount{Source: sockDir, Target: contract.SidecarDir})
 	taskSpec.Labels = withLabel(agentSpec.Labels, "ssebench.sidecar", "task")
 	taskSpec.Entrypoint = nil
 	agentSpec.ID += "-agent"
 	agentSpec.Labels = withLabel(agentSpec.Labels, "ssebench.sidecar", "agent")
 	agentSpec.Env = append(agentSpec.Env,
-		sserun.EnvAgentSocket+"="+contract.SidecarAgentSocket,
-		sserun.EnvAdminSocket+"="+contract.SidecarAdminSocket,
-		sserun.EnvSourceDir+"="+srcDir)
+		contract.EnvAgentSocket+"="+contract.SidecarAgentSocket,
+		contract.EnvAdminSocket+"="+contract.SidecarAdminSocket,
+		contract.EnvSourceDir+"="+srcDir)
 
 	// The task container outlives a cancelled ctx until the agent
 	// container is gone: the agent's mount of its tree goes first.
@@ -254,7 +253,7 @@ func (e *Env) runSidecar(ctx context.Context, rn *runner.Runner, req RunRequest,
 		return taskOut.res, agentRes, err
 	}
 	// Only root writes here; the task container grades once it sees it.
-	if err := sserun.WriteFileAtomic(sockDir, filepath.Base(contract.SidecarAgentExit), []byte(strconv.Itoa(agentRes.ExitCode)+"\n"), 0o644); err != nil {
+	if err := contract.WriteFileAtomic(sockDir, filepath.Base(contract.SidecarAgentExit), []byte(strconv.Itoa(agentRes.ExitCode)+"\n"), 0o644); err != nil {
 		taskRes, _ = stopTask()
 		return taskRes, agentRes, err
 	}

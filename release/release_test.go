@@ -15,12 +15,12 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	ggremote "github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"github.com/42-b3yond-6ug/ssebench/contract"
 	"github.com/42-b3yond-6ug/ssebench/internal/testenv"
 	"github.com/42-b3yond-6ug/ssebench/oci/store"
 	"github.com/42-b3yond-6ug/ssebench/pipeline"
 	"github.com/42-b3yond-6ug/ssebench/release"
 	"github.com/42-b3yond-6ug/ssebench/results"
-	"github.com/42-b3yond-6ug/ssebench/sserun"
 	"github.com/42-b3yond-6ug/ssebench/task"
 	"github.com/42-b3yond-6ug/ssebench/task/catalog"
 )
@@ -28,7 +28,7 @@ import (
 const id = "kvconf-12-afb9ee1"
 
 // runDir writes a run folder as the pipeline leaves it.
-func runDir(t *testing.T, agent string, r *sserun.RunResult, logs map[string]string) *results.Run {
+func runDir(t *testing.T, agent string, r *contract.RunResult, logs map[string]string) *results.Run {
 	t.Helper()
 	dir := t.TempDir()
 	s := pipeline.Summary{RunID: "r", Task: id, Agent: agent, Status: "ok"}
@@ -36,7 +36,7 @@ func runDir(t *testing.T, agent string, r *sserun.RunResult, logs map[string]str
 	if err := os.WriteFile(filepath.Join(dir, results.SummaryFile), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := sserun.WriteRunResult(dir, r); err != nil {
+	if err := contract.WriteRunResult(dir, r); err != nil {
 		t.Fatal(err)
 	}
 	for n, c := range logs {
@@ -51,8 +51,8 @@ func runDir(t *testing.T, agent string, r *sserun.RunResult, logs map[string]str
 	return run
 }
 
-func ok() *sserun.Check  { return &sserun.Check{OK: true} }
-func bad() *sserun.Check { return &sserun.Check{Exit: 1, Log: "x.log"} }
+func ok() *contract.Check  { return &contract.Check{OK: true} }
+func bad() *contract.Check { return &contract.Check{Exit: 1, Log: "x.log"} }
 
 func failed(fs []release.Finding) []string {
 	var out []string
@@ -69,28 +69,28 @@ func TestJudge(t *testing.T) {
 	pocs := []string{"pocs/a.conf", "pocs/b.conf"}
 	tests := []struct {
 		name string
-		ref  *sserun.RunResult
+		ref  *contract.RunResult
 		logs map[string]string
 		// dummy, when set, is judged instead of ref.
-		dummy *sserun.RunResult
+		dummy *contract.RunResult
 		want  []string
 	}{
-		{name: "reference passes", ref: &sserun.RunResult{Build: ok(), Test: ok(), PoC: ok(), IntentTest: ok(), Passed: true}},
-		{name: "patch does not apply", ref: &sserun.RunResult{AgentExit: 1, Build: ok(), Test: ok(), PoC: bad(), IntentTest: bad()},
+		{name: "reference passes", ref: &contract.RunResult{Build: ok(), Test: ok(), PoC: ok(), IntentTest: ok(), Passed: true}},
+		{name: "patch does not apply", ref: &contract.RunResult{AgentExit: 1, Build: ok(), Test: ok(), PoC: bad(), IntentTest: bad()},
 			logs: map[string]string{"agent.log": "Hunk #1 FAILED at 31.\n"},
 			want: []string{"reference apply", "reference poc", "reference intent_test"}},
-		{name: "a listed check the grade lacks", ref: &sserun.RunResult{Build: ok(), Test: ok(), PoC: ok(), Passed: true},
+		{name: "a listed check the grade lacks", ref: &contract.RunResult{Build: ok(), Test: ok(), PoC: ok(), Passed: true},
 			want: []string{"reference intent_test"}},
-		{name: "not graded", ref: &sserun.RunResult{GradeError: "no daemon"}, want: []string{"reference grade"}},
-		{name: "dummy as it should be", dummy: &sserun.RunResult{Build: ok(), Test: ok(), PoC: &sserun.Check{Exit: 2, Log: "poc.log"}, IntentTest: bad()},
+		{name: "not graded", ref: &contract.RunResult{GradeError: "no daemon"}, want: []string{"reference grade"}},
+		{name: "dummy as it should be", dummy: &contract.RunResult{Build: ok(), Test: ok(), PoC: &contract.Check{Exit: 2, Log: "poc.log"}, IntentTest: bad()},
 			logs: map[string]string{"poc.log": "=== pocs/a.conf: exit 2\npanic\n=== pocs/b.conf: exit 2\n"}},
-		{name: "one PoC no longer triggers", dummy: &sserun.RunResult{Build: ok(), Test: ok(), PoC: &sserun.Check{Exit: 2, Log: "poc.log"}},
+		{name: "one PoC no longer triggers", dummy: &contract.RunResult{Build: ok(), Test: ok(), PoC: &contract.Check{Exit: 2, Log: "poc.log"}},
 			logs: map[string]string{"poc.log": "=== pocs/a.conf: exit 0\n=== pocs/b.conf: exit 2\n"},
 			want: []string{"dummy poc pocs/a.conf"}},
-		{name: "no PoC triggers", dummy: &sserun.RunResult{Build: ok(), Test: ok(), PoC: ok()},
+		{name: "no PoC triggers", dummy: &contract.RunResult{Build: ok(), Test: ok(), PoC: ok()},
 			logs: map[string]string{"poc.log": "=== pocs/a.conf: exit 0\n=== pocs/b.conf: exit 0\n"},
 			want: []string{"dummy poc pocs/a.conf", "dummy poc pocs/b.conf"}},
-		{name: "buggy tree does not build", dummy: &sserun.RunResult{Build: bad(), Test: &sserun.Check{Exit: -1, Skipped: "the build failed"}, PoC: &sserun.Check{Exit: -1, Skipped: "the build failed"}},
+		{name: "buggy tree does not build", dummy: &contract.RunResult{Build: bad(), Test: &contract.Check{Exit: -1, Skipped: "the build failed"}, PoC: &contract.Check{Exit: -1, Skipped: "the build failed"}},
 			want: []string{"dummy build", "dummy function_test", "dummy poc"}},
 	}
 	for _, tt := range tests {

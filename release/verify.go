@@ -12,9 +12,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/42-b3yond-6ug/ssebench/contract"
 	"github.com/42-b3yond-6ug/ssebench/evaluate"
 	"github.com/42-b3yond-6ug/ssebench/results"
-	"github.com/42-b3yond-6ug/ssebench/sserun"
 	"github.com/42-b3yond-6ug/ssebench/task"
 )
 
@@ -205,7 +205,7 @@ func (r *Report) judge(t *task.Task, m *task.Manifest, done map[string]*results.
 }
 
 // checkResult maps a manifest check name to the run's check.
-func checkResult(res *sserun.RunResult, check string) (*sserun.Check, bool) {
+func checkResult(res *contract.RunResult, check string) (*contract.Check, bool) {
 	switch check {
 	case "build":
 		return res.Build, true
@@ -231,7 +231,7 @@ func JudgeReference(run *results.Run, checks []string) []Finding {
 	}
 	var out []Finding
 	if res.AgentExit != 0 {
-		out = append(out, f("apply", false, fmt.Sprintf("the reference patch does not apply (exit %d): %s", res.AgentExit, tail(filepath.Join(run.Dir, sserun.AgentLog)))))
+		out = append(out, f("apply", false, fmt.Sprintf("the reference patch does not apply (exit %d): %s", res.AgentExit, tail(filepath.Join(run.Dir, contract.AgentLog)))))
 	} else {
 		out = append(out, f("apply", true, ""))
 	}
@@ -265,7 +265,7 @@ func JudgeDummy(run *results.Run, pocs []string) []Finding {
 	var out []Finding
 	for _, c := range []struct {
 		name string
-		rc   *sserun.Check
+		rc   *contract.Check
 	}{{"build", res.Build}, {"function_test", res.Test}} {
 		switch {
 		case c.rc == nil:
@@ -286,7 +286,7 @@ func JudgeDummy(run *results.Run, pocs []string) []Finding {
 		}
 		return append(out, f("poc", false, why))
 	}
-	exits := pocExits(filepath.Join(run.Dir, sserun.CheckLog("poc")))
+	exits := pocExits(filepath.Join(run.Dir, contract.CheckLog("poc")))
 	for _, p := range pocs {
 		code, ok := exits[p]
 		switch {
@@ -331,7 +331,7 @@ func pocExits(log string) map[string]int {
 }
 
 // checkWhy sums a failed check up: its exit and the end of its log.
-func checkWhy(dir string, c *sserun.Check) string {
+func checkWhy(dir string, c *contract.Check) string {
 	why := fmt.Sprintf("exit %d", c.Exit)
 	switch {
 	case c.Skipped != "":

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/42-b3yond-6ug/ssebench/contract"
 	"github.com/42-b3yond-6ug/ssebench/pipeline"
-	"github.com/42-b3yond-6ug/ssebench/sserun"
 )
 
 // fakeRun writes a run folder: checks maps build/test/poc/intent_test to
@@ -34,13 +34,13 @@ func fakeRun(t *testing.T, root, id, task, agent string, attempt int, checks map
 	if checks == nil {
 		return dir
 	}
-	r := &sserun.RunResult{TaskID: task, Passed: true}
+	r := &contract.RunResult{TaskID: task, Passed: true}
 	for _, n := range CheckNames {
 		ok, has := checks[n]
 		if !has {
 			continue
 		}
-		c := &sserun.Check{OK: ok, Log: sserun.CheckLog(n)}
+		c := &contract.Check{OK: ok, Log: contract.CheckLog(n)}
 		if !ok {
 			c.Exit = 1
 			r.Passed = false
@@ -57,7 +57,7 @@ func fakeRun(t *testing.T, root, id, task, agent string, attempt int, checks map
 			r.IntentTest = c
 		}
 	}
-	if err := sserun.WriteRunResult(dir, r); err != nil {
+	if err := contract.WriteRunResult(dir, r); err != nil {
 		t.Fatal(err)
 	}
 	return dir

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/42-b3yond-6ug/ssebench/contract"
 	"github.com/42-b3yond-6ug/ssebench/pipeline"
-	"github.com/42-b3yond-6ug/ssebench/sserun"
 )
 
 // Files of a run folder read here besides result.json.
@@ -34,7 +34,7 @@ type Run struct {
 	// Summary is summary.json (the host's record); Result is result.json
 	// (the grade), nil when the container wrote none.
 	Summary *pipeline.Summary
-	Result  *sserun.RunResult
+	Result  *contract.RunResult
 	// Tokens is the tokens the model gateway counted; -1 when the run
 	// has no record of them.
 	Tokens int64
@@ -73,8 +73,8 @@ func Load(dir string) (*Run, error) {
 	if r.ID == "" {
 		r.ID = filepath.Base(dir)
 	}
-	if _, err := os.Stat(filepath.Join(dir, sserun.ResultFile)); err == nil {
-		if r.Result, err = sserun.ReadRunResult(dir); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, contract.ResultFile)); err == nil {
+		if r.Result, err = contract.ReadRunResult(dir); err != nil {
 			return nil, err
 		}
 	}
@@ -187,7 +187,7 @@ func (r *Run) Checks() []CheckOutcome {
 		return nil
 	}
 	var out []CheckOutcome
-	for i, c := range []*sserun.Check{r.Result.Build, r.Result.Test, r.Result.PoC, r.Result.IntentTest} {
+	for i, c := range []*contract.Check{r.Result.Build, r.Result.Test, r.Result.PoC, r.Result.IntentTest} {
 		if c == nil {
 			continue
 		}
@@ -223,7 +223,7 @@ func (r *Run) FailedChecks() []string {
 func (r *Run) Grade() string {
 	switch {
 	case r.Result == nil:
-		return fmt.Sprintf("NOT GRADED: the container wrote no %s (status %s, exit %d)", sserun.ResultFile, r.Summary.Status, r.Summary.ExitCode)
+		return fmt.Sprintf("NOT GRADED: the container wrote no %s (status %s, exit %d)", contract.ResultFile, r.Summary.Status, r.Summary.ExitCode)
 	case r.Result.GradeError != "":
 		return "NOT GRADED: " + r.Result.GradeError
 	case r.Result.Passed:

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/42-b3yond-6ug/ssebench/contract"
 )
 
 // Shell runs the task's scripts: `/bin/sh SCRIPT [POC]`, so that a script
@@ -25,7 +27,7 @@ const DefaultOutputLimit = 1 << 20
 
 // scrubbedEnv are variables of the container that the task's scripts must
 // not see: the build runs the agent's code, which could print them.
-var scrubbedEnv = []string{"SSE_API_KEY", EnvAdminSocket}
+var scrubbedEnv = []string{"SSE_API_KEY", contract.EnvAdminSocket}
 
 // Daemon runs a task's scripts on copies of the agent's tree, one request
 // at a time. It implements Handler for Serve.
@@ -505,7 +507,7 @@ func (d *Daemon) scriptEnv(s *scratch) []string {
 	name := d.runnerName()
 	set := map[string]string{
 		"HOME": s.home, "TMPDIR": s.tmp, "USER": name, "LOGNAME": name,
-		"PWD": s.src, EnvSourceDir: s.src,
+		"PWD": s.src, contract.EnvSourceDir: s.src,
 	}
 	env := make([]string, 0, len(d.o.env)+len(set))
 	for _, kv := range d.o.env {
@@ -515,7 +517,7 @@ func (d *Daemon) scriptEnv(s *scratch) []string {
 		}
 		env = append(env, kv)
 	}
-	for _, k := range []string{"HOME", "TMPDIR", "USER", "LOGNAME", "PWD", EnvSourceDir} {
+	for _, k := range []string{"HOME", "TMPDIR", "USER", "LOGNAME", "PWD", contract.EnvSourceDir} {
 		env = append(env, k+"="+set[k])
 	}
 	return env

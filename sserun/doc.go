@@ -10,7 +10,11 @@
 // Serve), the daemon itself (Daemon: a scratch copy of the agent's tree per
 // request, the scripts run one at a time with a timeout and a capped
 // output), running a process as another user in its own process group
-// (Process), and the run's result.json (RunResult).
+// (Process), and the Check of result.json a daemon Result becomes
+// (NewCheck). The run's environment variable names and result.json
+// itself (RunResult) are in package contract: the host that starts the
+// run and reads its results shares them, and must not import the
+// runtime.
 //
 // The package is linked into two static binaries that go into every tool
 // image, so it imports only the standard library and a YAML parser.

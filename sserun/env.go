@@ -11,45 +11,6 @@ import (
 	"github.com/42-b3yond-6ug/ssebench/contract"
 )
 
-// Environment variables read by the entrypoint and the daemon. The run
-// sets the first ones (SPEC.md section 10); the others relocate what is
-// fixed in a tool image, for tests and for debugging.
-const (
-	// EnvResults is the directory of the run's results (agent.log,
-	// final.patch, result.json).
-	EnvResults = "SSE_RESULTS"
-	// EnvArchive is the directory where the agent writes what it wants
-	// kept (the run's archive/ folder).
-	EnvArchive = "SSE_ARCHIVE"
-	// EnvTimeout is the agent's time limit in whole seconds; 0 means none.
-	EnvTimeout = "TIMEOUT"
-	// EnvDifficulty is the difficulty level, 0 (the agent is told most)
-	// to 4 (the issue text only): see TaskInfoFor.
-	EnvDifficulty = "SSE_DIFFICULTY"
-	// EnvKeepAlive, when "1" (or "true"), keeps the entrypoint alive after
-	// grading, so the container can be inspected.
-	EnvKeepAlive = "SSE_KEEP_ALIVE"
-	// EnvAgentSocket is the daemon's socket for the agent.
-	EnvAgentSocket = "SSE_DAEMON_SOCKET"
-	// EnvAdminSocket is the daemon's root-only socket.
-	EnvAdminSocket = "SSE_ADMIN_SOCKET"
-	// EnvMCPAddr is where the MCP server listens (host:port); the agent
-	// reaches its streamable HTTP endpoint at http://ADDR/mcp.
-	EnvMCPAddr = "SSE_MCP_ADDR"
-	// EnvTaskRoot relocates /ssebench (task config, scripts, daemon).
-	EnvTaskRoot = "SSE_TASK_ROOT"
-	// EnvSourceDir names SOURCE_DIR when there is no task config (sidecar
-	// agent images have none); the config's `source` wins otherwise.
-	EnvSourceDir = "SOURCE_DIR"
-	// EnvScriptTimeout is the time limit of one task script, in whole
-	// seconds.
-	EnvScriptTimeout = "SSE_SCRIPT_TIMEOUT"
-	// EnvWorkDir is where the daemon makes its scratch directories.
-	EnvWorkDir = "SSE_WORK_DIR"
-	// EnvRunnerUser names the account the daemon runs scripts as.
-	EnvRunnerUser = "SSE_RUNNER_USER"
-)
-
 // Defaults of the settings in Env.
 const (
 	DefaultResults     = contract.Results
@@ -72,7 +33,9 @@ const (
 	MaxDifficulty = 4
 )
 
-// Env holds the settings read from the environment, defaults filled in.
+// Env holds the settings read from the environment (the variables are
+// named in package contract, which the run that sets them shares),
+// defaults filled in.
 type Env struct {
 	Results       string
 	Archive       string        // from SSE_ARCHIVE; may be empty
@@ -100,37 +63,37 @@ func ReadEnv(getenv func(string) string) (Env, error) {
 		return def
 	}
 	e := Env{
-		Results:       get(EnvResults, DefaultResults),
-		Archive:       get(EnvArchive, ""),
-		KeepAlive:     truthy(getenv(EnvKeepAlive)),
-		AgentSocket:   get(EnvAgentSocket, DefaultAgentSocket),
-		AdminSocket:   get(EnvAdminSocket, DefaultAdminSocket),
-		MCPAddr:       get(EnvMCPAddr, DefaultMCPAddr),
-		TaskRoot:      get(EnvTaskRoot, DefaultTaskRoot),
-		SourceDir:     get(EnvSourceDir, ""),
-		WorkDir:       get(EnvWorkDir, os.TempDir()),
-		RunnerUser:    get(EnvRunnerUser, DefaultRunnerUser),
+		Results:       get(contract.EnvResults, DefaultResults),
+		Archive:       get(contract.EnvArchive, ""),
+		KeepAlive:     truthy(getenv(contract.EnvKeepAlive)),
+		AgentSocket:   get(contract.EnvAgentSocket, DefaultAgentSocket),
+		AdminSocket:   get(contract.EnvAdminSocket, DefaultAdminSocket),
+		MCPAddr:       get(contract.EnvMCPAddr, DefaultMCPAddr),
+		TaskRoot:      get(contract.EnvTaskRoot, DefaultTaskRoot),
+		SourceDir:     get(contract.EnvSourceDir, ""),
+		WorkDir:       get(contract.EnvWorkDir, os.TempDir()),
+		RunnerUser:    get(contract.EnvRunnerUser, DefaultRunnerUser),
 		Timeout:       DefaultTimeout,
 		ScriptTimeout: DefaultScriptTimeout,
 		Difficulty:    DefaultDifficulty,
 	}
-	if v := strings.TrimSpace(getenv(EnvDifficulty)); v != "" {
+	if v := strings.TrimSpace(getenv(contract.EnvDifficulty)); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 || n > MaxDifficulty {
-			return Env{}, fmt.Errorf("%s=%q is not a difficulty level: use 0 to %d", EnvDifficulty, v, MaxDifficulty)
+			return Env{}, fmt.Errorf("%s=%q is not a difficulty level: use 0 to %d", contract.EnvDifficulty, v, MaxDifficulty)
 		}
 		e.Difficulty = n
 	}
 	var err error
-	if e.Timeout, err = seconds(getenv, EnvTimeout, DefaultTimeout, true); err != nil {
+	if e.Timeout, err = seconds(getenv, contract.EnvTimeout, DefaultTimeout, true); err != nil {
 		return Env{}, err
 	}
-	if e.ScriptTimeout, err = seconds(getenv, EnvScriptTimeout, DefaultScriptTimeout, false); err != nil {
+	if e.ScriptTimeout, err = seconds(getenv, contract.EnvScriptTimeout, DefaultScriptTimeout, false); err != nil {
 		return Env{}, err
 	}
 	for _, p := range []struct{ name, v string }{
-		{EnvResults, e.Results}, {EnvAgentSocket, e.AgentSocket}, {EnvAdminSocket, e.AdminSocket},
-		{EnvTaskRoot, e.TaskRoot}, {EnvWorkDir, e.WorkDir},
+		{contract.EnvResults, e.Results}, {contract.EnvAgentSocket, e.AgentSocket}, {contract.EnvAdminSocket, e.AdminSocket},
+		{contract.EnvTaskRoot, e.TaskRoot}, {contract.EnvWorkDir, e.WorkDir},
 	} {
 		if !filepath.IsAbs(p.v) {
 			return Env{}, fmt.Errorf("%s=%q is not an absolute path", p.name, p.v)
@@ -159,17 +122,4 @@ func truthy(v string) bool {
 		return true
 	}
 	return false
-}
-
-// EnvPrefix is the prefix of every variable the runtime reads besides
-// TIMEOUT and SOURCE_DIR.
-const EnvPrefix = "SSE_"
-
-// RunOnly reports whether the runtime reads the variable name, so that
-// only the run may set it: an image's config (the case's, the tool's, an
-// agent's) must not carry it (SPEC.md section 16). The tool image drops
-// such variables from the config it inherits, agent images that set them
-// are refused, and verify reports them.
-func RunOnly(name string) bool {
-	return strings.HasPrefix(name, EnvPrefix) || name == EnvTimeout || name == EnvSourceDir
 }

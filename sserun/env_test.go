@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/42-b3yond-6ug/ssebench/contract"
 )
 
 func TestReadEnv(t *testing.T) {
@@ -28,20 +30,20 @@ func TestReadEnv(t *testing.T) {
 		want func(e *Env)
 	}{
 		{"defaults", nil, func(*Env) {}},
-		{"blank is unset", map[string]string{EnvResults: "  ", EnvTimeout: " "}, func(*Env) {}},
+		{"blank is unset", map[string]string{contract.EnvResults: "  ", contract.EnvTimeout: " "}, func(*Env) {}},
 		{"all set", map[string]string{
-			EnvResults: "/r", EnvTimeout: "90", EnvKeepAlive: "1", EnvAgentSocket: "/a.sock",
-			EnvAdminSocket: "/b.sock", EnvTaskRoot: "/t", EnvSourceDir: "/src/p",
-			EnvScriptTimeout: "5", EnvWorkDir: "/w", EnvRunnerUser: "nobody", EnvDifficulty: "0", EnvMCPAddr: "127.0.0.1:3999",
+			contract.EnvResults: "/r", contract.EnvTimeout: "90", contract.EnvKeepAlive: "1", contract.EnvAgentSocket: "/a.sock",
+			contract.EnvAdminSocket: "/b.sock", contract.EnvTaskRoot: "/t", contract.EnvSourceDir: "/src/p",
+			contract.EnvScriptTimeout: "5", contract.EnvWorkDir: "/w", contract.EnvRunnerUser: "nobody", contract.EnvDifficulty: "0", contract.EnvMCPAddr: "127.0.0.1:3999",
 		}, func(e *Env) {
 			*e = Env{Results: "/r", Timeout: 90 * time.Second, KeepAlive: true, AgentSocket: "/a.sock",
 				AdminSocket: "/b.sock", TaskRoot: "/t", SourceDir: "/src/p", ScriptTimeout: 5 * time.Second,
 				WorkDir: "/w", RunnerUser: "nobody", Difficulty: 0, MCPAddr: "127.0.0.1:3999"}
 		}},
-		{"no time limit", map[string]string{EnvTimeout: "0"}, func(e *Env) { e.Timeout = 0 }},
-		{"difficulty 4", map[string]string{EnvDifficulty: " 4 "}, func(e *Env) { e.Difficulty = 4 }},
-		{"keep alive 0", map[string]string{EnvKeepAlive: "0"}, func(*Env) {}},
-		{"keep alive true", map[string]string{EnvKeepAlive: "true"}, func(e *Env) { e.KeepAlive = true }},
+		{"no time limit", map[string]string{contract.EnvTimeout: "0"}, func(e *Env) { e.Timeout = 0 }},
+		{"difficulty 4", map[string]string{contract.EnvDifficulty: " 4 "}, func(e *Env) { e.Difficulty = 4 }},
+		{"keep alive 0", map[string]string{contract.EnvKeepAlive: "0"}, func(*Env) {}},
+		{"keep alive true", map[string]string{contract.EnvKeepAlive: "true"}, func(e *Env) { e.KeepAlive = true }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -64,13 +66,13 @@ func TestReadEnvErrors(t *testing.T) {
 		vars map[string]string
 		want string
 	}{
-		{"timeout not a number", map[string]string{EnvTimeout: "1h"}, `TIMEOUT="1h" is not a number of seconds`},
-		{"negative timeout", map[string]string{EnvTimeout: "-5"}, "TIMEOUT"},
-		{"zero script timeout", map[string]string{EnvScriptTimeout: "0"}, EnvScriptTimeout},
-		{"relative results", map[string]string{EnvResults: "results"}, `SSE_RESULTS="results" is not an absolute path`},
-		{"difficulty too high", map[string]string{EnvDifficulty: "5"}, `SSE_DIFFICULTY="5" is not a difficulty level: use 0 to 4`},
-		{"difficulty not a number", map[string]string{EnvDifficulty: "easy"}, EnvDifficulty},
-		{"relative socket", map[string]string{EnvAgentSocket: "sse.sock"}, EnvAgentSocket},
+		{"timeout not a number", map[string]string{contract.EnvTimeout: "1h"}, `TIMEOUT="1h" is not a number of seconds`},
+		{"negative timeout", map[string]string{contract.EnvTimeout: "-5"}, "TIMEOUT"},
+		{"zero script timeout", map[string]string{contract.EnvScriptTimeout: "0"}, contract.EnvScriptTimeout},
+		{"relative results", map[string]string{contract.EnvResults: "results"}, `SSE_RESULTS="results" is not an absolute path`},
+		{"difficulty too high", map[string]string{contract.EnvDifficulty: "5"}, `SSE_DIFFICULTY="5" is not a difficulty level: use 0 to 4`},
+		{"difficulty not a number", map[string]string{contract.EnvDifficulty: "easy"}, contract.EnvDifficulty},
+		{"relative socket", map[string]string{contract.EnvAgentSocket: "sse.sock"}, contract.EnvAgentSocket},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -8,21 +8,8 @@ import (
 	"os"
 	"sync"
 	"time"
-)
 
-// The model gateway in the container (SPEC.md section 14).
-const (
-	// EnvGatewaySocket is the gateway's Unix socket, bind-mounted by the
-	// run into a root-only directory. When it is set, the entrypoint
-	// forwards GatewayAddr to it before the agent starts.
-	EnvGatewaySocket = "SSE_GATEWAY_SOCKET"
-	// EnvGatewayAddr is the gateway's TCP address (host:port) where it
-	// runs on another machine: the Service of a run on Kubernetes. When
-	// it is set, the entrypoint forwards GatewayAddr to it.
-	EnvGatewayAddr = "SSE_GATEWAY_ADDR"
-	// GatewayAddr is where the agent reaches the gateway; SSE_BASE_URL
-	// is http://127.0.0.1:4000 in a restricted run.
-	GatewayAddr = "127.0.0.1:4000"
+	"github.com/42-b3yond-6ug/ssebench/contract"
 )
 
 // gatewayDialTimeout bounds a connect to the gateway's socket: the
@@ -74,23 +61,23 @@ func forward(addr, network, target string) (*Forwarder, error) {
 // nothing, when the run has no gateway or the forwarder cannot start (said
 // through note).
 func ForwardGateway(getenv func(string) string, note func(string, ...any)) *Forwarder {
-	if addr := getenv(EnvGatewayAddr); addr != "" {
-		f, err := ForwardTCP(GatewayAddr, addr)
+	if addr := getenv(contract.EnvGatewayAddr); addr != "" {
+		f, err := ForwardTCP(contract.GatewayAddr, addr)
 		if err != nil {
 			note("%v: the agent has no model access", err)
 			return nil
 		}
 		return f
 	}
-	socket := getenv(EnvGatewaySocket)
+	socket := getenv(contract.EnvGatewaySocket)
 	if socket == "" {
 		return nil
 	}
 	if fi, err := os.Stat(socket); err != nil || fi.Mode()&os.ModeSocket == 0 {
-		note("no model gateway at %s=%s: the agent has no model access", EnvGatewaySocket, socket)
+		note("no model gateway at %s=%s: the agent has no model access", contract.EnvGatewaySocket, socket)
 		return nil
 	}
-	f, err := Forward(GatewayAddr, socket)
+	f, err := Forward(contract.GatewayAddr, socket)
 	if err != nil {
 		note("%v: the agent has no model access", err)
 		return nil

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/42-b3yond-6ug/ssebench/contract"
 )
 
 // TestForward relays HTTP through the forwarder to a Unix socket, and a
@@ -75,7 +77,7 @@ func TestForwardGatewayUnset(t *testing.T) {
 	var notes []string
 	f := ForwardGateway(func(string) string { return "" }, func(s string, a ...any) { notes = append(notes, s) })
 	if f != nil || len(notes) != 0 {
-		t.Errorf("ForwardGateway without %s = %v, notes %v", EnvGatewaySocket, f, notes)
+		t.Errorf("ForwardGateway without %s = %v, notes %v", contract.EnvGatewaySocket, f, notes)
 	}
 	f = ForwardGateway(func(string) string { return "/nonexistent/model.sock" }, func(s string, a ...any) { notes = append(notes, s) })
 	if f != nil || len(notes) != 1 {
@@ -85,7 +87,7 @@ func TestForwardGatewayUnset(t *testing.T) {
 }
 
 // TestForwardGatewayAddr: with SSE_GATEWAY_ADDR (a run on a cluster), the
-// forwarder relays GatewayAddr's connections to that TCP address.
+// forwarder relays contract.GatewayAddr's connections to that TCP address.
 func TestForwardGatewayAddr(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -109,8 +111,8 @@ func TestForwardGatewayAddr(t *testing.T) {
 		t.Errorf("through the forwarder: %q", b)
 	}
 	var notes []string
-	env := map[string]string{EnvGatewayAddr: "no-port-here"}
+	env := map[string]string{contract.EnvGatewayAddr: "no-port-here"}
 	if f := ForwardGateway(func(k string) string { return env[k] }, func(s string, a ...any) { notes = append(notes, s) }); f != nil || len(notes) != 1 {
-		t.Errorf("ForwardGateway with a bad %s = %v, notes %v", EnvGatewayAddr, f, notes)
+		t.Errorf("ForwardGateway with a bad %s = %v, notes %v", contract.EnvGatewayAddr, f, notes)
 	}
 }

@@ -1,56 +1,32 @@
 package sserun
 
 import (
-	"encoding/json"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/42-b3yond-6ug/ssebench/contract"
 )
 
-func TestWriteRunResult(t *testing.T) {
-	dir := t.TempDir()
-	r := &RunResult{
-		TaskID: "t-1", Mode: "sandbox", Command: "echo hi", AgentExit: 124, TimedOut: true,
-		PatchBytes: 10, PatchSHA256: "ab", Difficulty: 3, ToolCalls: 2,
-		Build: NewCheck(&Result{OK: true, DurationMS: 5, Output: "not in result.json"}, "build.log"),
-		Test:  NewCheck(&Result{Exit: -1, Skipped: "the build failed"}, "test.log"),
-		PoC:   NewCheck(nil, "poc.log"),
+// TestNewCheck: a daemon Result becomes a Check of result.json; its
+// output stays in the log file, out of result.json. (result.json itself
+// is tested in package contract.)
+func TestNewCheck(t *testing.T) {
+	tests := []struct {
+		name string
+		r    *Result
+		want *contract.Check
+	}{
+		{"passed", &Result{OK: true, DurationMS: 5, Output: "not in result.json"}, &contract.Check{OK: true, DurationMS: 5, Log: "build.log"}},
+		{"skipped", &Result{Exit: -1, Skipped: "the build failed"}, &contract.Check{Exit: -1, Skipped: "the build failed", Log: "build.log"}},
+		{"timed out", &Result{Exit: TimeoutExit, TimedOut: true}, &contract.Check{Exit: TimeoutExit, TimedOut: true, Log: "build.log"}},
+		{"no result", nil, nil},
 	}
-	if err := WriteRunResult(dir, r); err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(filepath.Join(dir, ResultFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got map[string]any
-	if err := json.Unmarshal(data, &got); err != nil {
-		t.Fatal(err)
-	}
-	want := map[string]any{
-		"task_id": "t-1", "mode": "sandbox", "command": "echo hi", "agent_exit": 124.0, "timed_out": true,
-		"agent_duration_ms": 0.0, "patch_bytes": 10.0, "patch_sha256": "ab", "passed": false,
-		"difficulty": 3.0, "tool_calls": 2.0,
-		"build": map[string]any{"ok": true, "exit": 0.0, "duration_ms": 5.0, "log": "build.log"},
-		"test":  map[string]any{"ok": false, "exit": -1.0, "duration_ms": 0.0, "skipped": "the build failed", "log": "test.log"},
-		"poc":   nil,
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("result.json (-want +got):\n%s", diff)
-	}
-	back, err := ReadRunResult(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(r, back); diff != "" {
-		t.Errorf("ReadRunResult() (-want +got):\n%s", diff)
-	}
-	if fi, err := os.Stat(filepath.Join(dir, ResultFile)); err != nil || fi.Mode().Perm() != 0o644 {
-		t.Errorf("result.json: %v, %v; want mode 0644", fi.Mode(), err)
-	}
-	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
-		t.Errorf("results dir has %d entries, want only result.json", len(ents))
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, NewCheck(tt.r, "build.log")); diff != "" {
+				t.Errorf("NewCheck() (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

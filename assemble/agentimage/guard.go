@@ -8,8 +8,8 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
+	"github.com/42-b3yond-6ug/ssebench/contract"
 	"github.com/42-b3yond-6ug/ssebench/runtimebin"
-	"github.com/42-b3yond-6ug/ssebench/sserun"
 )
 
 // ErrBypassesEntrypoint marks an agent image whose config would take the
@@ -20,7 +20,7 @@ var ErrBypassesEntrypoint = errors.New("the runtime's entrypoint must stay in ch
 
 // CheckConfig checks an agent image's config against the tool image's it
 // was built on: the ENTRYPOINT is the tool image's (optionally followed by
-// "--"), and no variable the runtime reads (sserun.RunOnly) is set by the
+// "--"), and no variable the runtime reads (contract.RunOnly) is set by the
 // agent. The run sets those; an agent image that sets SSE_RUNNER_USER=root
 // or replaces the entrypoint would run its command as root, ungraded.
 func CheckConfig(tool, agent v1.Config) error {
@@ -35,7 +35,7 @@ func CheckConfig(tool, agent v1.Config) error {
 	}
 	for _, kv := range agent.Env {
 		k, v, _ := strings.Cut(kv, "=")
-		if old, ok := had[k]; sserun.RunOnly(k) && (!ok || old != v) {
+		if old, ok := had[k]; contract.RunOnly(k) && (!ok || old != v) {
 			return fmt.Errorf("ENV %s: only the run sets %s: remove it from the agent's Dockerfile: %w", k, k, ErrBypassesEntrypoint)
 		}
 	}
@@ -67,7 +67,7 @@ func checkInstruction(in *instruction) error {
 			return err
 		}
 		for _, kv := range kvs {
-			if sserun.RunOnly(kv[0]) {
+			if contract.RunOnly(kv[0]) {
 				return fmt.Errorf("ENV %s: only the run sets %s: remove it from the agent's Dockerfile: %w", kv[0], kv[0], ErrBypassesEntrypoint)
 			}
 		}

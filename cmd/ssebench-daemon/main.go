@@ -28,6 +28,7 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/42-b3yond-6ug/ssebench/contract"
 	"github.com/42-b3yond-6ug/ssebench/sserun"
 )
 
@@ -74,7 +75,7 @@ func run(ctx context.Context) error {
 	if me == 0 {
 		u, err := sserun.LookupUser(sserun.PasswdFile, env.RunnerUser)
 		if err != nil {
-			return fmt.Errorf("%w: the tool layer adds this user; set %s to use another", err, sserun.EnvRunnerUser)
+			return fmt.Errorf("%w: the tool layer adds this user; set %s to use another", err, contract.EnvRunnerUser)
 		}
 		if err := sserun.CheckRunner(u); err != nil {
 			return err

@@ -10,7 +10,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/42-b3yond-6ug/ssebench/sserun"
+	"github.com/42-b3yond-6ug/ssebench/contract"
 	"github.com/42-b3yond-6ug/ssebench/sserun/entrypoint"
 )
 
@@ -26,7 +26,7 @@ func run(ctx context.Context, e *entrypoint.Entrypoint) int {
 	msg := fmt.Sprintf("the example mode ran %q\n", e.Command())
 	if err := os.MkdirAll(e.Env().Results, 0o755); err != nil {
 		fmt.Fprintln(e.Log(), "entrypoint:", err)
-	} else if err := sserun.WriteFileAtomic(e.Env().Results, File, []byte(msg), 0o644); err != nil {
+	} else if err := contract.WriteFileAtomic(e.Env().Results, File, []byte(msg), 0o644); err != nil {
 		fmt.Fprintln(e.Log(), "entrypoint:", err)
 	}
 	return e.Sandbox(ctx)

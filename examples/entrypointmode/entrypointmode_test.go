@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/42-b3yond-6ug/ssebench/contract"
 	"github.com/42-b3yond-6ug/ssebench/examples/entrypointmode"
-	"github.com/42-b3yond-6ug/ssebench/sserun"
 	"github.com/42-b3yond-6ug/ssebench/sserun/entrypoint"
 )
 
@@ -22,21 +22,21 @@ func TestExampleMode(t *testing.T) {
 	}
 	dir := t.TempDir()
 	vars := map[string]string{
-		sserun.EnvResults:     filepath.Join(dir, "results"),
-		sserun.EnvTaskRoot:    filepath.Join(dir, "ssebench"),
-		sserun.EnvAdminSocket: filepath.Join(dir, "admin.sock"),
-		sserun.EnvAgentSocket: filepath.Join(dir, "agent.sock"),
+		contract.EnvResults:     filepath.Join(dir, "results"),
+		contract.EnvTaskRoot:    filepath.Join(dir, "ssebench"),
+		contract.EnvAdminSocket: filepath.Join(dir, "admin.sock"),
+		contract.EnvAgentSocket: filepath.Join(dir, "agent.sock"),
 	}
 	e, err := entrypoint.New([]string{"--mode", entrypointmode.Name, "--", ""}, func(k string) string { return vars[k] }, os.Environ(), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.Run(context.Background())
-	b, err := os.ReadFile(filepath.Join(vars[sserun.EnvResults], entrypointmode.File))
+	b, err := os.ReadFile(filepath.Join(vars[contract.EnvResults], entrypointmode.File))
 	if err != nil || !strings.Contains(string(b), "the example mode ran") {
 		t.Errorf("%s = %q, %v", entrypointmode.File, b, err)
 	}
-	if _, err := os.Stat(filepath.Join(vars[sserun.EnvResults], sserun.ResultFile)); err != nil {
+	if _, err := os.Stat(filepath.Join(vars[contract.EnvResults], contract.ResultFile)); err != nil {
 		t.Errorf("the example mode did not go on to sandbox mode: %v", err)
 	}
 }

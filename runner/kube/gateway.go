@@ -14,9 +14,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/42-b3yond-6ug/ssebench/contract"
 	"github.com/42-b3yond-6ug/ssebench/gateway"
 	"github.com/42-b3yond-6ug/ssebench/runner"
-	"github.com/42-b3yond-6ug/ssebench/sserun"
 )
 
 // A restricted run with model access gets its gateway as three objects of
@@ -195,7 +195,7 @@ func (r *Runner) startGateway(ctx context.Context, p *plan, gw *runner.Gateway) 
 	}
 	addr := svc.Spec.ClusterIP + ":" + strconv.Itoa(GatewayPort)
 	c := &p.job.Spec.Template.Spec.Containers[0]
-	c.Env = append(c.Env, corev1.EnvVar{Name: sserun.EnvGatewayAddr, Value: addr})
+	c.Env = append(c.Env, corev1.EnvVar{Name: contract.EnvGatewayAddr, Value: addr})
 	return r.readReport(context.WithoutCancel(ctx), g.pod.Name, gw), nil
 }
 

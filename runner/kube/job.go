@@ -19,7 +19,6 @@ import (
 
 	"github.com/42-b3yond-6ug/ssebench/contract"
 	"github.com/42-b3yond-6ug/ssebench/runner"
-	"github.com/42-b3yond-6ug/ssebench/sserun"
 )
 
 // Labels of every object a run creates.
@@ -89,9 +88,9 @@ func (o *options) planRun(spec runner.RunSpec, token string) (*plan, error) {
 		var vol string
 		switch path.Clean(m.Target) {
 		case contract.Results:
-			vol = sserun.StreamResults
+			vol = contract.StreamResults
 		case contract.Archive:
-			vol = sserun.StreamArchive
+			vol = contract.StreamArchive
 		default:
 			return nil, fmt.Errorf("the Kubernetes backend cannot mount %s from this machine into the pod at %s", m.Source, m.Target)
 		}
@@ -104,17 +103,17 @@ func (o *options) planRun(spec runner.RunSpec, token string) (*plan, error) {
 	var env []corev1.EnvVar
 	for _, kv := range spec.Env {
 		k, v, _ := strings.Cut(kv, "=")
-		if k == sserun.EnvResultsStream {
+		if k == contract.EnvResultsStream {
 			continue
 		}
-		if k == sserun.EnvTimeout {
+		if k == contract.EnvTimeout {
 			if n, err := strconv.Atoi(v); err == nil && n > 0 {
 				timeout = time.Duration(n) * time.Second
 			}
 		}
 		env = append(env, corev1.EnvVar{Name: k, Value: v})
 	}
-	env = append(env, corev1.EnvVar{Name: sserun.EnvResultsStream, Value: token})
+	env = append(env, corev1.EnvVar{Name: contract.EnvResultsStream, Value: token})
 	sort.SliceStable(env, func(i, j int) bool { return env[i].Name < env[j].Name })
 
 	c := corev1.Container{

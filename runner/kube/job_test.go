@@ -10,7 +10,6 @@ import (
 
 	"github.com/42-b3yond-6ug/ssebench/contract"
 	"github.com/42-b3yond-6ug/ssebench/runner"
-	"github.com/42-b3yond-6ug/ssebench/sserun"
 )
 
 const testImage = "localhost:5000/ssebench/agent-dummy/kvconf-12-afb9ee1@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
@@ -65,7 +64,7 @@ func TestPlanRunJob(t *testing.T) {
 		}
 		env[e.Name] = e.Value
 	}
-	if env["SSE_RESULTS"] != contract.Results || env["TIMEOUT"] != "600" || env[sserun.EnvResultsStream] != "token0123456789abcdef" {
+	if env["SSE_RESULTS"] != contract.Results || env["TIMEOUT"] != "600" || env[contract.EnvResultsStream] != "token0123456789abcdef" {
 		t.Errorf("env = %v: want the run's variables and the plan's token (not the caller's)", env)
 	}
 	// The results folder and the archive are emptyDirs at their paths.
@@ -100,7 +99,7 @@ func TestPlanRunJob(t *testing.T) {
 	if p.job.Labels[ManagedLabel] != managedBy || p.name != jobName(spec.ID) || len(p.name) > 63 {
 		t.Errorf("job %q labels %v", p.name, p.job.Labels)
 	}
-	if p.dest[sserun.StreamResults] != spec.Mounts[0].Source || p.dest[sserun.StreamArchive] != spec.Mounts[1].Source {
+	if p.dest[contract.StreamResults] != spec.Mounts[0].Source || p.dest[contract.StreamArchive] != spec.Mounts[1].Source {
 		t.Errorf("results go to %v, want the mounts' folders", p.dest)
 	}
 }

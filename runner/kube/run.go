@@ -14,8 +14,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/42-b3yond-6ug/ssebench/contract"
 	"github.com/42-b3yond-6ug/ssebench/runner"
-	"github.com/42-b3yond-6ug/ssebench/sserun"
 )
 
 // fatalWaiting are the reasons of a waiting container that waiting longer
@@ -121,7 +121,7 @@ func (r *Runner) Run(ctx context.Context, spec runner.RunSpec) (_ *runner.Result
 	}
 	res.ExitCode = code
 	switch {
-	case errors.Is(streamErr, sserun.ErrNoResultsStream):
+	case errors.Is(streamErr, contract.ErrNoResultsStream):
 		// The container ended before its entrypoint wrote the results
 		// (it crashed, or it is not ssebench's): the run has none, as a
 		// container on containerd that wrote none.
@@ -193,7 +193,7 @@ func (r *Runner) readLog(ctx context.Context, pod string, out io.Writer, p *plan
 		return fmt.Errorf("reading the log of pod %s: %w", pod, err)
 	}
 	defer stream.Close()
-	return sserun.ReadResultsStream(stream, out, p.token, p.dest, 0)
+	return contract.ReadResultsStream(stream, out, p.token, p.dest, 0)
 }
 
 // waitExit waits for the container to have ended and returns its exit

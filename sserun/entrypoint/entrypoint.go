@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/42-b3yond-6ug/ssebench/contract"
 	"github.com/42-b3yond-6ug/ssebench/sserun"
 )
 
@@ -34,7 +35,7 @@ const (
 )
 
 // hiddenEnv are variables of the container that the agent does not get.
-var hiddenEnv = []string{sserun.EnvAdminSocket, sserun.EnvResultsStream, initChildEnv}
+var hiddenEnv = []string{contract.EnvAdminSocket, contract.EnvResultsStream, initChildEnv}
 
 // entrypoint is one run of the entrypoint. Its fields are the seams the
 // tests use: agent nil runs the agent as the caller.
@@ -119,7 +120,7 @@ func (e *entrypoint) run(ctx context.Context) int {
 // model, the end of the agent phase, final.patch and the grade. A mode of
 // an extension can do its own work around it.
 func (e *entrypoint) Sandbox(ctx context.Context) int {
-	res := &sserun.RunResult{Mode: e.mode, Command: e.command}
+	res := &contract.RunResult{Mode: e.mode, Command: e.command}
 	note := func(format string, args ...any) {
 		msg := fmt.Sprintf(format, args...)
 		res.Notes = append(res.Notes, msg)
@@ -172,11 +173,11 @@ func (e *entrypoint) Sandbox(ctx context.Context) int {
 		e.writePatch(ctx, sourceDir, base, res, note)
 		e.grade(ctx, res, note)
 	}
-	if err := sserun.WriteRunResult(e.env.Results, res); err != nil {
+	if err := contract.WriteRunResult(e.env.Results, res); err != nil {
 		fmt.Fprintln(e.log, "entrypoint:", err)
 	}
 	if e.env.KeepAlive && ctx.Err() == nil {
-		fmt.Fprintf(e.log, "entrypoint: %s=1: staying alive until stopped\n", sserun.EnvKeepAlive)
+		fmt.Fprintf(e.log, "entrypoint: %s=1: staying alive until stopped\n", contract.EnvKeepAlive)
 		<-ctx.Done()
 	}
 	return code
@@ -225,8 +226,8 @@ func (e *entrypoint) agentPhase(ctx context.Context, what string, req sserun.Req
 // root's business, and with the identity of the agent's user.
 func (e *entrypoint) agentEnv() []string {
 	set := map[string]string{
-		"PWD":                 e.workDir,
-		sserun.EnvAgentSocket: e.env.AgentSocket,
+		"PWD":                   e.workDir,
+		contract.EnvAgentSocket: e.env.AgentSocket,
 	}
 	if e.agent != nil {
 		set["HOME"] = e.agent.Home
@@ -260,8 +261,8 @@ func withEnv(env []string, set map[string]string) []string {
 }
 
 // runAgent runs the agent command and returns its exit status.
-func (e *entrypoint) runAgent(ctx context.Context, res *sserun.RunResult, note func(string, ...any)) int {
-	logf, err := os.OpenFile(filepath.Join(e.env.Results, sserun.AgentLog), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+func (e *entrypoint) runAgent(ctx context.Context, res *contract.RunResult, note func(string, ...any)) int {
+	logf, err := os.OpenFile(filepath.Join(e.env.Results, contract.AgentLog), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		note("opening the agent's log: %v", err)
 		res.AgentExit = 1
@@ -353,10 +354,10 @@ func (e *entrypoint) headCommit(ctx context.Context, dir string, note func(strin
 // commit, untracked files included and ignored ones not, as `git add -A`
 // sees them. A private index is used, so the agent's own index (maybe
 // locked by a killed git) does not matter and is left as it was.
-func (e *entrypoint) writePatch(ctx context.Context, dir, base string, res *sserun.RunResult, note func(string, ...any)) {
-	f, err := os.CreateTemp(e.env.Results, "."+sserun.PatchFile+".*")
+func (e *entrypoint) writePatch(ctx context.Context, dir, base string, res *contract.RunResult, note func(string, ...any)) {
+	f, err := os.CreateTemp(e.env.Results, "."+contract.PatchFile+".*")
 	if err != nil {
-		note("writing %s: %v", sserun.PatchFile, err)
+		note("writing %s: %v", contract.PatchFile, err)
 		return
 	}
 	defer os.Remove(f.Name()) // after a successful rename, a no-op
@@ -366,17 +367,17 @@ func (e *entrypoint) writePatch(ctx context.Context, dir, base string, res *sser
 	if err != nil {
 		var notFound *exec.Error
 		if errors.As(err, &notFound) {
-			note("git is not installed: %s is empty", sserun.PatchFile)
+			note("git is not installed: %s is empty", contract.PatchFile)
 		} else {
-			note("computing %s: %v", sserun.PatchFile, err)
+			note("computing %s: %v", contract.PatchFile, err)
 		}
 		if err := f.Truncate(0); err != nil {
-			note("writing %s: %v", sserun.PatchFile, err)
+			note("writing %s: %v", contract.PatchFile, err)
 			return
 		}
 	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		note("writing %s: %v", sserun.PatchFile, err)
+		note("writing %s: %v", contract.PatchFile, err)
 		return
 	}
 	h := sha256.New()
@@ -388,10 +389,10 @@ func (e *entrypoint) writePatch(ctx context.Context, dir, base string, res *sser
 		err = f.Close()
 	}
 	if err == nil {
-		err = os.Rename(f.Name(), filepath.Join(e.env.Results, sserun.PatchFile))
+		err = os.Rename(f.Name(), filepath.Join(e.env.Results, contract.PatchFile))
 	}
 	if err != nil {
-		note("writing %s: %v", sserun.PatchFile, err)
+		note("writing %s: %v", contract.PatchFile, err)
 		return
 	}
 	res.PatchBytes = n
@@ -435,7 +436,7 @@ func (e *entrypoint) diff(ctx context.Context, dir, base string, out *os.File) e
 
 // grade asks the daemon to grade the tree and records the checks, each
 // check's output in its own log.
-func (e *entrypoint) grade(ctx context.Context, res *sserun.RunResult, note func(string, ...any)) {
+func (e *entrypoint) grade(ctx context.Context, res *contract.RunResult, note func(string, ...any)) {
 	if _, err := os.Stat(e.env.AdminSocket); err != nil {
 		res.GradeError = fmt.Sprintf("no daemon to grade with (%s)", e.env.AdminSocket)
 		return
@@ -454,12 +455,12 @@ func (e *entrypoint) grade(ctx context.Context, res *sserun.RunResult, note func
 		note("grading: %s", res.GradeError)
 		return
 	}
-	check := func(name string, r *sserun.Result) *sserun.Check {
+	check := func(name string, r *sserun.Result) *contract.Check {
 		if r == nil {
 			return nil
 		}
-		log := sserun.CheckLog(name)
-		if err := sserun.WriteFileAtomic(e.env.Results, log, []byte(r.Output), 0o644); err != nil {
+		log := contract.CheckLog(name)
+		if err := contract.WriteFileAtomic(e.env.Results, log, []byte(r.Output), 0o644); err != nil {
 			note("%v", err)
 			log = ""
 		}

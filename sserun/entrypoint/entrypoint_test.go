@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/42-b3yond-6ug/ssebench/sserun"
+	"github.com/42-b3yond-6ug/ssebench/contract"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -98,10 +98,10 @@ func newTestRun(t *testing.T) *testRun {
 	writeFile(t, filepath.Join(r.src, ".gitignore"), "*.o\n")
 	gitInit(t, r.src)
 	r.vars = map[string]string{
-		sserun.EnvResults:     r.results,
-		sserun.EnvTaskRoot:    r.root,
-		sserun.EnvAgentSocket: filepath.Join(base, "agent.sock"),
-		sserun.EnvAdminSocket: filepath.Join(base, "admin.sock"),
+		contract.EnvResults:     r.results,
+		contract.EnvTaskRoot:    r.root,
+		contract.EnvAgentSocket: filepath.Join(base, "agent.sock"),
+		contract.EnvAdminSocket: filepath.Join(base, "admin.sock"),
 	}
 	return r
 }
@@ -138,7 +138,7 @@ func readFile(t *testing.T, name string) string {
 }
 
 // run runs the entrypoint in-process with args, from SOURCE_DIR.
-func (r *testRun) run(t *testing.T, args ...string) (int, *sserun.RunResult, string) {
+func (r *testRun) run(t *testing.T, args ...string) (int, *contract.RunResult, string) {
 	t.Helper()
 	wd, _ := os.Getwd()
 	if err := os.Chdir(r.src); err != nil {
@@ -152,7 +152,7 @@ func (r *testRun) run(t *testing.T, args ...string) (int, *sserun.RunResult, str
 	}
 	e.agent = nil
 	code := e.run(context.Background())
-	res, err := sserun.ReadRunResult(r.results)
+	res, err := contract.ReadRunResult(r.results)
 	if err != nil {
 		t.Fatalf("%v (log: %s)", err, log.String())
 	}
@@ -168,10 +168,10 @@ func TestRunAgent(t *testing.T) {
 	if code != 3 || res.AgentExit != 3 || res.TimedOut {
 		t.Errorf("exit %d, result %+v; want 3, not timed out", code, res)
 	}
-	if got := readFile(t, filepath.Join(r.results, sserun.AgentLog)); got != "agent on stdout\nagent on stderr\n" {
+	if got := readFile(t, filepath.Join(r.results, contract.AgentLog)); got != "agent on stdout\nagent on stderr\n" {
 		t.Errorf("agent.log = %q", got)
 	}
-	patch := readFile(t, filepath.Join(r.results, sserun.PatchFile))
+	patch := readFile(t, filepath.Join(r.results, contract.PatchFile))
 	for _, want := range []string{"diff --git a/added.txt b/added.txt\nnew file mode 100644", "+new\n", "-good bug\n+good fixed\n"} {
 		if !strings.Contains(patch, want) {
 			t.Errorf("final.patch does not contain %q:\n%s", want, patch)
@@ -189,9 +189,9 @@ func TestRunAgent(t *testing.T) {
 	if out, err := cmd.Output(); err != nil || len(out) != 0 {
 		t.Errorf("the agent's index changed: %q, %v", out, err)
 	}
-	want := &sserun.RunResult{TaskID: "demo-1", Mode: "sandbox", Command: res.Command, AgentExit: 3, Difficulty: 2,
+	want := &contract.RunResult{TaskID: "demo-1", Mode: "sandbox", Command: res.Command, AgentExit: 3, Difficulty: 2,
 		PatchBytes: res.PatchBytes, PatchSHA256: res.PatchSHA256, AgentDurationMS: res.AgentDurationMS,
-		GradeError: "no daemon to grade with (" + r.vars[sserun.EnvAdminSocket] + ")",
+		GradeError: "no daemon to grade with (" + r.vars[contract.EnvAdminSocket] + ")",
 		Notes:      []string{"no daemon at " + r.root + "/ssebench-daemon: the agent cannot build or test through it, and the run is not graded"}}
 	if diff := cmp.Diff(want, res); diff != "" {
 		t.Errorf("result.json (-want +got):\n%s", diff)
@@ -202,7 +202,7 @@ func TestRunAgent(t *testing.T) {
 // process group killed, a background child included.
 func TestRunTimeout(t *testing.T) {
 	r := newTestRun(t)
-	r.vars[sserun.EnvTimeout] = "1"
+	r.vars[contract.EnvTimeout] = "1"
 	pidFile := filepath.Join(r.base, "pid")
 	start := time.Now()
 	code, res, _ := r.run(t, "sleep 300 & echo $! > "+pidFile+"; wait")
@@ -255,7 +255,7 @@ func TestRunWithoutGitRepo(t *testing.T) {
 	if code != 0 || res.PatchBytes != 0 {
 		t.Errorf("exit %d, patch %d bytes; want 0, 0", code, res.PatchBytes)
 	}
-	if got := readFile(t, filepath.Join(r.results, sserun.PatchFile)); got != "" {
+	if got := readFile(t, filepath.Join(r.results, contract.PatchFile)); got != "" {
 		t.Errorf("final.patch = %q, want empty", got)
 	}
 	if !strings.Contains(strings.Join(res.Notes, "\n"), "computing final.patch") {
@@ -271,7 +271,7 @@ func TestRunSidecar(t *testing.T) {
 	defer func(d time.Duration) { daemonWait = d }(daemonWait)
 	daemonWait = 200 * time.Millisecond
 	r := newTestRun(t)
-	r.vars[sserun.EnvSourceDir] = r.src
+	r.vars[contract.EnvSourceDir] = r.src
 	start := func(args ...string) *entrypoint {
 		e, err := newEntrypoint(args, func(k string) string { return r.vars[k] }, os.Environ(), io.Discard)
 		if err != nil {
@@ -286,7 +286,7 @@ func TestRunSidecar(t *testing.T) {
 	if got := readFile(t, filepath.Join(r.src, "new.txt")); got != "hi\n" {
 		t.Errorf("the agent did not run in SOURCE_DIR: new.txt = %q", got)
 	}
-	if _, err := os.Stat(filepath.Join(r.results, sserun.ResultFile)); err == nil {
+	if _, err := os.Stat(filepath.Join(r.results, contract.ResultFile)); err == nil {
 		t.Error("the agent side wrote result.json: the grade is the task container's")
 	}
 	// The host says the agent container ended; the task side grades.
@@ -294,14 +294,14 @@ func TestRunSidecar(t *testing.T) {
 	if code := start("--mode", "sidecar-task").run(context.Background()); code != 3 {
 		t.Errorf("task side: exit %d, want the agent's 3", code)
 	}
-	res, err := sserun.ReadRunResult(r.results)
+	res, err := contract.ReadRunResult(r.results)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.Mode != "sidecar" || res.AgentExit != 3 || res.Command != "echo hi > new.txt; exit 3" || res.TaskID != "demo-1" {
 		t.Errorf("result %+v", res)
 	}
-	if !strings.Contains(readFile(t, filepath.Join(r.results, sserun.PatchFile)), "+hi\n") {
+	if !strings.Contains(readFile(t, filepath.Join(r.results, contract.PatchFile)), "+hi\n") {
 		t.Error("final.patch lacks the agent's new file")
 	}
 	if _, err := os.Stat(filepath.Join(r.base, "ready")); err != nil {
@@ -313,7 +313,7 @@ func TestRunSidecar(t *testing.T) {
 	if code := start("--mode", "sidecar-task").run(context.Background()); code != 137 {
 		t.Errorf("task side without a report: exit %d, want 137", code)
 	}
-	if res, err = sserun.ReadRunResult(r.results); err != nil {
+	if res, err = contract.ReadRunResult(r.results); err != nil {
 		t.Fatal(err)
 	}
 	if res.AgentExit != 137 || !strings.Contains(strings.Join(res.Notes, "\n"), "without its report") {

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/42-b3yond-6ug/ssebench/contract"
 	"github.com/42-b3yond-6ug/ssebench/sserun"
 )
 
@@ -95,13 +96,13 @@ files: {patch: diffs/patch.diff, poc: [pocs/crash.txt]}
 	f.agent = filepath.Join(base, "agent.sock")
 	f.admin = filepath.Join(base, "run", "admin.sock")
 	f.env = append(os.Environ(),
-		sserun.EnvTaskRoot+"="+task,
-		sserun.EnvResults+"="+f.results,
-		sserun.EnvAgentSocket+"="+f.agent,
-		sserun.EnvAdminSocket+"="+f.admin,
-		sserun.EnvWorkDir+"="+work,
-		sserun.EnvRunnerUser+"=nobody",
-		sserun.EnvMCPAddr+"="+freeAddr(t),
+		contract.EnvTaskRoot+"="+task,
+		contract.EnvResults+"="+f.results,
+		contract.EnvAgentSocket+"="+f.agent,
+		contract.EnvAdminSocket+"="+f.admin,
+		contract.EnvWorkDir+"="+work,
+		contract.EnvRunnerUser+"=nobody",
+		contract.EnvMCPAddr+"="+freeAddr(t),
 		"SSE_API_KEY=sekrit",
 	)
 	return f
@@ -143,7 +144,7 @@ func TestFlow(t *testing.T) {
 		t.Fatalf("entrypoint: %v\n%s", err, out)
 	}
 
-	agentLog := readFile(t, filepath.Join(results, sserun.AgentLog))
+	agentLog := readFile(t, filepath.Join(results, contract.AgentLog))
 	wantUID := os.Getuid()
 	if root {
 		wantUID = sserun.Model.UID
@@ -163,7 +164,7 @@ func TestFlow(t *testing.T) {
 	}
 
 	var res map[string]any
-	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(results, sserun.ResultFile))), &res); err != nil {
+	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(results, contract.ResultFile))), &res); err != nil {
 		t.Fatal(err)
 	}
 	for k, want := range map[string]any{"task_id": "Flow-1", "agent_exit": 0.0, "timed_out": false, "passed": true} {
@@ -182,10 +183,10 @@ func TestFlow(t *testing.T) {
 			t.Errorf("build.log = %q, want the build run as nobody", got)
 		}
 	}
-	if patch := readFile(t, filepath.Join(results, sserun.PatchFile)); !strings.Contains(patch, "-good bug\n+good fixed\n") {
+	if patch := readFile(t, filepath.Join(results, contract.PatchFile)); !strings.Contains(patch, "-good bug\n+good fixed\n") {
 		t.Errorf("final.patch:\n%s", patch)
 	}
-	if daemonLog := readFile(t, filepath.Join(results, sserun.DaemonLog)); !strings.Contains(daemonLog, "grade (admin=true): ok=true") {
+	if daemonLog := readFile(t, filepath.Join(results, contract.DaemonLog)); !strings.Contains(daemonLog, "grade (admin=true): ok=true") {
 		t.Errorf("daemon.log:\n%s", daemonLog)
 	}
 	if ents, _ := os.ReadDir(work); len(ents) != 0 {
@@ -241,15 +242,15 @@ func TestFlowMCPProbe(t *testing.T) {
 	}
 	var addr string
 	for _, kv := range f.env {
-		if v, ok := strings.CutPrefix(kv, sserun.EnvMCPAddr+"="); ok {
+		if v, ok := strings.CutPrefix(kv, contract.EnvMCPAddr+"="); ok {
 			addr = v
 		}
 	}
 	f.env = append(f.env, "SSE_ARCHIVE="+archive, "MCP_PROBE_URL=http://"+addr+"/mcp")
 	out, err := f.command("bash " + probe).CombinedOutput()
-	log := readFile(t, filepath.Join(f.results, sserun.AgentLog))
+	log := readFile(t, filepath.Join(f.results, contract.AgentLog))
 	if err != nil {
-		t.Fatalf("entrypoint: %v\n%s\nagent.log:\n%s\nmcp.log:\n%s", err, out, log, readFile(t, filepath.Join(f.results, sserun.MCPLog)))
+		t.Fatalf("entrypoint: %v\n%s\nagent.log:\n%s\nmcp.log:\n%s", err, out, log, readFile(t, filepath.Join(f.results, contract.MCPLog)))
 	}
 	summary := readFile(t, filepath.Join(archive, "mcp-probe", "summary.txt"))
 	for _, want := range []string{"tools: build run_pocs status task_info test \n", "build: passed", `"name":"ssebench"`} {
@@ -282,7 +283,7 @@ func TestFlowAgentPhaseEnds(t *testing.T) {
 	if !f.root {
 		t.Skip("killing every process of model needs root")
 	}
-	f.env = append(f.env, sserun.EnvKeepAlive+"=1")
+	f.env = append(f.env, contract.EnvKeepAlive+"=1")
 	agent := `setsid sleep 1000 & (setsid sh -c 'i=0; while :; do i=$((i+1)); echo $i > stamp.txt; sleep 0.1; done' &); sleep 1; echo started`
 	cmd := f.command(agent)
 	var out strings.Builder
@@ -297,7 +298,7 @@ func TestFlowAgentPhaseEnds(t *testing.T) {
 		<-exited
 	}()
 	// SSE_KEEP_ALIVE: the entrypoint waits once result.json is written.
-	resultFile := filepath.Join(f.results, sserun.ResultFile)
+	resultFile := filepath.Join(f.results, contract.ResultFile)
 	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
 		if _, err := os.Stat(resultFile); err == nil {
 			break
@@ -319,7 +320,7 @@ func TestFlowAgentPhaseEnds(t *testing.T) {
 	if again := readFile(t, filepath.Join(f.src, "stamp.txt")); again != stamp {
 		t.Errorf("stamp.txt still changes after the agent phase: %q, then %q", stamp, again)
 	}
-	patch := readFile(t, filepath.Join(f.results, sserun.PatchFile))
+	patch := readFile(t, filepath.Join(f.results, contract.PatchFile))
 	if !strings.Contains(patch, "+++ b/stamp.txt\n@@ -0,0 +1 @@\n+"+stamp) {
 		t.Errorf("final.patch does not hold stamp.txt = %q:\n%s", stamp, patch)
 	}
@@ -332,7 +333,7 @@ func TestFlowAgentPhaseEnds(t *testing.T) {
 	if err != nil || resp.OK || !strings.Contains(resp.Error, "agent phase is over") {
 		t.Errorf("build on the agent socket after the phase = %+v, %v; want a refusal", resp, err)
 	}
-	if log := readFile(t, filepath.Join(f.results, sserun.DaemonLog)); !strings.Contains(log, "agent_end (admin=true): agent phase over") {
+	if log := readFile(t, filepath.Join(f.results, contract.DaemonLog)); !strings.Contains(log, "agent_end (admin=true): agent phase over") {
 		t.Errorf("daemon.log does not record the end of the agent phase:\n%s", log)
 	}
 }
@@ -433,7 +434,7 @@ func TestFlowMCPStdio(t *testing.T) {
 	if out, err := f.command(script).CombinedOutput(); err != nil {
 		t.Fatalf("entrypoint: %v\n%s", err, out)
 	}
-	log := readFile(t, filepath.Join(f.results, sserun.AgentLog))
+	log := readFile(t, filepath.Join(f.results, contract.AgentLog))
 	for _, want := range []string{`"id":2,"result":{`, `"tools":[{`, `"name":"run_pocs"`, `"id":3,"result":{"content":[{"type":"text","text":"build passed (exit status 0)`} {
 		if !strings.Contains(log, want) {
 			t.Errorf("the stdio server's answers do not contain %q:\n%s", want, log)
@@ -450,7 +451,7 @@ func TestFlowMCPStdio(t *testing.T) {
 func TestFlowResultsStream(t *testing.T) {
 	f := newFlow(t)
 	const token = "streamtoken-0123456789"
-	f.env = append(f.env, sserun.EnvResultsStream+"="+token)
+	f.env = append(f.env, contract.EnvResultsStream+"="+token)
 	cmd := f.command(`echo "token:[$SSE_RESULTS_STREAM]"`)
 	var stdout bytes.Buffer
 	cmd.Stdout = &stdout
@@ -458,13 +459,13 @@ func TestFlowResultsStream(t *testing.T) {
 		t.Fatalf("entrypoint: %v", err)
 	}
 	dst := t.TempDir()
-	if err := sserun.ReadResultsStream(&stdout, nil, token, map[string]string{sserun.StreamResults: dst}, 0); err != nil {
+	if err := contract.ReadResultsStream(&stdout, nil, token, map[string]string{contract.StreamResults: dst}, 0); err != nil {
 		t.Fatalf("reading the entrypoint's output: %v", err)
 	}
-	if got, want := readFile(t, filepath.Join(dst, sserun.ResultFile)), readFile(t, filepath.Join(f.results, sserun.ResultFile)); got != want {
+	if got, want := readFile(t, filepath.Join(dst, contract.ResultFile)), readFile(t, filepath.Join(f.results, contract.ResultFile)); got != want {
 		t.Errorf("result.json from the stream:\n%s\nwant:\n%s", got, want)
 	}
-	if log := readFile(t, filepath.Join(dst, sserun.AgentLog)); !strings.Contains(log, "token:[]") {
+	if log := readFile(t, filepath.Join(dst, contract.AgentLog)); !strings.Contains(log, "token:[]") {
 		t.Errorf("agent.log = %q: the agent saw the stream's token", log)
 	}
 }

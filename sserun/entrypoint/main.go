@@ -46,6 +46,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/42-b3yond-6ug/ssebench/contract"
 	"github.com/42-b3yond-6ug/ssebench/sserun"
 )
 
@@ -82,9 +83,9 @@ func runMain(ctx context.Context, args []string) int {
 	code := e.run(ctx)
 	// A backend without a volume shared with the machine that started the
 	// run gets the results back through this process's output.
-	if token := os.Getenv(sserun.EnvResultsStream); token != "" {
-		dirs := map[string]string{sserun.StreamResults: e.env.Results, sserun.StreamArchive: e.env.Archive}
-		if err := sserun.WriteResultsStream(os.Stdout, token, dirs); err != nil {
+	if token := os.Getenv(contract.EnvResultsStream); token != "" {
+		dirs := map[string]string{contract.StreamResults: e.env.Results, contract.StreamArchive: e.env.Archive}
+		if err := contract.WriteResultsStream(os.Stdout, token, dirs); err != nil {
 			fmt.Fprintln(os.Stderr, "entrypoint: writing the results to the output:", err)
 		}
 	}

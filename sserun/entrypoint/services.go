@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/42-b3yond-6ug/ssebench/contract"
 	"github.com/42-b3yond-6ug/ssebench/sserun"
 )
 
@@ -141,11 +142,11 @@ func (e *entrypoint) startDaemon(ctx context.Context, note func(string, ...any))
 		return nil
 	}
 	env := withEnv(slices.Clone(e.environ), map[string]string{
-		sserun.EnvAgentSocket: e.env.AgentSocket,
-		sserun.EnvAdminSocket: e.env.AdminSocket,
+		contract.EnvAgentSocket: e.env.AgentSocket,
+		contract.EnvAdminSocket: e.env.AdminSocket,
 	})
 	ready := func(ctx context.Context) error { return sserun.WaitReady(ctx, e.env.AdminSocket) }
-	return e.startService(ctx, "daemon", path, nil, env, sserun.DaemonLog, ready, note)
+	return e.startService(ctx, "daemon", path, nil, env, contract.DaemonLog, ready, note)
 }
 
 // startMCP starts the MCP server, when the image has one, and waits until
@@ -163,11 +164,11 @@ func (e *entrypoint) startMCPAt(ctx context.Context, path string, note func(stri
 	}
 	env := []string{
 		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-		sserun.EnvAgentSocket + "=" + e.env.AgentSocket,
-		sserun.EnvMCPAddr + "=" + e.env.MCPAddr,
+		contract.EnvAgentSocket + "=" + e.env.AgentSocket,
+		contract.EnvMCPAddr + "=" + e.env.MCPAddr,
 	}
 	ready := func(ctx context.Context) error { return waitListening(ctx, e.env.MCPAddr) }
-	return e.startService(ctx, "MCP server", path, nil, env, sserun.MCPLog, ready, note)
+	return e.startService(ctx, "MCP server", path, nil, env, contract.MCPLog, ready, note)
 }
 
 // waitListening dials addr until it accepts a TCP connection or ctx ends.

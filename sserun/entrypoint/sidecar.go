@@ -44,7 +44,7 @@ func (e *entrypoint) sidecarDir() string { return filepath.Dir(e.env.AdminSocket
 // the agent phase and leaves its report. The grade is the task
 // container's.
 func (e *entrypoint) runSidecarAgent(ctx context.Context) int {
-	res := &sserun.RunResult{Mode: modeSidecar, Command: e.command, Difficulty: e.env.Difficulty}
+	res := &contract.RunResult{Mode: modeSidecar, Command: e.command, Difficulty: e.env.Difficulty}
 	note := e.noter(res)
 	if err := os.MkdirAll(e.env.Results, 0o755); err != nil {
 		fmt.Fprintln(e.log, "entrypoint: creating the results directory:", err)
@@ -86,7 +86,7 @@ func (e *entrypoint) runSidecarAgent(ctx context.Context) int {
 	svc.endAgentPhase()
 	b, err := json.Marshal(res)
 	if err == nil {
-		err = sserun.WriteFileAtomic(e.env.Results, agentResultFile, b, 0o644)
+		err = contract.WriteFileAtomic(e.env.Results, agentResultFile, b, 0o644)
 	}
 	if err != nil {
 		fmt.Fprintln(e.log, "entrypoint:", err)
@@ -99,7 +99,7 @@ func (e *entrypoint) runSidecarAgent(ctx context.Context) int {
 // agent may start, waits for the host's word that the agent container has
 // ended (however it ended), ends the agent phase, and grades the tree.
 func (e *entrypoint) runSidecarTask(ctx context.Context) int {
-	res := &sserun.RunResult{Mode: modeSidecar, Difficulty: e.env.Difficulty}
+	res := &contract.RunResult{Mode: modeSidecar, Difficulty: e.env.Difficulty}
 	note := e.noter(res)
 	if err := os.MkdirAll(e.env.Results, 0o755); err != nil {
 		fmt.Fprintln(e.log, "entrypoint: creating the results directory:", err)
@@ -119,14 +119,14 @@ func (e *entrypoint) runSidecarTask(ctx context.Context) int {
 	err = sserun.WaitReady(wctx, e.env.AdminSocket)
 	cancel()
 	if err != nil {
-		note("the daemon did not start (see %s): %v", sserun.DaemonLog, err)
+		note("the daemon did not start (see %s): %v", contract.DaemonLog, err)
 	}
 	base := ""
 	if sourceDir != "" {
 		base = e.headCommit(ctx, sourceDir, note)
 	}
 	dir := e.sidecarDir()
-	if err := sserun.WriteFileAtomic(dir, filepath.Base(contract.SidecarReady), []byte("ready\n"), 0o644); err != nil {
+	if err := contract.WriteFileAtomic(dir, filepath.Base(contract.SidecarReady), []byte("ready\n"), 0o644); err != nil {
 		note("%v", err)
 	}
 	code, err := waitAgentExit(ctx, filepath.Join(dir, filepath.Base(contract.SidecarAgentExit)))
@@ -152,15 +152,15 @@ func (e *entrypoint) runSidecarTask(ctx context.Context) int {
 	return res.AgentExit
 }
 
-func (e *entrypoint) finishSidecar(res *sserun.RunResult) {
-	if err := sserun.WriteRunResult(e.env.Results, res); err != nil {
+func (e *entrypoint) finishSidecar(res *contract.RunResult) {
+	if err := contract.WriteRunResult(e.env.Results, res); err != nil {
 		fmt.Fprintln(e.log, "entrypoint:", err)
 	}
 	os.Remove(filepath.Join(e.env.Results, agentResultFile))
 }
 
 // noter returns the function that records a note in res and says it.
-func (e *entrypoint) noter(res *sserun.RunResult) func(string, ...any) {
+func (e *entrypoint) noter(res *contract.RunResult) func(string, ...any) {
 	return func(format string, args ...any) {
 		msg := fmt.Sprintf(format, args...)
 		res.Notes = append(res.Notes, msg)
@@ -169,12 +169,12 @@ func (e *entrypoint) noter(res *sserun.RunResult) func(string, ...any) {
 }
 
 // readAgentResult reads the agent container's report.
-func readAgentResult(dir string) (*sserun.RunResult, error) {
+func readAgentResult(dir string) (*contract.RunResult, error) {
 	b, err := os.ReadFile(filepath.Join(dir, agentResultFile))
 	if err != nil {
 		return nil, err
 	}
-	var r sserun.RunResult
+	var r contract.RunResult
 	if err := json.Unmarshal(b, &r); err != nil {
 		return nil, fmt.Errorf("reading %s: %w", agentResultFile, err)
 	}

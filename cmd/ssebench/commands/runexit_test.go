@@ -6,21 +6,21 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/42-b3yond-6ug/ssebench/contract"
 	"github.com/42-b3yond-6ug/ssebench/pipeline"
 	"github.com/42-b3yond-6ug/ssebench/results"
-	"github.com/42-b3yond-6ug/ssebench/sserun"
 )
 
 // TestRunExit: the exit status of `ssebench run` says the grade.
 func TestRunExit(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		result *sserun.RunResult
+		result *contract.RunResult
 		want   int
 	}{
-		{"passed", &sserun.RunResult{Passed: true}, 0},
-		{"failed", &sserun.RunResult{Passed: false, PoC: &sserun.Check{}}, ExitFailed},
-		{"grade error", &sserun.RunResult{GradeError: "daemon gone"}, ExitNotGraded},
+		{"passed", &contract.RunResult{Passed: true}, 0},
+		{"failed", &contract.RunResult{Passed: false, PoC: &contract.Check{}}, ExitFailed},
+		{"grade error", &contract.RunResult{GradeError: "daemon gone"}, ExitNotGraded},
 		{"no result", nil, ExitNotGraded},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -12,8 +12,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/42-b3yond-6ug/ssebench/cmd/ssebench/commands/options"
+	"github.com/42-b3yond-6ug/ssebench/contract"
 	"github.com/42-b3yond-6ug/ssebench/results"
-	"github.com/42-b3yond-6ug/ssebench/sserun"
 )
 
 // showLogLines is how much of each check's log `runs show` prints.
@@ -121,14 +121,14 @@ func showRun(w io.Writer, r *results.Run) {
 			fmt.Fprint(w, indent(results.Tail(filepath.Join(r.Dir, c.Log), showLogLines)))
 		}
 	}
-	patch, err := os.ReadFile(filepath.Join(r.Dir, sserun.PatchFile))
+	patch, err := os.ReadFile(filepath.Join(r.Dir, contract.PatchFile))
 	switch {
 	case err != nil:
-		fmt.Fprintf(w, "\n== patch: none (%s missing)\n", sserun.PatchFile)
+		fmt.Fprintf(w, "\n== patch: none (%s missing)\n", contract.PatchFile)
 	case len(patch) == 0:
 		fmt.Fprintf(w, "\n== patch: empty (the agent changed nothing)\n")
 	default:
-		fmt.Fprintf(w, "\n== patch (%s, %d bytes)\n%s", sserun.PatchFile, len(patch), patch)
+		fmt.Fprintf(w, "\n== patch (%s, %d bytes)\n%s", contract.PatchFile, len(patch), patch)
 		if !strings.HasSuffix(string(patch), "\n") {
 			fmt.Fprintln(w)
 		}

@@ -1,4 +1,4 @@
-package sserun
+package contract
 
 import (
 	"archive/tar"

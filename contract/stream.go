@@ -1,4 +1,4 @@
-package sserun
+package contract
 
 import (
 	"archive/tar"
@@ -17,6 +17,13 @@ import (
 	"strings"
 	"syscall"
 )
+
+// The results stream is how a run's results come back to the machine that
+// started it when no volume is shared: the entrypoint writes the block
+// inside the image (WriteResultsStream) and the backend reads it from the
+// container's log (ReadResultsStream). Both ends must agree on the
+// variable, the framing and the names, so the whole protocol is here, on
+// the standard library only.
 
 // EnvResultsStream, when set, has the entrypoint write its results and
 // archive directories to its standard output when it ends, as one framed

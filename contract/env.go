@@ -1,0 +1,75 @@
+package contract
+
+import "strings"
+
+// The environment variables of a run. They are the contract between who
+// starts a container (the pipeline, the Kubernetes backend) and the
+// runtime inside it (sserun's entrypoint and daemon), and the assembler
+// refuses images that set them (RunOnly): so they are named here, once,
+// for all of them. The run sets the first ones (SPEC.md section 10); the
+// others relocate what is fixed in a tool image, for tests and for
+// debugging.
+const (
+	// EnvResults is the directory of the run's results (agent.log,
+	// final.patch, result.json).
+	EnvResults = "SSE_RESULTS"
+	// EnvArchive is the directory where the agent writes what it wants
+	// kept (the run's archive/ folder).
+	EnvArchive = "SSE_ARCHIVE"
+	// EnvTimeout is the agent's time limit in whole seconds; 0 means none.
+	EnvTimeout = "TIMEOUT"
+	// EnvDifficulty is the difficulty level, 0 (the agent is told most)
+	// to 4 (the issue text only): see sserun.TaskInfoFor.
+	EnvDifficulty = "SSE_DIFFICULTY"
+	// EnvKeepAlive, when "1" (or "true"), keeps the entrypoint alive after
+	// grading, so the container can be inspected.
+	EnvKeepAlive = "SSE_KEEP_ALIVE"
+	// EnvAgentSocket is the daemon's socket for the agent.
+	EnvAgentSocket = "SSE_DAEMON_SOCKET"
+	// EnvAdminSocket is the daemon's root-only socket.
+	EnvAdminSocket = "SSE_ADMIN_SOCKET"
+	// EnvMCPAddr is where the MCP server listens (host:port); the agent
+	// reaches its streamable HTTP endpoint at http://ADDR/mcp.
+	EnvMCPAddr = "SSE_MCP_ADDR"
+	// EnvTaskRoot relocates /ssebench (task config, scripts, daemon).
+	EnvTaskRoot = "SSE_TASK_ROOT"
+	// EnvSourceDir names SOURCE_DIR when there is no task config (sidecar
+	// agent images have none); the config's `source` wins otherwise.
+	EnvSourceDir = "SOURCE_DIR"
+	// EnvScriptTimeout is the time limit of one task script, in whole
+	// seconds.
+	EnvScriptTimeout = "SSE_SCRIPT_TIMEOUT"
+	// EnvWorkDir is where the daemon makes its scratch directories.
+	EnvWorkDir = "SSE_WORK_DIR"
+	// EnvRunnerUser names the account the daemon runs scripts as.
+	EnvRunnerUser = "SSE_RUNNER_USER"
+)
+
+// The model gateway in the container (SPEC.md section 14): the run says
+// where the gateway is, the entrypoint forwards GatewayAddr to it.
+const (
+	// EnvGatewaySocket is the gateway's Unix socket, bind-mounted by the
+	// run into a root-only directory. When it is set, the entrypoint
+	// forwards GatewayAddr to it before the agent starts.
+	EnvGatewaySocket = "SSE_GATEWAY_SOCKET"
+	// EnvGatewayAddr is the gateway's TCP address (host:port) where it
+	// runs on another machine: the Service of a run on Kubernetes. When
+	// it is set, the entrypoint forwards GatewayAddr to it.
+	EnvGatewayAddr = "SSE_GATEWAY_ADDR"
+	// GatewayAddr is where the agent reaches the gateway; SSE_BASE_URL
+	// is http://127.0.0.1:4000 in a restricted run.
+	GatewayAddr = "127.0.0.1:4000"
+)
+
+// EnvPrefix is the prefix of every variable the runtime reads besides
+// TIMEOUT and SOURCE_DIR.
+const EnvPrefix = "SSE_"
+
+// RunOnly reports whether the runtime reads the variable name, so that
+// only the run may set it: an image's config (the case's, the tool's, an
+// agent's) must not carry it (SPEC.md section 16). The tool image drops
+// such variables from the config it inherits, agent images that set them
+// are refused, and verify reports them.
+func RunOnly(name string) bool {
+	return strings.HasPrefix(name, EnvPrefix) || name == EnvTimeout || name == EnvSourceDir
+}
