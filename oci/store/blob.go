@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -33,17 +34,21 @@ func (s *Store) HasBlob(h v1.Hash) bool {
 // Blob opens the blob h for reading. The reader verifies the content as it
 // goes: a read that reaches the end of a blob that does not match h (or
 // size, when size ≥ 0) fails with ErrCorruptBlob. The caller closes it.
+// A blob recorded without its bytes is fetched under the store's context
+// (see WithContext).
 func (s *Store) Blob(h v1.Hash, size int64) (io.ReadCloser, error) {
-	return s.openBlob(h, size, "")
+	return s.openBlob(s.ctx, h, size, "")
 }
 
-func (s *Store) openBlob(h v1.Hash, size int64, image string) (io.ReadCloser, error) {
+// openBlob opens h, fetching it under ctx when it was recorded without its
+// bytes (see remoteBlob); image names the image in errors.
+func (s *Store) openBlob(ctx context.Context, h v1.Hash, size int64, image string) (io.ReadCloser, error) {
 	if h.Algorithm != "sha256" {
 		return nil, fmt.Errorf("blob %s: unsupported digest algorithm %q", h, h.Algorithm)
 	}
 	f, err := os.Open(s.BlobPath(h))
 	if errors.Is(err, fs.ErrNotExist) {
-		return s.remoteBlob(h, size, image)
+		return s.remoteBlob(ctx, h, size, image)
 	}
 	if err != nil {
 		return nil, err
@@ -51,12 +56,19 @@ func (s *Store) openBlob(h v1.Hash, size int64, image string) (io.ReadCloser, er
 	return &verifyingReader{f: f, h: sha256.New(), want: h, size: size, store: s, image: image}, nil
 }
 
-// ReadBlob reads and verifies a small blob (manifest or config).
+// ReadBlob reads and verifies a small blob (manifest or config). A blob
+// recorded without its bytes is fetched under the store's context (see
+// WithContext).
 func (s *Store) ReadBlob(h v1.Hash, size int64, image string) ([]byte, error) {
+	return s.readBlob(s.ctx, h, size, image)
+}
+
+// readBlob is ReadBlob with the context of a fetch.
+func (s *Store) readBlob(ctx context.Context, h v1.Hash, size int64, image string) ([]byte, error) {
 	if size > maxManifestSize {
 		return nil, fmt.Errorf("blob %s of image %s is %d bytes, too large for a manifest or config", h, image, size)
 	}
-	rc, err := s.openBlob(h, size, image)
+	rc, err := s.openBlob(ctx, h, size, image)
 	if err != nil {
 		return nil, err
 	}

@@ -53,7 +53,7 @@ type fetchState struct {
 // (verified against h and size) when it reaches the end, and discards it
 // when closed earlier. It returns the "missing" error when no holder is
 // known or none can be reached.
-func (s *Store) remoteBlob(h v1.Hash, size int64, image string) (io.ReadCloser, error) {
+func (s *Store) remoteBlob(ctx context.Context, h v1.Hash, size int64, image string) (io.ReadCloser, error) {
 	missing := &blobError{store: s, digest: h, image: image, missing: true}
 	srcs := s.sources(h)
 	if len(srcs) == 0 {
@@ -66,7 +66,7 @@ func (s *Store) remoteBlob(h v1.Hash, size int64, image string) (io.ReadCloser, 
 	}
 	var errs []error
 	for _, repo := range srcs {
-		rc, err := f.FetchBlob(context.Background(), repo, v1.Descriptor{Digest: h, Size: size})
+		rc, err := f.FetchBlob(ctx, repo, v1.Descriptor{Digest: h, Size: size})
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", repo, err))
 			continue
@@ -142,7 +142,7 @@ func (s *Store) Complete(ctx context.Context, desc v1.Descriptor) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		rc, err := s.openBlob(d.Digest, d.Size, "")
+		rc, err := s.openBlob(ctx, d.Digest, d.Size, "")
 		if err != nil {
 			return err
 		}

@@ -19,13 +19,13 @@ func (s *Store) Image(ref name.Reference) (v1.Image, error) {
 		return nil, err
 	}
 	if desc.MediaType.IsIndex() {
-		return nil, fmt.Errorf("%s in the image store is an image index, not an image: pick a platform (see Resolver)", ref.Name())
+		return nil, fmt.Errorf("%s in the image store is an image index, not an image: open it with Index and pick a platform (as remote.Resolver does)", ref.Name())
 	}
 	return s.ImageAt(desc, ref.Name())
 }
 
-// ImageAt returns a store-backed image for the manifest desc; name is
-// the image named in errors.
+// ImageAt returns a store-backed image for the manifest desc; image is
+// the name errors give it.
 func (s *Store) ImageAt(desc v1.Descriptor, image string) (v1.Image, error) {
 	raw, err := s.ReadBlob(desc.Digest, desc.Size, image)
 	if err != nil {
@@ -119,7 +119,7 @@ func (l *storeLayer) MediaType() (types.MediaType, error) { return l.desc.MediaT
 
 // Compressed implements partial.CompressedLayer.
 func (l *storeLayer) Compressed() (io.ReadCloser, error) {
-	return l.s.openBlob(l.desc.Digest, l.desc.Size, l.image)
+	return l.s.openBlob(l.s.ctx, l.desc.Digest, l.desc.Size, l.image)
 }
 
 // Descriptor keeps the manifest's layer descriptor (annotations, URLs).

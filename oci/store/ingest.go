@@ -63,29 +63,17 @@ func (w *ingest) commit(want v1.Hash, size int64) (v1.Hash, int64, error) {
 		w.abort()
 		return v1.Hash{}, 0, fmt.Errorf("writing blob %s: content has digest %s: %w", want, got, ErrCorruptBlob)
 	}
-	// Sync before rename: after a crash the blob path must hold either
-	// nothing or the whole blob, never a file whose data never hit disk.
-	if err := w.f.Chmod(0o644); err != nil {
-		w.abort()
-		return v1.Hash{}, 0, err
-	}
-	if err := w.f.Sync(); err != nil {
+	if err := w.s.installBlob(w.f, got); err != nil {
 		w.abort()
 		return v1.Hash{}, 0, fmt.Errorf("writing blob %s: %w", got, err)
 	}
-	if err := w.f.Close(); err != nil {
-		os.Remove(w.f.Name())
-		return v1.Hash{}, 0, fmt.Errorf("writing blob %s: %w", got, err)
-	}
-	if err := os.Rename(w.f.Name(), w.s.BlobPath(got)); err != nil {
-		os.Remove(w.f.Name())
-		return v1.Hash{}, 0, fmt.Errorf("writing blob %s: %w", got, err)
-	}
-	return got, w.n, syncDir(w.s.blobDir())
+	// The blob is synced and in place: closing cannot lose it.
+	w.f.Close()
+	return got, w.n, nil
 }
 
-// PutBlob streams r into the pool, verified. want may be zero when the digest is not
-// known in advance (a stream.Layer); size may be -1.
+// PutBlob streams r into the pool, verified. want may be zero when the
+// digest is not known in advance (a stream.Layer); size may be -1.
 func (s *Store) PutBlob(ctx context.Context, r io.Reader, want v1.Hash, size int64) (v1.Hash, int64, error) {
 	if err := s.writable(); err != nil {
 		return v1.Hash{}, 0, err
@@ -134,16 +122,10 @@ func (s *Store) AdoptBlob(ctx context.Context, path string, h v1.Hash, size int6
 	if got := hex.EncodeToString(d.Sum(nil)); got != h.Hex || h.Algorithm != "sha256" || (size >= 0 && n != size) {
 		return fmt.Errorf("adopting blob %s from %s: content has digest sha256:%s and %d bytes", h, path, got, n)
 	}
-	if err := f.Sync(); err != nil {
-		return err
-	}
-	if err := os.Chmod(path, 0o644); err != nil {
-		return err
-	}
-	if err := os.Rename(path, s.BlobPath(h)); err != nil {
+	if err := s.installBlob(f, h); err != nil {
 		return fmt.Errorf("adopting blob %s: %w", h, err)
 	}
-	return syncDir(s.blobDir())
+	return nil
 }
 
 type ctxReader struct {
@@ -160,7 +142,8 @@ func (r *ctxReader) Read(p []byte) (int, error) {
 
 // adoptSpool moves a layer that was spooled to a file in the store's
 // temporary directory (as the assembler's layers are) into the pool by a
-// hard link and a rename: the bytes are neither copied nor read again. It reports false when the layer is not such a file.
+// hard link and a rename: the bytes are neither copied nor read again. It
+// reports false when the layer is not such a file.
 func (s *Store) adoptSpool(ctx context.Context, l v1.Layer, h v1.Hash, size int64) (bool, error) {
 	sp, ok := l.(interface{ Path() string })
 	if !ok {
@@ -186,22 +169,35 @@ func (s *Store) adoptSpool(ctx context.Context, l v1.Layer, h v1.Hash, size int6
 	return true, nil
 }
 
-// renameBlob moves a complete file of TempDir into the pool as h, durably.
+// renameBlob moves a complete file of TempDir into the pool as h.
 func (s *Store) renameBlob(path string, h v1.Hash) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("adopting blob %s: %w", h, err)
 	}
-	err = f.Sync()
-	f.Close()
-	if err != nil {
+	defer f.Close()
+	if err := s.installBlob(f, h); err != nil {
 		return fmt.Errorf("adopting blob %s: %w", h, err)
 	}
-	if err := os.Chmod(path, 0o644); err != nil {
+	return nil
+}
+
+// installBlob is the one way a blob enters the pool: f, a complete file of
+// TempDir whose content the caller has checked to be h, is synced, made
+// readable by all and renamed to BlobPath(h), and the pool's directory is
+// synced. Synced before the rename: after a crash a blob path holds either
+// nothing or the whole blob, never a file whose data never reached the
+// disk. The caller still closes f; on failure the file is left at its
+// temporary path for the caller to remove.
+func (s *Store) installBlob(f *os.File, h v1.Hash) error {
+	if err := f.Sync(); err != nil {
 		return err
 	}
-	if err := os.Rename(path, s.BlobPath(h)); err != nil {
-		return fmt.Errorf("adopting blob %s: %w", h, err)
+	if err := f.Chmod(0o644); err != nil {
+		return err
+	}
+	if err := os.Rename(f.Name(), s.BlobPath(h)); err != nil {
+		return err
 	}
 	return syncDir(s.blobDir())
 }

@@ -19,7 +19,7 @@ func lockFile(path string) (func(), error) {
 }
 
 // HoldGC keeps GC from running until the returned release is called: a
-// writer that adds blobs before it names them in index.json (as Load does)
+// writer that adds blobs before it names them in index.json (as archive.Load does)
 // holds it throughout.
 func (s *Store) HoldGC(ctx context.Context) (func(), error) {
 	if err := s.writable(); err != nil {

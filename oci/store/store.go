@@ -65,9 +65,12 @@ var ErrCorruptBlob = errors.New("corrupt blob")
 // replaced by rename, under a file lock, and only once every blob an entry
 // needs is present. Several processes may use one store at once.
 type Store struct {
-	dir      string
-	fetch    *fetchState
-	temp     *tempClaim
+	dir   string
+	fetch *fetchState
+	temp  *tempClaim
+	// ctx is WithContext's: the context of the reads that take none
+	// (see WithContext).
+	ctx      context.Context
 	readOnly bool
 }
 
@@ -116,10 +119,11 @@ func Open(dir string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening image store %s: %w", dir, err)
 	}
-	s := &Store{dir: abs, fetch: &fetchState{}}
-	for _, opt := range opts {
-		opt(s)
+	o, err := makeOptions(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("opening image store %s: %w", abs, err)
 	}
+	s := &Store{dir: abs, fetch: &fetchState{f: o.fetcher}, ctx: o.ctx, readOnly: o.readOnly}
 	if s.readOnly {
 		if _, err := os.Stat(filepath.Join(abs, layoutFile)); errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("%w at %s", ErrNoStore, abs)
@@ -129,7 +133,7 @@ func Open(dir string, opts ...Option) (*Store, error) {
 		s.temp = &tempClaim{}
 		return s, nil
 	}
-	if err := s.init(); err != nil {
+	if err := s.init(o.ctx); err != nil {
 		return nil, fmt.Errorf("opening image store %s: %w", abs, err)
 	}
 	if err := s.claimTemp(); err != nil {
@@ -138,7 +142,7 @@ func Open(dir string, opts ...Option) (*Store, error) {
 	return s, nil
 }
 
-func (s *Store) init() error {
+func (s *Store) init(ctx context.Context) error {
 	if err := os.MkdirAll(s.dir, 0o755); err != nil {
 		return err
 	}
@@ -146,7 +150,7 @@ func (s *Store) init() error {
 	if errors.Is(err, fs.ErrNotExist) {
 		// Two commands may create one store at once: the one that gets
 		// the lock creates it, the other then finds it.
-		unlock, lerr := s.lock(context.Background(), indexLock, true)
+		unlock, lerr := s.lock(ctx, indexLock, true)
 		if lerr != nil {
 			return lerr
 		}
