@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/42-b3yond-6ug/ssebench/oci"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 )
@@ -147,7 +148,7 @@ func (s *Store) Complete(ctx context.Context, desc v1.Descriptor) error {
 			return err
 		}
 		defer rc.Close()
-		if _, err := io.Copy(io.Discard, &ctxReader{ctx: ctx, r: rc}); err != nil {
+		if _, err := io.Copy(io.Discard, oci.ContextReader(ctx, rc)); err != nil {
 			return err
 		}
 		return nil

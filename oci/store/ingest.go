@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"syscall"
 
+	"github.com/42-b3yond-6ug/ssebench/oci"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 )
 
@@ -83,7 +84,7 @@ func (s *Store) PutBlob(ctx context.Context, r io.Reader, want v1.Hash, size int
 		return v1.Hash{}, 0, err
 	}
 	buf := make([]byte, 1<<20)
-	if _, err := io.CopyBuffer(w, &ctxReader{ctx: ctx, r: r}, buf); err != nil {
+	if _, err := io.CopyBuffer(w, oci.ContextReader(ctx, r), buf); err != nil {
 		w.abort()
 		return v1.Hash{}, 0, err
 	}
@@ -115,7 +116,7 @@ func (s *Store) AdoptBlob(ctx context.Context, path string, h v1.Hash, size int6
 	}
 	defer f.Close()
 	d := sha256.New()
-	n, err := io.Copy(d, &ctxReader{ctx: ctx, r: f})
+	n, err := io.Copy(d, oci.ContextReader(ctx, f))
 	if err != nil {
 		return fmt.Errorf("adopting blob %s: %w", h, err)
 	}
@@ -126,18 +127,6 @@ func (s *Store) AdoptBlob(ctx context.Context, path string, h v1.Hash, size int6
 		return fmt.Errorf("adopting blob %s: %w", h, err)
 	}
 	return nil
-}
-
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (r *ctxReader) Read(p []byte) (int, error) {
-	if err := r.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return r.r.Read(p)
 }
 
 // adoptSpool moves a layer that was spooled to a file in the store's

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/42-b3yond-6ug/ssebench/internal/units"
+	"github.com/42-b3yond-6ug/ssebench/oci"
 	"github.com/42-b3yond-6ug/ssebench/oci/store"
 	"github.com/42-b3yond-6ug/ssebench/registry/remote"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -47,19 +48,6 @@ const (
 
 func emptyIndex() *v1.IndexManifest {
 	return &v1.IndexManifest{SchemaVersion: 2, MediaType: types.OCIImageIndex, Manifests: []v1.Descriptor{}}
-}
-
-// ctxReader stops a copy when ctx ends.
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (r *ctxReader) Read(p []byte) (int, error) {
-	if err := r.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return r.r.Read(p)
 }
 
 // archiveTime is every entry's modification time: fixed, so that the same
@@ -244,7 +232,7 @@ func writeArchiveBlob(ctx context.Context, tw *tar.Writer, h v1.Hash, b *archive
 	}
 	defer rc.Close()
 	d := sha256.New()
-	n, err := io.Copy(io.MultiWriter(tw, d), &ctxReader{ctx: ctx, r: rc})
+	n, err := io.Copy(io.MultiWriter(tw, d), oci.ContextReader(ctx, rc))
 	if err != nil {
 		return fmt.Errorf("writing blob %s to the archive: %w", h, err)
 	}
@@ -550,7 +538,7 @@ func loadBlob(ctx context.Context, s *store.Store, r io.Reader, h v1.Hash, size 
 		// Still read and check it: a tampered archive is an error
 		// even when the store could do without its copy.
 		d := sha256.New()
-		n, err := io.Copy(d, &ctxReader{ctx: ctx, r: r})
+		n, err := io.Copy(d, oci.ContextReader(ctx, r))
 		if err != nil {
 			return false, archiveBlobError(h, err)
 		}
