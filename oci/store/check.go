@@ -74,7 +74,7 @@ func (s *Store) Usage() (*Usage, error) {
 	per := make([]map[v1.Hash]int64, len(es))
 	for i, e := range es {
 		per[i] = map[v1.Hash]int64{}
-		err := s.walk(e.Descriptor, e.Name, func(d v1.Descriptor, _ string) error {
+		err := s.walk(s.ctx, e.Descriptor, e.Name, func(d v1.Descriptor) error {
 			if _, ok := per[i][d.Digest]; !ok {
 				per[i][d.Digest] = d.Size
 				users[d.Digest]++
@@ -137,7 +137,8 @@ func (s *Store) Verify(ctx context.Context) ([]Problem, error) {
 		return nil, err
 	}
 	for _, e := range es {
-		err := s.walk(e.Descriptor, e.Name, func(d v1.Descriptor, image string) error {
+		image := e.Name
+		err := s.walk(ctx, e.Descriptor, e.Name, func(d v1.Descriptor) error {
 			switch {
 			case bad[d.Digest] != "":
 				probs = append(probs, Problem{Image: image, Digest: d.Digest.String(), What: bad[d.Digest]})

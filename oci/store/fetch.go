@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -136,7 +135,7 @@ func (s *Store) Complete(ctx context.Context, desc v1.Descriptor) error {
 		return err
 	}
 	defer unlock()
-	return s.walk(desc, "", func(d v1.Descriptor, _ string) error {
+	return s.walk(ctx, desc, "", func(d v1.Descriptor) error {
 		if s.HasBlob(d.Digest) {
 			return nil
 		}
@@ -156,49 +155,12 @@ func (s *Store) Complete(ctx context.Context, desc v1.Descriptor) error {
 }
 
 // walk calls f for desc and every descriptor it reaches (child manifests,
-// configs, layers), parents before children. Manifests it cannot read
-// stop the walk with their error.
-func (s *Store) walk(desc v1.Descriptor, image string, f func(d v1.Descriptor, image string) error) error {
-	if err := f(desc, image); err != nil {
-		return err
-	}
-	switch {
-	case desc.MediaType.IsIndex():
-		raw, err := s.ReadBlob(desc.Digest, desc.Size, image)
-		if err != nil {
-			return err
-		}
-		im, err := v1.ParseIndexManifest(bytes.NewReader(raw))
-		if err != nil {
-			return fmt.Errorf("parsing index %s of %s: %w", desc.Digest, image, err)
-		}
-		for _, c := range im.Manifests {
-			if err := s.walk(c, image, f); err != nil {
-				return err
-			}
-		}
-	case desc.MediaType.IsImage():
-		raw, err := s.ReadBlob(desc.Digest, desc.Size, image)
-		if err != nil {
-			return err
-		}
-		m, err := v1.ParseManifest(bytes.NewReader(raw))
-		if err != nil {
-			return fmt.Errorf("parsing manifest %s of %s: %w", desc.Digest, image, err)
-		}
-		if err := f(m.Config, image); err != nil {
-			return err
-		}
-		for _, l := range m.Layers {
-			if !l.MediaType.IsDistributable() {
-				continue
-			}
-			if err := f(l, image); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+// configs, distributable layers), parents before children, each digest
+// once (see oci.WalkManifests). Manifests are read under ctx; one that
+// cannot be read stops the walk with its error.
+func (s *Store) walk(ctx context.Context, desc v1.Descriptor, image string, f func(d v1.Descriptor) error) error {
+	read := func(d v1.Descriptor) ([]byte, error) { return s.readBlob(ctx, d.Digest, d.Size, image) }
+	return oci.WalkManifests(ctx, desc, image, read, func(d v1.Descriptor, _ bool) error { return f(d) })
 }
 
 // sourcesLine is the hint of a missing blob's error: where it was

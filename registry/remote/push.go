@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/42-b3yond-6ug/ssebench/oci"
 	"github.com/42-b3yond-6ug/ssebench/oci/store"
 	"github.com/google/go-containerregistry/pkg/authn"
 
@@ -287,7 +288,7 @@ func (p *pusher) sendUpdateLocked() {
 // own manifest. origin, when set, is the repository content came from.
 func (p *pusher) push(ctx context.Context, ref name.Reference, content remote.Taggable, origin *name.Repository) error {
 	dst := ref.Context()
-	blobs, err := collectBlobs(content, origin)
+	blobs, err := collectBlobs(ctx, content, origin)
 	if err != nil {
 		return fmt.Errorf("pushing %s: %w", ref.Name(), err)
 	}
@@ -303,7 +304,7 @@ func (p *pusher) push(ctx context.Context, ref name.Reference, content remote.Ta
 		}
 	}
 	if streamed {
-		if blobs, err = collectBlobs(content, origin); err != nil {
+		if blobs, err = collectBlobs(ctx, content, origin); err != nil {
 			return fmt.Errorf("pushing %s: %w", ref.Name(), err)
 		}
 	}
@@ -328,7 +329,7 @@ func (p *pusher) push(ctx context.Context, ref name.Reference, content remote.Ta
 
 // collectBlobs lists the unique blobs of an image or index, configs
 // included, sorted by digest.
-func collectBlobs(content remote.Taggable, origin *name.Repository) ([]blob, error) {
+func collectBlobs(ctx context.Context, content remote.Taggable, origin *name.Repository) ([]blob, error) {
 	seen := map[v1.Hash]bool{}
 	var out []blob
 	var addImage func(img v1.Image) error
@@ -377,47 +378,15 @@ func collectBlobs(content remote.Taggable, origin *name.Repository) ([]blob, err
 		}
 		return nil
 	}
-	var addIndex func(idx v1.ImageIndex) error
-	addIndex = func(idx v1.ImageIndex) error {
-		im, err := idx.IndexManifest()
-		if err != nil {
-			return err
-		}
-		for _, d := range im.Manifests {
-			switch {
-			case d.MediaType.IsIndex():
-				sub, err := idx.ImageIndex(d.Digest)
-				if err != nil {
-					return err
-				}
-				if err := addIndex(sub); err != nil {
-					return err
-				}
-			case d.MediaType.IsImage():
-				img, err := idx.Image(d.Digest)
-				if err != nil {
-					return err
-				}
-				if err := addImage(img); err != nil {
-					return err
-				}
-			default:
-				return fmt.Errorf("index child %s has media type %q, which is neither an image nor an index", d.Digest, d.MediaType)
-			}
+	// The module's one manifest walk descends indexes (see oci.Walk).
+	err := oci.WalkContent(ctx, content, func(c oci.Content) error {
+		if img, ok := c.(v1.Image); ok {
+			return addImage(img)
 		}
 		return nil
-	}
-	switch c := content.(type) {
-	case v1.ImageIndex:
-		if err := addIndex(c); err != nil {
-			return nil, err
-		}
-	case v1.Image:
-		if err := addImage(c); err != nil {
-			return nil, err
-		}
-	default:
-		return nil, fmt.Errorf("%T is neither an image nor an image index", content)
+	})
+	if err != nil {
+		return nil, err
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].digest.String() < out[j].digest.String() })
 	return out, nil
