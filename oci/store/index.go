@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 
+	"github.com/42-b3yond-6ug/ssebench/internal/safefile"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/types"
@@ -44,6 +45,7 @@ func (s *Store) writeIndexFile(im *v1.IndexManifest) error {
 	return s.writeFileAtomic(indexFile, append(b, '\n'))
 }
 
+// writeFileAtomic replaces file, at the root of the store, durably.
 func (s *Store) writeFileAtomic(file string, b []byte) error {
 	// In this command's own temporary directory, so that a kill between
 	// create and rename leaves nothing the next command does not remove;
@@ -52,30 +54,7 @@ func (s *Store) writeFileAtomic(file string, b []byte) error {
 	if s.temp != nil {
 		dir = s.temp.dir
 	}
-	f, err := os.CreateTemp(dir, "."+file+"-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Chmod(0o644); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(f.Name(), filepath.Join(s.dir, file)); err != nil {
-		return err
-	}
-	return syncDir(s.dir)
+	return safefile.WriteBytes(filepath.Join(s.dir, file), b, 0o644, safefile.Sync(), safefile.TempDir(dir))
 }
 
 // EntryName is the image name an index.json entry carries.

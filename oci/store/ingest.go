@@ -5,15 +5,14 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"hash"
 	"io"
 	"os"
 	"path/filepath"
 	"sync/atomic"
-	"syscall"
 
+	"github.com/42-b3yond-6ug/ssebench/internal/safefile"
 	"github.com/42-b3yond-6ug/ssebench/oci"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 )
@@ -188,22 +187,8 @@ func (s *Store) installBlob(f *os.File, h v1.Hash) error {
 	if err := os.Rename(f.Name(), s.BlobPath(h)); err != nil {
 		return err
 	}
-	return syncDir(s.blobDir())
+	return safefile.SyncDir(s.blobDir())
 }
 
 // adoptSeq numbers adoptSpool's links within this process.
 var adoptSeq atomic.Int64
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	// Some file systems cannot sync a directory; the rename is still
-	// atomic there, only its durability is up to the file system.
-	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) {
-		return err
-	}
-	return nil
-}
