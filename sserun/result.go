@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/42-b3yond-6ug/ssebench/internal/safefile"
 )
 
 // Files the entrypoint writes in the results directory.
@@ -91,30 +93,8 @@ func NewCheck(r *Result, log string) *Check {
 
 // WriteFileAtomic writes data to dir/name through a temporary file renamed
 // into place, so a reader never sees half a file.
-func WriteFileAtomic(dir, name string, data []byte, mode os.FileMode) (retErr error) {
-	f, err := os.CreateTemp(dir, "."+name+".*")
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", name, err)
-	}
-	defer func() {
-		if retErr != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if _, err := f.Write(data); err != nil {
-		return fmt.Errorf("writing %s: %w", name, err)
-	}
-	if err := f.Chmod(mode); err != nil {
-		return fmt.Errorf("writing %s: %w", name, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("writing %s: %w", name, err)
-	}
-	if err := os.Rename(f.Name(), filepath.Join(dir, name)); err != nil {
-		return fmt.Errorf("writing %s: %w", name, err)
-	}
-	return nil
+func WriteFileAtomic(dir, name string, data []byte, mode os.FileMode) error {
+	return safefile.WriteBytes(filepath.Join(dir, name), data, mode)
 }
 
 // WriteRunResult writes r as dir/result.json, indented, mode 0644.
