@@ -137,8 +137,8 @@ func (s *Store) Verify(ctx context.Context) ([]Problem, error) {
 		return nil, err
 	}
 	for _, e := range es {
-		image := e.Name
-		err := s.walk(ctx, e.Descriptor, e.Name, func(d v1.Descriptor) error {
+		image := e.Name // the entry a problem is in
+		err := s.walk(ctx, e.Descriptor, image, func(d v1.Descriptor) error {
 			switch {
 			case bad[d.Digest] != "":
 				probs = append(probs, Problem{Image: image, Digest: d.Digest.String(), What: bad[d.Digest]})
