@@ -18,6 +18,7 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
+	"github.com/42-b3yond-6ug/ssebench/internal/safefile"
 	"github.com/42-b3yond-6ug/ssebench/oci"
 )
 
@@ -257,22 +258,13 @@ func (f *Facts) store(p string, v any) {
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(p), ".tmp-*")
-	if err != nil {
-		return
-	}
-	zw := gzip.NewWriter(tmp)
-	err = json.NewEncoder(zw).Encode(v)
-	if cerr := zw.Close(); err == nil {
-		err = cerr
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), p)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-	}
+	// Mode 0600, the mode cache entries have always had (CreateTemp's).
+	_ = safefile.WriteFile(p, 0o600, func(f *os.File) error {
+		zw := gzip.NewWriter(f)
+		err := json.NewEncoder(zw).Encode(v)
+		if cerr := zw.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	})
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/42-b3yond-6ug/ssebench/internal/safefile"
 )
 
 // result.json and the files beside it are what a run leaves in its
@@ -88,34 +90,6 @@ type Check struct {
 	Log        string `json:"log,omitempty"`
 }
 
-// WriteFileAtomic writes data to dir/name through a temporary file renamed
-// into place, so a reader never sees half a file.
-func WriteFileAtomic(dir, name string, data []byte, mode os.FileMode) (retErr error) {
-	f, err := os.CreateTemp(dir, "."+name+".*")
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", name, err)
-	}
-	defer func() {
-		if retErr != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if _, err := f.Write(data); err != nil {
-		return fmt.Errorf("writing %s: %w", name, err)
-	}
-	if err := f.Chmod(mode); err != nil {
-		return fmt.Errorf("writing %s: %w", name, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("writing %s: %w", name, err)
-	}
-	if err := os.Rename(f.Name(), filepath.Join(dir, name)); err != nil {
-		return fmt.Errorf("writing %s: %w", name, err)
-	}
-	return nil
-}
-
 // WriteRunResult writes r as dir/result.json, indented, mode 0644.
 func WriteRunResult(dir string, r *RunResult) error {
 	var buf bytes.Buffer
@@ -126,7 +100,7 @@ func WriteRunResult(dir string, r *RunResult) error {
 	if err := enc.Encode(r); err != nil {
 		return fmt.Errorf("encoding %s: %w", ResultFile, err)
 	}
-	return WriteFileAtomic(dir, ResultFile, buf.Bytes(), 0o644)
+	return safefile.WriteBytes(filepath.Join(dir, ResultFile), buf.Bytes(), 0o644)
 }
 
 // ReadRunResult reads dir/result.json.

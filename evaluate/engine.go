@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/42-b3yond-6ug/ssebench/internal/safefile"
 	"github.com/42-b3yond-6ug/ssebench/pipeline"
 	"github.com/42-b3yond-6ug/ssebench/results"
 )
@@ -337,7 +338,7 @@ func rewriteResultsPath(runDir, final string) error {
 	if err != nil {
 		return err
 	}
-	return writeAtomic(p, append(nb, '\n'))
+	return safefile.WriteBytes(p, append(nb, '\n'), 0o644, safefile.Sync())
 }
 
 // memo runs each key's function once and shares its result with every

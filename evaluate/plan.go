@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/42-b3yond-6ug/ssebench/internal/safefile"
 )
 
 // Files and folders of an evaluation folder.
@@ -100,7 +102,8 @@ func WritePlan(dir string, p *Plan) error {
 	if err != nil {
 		return err
 	}
-	return writeAtomic(filepath.Join(dir, PlanFile), append(b, '\n'))
+	// Synced: after a reboot the plan is whole or absent.
+	return safefile.WriteBytes(filepath.Join(dir, PlanFile), append(b, '\n'), 0o644, safefile.Sync())
 }
 
 // ReadPlan reads dir/plan.json.
@@ -116,35 +119,6 @@ func ReadPlan(dir string) (*Plan, error) {
 		return nil, fmt.Errorf("reading %s: %w", filepath.Join(dir, PlanFile), err)
 	}
 	return &p, nil
-}
-
-func writeAtomic(path string, data []byte) (retErr error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	defer func() {
-		if retErr != nil {
-			os.Remove(f.Name())
-		}
-	}()
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := f.Chmod(0o644); err != nil {
-		f.Close()
-		return err
-	}
-	// Synced before the rename: after a reboot the plan is whole or absent.
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return os.Rename(f.Name(), path)
 }
 
 // SplitList splits a comma-separated flag value, dropping empty items.
@@ -165,5 +139,5 @@ func writeJSONFile(path string, v any) error {
 	if err != nil {
 		return err
 	}
-	return writeAtomic(path, append(b, '\n'))
+	return safefile.WriteBytes(path, append(b, '\n'), 0o644, safefile.Sync())
 }

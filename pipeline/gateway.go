@@ -14,6 +14,7 @@ import (
 
 	"github.com/42-b3yond-6ug/ssebench/contract"
 	"github.com/42-b3yond-6ug/ssebench/gateway"
+	"github.com/42-b3yond-6ug/ssebench/internal/safefile"
 	"github.com/42-b3yond-6ug/ssebench/oci"
 	"github.com/42-b3yond-6ug/ssebench/oci/store"
 	"github.com/42-b3yond-6ug/ssebench/registry/remote"
@@ -204,11 +205,10 @@ func mergeModelUsage(runDir string, t *gateway.Totals) error {
 	}
 	out := append(append(bytes.TrimRight(data[:len(data)-1], " \n"), sep+`  "model_usage": `...), b...)
 	out = append(out, "\n}\n"...)
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, out, 0o644); err != nil {
+	if err := safefile.WriteBytes(path, out, 0o644); err != nil {
 		return fmt.Errorf("adding the model usage to result.json: %w", err)
 	}
-	return os.Rename(tmp, path)
+	return nil
 }
 
 // gatewayImage is the image of a cluster run's gateway pod for platform

@@ -22,6 +22,7 @@ import (
 	"github.com/42-b3yond-6ug/ssebench/contract"
 	"github.com/42-b3yond-6ug/ssebench/gateway"
 	"github.com/42-b3yond-6ug/ssebench/images/casebuild"
+	"github.com/42-b3yond-6ug/ssebench/internal/safefile"
 	"github.com/42-b3yond-6ug/ssebench/oci/store"
 	"github.com/42-b3yond-6ug/ssebench/runner"
 	"github.com/42-b3yond-6ug/ssebench/task"
@@ -757,9 +758,5 @@ func writeJSON(path string, v any) error {
 	if err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return os.Rename(tmp, path)
+	return safefile.WriteBytes(path, append(b, '\n'), 0o644)
 }

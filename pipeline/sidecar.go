@@ -16,6 +16,7 @@ import (
 
 	"github.com/42-b3yond-6ug/ssebench/assemble"
 	"github.com/42-b3yond-6ug/ssebench/contract"
+	"github.com/42-b3yond-6ug/ssebench/internal/safefile"
 	"github.com/42-b3yond-6ug/ssebench/oci/store"
 	"github.com/42-b3yond-6ug/ssebench/registry/remote"
 	"github.com/42-b3yond-6ug/ssebench/runner"
@@ -253,7 +254,7 @@ func (e *Env) runSidecar(ctx context.Context, rn *runner.Runner, req RunRequest,
 		return taskOut.res, agentRes, err
 	}
 	// Only root writes here; the task container grades once it sees it.
-	if err := contract.WriteFileAtomic(sockDir, filepath.Base(contract.SidecarAgentExit), []byte(strconv.Itoa(agentRes.ExitCode)+"\n"), 0o644); err != nil {
+	if err := safefile.WriteBytes(filepath.Join(sockDir, filepath.Base(contract.SidecarAgentExit)), []byte(strconv.Itoa(agentRes.ExitCode)+"\n"), 0o644); err != nil {
 		taskRes, _ = stopTask()
 		return taskRes, agentRes, err
 	}

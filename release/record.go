@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/42-b3yond-6ug/ssebench/internal/safefile"
 )
 
 // Record is what verified on this machine for one dataset version: the
@@ -79,29 +81,5 @@ func (r *Record) Write(path string) error {
 	if err != nil {
 		return err
 	}
-	return writeAtomic(path, append(b, '\n'))
-}
-
-func writeAtomic(name string, data []byte) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".*")
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", name, err)
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if _, err := f.Write(data); err != nil {
-		return fmt.Errorf("writing %s: %w", name, err)
-	}
-	if err := f.Chmod(0o644); err != nil {
-		return err
-	}
-	// Closed before the rename: the data must be whole under its name.
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("writing %s: %w", name, err)
-	}
-	return os.Rename(f.Name(), name)
+	return safefile.WriteBytes(path, append(b, '\n'), 0o644)
 }

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/42-b3yond-6ug/ssebench/internal/safefile"
 )
 
 // Lock is a dataset's images.lock.json: the published case image of each
@@ -74,7 +76,7 @@ func WriteLock(dir string, l *Lock) error {
 	if err != nil {
 		return fmt.Errorf("rendering images lock: %w", err)
 	}
-	return writeFileAtomic(filepath.Join(dir, LockFile), data)
+	return safefile.WriteBytes(filepath.Join(dir, LockFile), data, 0o644)
 }
 
 // CaseImageRef returns the reference to pull the case image of task id of

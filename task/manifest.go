@@ -14,6 +14,8 @@ import (
 	"sort"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/42-b3yond-6ug/ssebench/internal/safefile"
 )
 
 // Manifest is a dataset's manifest.json (SPEC.md section 11): the
@@ -131,36 +133,7 @@ func WriteManifest(dir string, m *Manifest) error {
 	if err != nil {
 		return fmt.Errorf("rendering manifest: %w", err)
 	}
-	return writeFileAtomic(filepath.Join(dir, ManifestFile), data)
-}
-
-// writeFileAtomic writes to a temporary file next to name and renames it
-// into place, so that a reader never sees half a file.
-func writeFileAtomic(name string, data []byte) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".*")
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", name, err)
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if _, err := f.Write(data); err != nil {
-		return fmt.Errorf("writing %s: %w", name, err)
-	}
-	if err := f.Chmod(0o644); err != nil {
-		return fmt.Errorf("writing %s: %w", name, err)
-	}
-	// Close before renaming: the data must be complete under its name.
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("writing %s: %w", name, err)
-	}
-	if err := os.Rename(f.Name(), name); err != nil {
-		return fmt.Errorf("writing %s: %w", name, err)
-	}
-	return nil
+	return safefile.WriteBytes(filepath.Join(dir, ManifestFile), data, 0o644)
 }
 
 // ReadManifest reads and checks a manifest file. A missing file gives an

@@ -9,8 +9,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 
-	"github.com/42-b3yond-6ug/ssebench/contract"
+	"github.com/42-b3yond-6ug/ssebench/internal/safefile"
 	"github.com/42-b3yond-6ug/ssebench/sserun/entrypoint"
 )
 
@@ -26,7 +27,7 @@ func run(ctx context.Context, e *entrypoint.Entrypoint) int {
 	msg := fmt.Sprintf("the example mode ran %q\n", e.Command())
 	if err := os.MkdirAll(e.Env().Results, 0o755); err != nil {
 		fmt.Fprintln(e.Log(), "entrypoint:", err)
-	} else if err := contract.WriteFileAtomic(e.Env().Results, File, []byte(msg), 0o644); err != nil {
+	} else if err := safefile.WriteBytes(filepath.Join(e.Env().Results, File), []byte(msg), 0o644); err != nil {
 		fmt.Fprintln(e.Log(), "entrypoint:", err)
 	}
 	return e.Sandbox(ctx)

@@ -1,7 +1,10 @@
-// Package safefile provides reading a file of a folder (a task folder, an
-// agent folder) without leaving the folder: a config.yaml, agent.yaml or
-// Dockerfile that is a symlink to a host file out of its folder is refused,
-// so its content is never read, parsed or echoed in an error.
+// Package safefile provides the module's careful file access: reading a
+// file of a folder (a task folder, an agent folder) without leaving the
+// folder, so that a config.yaml, agent.yaml or Dockerfile that is a symlink
+// to a host file out of its folder is refused and its content never read,
+// parsed or echoed in an error (Read); and replacing a file atomically,
+// through a temporary file renamed into place, so that no reader ever sees
+// half a file (WriteFile, WriteBytes).
 package safefile
 
 import (

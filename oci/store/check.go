@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 
+	"github.com/42-b3yond-6ug/ssebench/oci"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 )
 
@@ -73,7 +74,7 @@ func (s *Store) Usage() (*Usage, error) {
 	per := make([]map[v1.Hash]int64, len(es))
 	for i, e := range es {
 		per[i] = map[v1.Hash]int64{}
-		err := s.walk(e.Descriptor, e.Name, func(d v1.Descriptor, _ string) error {
+		err := s.walk(s.ctx, e.Descriptor, e.Name, func(d v1.Descriptor) error {
 			if _, ok := per[i][d.Digest]; !ok {
 				per[i][d.Digest] = d.Size
 				users[d.Digest]++
@@ -136,7 +137,8 @@ func (s *Store) Verify(ctx context.Context) ([]Problem, error) {
 		return nil, err
 	}
 	for _, e := range es {
-		err := s.walk(e.Descriptor, e.Name, func(d v1.Descriptor, image string) error {
+		image := e.Name // the entry a problem is in
+		err := s.walk(ctx, e.Descriptor, image, func(d v1.Descriptor) error {
 			switch {
 			case bad[d.Digest] != "":
 				probs = append(probs, Problem{Image: image, Digest: d.Digest.String(), What: bad[d.Digest]})
@@ -182,7 +184,7 @@ func hashFile(ctx context.Context, p string) (string, error) {
 	}
 	defer f.Close()
 	h := sha256.New()
-	if _, err := io.Copy(h, &ctxReader{ctx: ctx, r: f}); err != nil {
+	if _, err := io.Copy(h, oci.ContextReader(ctx, f)); err != nil {
 		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil

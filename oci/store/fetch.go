@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/42-b3yond-6ug/ssebench/oci"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 )
@@ -53,7 +53,7 @@ type fetchState struct {
 // (verified against h and size) when it reaches the end, and discards it
 // when closed earlier. It returns the "missing" error when no holder is
 // known or none can be reached.
-func (s *Store) remoteBlob(h v1.Hash, size int64, image string) (io.ReadCloser, error) {
+func (s *Store) remoteBlob(ctx context.Context, h v1.Hash, size int64, image string) (io.ReadCloser, error) {
 	missing := &blobError{store: s, digest: h, image: image, missing: true}
 	srcs := s.sources(h)
 	if len(srcs) == 0 {
@@ -66,7 +66,7 @@ func (s *Store) remoteBlob(h v1.Hash, size int64, image string) (io.ReadCloser, 
 	}
 	var errs []error
 	for _, repo := range srcs {
-		rc, err := f.FetchBlob(context.Background(), repo, v1.Descriptor{Digest: h, Size: size})
+		rc, err := f.FetchBlob(ctx, repo, v1.Descriptor{Digest: h, Size: size})
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", repo, err))
 			continue
@@ -135,19 +135,19 @@ func (s *Store) Complete(ctx context.Context, desc v1.Descriptor) error {
 		return err
 	}
 	defer unlock()
-	return s.walk(desc, "", func(d v1.Descriptor, _ string) error {
+	return s.walk(ctx, desc, "", func(d v1.Descriptor) error {
 		if s.HasBlob(d.Digest) {
 			return nil
 		}
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		rc, err := s.openBlob(d.Digest, d.Size, "")
+		rc, err := s.openBlob(ctx, d.Digest, d.Size, "")
 		if err != nil {
 			return err
 		}
 		defer rc.Close()
-		if _, err := io.Copy(io.Discard, &ctxReader{ctx: ctx, r: rc}); err != nil {
+		if _, err := io.Copy(io.Discard, oci.ContextReader(ctx, rc)); err != nil {
 			return err
 		}
 		return nil
@@ -155,49 +155,12 @@ func (s *Store) Complete(ctx context.Context, desc v1.Descriptor) error {
 }
 
 // walk calls f for desc and every descriptor it reaches (child manifests,
-// configs, layers), parents before children. Manifests it cannot read
-// stop the walk with their error.
-func (s *Store) walk(desc v1.Descriptor, image string, f func(d v1.Descriptor, image string) error) error {
-	if err := f(desc, image); err != nil {
-		return err
-	}
-	switch {
-	case desc.MediaType.IsIndex():
-		raw, err := s.ReadBlob(desc.Digest, desc.Size, image)
-		if err != nil {
-			return err
-		}
-		im, err := v1.ParseIndexManifest(bytes.NewReader(raw))
-		if err != nil {
-			return fmt.Errorf("parsing index %s of %s: %w", desc.Digest, image, err)
-		}
-		for _, c := range im.Manifests {
-			if err := s.walk(c, image, f); err != nil {
-				return err
-			}
-		}
-	case desc.MediaType.IsImage():
-		raw, err := s.ReadBlob(desc.Digest, desc.Size, image)
-		if err != nil {
-			return err
-		}
-		m, err := v1.ParseManifest(bytes.NewReader(raw))
-		if err != nil {
-			return fmt.Errorf("parsing manifest %s of %s: %w", desc.Digest, image, err)
-		}
-		if err := f(m.Config, image); err != nil {
-			return err
-		}
-		for _, l := range m.Layers {
-			if !l.MediaType.IsDistributable() {
-				continue
-			}
-			if err := f(l, image); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+// configs, distributable layers), parents before children, each digest
+// once (see oci.WalkManifests). Manifests are read under ctx; one that
+// cannot be read stops the walk with its error.
+func (s *Store) walk(ctx context.Context, desc v1.Descriptor, image string, f func(d v1.Descriptor) error) error {
+	read := func(d v1.Descriptor) ([]byte, error) { return s.readBlob(ctx, d.Digest, d.Size, image) }
+	return oci.WalkManifests(ctx, desc, image, read, func(d v1.Descriptor, _ bool) error { return f(d) })
 }
 
 // sourcesLine is the hint of a missing blob's error: where it was

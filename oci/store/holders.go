@@ -9,6 +9,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/42-b3yond-6ug/ssebench/internal/safefile"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 )
@@ -214,13 +215,6 @@ func (r *Holders) update(f func(*holderData)) {
 	if err != nil {
 		return
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(r.path), ".record-*")
-	if err != nil {
-		return
-	}
-	_, werr := tmp.Write(b)
-	cerr := tmp.Close()
-	if werr != nil || cerr != nil || os.Rename(tmp.Name(), r.path) != nil {
-		os.Remove(tmp.Name())
-	}
+	// Mode 0600, the mode the record has always had (CreateTemp's).
+	_ = safefile.WriteBytes(r.path, b, 0o600)
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/42-b3yond-6ug/ssebench/internal/units"
+	"github.com/42-b3yond-6ug/ssebench/oci"
 	"github.com/42-b3yond-6ug/ssebench/oci/store"
 	"github.com/42-b3yond-6ug/ssebench/registry/remote"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -47,19 +48,6 @@ const (
 
 func emptyIndex() *v1.IndexManifest {
 	return &v1.IndexManifest{SchemaVersion: 2, MediaType: types.OCIImageIndex, Manifests: []v1.Descriptor{}}
-}
-
-// ctxReader stops a copy when ctx ends.
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (r *ctxReader) Read(p []byte) (int, error) {
-	if err := r.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return r.r.Read(p)
 }
 
 // archiveTime is every entry's modification time: fixed, so that the same
@@ -153,7 +141,7 @@ func Save(ctx context.Context, w io.Writer, refs []string, opts ...Option) (*Arc
 		if err != nil {
 			return nil, err
 		}
-		if err := addArchiveBlobs(content, blobs); err != nil {
+		if err := addArchiveBlobs(ctx, content, blobs); err != nil {
 			return nil, fmt.Errorf("saving %s: %w", ref.Name(), err)
 		}
 		desc.Annotations = map[string]string{store.AnnotationRefName: ref.Name(), store.AnnotationContainerdName: ref.Name()}
@@ -247,7 +235,7 @@ func writeArchiveBlob(ctx context.Context, tw *tar.Writer, h v1.Hash, b *archive
 	}
 	defer rc.Close()
 	d := sha256.New()
-	n, err := io.Copy(io.MultiWriter(tw, d), &ctxReader{ctx: ctx, r: rc})
+	n, err := io.Copy(io.MultiWriter(tw, d), oci.ContextReader(ctx, rc))
 	if err != nil {
 		return fmt.Errorf("writing blob %s to the archive: %w", h, err)
 	}
@@ -295,51 +283,35 @@ func (o *options) pickSaved(idx v1.ImageIndex, desc v1.Descriptor, ref name.Refe
 }
 
 // addArchiveBlobs adds every blob of content (manifests included) to bs.
-func addArchiveBlobs(content ggremote.Taggable, bs map[v1.Hash]*archiveBlob) error {
-	raw, err := content.RawManifest()
-	if err != nil {
-		return err
-	}
-	h, _, err := v1.SHA256(bytes.NewReader(raw))
-	if err != nil {
-		return err
-	}
-	bs[h] = &archiveBlob{size: int64(len(raw)), manifest: true, open: func() (io.ReadCloser, error) {
-		return io.NopCloser(bytes.NewReader(raw)), nil
-	}}
-	switch c := content.(type) {
-	case v1.ImageIndex:
-		im, err := c.IndexManifest()
+func addArchiveBlobs(ctx context.Context, content ggremote.Taggable, bs map[v1.Hash]*archiveBlob) error {
+	return oci.WalkContent(ctx, content, func(c oci.Content) error {
+		raw, err := c.RawManifest()
 		if err != nil {
 			return err
 		}
-		for _, d := range im.Manifests {
-			var child ggremote.Taggable
-			if d.MediaType.IsIndex() {
-				child, err = c.ImageIndex(d.Digest)
-			} else {
-				child, err = c.Image(d.Digest)
-			}
-			if err != nil {
-				return err
-			}
-			if err := addArchiveBlobs(child, bs); err != nil {
-				return err
-			}
-		}
-	case v1.Image:
-		cfg, err := c.RawConfigFile()
+		h, _, err := v1.SHA256(bytes.NewReader(raw))
 		if err != nil {
 			return err
 		}
-		ch, err := c.ConfigName()
+		bs[h] = &archiveBlob{size: int64(len(raw)), manifest: true, open: func() (io.ReadCloser, error) {
+			return io.NopCloser(bytes.NewReader(raw)), nil
+		}}
+		img, ok := c.(v1.Image)
+		if !ok {
+			return nil
+		}
+		cfg, err := img.RawConfigFile()
+		if err != nil {
+			return err
+		}
+		ch, err := img.ConfigName()
 		if err != nil {
 			return err
 		}
 		bs[ch] = &archiveBlob{size: int64(len(cfg)), open: func() (io.ReadCloser, error) {
 			return io.NopCloser(bytes.NewReader(cfg)), nil
 		}}
-		ls, err := c.Layers()
+		ls, err := img.Layers()
 		if err != nil {
 			return err
 		}
@@ -361,10 +333,8 @@ func addArchiveBlobs(content ggremote.Taggable, bs map[v1.Hash]*archiveBlob) err
 			}
 			bs[d] = &archiveBlob{size: n, open: l.Compressed}
 		}
-	default:
-		return fmt.Errorf("%T is neither an image nor an image index", content)
-	}
-	return nil
+		return nil
+	})
 }
 
 // archiveBlobs adds to set the blobs the archive at p carried or left
@@ -526,7 +496,7 @@ func Load(ctx context.Context, r io.Reader, opts ...Option) (*ArchiveReport, err
 		if err != nil {
 			return nil, fmt.Errorf("index.json entry %s: %w", d.Digest, err)
 		}
-		if err := checkComplete(s, d, ref.Name(), omitted); err != nil {
+		if err := checkComplete(ctx, s, d, ref.Name(), omitted); err != nil {
 			return nil, err
 		}
 		if old, err := s.Descriptor(ref); err == nil && old.Digest != d.Digest {
@@ -556,7 +526,7 @@ func loadBlob(ctx context.Context, s *store.Store, r io.Reader, h v1.Hash, size 
 		// Still read and check it: a tampered archive is an error
 		// even when the store could do without its copy.
 		d := sha256.New()
-		n, err := io.Copy(d, &ctxReader{ctx: ctx, r: r})
+		n, err := io.Copy(d, oci.ContextReader(ctx, r))
 		if err != nil {
 			return false, archiveBlobError(h, err)
 		}
@@ -582,54 +552,20 @@ func archiveBlobError(h v1.Hash, err error) error {
 }
 
 // checkComplete makes sure every blob the entry d needs is in the store.
-func checkComplete(s *store.Store, d v1.Descriptor, image string, omitted map[string]bool) error {
-	missing := func(h v1.Hash) error {
-		if s.HasBlob(h) {
-			return nil
-		}
-		if omitted[h.String()] {
-			return fmt.Errorf("blob %s of %s was left out of the archive (saved with --since) and is not in the store: load the earlier archive first", h, image)
-		}
-		return fmt.Errorf("blob %s of %s is missing from the archive", h, image)
-	}
-	if err := missing(d.Digest); err != nil {
-		return err
-	}
-	raw, err := s.ReadBlob(d.Digest, d.Size, image)
-	if err != nil {
-		return err
-	}
-	switch {
-	case d.MediaType.IsIndex():
-		im, err := v1.ParseIndexManifest(bytes.NewReader(raw))
-		if err != nil {
-			return fmt.Errorf("parsing index %s of %s: %w", d.Digest, image, err)
-		}
-		for _, c := range im.Manifests {
-			if err := checkComplete(s, c, image, omitted); err != nil {
-				return err
+func checkComplete(ctx context.Context, s *store.Store, d v1.Descriptor, image string, omitted map[string]bool) error {
+	read := func(d v1.Descriptor) ([]byte, error) { return s.ReadBlob(d.Digest, d.Size, image) }
+	return oci.WalkManifests(ctx, d, image, read, func(d v1.Descriptor, manifest bool) error {
+		if !s.HasBlob(d.Digest) {
+			if omitted[d.Digest.String()] {
+				return fmt.Errorf("blob %s of %s was left out of the archive (saved with --since) and is not in the store: load the earlier archive first", d.Digest, image)
 			}
+			return fmt.Errorf("blob %s of %s is missing from the archive", d.Digest, image)
 		}
-	case d.MediaType.IsImage():
-		m, err := v1.ParseManifest(bytes.NewReader(raw))
-		if err != nil {
-			return fmt.Errorf("parsing manifest %s of %s: %w", d.Digest, image, err)
+		if manifest && !d.MediaType.IsIndex() && !d.MediaType.IsImage() {
+			return fmt.Errorf("entry %s of %s has media type %q, which is neither an image nor an index", d.Digest, image, d.MediaType)
 		}
-		if err := missing(m.Config.Digest); err != nil {
-			return err
-		}
-		for _, l := range m.Layers {
-			if !l.MediaType.IsDistributable() {
-				continue
-			}
-			if err := missing(l.Digest); err != nil {
-				return err
-			}
-		}
-	default:
-		return fmt.Errorf("entry %s of %s has media type %q, which is neither an image nor an index", d.Digest, image, d.MediaType)
-	}
-	return nil
+		return nil
+	})
 }
 
 // PushLoaded pushes the images of a loaded archive from the store of

@@ -1,14 +1,13 @@
 package remote
 
-// The walk over an image or index that lists the blobs a push must make
-// present, each once. It is kept apart from the push logic because package
-// oci is to offer one shared walk over a manifest graph, which will replace
-// this one.
+// The blobs a push must make present, each once: an image's or an index's
+// layers and configs, found through the module's one manifest-graph walk
+// (oci.WalkContent).
 
 import (
 	"bytes"
+	"context"
 	"errors"
-	"fmt"
 	"io"
 	"sort"
 
@@ -17,6 +16,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/stream"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/42-b3yond-6ug/ssebench/oci"
 )
 
 // blob is one blob to put into a repository.
@@ -35,7 +36,7 @@ type blob struct {
 
 // collectBlobs lists the unique blobs of an image or index, configs
 // included, sorted by digest.
-func collectBlobs(content remote.Taggable, origin *name.Repository) ([]blob, error) {
+func collectBlobs(ctx context.Context, content remote.Taggable, origin *name.Repository) ([]blob, error) {
 	seen := map[v1.Hash]bool{}
 	var out []blob
 	var addImage func(img v1.Image) error
@@ -84,47 +85,15 @@ func collectBlobs(content remote.Taggable, origin *name.Repository) ([]blob, err
 		}
 		return nil
 	}
-	var addIndex func(idx v1.ImageIndex) error
-	addIndex = func(idx v1.ImageIndex) error {
-		im, err := idx.IndexManifest()
-		if err != nil {
-			return err
-		}
-		for _, d := range im.Manifests {
-			switch {
-			case d.MediaType.IsIndex():
-				sub, err := idx.ImageIndex(d.Digest)
-				if err != nil {
-					return err
-				}
-				if err := addIndex(sub); err != nil {
-					return err
-				}
-			case d.MediaType.IsImage():
-				img, err := idx.Image(d.Digest)
-				if err != nil {
-					return err
-				}
-				if err := addImage(img); err != nil {
-					return err
-				}
-			default:
-				return fmt.Errorf("index child %s has media type %q, which is neither an image nor an index", d.Digest, d.MediaType)
-			}
+	// The module's one manifest walk descends indexes (see oci.Walk).
+	err := oci.WalkContent(ctx, content, func(c oci.Content) error {
+		if img, ok := c.(v1.Image); ok {
+			return addImage(img)
 		}
 		return nil
-	}
-	switch c := content.(type) {
-	case v1.ImageIndex:
-		if err := addIndex(c); err != nil {
-			return nil, err
-		}
-	case v1.Image:
-		if err := addImage(c); err != nil {
-			return nil, err
-		}
-	default:
-		return nil, fmt.Errorf("%T is neither an image nor an image index", content)
+	})
+	if err != nil {
+		return nil, err
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].digest.String() < out[j].digest.String() })
 	return out, nil

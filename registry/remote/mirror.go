@@ -142,7 +142,7 @@ func Mirror(ctx context.Context, refs []string, fromPrefix, toPrefix string, opt
 
 	unique := map[v1.Hash]int64{}
 	for _, j := range jobs {
-		bs, err := collectBlobs(j.content, nil)
+		bs, err := collectBlobs(ctx, j.content, nil)
 		if err != nil {
 			return rep, fmt.Errorf("reading %s: %w", j.src.Name(), err)
 		}

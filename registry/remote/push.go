@@ -135,7 +135,7 @@ func (p *pusher) report() *PushReport {
 // own manifest. origin, when set, is the repository content came from.
 func (p *pusher) push(ctx context.Context, ref name.Reference, content remote.Taggable, origin *name.Repository) error {
 	dst := ref.Context()
-	blobs, err := collectBlobs(content, origin)
+	blobs, err := collectBlobs(ctx, content, origin)
 	if err != nil {
 		return fmt.Errorf("pushing %s: %w", ref.Name(), err)
 	}
@@ -151,7 +151,7 @@ func (p *pusher) push(ctx context.Context, ref name.Reference, content remote.Ta
 		}
 	}
 	if streamed {
-		if blobs, err = collectBlobs(content, origin); err != nil {
+		if blobs, err = collectBlobs(ctx, content, origin); err != nil {
 			return fmt.Errorf("pushing %s: %w", ref.Name(), err)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/42-b3yond-6ug/ssebench/contract"
+	"github.com/42-b3yond-6ug/ssebench/internal/safefile"
 	"github.com/42-b3yond-6ug/ssebench/sserun"
 )
 
@@ -355,42 +356,27 @@ func (e *entrypoint) headCommit(ctx context.Context, dir string, note func(strin
 // sees them. A private index is used, so the agent's own index (maybe
 // locked by a killed git) does not matter and is left as it was.
 func (e *entrypoint) writePatch(ctx context.Context, dir, base string, res *contract.RunResult, note func(string, ...any)) {
-	f, err := os.CreateTemp(e.env.Results, "."+contract.PatchFile+".*")
-	if err != nil {
-		note("writing %s: %v", contract.PatchFile, err)
-		return
-	}
-	defer os.Remove(f.Name()) // after a successful rename, a no-op
-	defer f.Close()
-
-	err = e.diff(ctx, dir, base, f)
-	if err != nil {
-		var notFound *exec.Error
-		if errors.As(err, &notFound) {
-			note("git is not installed: %s is empty", contract.PatchFile)
-		} else {
-			note("computing %s: %v", contract.PatchFile, err)
-		}
-		if err := f.Truncate(0); err != nil {
-			note("writing %s: %v", contract.PatchFile, err)
-			return
-		}
-	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		note("writing %s: %v", contract.PatchFile, err)
-		return
-	}
 	h := sha256.New()
-	n, err := io.Copy(h, f)
-	if err == nil {
-		err = f.Chmod(0o644)
-	}
-	if err == nil {
-		err = f.Close()
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), filepath.Join(e.env.Results, contract.PatchFile))
-	}
+	var n int64
+	err := safefile.WriteFile(filepath.Join(e.env.Results, contract.PatchFile), 0o644, func(f *os.File) error {
+		if err := e.diff(ctx, dir, base, f); err != nil {
+			var notFound *exec.Error
+			if errors.As(err, &notFound) {
+				note("git is not installed: %s is empty", contract.PatchFile)
+			} else {
+				note("computing %s: %v", contract.PatchFile, err)
+			}
+			if err := f.Truncate(0); err != nil {
+				return err
+			}
+		}
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return err
+		}
+		var err error
+		n, err = io.Copy(h, f)
+		return err
+	})
 	if err != nil {
 		note("writing %s: %v", contract.PatchFile, err)
 		return
@@ -460,7 +446,7 @@ func (e *entrypoint) grade(ctx context.Context, res *contract.RunResult, note fu
 			return nil
 		}
 		log := contract.CheckLog(name)
-		if err := contract.WriteFileAtomic(e.env.Results, log, []byte(r.Output), 0o644); err != nil {
+		if err := safefile.WriteBytes(filepath.Join(e.env.Results, log), []byte(r.Output), 0o644); err != nil {
 			note("%v", err)
 			log = ""
 		}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/42-b3yond-6ug/ssebench/contract"
+	"github.com/42-b3yond-6ug/ssebench/internal/safefile"
 	"github.com/42-b3yond-6ug/ssebench/sserun"
 )
 
@@ -86,7 +87,7 @@ func (e *entrypoint) runSidecarAgent(ctx context.Context) int {
 	svc.endAgentPhase()
 	b, err := json.Marshal(res)
 	if err == nil {
-		err = contract.WriteFileAtomic(e.env.Results, agentResultFile, b, 0o644)
+		err = safefile.WriteBytes(filepath.Join(e.env.Results, agentResultFile), b, 0o644)
 	}
 	if err != nil {
 		fmt.Fprintln(e.log, "entrypoint:", err)
@@ -126,7 +127,7 @@ func (e *entrypoint) runSidecarTask(ctx context.Context) int {
 		base = e.headCommit(ctx, sourceDir, note)
 	}
 	dir := e.sidecarDir()
-	if err := contract.WriteFileAtomic(dir, filepath.Base(contract.SidecarReady), []byte("ready\n"), 0o644); err != nil {
+	if err := safefile.WriteBytes(filepath.Join(dir, filepath.Base(contract.SidecarReady)), []byte("ready\n"), 0o644); err != nil {
 		note("%v", err)
 	}
 	code, err := waitAgentExit(ctx, filepath.Join(dir, filepath.Base(contract.SidecarAgentExit)))

@@ -13,6 +13,7 @@ import (
 
 	"github.com/42-b3yond-6ug/ssebench/cmd/ssebench/commands/options"
 	"github.com/42-b3yond-6ug/ssebench/contract"
+	"github.com/42-b3yond-6ug/ssebench/internal/safefile"
 	"github.com/42-b3yond-6ug/ssebench/results"
 )
 
@@ -170,31 +171,10 @@ charts, viewable without a network).`,
 			if out == "" || out == "-" {
 				return results.Write(cmd.OutOrStdout(), rep, format)
 			}
-			return writeFileAtomic(out, func(w io.Writer) error { return results.Write(w, rep, format) })
+			return safefile.WriteFile(out, 0o644, func(f *os.File) error { return results.Write(f, rep, format) })
 		},
 	}
 	cmd.Flags().StringVar(&format, "format", "md", "report format: "+strings.Join(results.Formats, ", "))
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write the report to FILE (default stdout)")
 	return cmd
-}
-
-// writeFileAtomic writes path through a temporary file renamed into place.
-func writeFileAtomic(path string, write func(io.Writer) error) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	defer os.Remove(f.Name())
-	if err := write(f); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Chmod(0o644); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return os.Rename(f.Name(), path)
 }

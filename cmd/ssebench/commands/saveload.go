@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/42-b3yond-6ug/ssebench/cmd/ssebench/commands/options"
+	"github.com/42-b3yond-6ug/ssebench/internal/safefile"
 	"github.com/42-b3yond-6ug/ssebench/internal/units"
 	"github.com/42-b3yond-6ug/ssebench/registry/archive"
 	"github.com/42-b3yond-6ug/ssebench/registry/remote"
@@ -67,27 +68,16 @@ The archive records REGISTRY, which load --push replaces.`,
 			// A save killed before its rename left such a file: remove
 			// those of dead processes, and name ours with our pid.
 			removeDeadPartials(abs)
-			tmp, err := os.CreateTemp(filepath.Dir(abs), fmt.Sprintf(".%s-%d-*", filepath.Base(abs), os.Getpid()))
-			if err != nil {
-				return fmt.Errorf("writing the archive: %w", err)
-			}
-			defer os.Remove(tmp.Name())
-			// CreateTemp makes the file 0600; an archive is for others
-			// to read, as any file this command would create.
-			if err := tmp.Chmod(0o644); err != nil {
-				tmp.Close()
-				return fmt.Errorf("writing the archive: %w", err)
-			}
-			rep, err := archive.Save(cmd.Context(), tmp, args, aopts...)
-			if err != nil {
-				tmp.Close()
+			// Mode 0644: an archive is for others to read, as any
+			// file this command would create.
+			var rep *archive.ArchiveReport
+			err = safefile.WriteFile(abs, 0o644, func(f *os.File) error {
+				var err error
+				rep, err = archive.Save(cmd.Context(), f, args, aopts...)
 				return err
-			}
-			if err := tmp.Close(); err != nil {
-				return fmt.Errorf("writing the archive: %w", err)
-			}
-			if err := os.Rename(tmp.Name(), abs); err != nil {
-				return fmt.Errorf("writing the archive: %w", err)
+			}, safefile.TempPattern(fmt.Sprintf(".%s-%d-*", filepath.Base(abs), os.Getpid())))
+			if err != nil {
+				return err
 			}
 			for _, im := range rep.Images {
 				fmt.Fprintf(cmd.OutOrStdout(), "%s@%s\n", im.Name, im.Descriptor.Digest)
