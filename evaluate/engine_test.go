@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/random"
 
 	"github.com/42-b3yond-6ug/ssebench/pipeline"
+	"github.com/42-b3yond-6ug/ssebench/results"
 	"github.com/42-b3yond-6ug/ssebench/sserun"
 )
 
@@ -83,7 +84,7 @@ func (f *fakeBackend) Run(ctx context.Context, j Job, im *pipeline.RunImages, di
 	os.MkdirAll(rd, 0o755)
 	passed := j.Agent == "good"
 	sserun.WriteRunResult(rd, &sserun.RunResult{TaskID: j.Task, Passed: passed, Build: &sserun.Check{OK: true}, PoC: &sserun.Check{OK: passed}})
-	s := pipeline.Summary{RunID: id, Task: j.Task, Agent: j.Agent, Attempt: j.Attempt, Status: "ok", Results: rd, Started: time.Now()}
+	s := results.Summary{RunID: id, Task: j.Task, Agent: j.Agent, Attempt: j.Attempt, Status: "ok", Results: rd, Started: time.Now()}
 	return rd, writeJSONFile(filepath.Join(rd, "summary.json"), s)
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/42-b3yond-6ug/ssebench/gateway"
 	"github.com/42-b3yond-6ug/ssebench/images/casebuild"
 	"github.com/42-b3yond-6ug/ssebench/oci/store"
+	"github.com/42-b3yond-6ug/ssebench/results"
 	"github.com/42-b3yond-6ug/ssebench/runner"
 	"github.com/42-b3yond-6ug/ssebench/sserun"
 	"github.com/42-b3yond-6ug/ssebench/task"
@@ -153,45 +154,11 @@ type TaskImages struct {
 	ToolTook time.Duration
 }
 
-// Summary is runs/<run-id>/summary.json.
-type Summary struct {
-	RunID    string            `json:"run_id"`
-	Task     string            `json:"task"`
-	Agent    string            `json:"agent"`
-	Platform string            `json:"platform"`
-	Images   map[string]string `json:"images"`
-	Config   struct {
-		ToolLayer  string   `json:"tool_layer"`
-		Mode       string   `json:"mode"`
-		Backend    string   `json:"backend,omitempty"`
-		Prebuilt   bool     `json:"prebuilt"`
-		Network    string   `json:"network"`
-		Timeout    int      `json:"timeout"`
-		Difficulty int      `json:"difficulty"`
-		Model      string   `json:"model"`
-		Plugins    []string `json:"plugins,omitempty"`
-	} `json:"config"`
-	// ModelUsage is the model gateway's totals; absent when the run had
-	// no gateway.
-	ModelUsage *gateway.Totals    `json:"model_usage,omitempty"`
-	Timings    map[string]float64 `json:"timings_seconds"`
-	// LayersUnpacked is how many layers containerd had to unpack: none
-	// when the same images ran before.
-	LayersUnpacked int `json:"layers_unpacked"`
-	// Attempt is the run's attempt number within an evaluation.
-	Attempt  int       `json:"attempt,omitempty"`
-	Status   string    `json:"status"`
-	ExitCode int       `json:"exit_code"`
-	Results  string    `json:"results"`
-	Started  time.Time `json:"started"`
-	Finished time.Time `json:"finished"`
-}
-
 // RunResult is what Run did.
 type RunResult struct {
 	// Dir is runs/<run-id>/.
 	Dir     string
-	Summary *Summary
+	Summary *results.Summary
 }
 
 // Validate checks the combinations SPEC.md section 10 forbids.
@@ -435,7 +402,7 @@ func (e *Env) Run(ctx context.Context, req RunRequest) (_ *RunResult, retErr err
 		images["agent"] = agentName + "@" + res.Image.Target.Digest.String()
 	}
 
-	s := &Summary{
+	s := &results.Summary{
 		RunID: runID, Task: req.Task, Agent: req.Agent, Platform: platform, Images: images,
 		Timings: timings, ExitCode: res.ExitCode, Results: dir, Started: started.UTC(), Finished: time.Now().UTC(),
 	}
