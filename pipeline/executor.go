@@ -40,6 +40,22 @@ type Executor interface {
 	Close() error
 }
 
+// SidecarRunner is an Executor that can run sidecar mode's two containers
+// (SPEC.md section 7): both run at once on this machine, and a folder in
+// one's root file system can be bind-mounted into the other (the task
+// container's SOURCE_DIR into the agent container). A backend declares it
+// by implementing RootFS; runner.Runner does, and a cluster's Executor
+// (kube.Runner), whose containers are on other machines, does not: sidecar
+// mode is refused there.
+type SidecarRunner interface {
+	Executor
+	// RootFS returns where the root file system of the running container
+	// id is on this machine.
+	RootFS(id string) (string, error)
+}
+
+var _ SidecarRunner = (*runner.Runner)(nil)
+
 // Cluster opens the Executor of a run on a cluster, for the run's
 // platform ("linux/amd64").
 type Cluster interface {

@@ -367,7 +367,9 @@ func (e *Env) Run(ctx context.Context, req RunRequest) (_ *RunResult, retErr err
 	t := time.Now()
 	var res *runner.Result
 	if sidecar {
-		rn, ok := ex.(*runner.Runner)
+		// Only a backend that can share one container's files with
+		// another runs sidecar mode.
+		rn, ok := ex.(SidecarRunner)
 		if !ok {
 			return nil, errors.New("--mode sidecar runs two containers in containerd: it cannot run with --backend kubernetes")
 		}
