@@ -140,7 +140,7 @@ func (e *Env) taskImages(ctx context.Context, req RunRequest, datasetDir string,
 	if err != nil {
 		return nil, err
 	}
-	if ti.Tool, err = layer.Tool(ctx, e, ToolInput{Case: caseRef, Task: req.Task, SourceDir: srcDir, Home: e.Home, Plugins: req.Plugins, Platform: plat}); err != nil {
+	if ti.Tool, err = layer.Tool(ctx, e.toolEnv(), ToolInput{Case: caseRef, Task: req.Task, SourceDir: srcDir, Home: e.Home, Plugins: req.Plugins, Platform: plat}); err != nil {
 		return nil, err
 	}
 	ti.ToolTook = time.Since(t)
