@@ -34,7 +34,8 @@ func ParseBackend(s string) (string, error) {
 // containerd, or a Job on a cluster (kube.Runner). Run has the contract of
 // runner.Runner.Run: the container's exit status in the Result (non-zero
 // is not an error), the mounts' folders holding the results afterwards,
-// and nothing of the run left behind.
+// and nothing of the run left behind. What else a backend can do it
+// declares by implementing an optional interface (SidecarRunner).
 type Executor interface {
 	Run(ctx context.Context, spec runner.RunSpec) (*runner.Result, error)
 	Close() error
