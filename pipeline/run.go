@@ -188,10 +188,10 @@ func (e *Env) validate(req *RunRequest) error {
 }
 
 // Run builds what the run needs (case with BuildKit, tool and agent
-// assembled), then runs the agent image in containerd with the environment,
-// mounts and labels of SPEC.md section 10, and writes
-// runs/<run-id>/summary.json. The container's exit status is in the
-// summary; a non-zero status is not an error.
+// assembled), then runs the agent image in containerd (on req.Cluster
+// when set) with the environment, mounts and labels of SPEC.md section 10,
+// and writes runs/<run-id>/summary.json. The container's exit status is in
+// the summary; a non-zero status is not an error.
 //
 // Each step is its own function, in the order they run: newRun,
 // resolveImages, prepareReferencePatch, makeRunFolder, startRunGateway,

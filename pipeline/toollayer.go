@@ -17,7 +17,8 @@ import (
 // DefaultToolLayer is the tool layer of sandbox mode.
 const DefaultToolLayer = "sandbox"
 
-// ToolInput is what a tool layer gets (SPEC.md section 8).
+// ToolInput is the task a tool layer makes the tool image of (SPEC.md
+// section 8); ToolEnv is the rest of what it gets.
 type ToolInput struct {
 	// Case is the case image reference; Task the task id; SourceDir the
 	// task's SOURCE_DIR.
