@@ -329,7 +329,7 @@ func rewriteResultsPath(runDir, final string) error {
 	if err != nil {
 		return fmt.Errorf("reading the run's summary: %w", err)
 	}
-	var s pipeline.Summary
+	var s results.Summary
 	if err := json.Unmarshal(b, &s); err != nil {
 		return fmt.Errorf("reading the run's summary: %w", err)
 	}

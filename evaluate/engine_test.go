@@ -15,6 +15,7 @@ import (
 
 	"github.com/42-b3yond-6ug/ssebench/contract"
 	"github.com/42-b3yond-6ug/ssebench/pipeline"
+	"github.com/42-b3yond-6ug/ssebench/results"
 )
 
 // fakeBackend writes run folders as the pipeline does, counting builds and
@@ -83,7 +84,7 @@ func (f *fakeBackend) Run(ctx context.Context, j Job, im *pipeline.RunImages, di
 	os.MkdirAll(rd, 0o755)
 	passed := j.Agent == "good"
 	contract.WriteRunResult(rd, &contract.RunResult{TaskID: j.Task, Passed: passed, Build: &contract.Check{OK: true}, PoC: &contract.Check{OK: passed}})
-	s := pipeline.Summary{RunID: id, Task: j.Task, Agent: j.Agent, Attempt: j.Attempt, Status: "ok", Results: rd, Started: time.Now()}
+	s := results.Summary{RunID: id, Task: j.Task, Agent: j.Agent, Attempt: j.Attempt, Status: "ok", Results: rd, Started: time.Now()}
 	return rd, writeJSONFile(filepath.Join(rd, "summary.json"), s)
 }
 

@@ -34,11 +34,28 @@ func ParseBackend(s string) (string, error) {
 // containerd, or a Job on a cluster (kube.Runner). Run has the contract of
 // runner.Runner.Run: the container's exit status in the Result (non-zero
 // is not an error), the mounts' folders holding the results afterwards,
-// and nothing of the run left behind.
+// and nothing of the run left behind. What else a backend can do it
+// declares by implementing an optional interface (SidecarRunner).
 type Executor interface {
 	Run(ctx context.Context, spec runner.RunSpec) (*runner.Result, error)
 	Close() error
 }
+
+// SidecarRunner is an Executor that can run sidecar mode's two containers
+// (SPEC.md section 7): both run at once on this machine, and a folder in
+// one's root file system can be bind-mounted into the other (the task
+// container's SOURCE_DIR into the agent container). A backend declares it
+// by implementing RootFS; runner.Runner does, and a cluster's Executor
+// (kube.Runner), whose containers are on other machines, does not: sidecar
+// mode is refused there.
+type SidecarRunner interface {
+	Executor
+	// RootFS returns where the root file system of the running container
+	// id is on this machine.
+	RootFS(id string) (string, error)
+}
+
+var _ SidecarRunner = (*runner.Runner)(nil)
 
 // Cluster opens the Executor of a run on a cluster, for the run's
 // platform ("linux/amd64").

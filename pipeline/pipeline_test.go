@@ -3,6 +3,9 @@ package pipeline
 import (
 	"strings"
 	"testing"
+
+	"github.com/42-b3yond-6ug/ssebench/runner"
+	"github.com/42-b3yond-6ug/ssebench/runner/kube"
 )
 
 func TestRunRequestValidate(t *testing.T) {
@@ -87,5 +90,19 @@ func TestRunEnv(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("env lacks %q:\n%s", want, got)
 		}
+	}
+}
+
+// TestSidecarRunner checks which backends declare that they run sidecar
+// mode: containerd's does, a cluster's (its containers on other machines)
+// does not.
+func TestSidecarRunner(t *testing.T) {
+	var local Executor = (*runner.Runner)(nil)
+	if _, ok := local.(SidecarRunner); !ok {
+		t.Error("runner.Runner does not implement SidecarRunner")
+	}
+	var cluster Executor = (*kube.Runner)(nil)
+	if _, ok := cluster.(SidecarRunner); ok {
+		t.Error("kube.Runner implements SidecarRunner, but its containers are not on this machine")
 	}
 }

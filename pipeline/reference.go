@@ -97,3 +97,21 @@ func (e *Env) referencePatch(ctx context.Context, caseRef, patch string, plat *v
 	}
 	return dst, cleanup, nil
 }
+
+// prepareReferencePatch copies the task's reference patch out of the case
+// image for a reference run, and no other, into r.refPatch; the function
+// it returns removes the copy.
+func (e *Env) prepareReferencePatch(ctx context.Context, r *runState) (func(), error) {
+	if !r.reference {
+		return func() {}, nil
+	}
+	if r.ri == nil {
+		return nil, errors.New("the reference agent needs the case image to copy the reference patch from: it cannot run with --prebuilt")
+	}
+	p, cleanup, err := e.referencePatch(ctx, r.ri.Case, r.ri.Patch, r.plat)
+	if err != nil {
+		return nil, err
+	}
+	r.refPatch = p
+	return cleanup, nil
+}

@@ -2,16 +2,10 @@ package pipeline
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -21,11 +15,9 @@ import (
 	"github.com/42-b3yond-6ug/ssebench/agent"
 	"github.com/42-b3yond-6ug/ssebench/contract"
 	"github.com/42-b3yond-6ug/ssebench/gateway"
-	"github.com/42-b3yond-6ug/ssebench/images/casebuild"
-	"github.com/42-b3yond-6ug/ssebench/internal/safefile"
 	"github.com/42-b3yond-6ug/ssebench/oci/store"
+	"github.com/42-b3yond-6ug/ssebench/results"
 	"github.com/42-b3yond-6ug/ssebench/runner"
-	"github.com/42-b3yond-6ug/ssebench/task"
 )
 
 // Paths inside the container (SPEC.md section 10).
@@ -153,45 +145,11 @@ type TaskImages struct {
 	ToolTook time.Duration
 }
 
-// Summary is runs/<run-id>/summary.json.
-type Summary struct {
-	RunID    string            `json:"run_id"`
-	Task     string            `json:"task"`
-	Agent    string            `json:"agent"`
-	Platform string            `json:"platform"`
-	Images   map[string]string `json:"images"`
-	Config   struct {
-		ToolLayer  string   `json:"tool_layer"`
-		Mode       string   `json:"mode"`
-		Backend    string   `json:"backend,omitempty"`
-		Prebuilt   bool     `json:"prebuilt"`
-		Network    string   `json:"network"`
-		Timeout    int      `json:"timeout"`
-		Difficulty int      `json:"difficulty"`
-		Model      string   `json:"model"`
-		Plugins    []string `json:"plugins,omitempty"`
-	} `json:"config"`
-	// ModelUsage is the model gateway's totals; absent when the run had
-	// no gateway.
-	ModelUsage *gateway.Totals    `json:"model_usage,omitempty"`
-	Timings    map[string]float64 `json:"timings_seconds"`
-	// LayersUnpacked is how many layers containerd had to unpack: none
-	// when the same images ran before.
-	LayersUnpacked int `json:"layers_unpacked"`
-	// Attempt is the run's attempt number within an evaluation.
-	Attempt  int       `json:"attempt,omitempty"`
-	Status   string    `json:"status"`
-	ExitCode int       `json:"exit_code"`
-	Results  string    `json:"results"`
-	Started  time.Time `json:"started"`
-	Finished time.Time `json:"finished"`
-}
-
 // RunResult is what Run did.
 type RunResult struct {
 	// Dir is runs/<run-id>/.
 	Dir     string
-	Summary *Summary
+	Summary *results.Summary
 }
 
 // Validate checks the combinations SPEC.md section 10 forbids.
@@ -230,400 +188,268 @@ func (e *Env) validate(req *RunRequest) error {
 }
 
 // Run builds what the run needs (case with BuildKit, tool and agent
-// assembled), then runs the agent image in containerd with the environment,
-// mounts and labels of SPEC.md section 10, and writes
-// runs/<run-id>/summary.json. The container's exit status is in the
-// summary; a non-zero status is not an error.
-func (e *Env) Run(ctx context.Context, req RunRequest) (_ *RunResult, retErr error) {
+// assembled), then runs the agent image in containerd (on req.Cluster
+// when set) with the environment, mounts and labels of SPEC.md section 10,
+// and writes runs/<run-id>/summary.json. The container's exit status is in
+// the summary; a non-zero status is not an error.
+//
+// Each step is its own function, in the order they run: newRun,
+// resolveImages, prepareReferencePatch, makeRunFolder, startRunGateway,
+// executor, containerSpec, runContainers and collectResults.
+func (e *Env) Run(ctx context.Context, req RunRequest) (*RunResult, error) {
+	r, err := e.newRun(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.resolveImages(ctx, r); err != nil {
+		return nil, err
+	}
+	cleanup, err := e.prepareReferencePatch(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+	if r.dir, err = makeRunFolder(r.req.RunsDir, r.runID); err != nil {
+		return nil, err
+	}
+	gw, err := e.startRunGateway(r)
+	if err != nil {
+		return nil, err
+	}
+	defer gw.finish()
+	ex, err := e.executor(ctx, r.req, r.platform)
+	if err != nil {
+		return nil, err
+	}
+	defer ex.Close()
+	spec, err := e.containerSpec(ctx, r, gw)
+	if err != nil {
+		return nil, err
+	}
+	res, err := e.runContainers(ctx, ex, r, spec)
+	if res == nil {
+		return nil, err
+	}
+	// A run that ended with an error still leaves its folder complete:
+	// the summary is written, and the run's own error comes first.
+	s, cerr := e.collectResults(r, res, gw)
+	if err == nil {
+		err = cerr
+	}
+	return &RunResult{Dir: r.dir, Summary: s}, err
+}
+
+// runState is one run as Run's steps learn it, each filling in its part.
+type runState struct {
+	// req is the request, defaults applied; the gateway's step changes
+	// its model settings to the ones the container gets.
+	req     RunRequest
+	started time.Time
+	// timings and images become summary.json's timings_seconds and
+	// images.
+	timings map[string]float64
+	images  map[string]string
+
+	// agentName is the agent image's name. In sidecar mode, toolName is
+	// the task container's image (tool-sidecar/<task>).
+	agentName, toolName string
+	sidecar             bool
+	reference           bool // the agent is ReferenceAgent
+
+	// datasetDir is the task's dataset folder ("" for a catalog's task);
+	// platform and plat the platform the run runs as.
+	datasetDir, platform string
+	plat                 *v1.Platform
+
+	// ri are the run's images (nil: prebuilt, pulled as they are); srcDir
+	// the task's SOURCE_DIR, which sidecar mode needs.
+	ri     *RunImages
+	srcDir string
+	// refPatch is the reference patch's file on the host, for a reference
+	// run.
+	refPatch string
+
+	// runID names the run; dir is its folder, runs/<run-id>/.
+	runID, dir string
+}
+
+// lap records how long step k took since since.
+func (r *runState) lap(k string, since time.Time) { r.timings[k] = time.Since(since).Seconds() }
+
+// newRun checks req, applies its defaults and finds what the run is: the
+// agent, its images' names, the platform and the run id.
+func (e *Env) newRun(ctx context.Context, req RunRequest) (*runState, error) {
 	if err := e.validate(&req); err != nil {
 		return nil, err
 	}
 	if req.ToolLayer == "" && req.Mode != ModeSidecar {
 		req.ToolLayer = DefaultToolLayer
 	}
-	started := time.Now()
-	timings := map[string]float64{}
-	lap := func(k string, since time.Time) { timings[k] = time.Since(since).Seconds() }
-
+	r := &runState{req: req, started: time.Now(), timings: map[string]float64{}, images: map[string]string{}}
 	a, err := agent.Load(e.Home, req.Agent)
 	if err != nil {
 		return nil, err
 	}
-	agentName := e.Names.Agent(a.Name, req.Task, a.Version)
-	sidecar := req.Mode == ModeSidecar
-	toolName := ""
-	if sidecar {
-		agentName, toolName = e.Names.SidecarAgent(a.Name, a.Version), e.Names.SidecarTask(req.Task)
+	r.reference = a.Name == ReferenceAgent
+	r.agentName = e.Names.Agent(a.Name, req.Task, a.Version)
+	r.sidecar = req.Mode == ModeSidecar
+	if r.sidecar {
+		r.agentName, r.toolName = e.Names.SidecarAgent(a.Name, a.Version), e.Names.SidecarTask(req.Task)
 	}
+	if r.datasetDir, r.platform, r.plat, err = e.runPlatform(ctx, req); err != nil {
+		return nil, err
+	}
+	r.runID = req.RunID
+	if r.runID == "" {
+		r.runID = newRunID(req.Task, req.Agent, r.started)
+	}
+	return r, nil
+}
 
-	datasetDir, platform, plat, err := e.runPlatform(ctx, req)
+// startRunGateway starts the model gateway of a restricted run, which
+// reaches its model through it only and never gets the real key; it
+// returns nil when the run has none. An open run has none, and the limits
+// only a gateway enforces are refused.
+func (e *Env) startRunGateway(r *runState) (*runGateway, error) {
+	if r.req.Network == runner.NetworkOpen {
+		if r.req.Limits != (gateway.Limits{}) || r.req.ModelFile != "" {
+			return nil, errors.New("--max-requests, --max-tokens, --max-cost and --model-file work through the model gateway of a restricted run: drop --egress open")
+		}
+		return nil, nil
+	}
+	gw, err := e.startGateway(&r.req, r.dir)
 	if err != nil {
 		return nil, err
 	}
+	if gw == nil {
+		r.req.APIKey = ""
+	}
+	return gw, nil
+}
 
-	images := map[string]string{}
-	ri := req.Images
-	srcDir := ""
-	if ri != nil {
-		srcDir = ri.SourceDir
-	}
-	if ri == nil && !req.Prebuilt {
-		t := time.Now()
-		ti, err := e.taskImages(ctx, req, datasetDir, plat)
-		if err != nil {
-			return nil, err
-		}
-		lap("case", t.Add(ti.ToolTook))
-		timings["tool"] = ti.ToolTook.Seconds()
-		t = time.Now()
-		if ri, err = e.agentImage(ctx, req, ti, plat); err != nil {
-			return nil, err
-		}
-		lap("agent", t)
-		srcDir = ri.SourceDir
-	}
-	if sidecar && srcDir == "" {
-		if srcDir, err = e.taskSource(req, datasetDir); err != nil {
-			return nil, err
-		}
-	}
-	if ri != nil {
-		images["case"] = ri.Case
-		images["tool"] = ri.Tool
-		images["agent"] = ri.Agent
-		if ri.AgentRuntime != "" {
-			images["agent_runtime"] = ri.AgentRuntime
-		}
-	}
-
-	// A reference run, and no other, gets the task's reference patch.
-	var refPatch string
-	if a.Name == ReferenceAgent {
-		if ri == nil {
-			return nil, errors.New("the reference agent needs the case image to copy the reference patch from: it cannot run with --prebuilt")
-		}
-		p, cleanup, err := e.referencePatch(ctx, ri.Case, ri.Patch, plat)
-		if err != nil {
-			return nil, err
-		}
-		defer cleanup()
-		refPatch = p
-	}
-
-	// The run's folder: results, and archive/ inside it.
-	runID := req.RunID
-	if runID == "" {
-		runID = newRunID(req.Task, req.Agent, started)
-	}
-	runsDir := firstNonEmpty(req.RunsDir, "runs")
-	dir, err := filepath.Abs(filepath.Join(runsDir, runID))
-	if err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll(filepath.Join(dir, "archive"), 0o755); err != nil {
-		return nil, fmt.Errorf("creating the run folder: %w", err)
-	}
-
-	// A restricted run reaches its model through the gateway only, and
-	// never gets the real key.
-	var gw *runGateway
-	if req.Network != runner.NetworkOpen {
-		if gw, err = e.startGateway(&req, dir); err != nil {
-			return nil, err
-		}
-		defer gw.finish()
-		if gw == nil {
-			req.APIKey = ""
-		}
-	} else if req.Limits != (gateway.Limits{}) || req.ModelFile != "" {
-		return nil, errors.New("--max-requests, --max-tokens, --max-cost and --model-file work through the model gateway of a restricted run: drop --egress open")
-	}
-
-	ex, err := e.executor(ctx, req, platform)
-	if err != nil {
-		return nil, err
-	}
-	defer ex.Close()
-
+// containerSpec is the agent container's spec (SPEC.md section 10): its
+// image, environment, the run folder's mounts, labels and, when the run
+// has them, the gateway and the reference patch. On a cluster the image is
+// the registry's, pinned by digest.
+func (e *Env) containerSpec(ctx context.Context, r *runState, gw *runGateway) (runner.RunSpec, error) {
+	req := &r.req
 	spec := runner.RunSpec{
-		Image:      agentName,
+		Image:      r.agentName,
 		Entrypoint: req.Entrypoint,
 		// The entrypoint starts as root and drops to model and
 		// sse-runner itself; a USER in the agent's (or the case's)
 		// config must not make it, and so the daemon, someone else.
 		User:    "0:0",
 		Pull:    req.ViaRegistry,
-		ID:      "ssebench-" + runID,
+		ID:      "ssebench-" + r.runID,
 		Env:     req.env(),
 		Network: req.Network,
 		Keep:    req.Keep,
 		Output:  req.Output,
 		Mounts: []runner.Mount{
-			{Source: dir, Target: ResultsPath},
-			{Source: filepath.Join(dir, "archive"), Target: ArchivePath},
+			{Source: r.dir, Target: ResultsPath},
+			{Source: filepath.Join(r.dir, "archive"), Target: ArchivePath},
 		},
 		Labels: map[string]string{
 			"ssebench.task-id": req.Task,
 			"ssebench.agent":   req.Agent,
-			"ssebench.run-id":  runID,
+			"ssebench.run-id":  r.runID,
 			"ssebench.model":   modelName(req.Model),
-			"ssebench.results": dir,
+			"ssebench.results": r.dir,
 		},
 	}
 	if gw != nil {
 		if gw.remote != nil {
-			if gw.remote.Image, err = e.gatewayImage(ctx, *plat); err != nil {
-				return nil, err
+			img, err := e.gatewayImage(ctx, *r.plat)
+			if err != nil {
+				return spec, err
 			}
-			images["gateway"] = gw.remote.Image
+			gw.remote.Image = img
+			r.images["gateway"] = img
 		}
-		gw.apply(&spec, &req)
+		gw.apply(&spec, req)
 	}
 	for k, v := range req.Labels {
 		spec.Labels[k] = v
 	}
 	delete(spec.Labels, ReferenceRunLabel)
-	if refPatch != "" {
-		spec.Mounts = append(spec.Mounts, runner.Mount{Source: refPatch, Target: ReferencePatchPath, ReadOnly: true})
+	if r.refPatch != "" {
+		spec.Mounts = append(spec.Mounts, runner.Mount{Source: r.refPatch, Target: ReferencePatchPath, ReadOnly: true})
 		spec.Labels[ReferenceRunLabel] = "true"
 	}
 	if req.Prebuilt {
 		spec.Pull = true
 	}
 	if req.Cluster != nil {
-		if spec.Image, err = e.clusterImage(ctx, req, agentName, ri); err != nil {
-			return nil, err
+		img, err := e.clusterImage(ctx, *req, r.agentName, r.ri)
+		if err != nil {
+			return spec, err
 		}
-		spec.Pull = true
-		images["agent"] = spec.Image
+		spec.Image, spec.Pull = img, true
+		r.images["agent"] = img
 	}
+	return spec, nil
+}
+
+// runContainers runs the run's container on ex (sidecar mode: its two
+// containers) and records how long it took and which images ran. A nil
+// result means nothing ran; a result with an error is a run that went
+// wrong but has a folder to keep.
+func (e *Env) runContainers(ctx context.Context, ex Executor, r *runState, spec runner.RunSpec) (*runner.Result, error) {
 	t := time.Now()
 	var res *runner.Result
-	if sidecar {
-		rn, ok := ex.(*runner.Runner)
-		if !ok {
-			return nil, errors.New("--mode sidecar runs two containers in containerd: it cannot run with --backend kubernetes")
-		}
-		var agentRes *runner.Result
-		res, agentRes, err = e.runSidecar(ctx, rn, req, spec, toolName, srcDir)
-		if res != nil && agentRes != nil && agentRes.Image != nil {
-			images["agent"] = agentName + "@" + agentRes.Image.Target.Digest.String()
-			res.Stopped = res.Stopped || agentRes.Stopped
-		}
-		if res != nil && res.Image != nil {
-			images["tool"] = toolName + "@" + res.Image.Target.Digest.String()
-		}
+	var err error
+	if r.sidecar {
+		res, err = e.runSidecarMode(ctx, ex, r, spec)
 	} else {
-		res, err = ex.Run(ctx, spec)
-	}
-	if err != nil && req.Prebuilt && req.Cluster == nil && res == nil && !sidecar && !errors.Is(err, context.Canceled) {
-		// The registry does not have it (or cannot be reached): a copy on
-		// this machine will do.
-		e.logf("warning: pulling the prebuilt image %s failed (%v); using the local copy", agentName, err)
-		spec.Pull = false
-		res, err = ex.Run(ctx, spec)
-		if errors.Is(err, store.ErrNotFound) {
-			return nil, fmt.Errorf("The prebuilt image %s is not in the registry or on this machine", agentName)
-		}
+		res, err = e.runSandbox(ctx, ex, r, spec)
 	}
 	if res == nil {
 		return nil, err
 	}
-	lap("run", t)
-	timings["startup"] = res.StartupTime.Seconds()
-	if res.Image != nil && !sidecar {
-		images["agent"] = agentName + "@" + res.Image.Target.Digest.String()
+	r.lap("run", t)
+	r.timings["startup"] = res.StartupTime.Seconds()
+	if res.Image != nil && !r.sidecar {
+		r.images["agent"] = r.agentName + "@" + res.Image.Target.Digest.String()
 	}
-
-	s := &Summary{
-		RunID: runID, Task: req.Task, Agent: req.Agent, Platform: platform, Images: images,
-		Timings: timings, ExitCode: res.ExitCode, Results: dir, Started: started.UTC(), Finished: time.Now().UTC(),
-	}
-	if res.Image != nil {
-		s.LayersUnpacked = res.Image.Stats.LayersUnpacked
-	}
-	if s.ModelUsage = gw.finish(); s.ModelUsage != nil {
-		if merr := mergeModelUsage(dir, s.ModelUsage); merr != nil && err == nil {
-			err = merr
-		}
-	}
-	s.Config.ToolLayer = req.ToolLayer
-	s.Config.Mode = ModeSandbox
-	if sidecar {
-		s.Config.Mode = ModeSidecar
-	}
-	if req.Cluster != nil {
-		s.Config.Backend = BackendKubernetes
-	}
-	s.Config.Prebuilt = req.Prebuilt
-	s.Config.Network = string(firstNonEmpty(string(req.Network), string(runner.NetworkRestricted)))
-	s.Config.Timeout = req.timeout()
-	s.Config.Difficulty = req.Difficulty
-	s.Config.Model = modelName(req.Model)
-	s.Config.Plugins = req.Plugins
-	s.Attempt = req.Attempt
-	switch {
-	case res.Stopped:
-		s.Status = "stopped"
-	case res.ExitCode == 0:
-		s.Status = "ok"
-	case res.ExitCode == 124:
-		s.Status = "timeout"
-	default:
-		s.Status = "failed"
-	}
-	// result.json is the container's; the host adds what only it knows.
-	if werr := annotateResult(dir, req, runID, ri); werr != nil && err == nil {
-		err = werr
-	}
-	timings["total"] = time.Since(started).Seconds()
-	if werr := writeJSON(filepath.Join(dir, "summary.json"), s); werr != nil && err == nil {
-		err = werr
-	}
-	return &RunResult{Dir: dir, Summary: s}, err
+	return res, err
 }
 
-// runPlatform finds the dataset folder of the run's task (when not a
-// catalog's) and the platform it runs as: the task's arches against the
-// host's.
-func (e *Env) runPlatform(ctx context.Context, req RunRequest) (datasetDir, platform string, plat *v1.Platform, err error) {
-	datasetDir = req.Dataset
-	if datasetDir == "" && req.Catalog == "" {
-		if datasetDir = task.FindDataset(e.Home, req.Task); datasetDir == "" {
-			return "", "", nil, fmt.Errorf("task %q is in no dataset under %s: pass --local DIR or --catalog PATH", req.Task, filepath.Join(e.Home, "datasets"))
+// runSandbox runs the one container of sandbox mode. A prebuilt image the
+// registry does not give is run from this machine's store when it is
+// there.
+func (e *Env) runSandbox(ctx context.Context, ex Executor, r *runState, spec runner.RunSpec) (*runner.Result, error) {
+	res, err := ex.Run(ctx, spec)
+	if err != nil && r.req.Prebuilt && r.req.Cluster == nil && res == nil && !errors.Is(err, context.Canceled) {
+		// The registry does not have it (or cannot be reached): a copy on
+		// this machine will do.
+		e.logf("warning: pulling the prebuilt image %s failed (%v); using the local copy", r.agentName, err)
+		spec.Pull = false
+		res, err = ex.Run(ctx, spec)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, fmt.Errorf("The prebuilt image %s is not in the registry or on this machine", r.agentName)
 		}
 	}
-	arches := task.DefaultArches()
-	switch {
-	case datasetDir != "":
-		if arches, err = task.TaskArches(datasetDir, req.Task); err != nil {
-			return "", "", nil, err
-		}
-	case req.Catalog != "":
-		c, err := e.Catalog(ctx, req.Catalog)
-		if err != nil {
-			return "", "", nil, err
-		}
-		arches = c.Manifest.Arches(req.Task)
-	}
-	arch, emulated := task.RunArch(arches, runtime.GOARCH)
-	platform = task.Platform(arch)
-	if emulated {
-		e.logf("warning: %s runs as %s, which this %s machine emulates", req.Task, platform, runtime.GOARCH)
-	}
-	plat, _ = v1.ParsePlatform(platform)
-	return datasetDir, platform, plat, nil
+	return res, err
 }
 
-// BuildTask builds the case image (or finds it in the catalog) and the tool
-// image of req's task: what every agent's image of the task starts from.
-func (e *Env) BuildTask(ctx context.Context, req RunRequest) (*TaskImages, error) {
-	datasetDir, _, plat, err := e.runPlatform(ctx, req)
-	if err != nil {
-		return nil, err
+// runSidecarMode runs sidecar mode's two containers (runSidecar) on a
+// backend that declares it can (SidecarRunner). The result is the task
+// container's, stopped when either container was.
+func (e *Env) runSidecarMode(ctx context.Context, ex Executor, r *runState, spec runner.RunSpec) (*runner.Result, error) {
+	rn, ok := ex.(SidecarRunner)
+	if !ok {
+		return nil, errors.New("--mode sidecar runs two containers in containerd: it cannot run with --backend kubernetes")
 	}
-	return e.taskImages(ctx, req, datasetDir, plat)
-}
-
-// BuildAgent builds the agent image of req on the task's images ti, and
-// returns the images of the run for RunRequest.Images.
-func (e *Env) BuildAgent(ctx context.Context, req RunRequest, ti *TaskImages) (*RunImages, error) {
-	_, _, plat, err := e.runPlatform(ctx, req)
-	if err != nil {
-		return nil, err
+	res, agentRes, err := e.runSidecar(ctx, rn, r.req, spec, r.toolName, r.srcDir)
+	if res != nil && agentRes != nil && agentRes.Image != nil {
+		r.images["agent"] = r.agentName + "@" + agentRes.Image.Target.Digest.String()
+		res.Stopped = res.Stopped || agentRes.Stopped
 	}
-	return e.agentImage(ctx, req, ti, plat)
-}
-
-func (e *Env) taskImages(ctx context.Context, req RunRequest, datasetDir string, plat *v1.Platform) (*TaskImages, error) {
-	caseRef, cfg, err := e.caseImage(ctx, req, datasetDir, plat)
-	if err != nil {
-		return nil, err
+	if res != nil && res.Image != nil {
+		r.images["tool"] = r.toolName + "@" + res.Image.Target.Digest.String()
 	}
-	srcDir := cfg.Source
-	ti := &TaskImages{Case: caseRef}
-	if cfg.Files.Patch != nil {
-		ti.Patch = *cfg.Files.Patch
-	}
-	// The case image's digest goes into result.json: which bug ran.
-	if r, err := e.Resolver(plat); err == nil {
-		if res, err := r.Resolve(ctx, caseRef); err == nil {
-			if d, err := res.Image.Digest(); err == nil {
-				ti.CaseDigest = d.String()
-			}
-		}
-	}
-	ti.SourceDir = srcDir
-	t := time.Now()
-	if req.Mode == ModeSidecar {
-		// The task image of sidecar mode; --tool-layer does not apply.
-		ti.Tool, err = e.Tool(ctx, ToolRequest{Case: caseRef, Task: req.Task, SourceDir: srcDir, Platform: plat, Sidecar: true, Push: req.ViaRegistry})
-		if err != nil {
-			return nil, err
-		}
-		ti.ToolTook = time.Since(t)
-		return ti, nil
-	}
-	layer, err := e.toolLayers().Lookup(req.ToolLayer)
-	if err != nil {
-		return nil, err
-	}
-	if ti.Tool, err = layer.Tool(ctx, e, ToolInput{Case: caseRef, Task: req.Task, SourceDir: srcDir, Home: e.Home, Plugins: req.Plugins, Platform: plat}); err != nil {
-		return nil, err
-	}
-	ti.ToolTook = time.Since(t)
-	return ti, nil
-}
-
-func (e *Env) agentImage(ctx context.Context, req RunRequest, ti *TaskImages, plat *v1.Platform) (*RunImages, error) {
-	ri := &RunImages{Case: ti.Case, CaseDigest: ti.CaseDigest, Tool: ti.Tool.Name + "@" + ti.Tool.Digest.String(), SourceDir: ti.SourceDir, Patch: ti.Patch}
-	areq := AgentRequest{Tool: ti.Tool.Name, Folder: req.Agent, Task: req.Task, Platform: plat, Push: req.ViaRegistry}
-	if req.Mode == ModeSidecar {
-		// The agent's side is the same for every task: tool-sidecar-agent,
-		// and agent-<name>/sidecar on it.
-		rt, err := e.SidecarAgent(ctx, SidecarAgentRequest{OSImage: req.OSImage, Platform: plat, Push: req.ViaRegistry})
-		if err != nil {
-			return nil, err
-		}
-		ri.AgentRuntime = rt.Name + "@" + rt.Digest.String()
-		areq.Tool, areq.Sidecar = rt.Name, true
-	}
-	ag, err := e.Agent(ctx, areq)
-	if err != nil {
-		return nil, err
-	}
-	ri.Agent = ag.Name + "@" + ag.Digest.String()
-	return ri, nil
-}
-
-// annotateResult adds to the container's result.json what the host knows
-// of the run: its id, agent, model and case image. A run whose
-// container wrote no result.json is left as it is.
-func annotateResult(dir string, req RunRequest, runID string, ri *RunImages) error {
-	r, err := contract.ReadRunResult(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	} else if err != nil {
-		return err
-	}
-	// The difficulty is the container's own (it read SSE_DIFFICULTY).
-	r.RunID, r.Agent, r.Model = runID, req.Agent, modelName(req.Model)
-	if ri != nil {
-		r.CaseImage = ri.Case
-		if ri.CaseDigest != "" {
-			r.CaseImage = caseWithDigest(ri.Case, ri.CaseDigest)
-		}
-	}
-	return contract.WriteRunResult(dir, r)
-}
-
-// caseWithDigest pins ref to digest d (a reference already pinned keeps
-// its digest).
-func caseWithDigest(ref, d string) string {
-	if strings.Contains(ref, "@") {
-		return ref
-	}
-	return ref + "@" + d
+	return res, err
 }
 
 // DefaultTimeout is the agent's time limit, in seconds, when the request
@@ -670,74 +496,6 @@ func modelName(m string) string {
 	return m
 }
 
-// caseImage returns the case image reference of the run, building it or
-// pulling it as the request says, and the task's config.
-func (e *Env) caseImage(ctx context.Context, req RunRequest, datasetDir string, plat *v1.Platform) (string, *task.Config, error) {
-	var entry *task.ManifestTask
-	if req.Catalog != "" {
-		c, err := e.Catalog(ctx, req.Catalog)
-		if err != nil {
-			return "", nil, err
-		}
-		if entry = c.Manifest.Task(req.Task); entry == nil {
-			return "", nil, fmt.Errorf("task %q is not in catalog %s", req.Task, req.Catalog)
-		}
-		if !req.Build {
-			ref, err := e.catalogCase(ctx, c, req.Task, plat)
-			if err == nil {
-				return ref, &entry.Metadata, nil
-			}
-			var refused *LockRefusal
-			if errors.As(err, &refused) {
-				return "", nil, err
-			}
-			if datasetDir == "" {
-				if datasetDir = task.FindDataset(e.Home, req.Task); datasetDir == "" {
-					return "", nil, fmt.Errorf("%w, and no task folder can build it", err)
-				}
-			}
-			e.logf("warning: %v; building it from %s", err, datasetDir)
-		}
-	}
-	if datasetDir == "" {
-		if datasetDir = task.FindDataset(e.Home, req.Task); datasetDir == "" {
-			return "", nil, fmt.Errorf("no task folder for %q to build its case image from: pass --local DIR", req.Task)
-		}
-	}
-	t, err := task.Load(filepath.Join(datasetDir, req.Task))
-	if err != nil {
-		return "", nil, err
-	}
-	if entry != nil {
-		// Only the catalog's own task may stand in for its case image.
-		files, err := t.FilesDigest()
-		if err != nil {
-			return "", nil, err
-		}
-		if want := task.DigestFiles(entry.Files); files != want {
-			return "", nil, fmt.Errorf("the task folder %s is not the catalog's %s (files digest %.12s, the catalog lists %.12s): it cannot build the catalog's case image", t.Dir, req.Task, files, want)
-		}
-	}
-	if e.BuildKit == nil {
-		return "", nil, errors.New("building the case image needs BuildKit, and none is configured")
-	}
-	bk, err := e.BuildKit(ctx)
-	if err != nil {
-		return "", nil, err
-	}
-	defer bk.Close()
-	r, err := e.Resolver(plat)
-	if err != nil {
-		return "", nil, err
-	}
-	b := &casebuild.Builder{BuildKit: bk, Store: e.Store, Resolver: r, Names: e.Names, Log: e.Log}
-	out, err := b.BuildCases(ctx, datasetDir, casebuild.CaseOptions{Tasks: []string{req.Task}, Force: req.Build && req.Catalog == "", HostArch: runtime.GOARCH})
-	if err != nil {
-		return "", nil, err
-	}
-	return out[0].Image, t.Config, nil
-}
-
 func firstNonEmpty(s ...string) string {
 	for _, x := range s {
 		if x != "" {
@@ -745,18 +503,4 @@ func firstNonEmpty(s ...string) string {
 		}
 	}
 	return ""
-}
-
-func newRunID(taskID, agentFolder string, t time.Time) string {
-	b := make([]byte, 3)
-	rand.Read(b)
-	return fmt.Sprintf("%s-%s-%s-%s", t.UTC().Format("20060102-150405"), strings.ToLower(taskID), agentFolder, hex.EncodeToString(b))
-}
-
-func writeJSON(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	return safefile.WriteBytes(path, append(b, '\n'), 0o644)
 }

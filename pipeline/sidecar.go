@@ -130,7 +130,7 @@ const sidecarStartTimeout = 10 * time.Minute
 // container, without grading. The runner removes both containers and their
 // snapshots on every path. It returns the task container's result, whose
 // exit status is the agent's, and the agent container's.
-func (e *Env) runSidecar(ctx context.Context, rn *runner.Runner, req RunRequest, agentSpec runner.RunSpec, taskImage, srcDir string) (taskRes, agentRes *runner.Result, retErr error) {
+func (e *Env) runSidecar(ctx context.Context, rn SidecarRunner, req RunRequest, agentSpec runner.RunSpec, taskImage, srcDir string) (taskRes, agentRes *runner.Result, retErr error) {
 	if srcDir == "" {
 		return nil, nil, errors.New("the task has no SOURCE_DIR (`source` in its config.yaml): sidecar mode shares it between the containers")
 	}

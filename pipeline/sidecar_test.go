@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -16,11 +17,17 @@ import (
 
 	"github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
+	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/random"
 
 	"github.com/42-b3yond-6ug/ssebench/examples/toollayer"
 	"github.com/42-b3yond-6ug/ssebench/internal/testenv"
+	"github.com/42-b3yond-6ug/ssebench/oci/store"
 	"github.com/42-b3yond-6ug/ssebench/pipeline"
+	"github.com/42-b3yond-6ug/ssebench/registry/naming"
+	"github.com/42-b3yond-6ug/ssebench/registry/remote"
 	"github.com/42-b3yond-6ug/ssebench/runner"
 )
 
@@ -410,4 +417,88 @@ func fileIn(t *testing.T, img v1.Image, p string) string {
 		rc.Close()
 	}
 	return got
+}
+
+// fakeToolEnv is a tool layer's ToolEnv without the pipeline behind it:
+// Sandbox stores a random image, and Push records what it was asked to
+// push.
+type fakeToolEnv struct {
+	names  naming.Names
+	store  *store.Store
+	pushed []string
+}
+
+var _ pipeline.ToolEnv = (*fakeToolEnv)(nil)
+
+func (f *fakeToolEnv) Names() naming.Names { return f.names }
+func (f *fakeToolEnv) Store() *store.Store { return f.store }
+
+func (f *fakeToolEnv) Sandbox(ctx context.Context, in pipeline.ToolInput) (*pipeline.Built, error) {
+	img, err := random.Image(256, 1)
+	if err != nil {
+		return nil, err
+	}
+	// The layer's file times are the sandbox image's creation time.
+	if img, err = mutate.CreatedAt(img, v1.Time{Time: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}); err != nil {
+		return nil, err
+	}
+	out := f.names.Tool(in.Task)
+	ref, err := name.ParseReference(out, name.WeakValidation)
+	if err != nil {
+		return nil, err
+	}
+	if err := f.store.Write(ctx, ref, img); err != nil {
+		return nil, err
+	}
+	d, err := img.Digest()
+	if err != nil {
+		return nil, err
+	}
+	return &pipeline.Built{Name: out, Digest: d, How: "random"}, nil
+}
+
+func (f *fakeToolEnv) Push(_ context.Context, ref string, _ v1.Image, mountFrom ...string) (*remote.PushReport, error) {
+	f.pushed = append(f.pushed, ref+" from "+strings.Join(mountFrom, ","))
+	return &remote.PushReport{}, nil
+}
+
+// TestExampleToolLayerEnv runs the example tool layer on the narrow value
+// a tool layer gets (pipeline.ToolEnv), with no containerd, registry or
+// BuildKit: what it reads and writes goes through that value alone.
+func TestExampleToolLayerEnv(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(filepath.Join(t.TempDir(), "store"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := &fakeToolEnv{names: naming.Names{Registry: "localhost:5000/sse", Version: "1.0.0"}, store: st}
+	b, err := toollayer.Layer{}.Tool(ctx, env, pipeline.ToolInput{Task: e2eTask, Push: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := env.names.ToolLayer(toollayer.Kind, e2eTask)
+	if b.Name != want {
+		t.Errorf("Tool() made %s, want %s", b.Name, want)
+	}
+	img, err := st.Image(mustRef(t, want))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err := img.Digest(); err != nil || d != b.Digest {
+		t.Errorf("stored digest %v (%v), Tool() says %v", d, err, b.Digest)
+	}
+	if got := fileIn(t, img, toollayer.File); got != toollayer.Content {
+		t.Errorf("%s = %q", toollayer.File, got)
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(cf.Config.Env, toollayer.EnvVar+"="+toollayer.Name) {
+		t.Errorf("env %v lacks %s", cf.Config.Env, toollayer.EnvVar)
+	}
+	sandboxRepo := mustRef(t, env.names.Tool(e2eTask)).Context().Name()
+	if len(env.pushed) != 1 || env.pushed[0] != want+" from "+sandboxRepo {
+		t.Errorf("pushed %q, want %s mounting from %s", env.pushed, want, sandboxRepo)
+	}
 }

@@ -8,12 +8,17 @@ import (
 	"sync"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/42-b3yond-6ug/ssebench/oci/store"
+	"github.com/42-b3yond-6ug/ssebench/registry/naming"
+	"github.com/42-b3yond-6ug/ssebench/registry/remote"
 )
 
 // DefaultToolLayer is the tool layer of sandbox mode.
 const DefaultToolLayer = "sandbox"
 
-// ToolInput is what a tool layer gets (SPEC.md section 8).
+// ToolInput is the task a tool layer makes the tool image of (SPEC.md
+// section 8); ToolEnv is the rest of what it gets.
 type ToolInput struct {
 	// Case is the case image reference; Task the task id; SourceDir the
 	// task's SOURCE_DIR.
@@ -32,14 +37,56 @@ type ToolInput struct {
 // ToolLayer turns a case image into a tool image. Whatever it adds, the
 // image must keep the paths and modes of SPEC.md section 4 and an
 // entrypoint that receives the agent's CMD; the simplest way is to start
-// from the sandbox layer's image (see SandboxLayer) and add to it. The
-// image it returns is in e.Store, named REGISTRY/<something>/<task
-// lowercased>:VERSION (naming.Names.ToolLayer).
+// from the sandbox layer's image (ToolEnv.Sandbox) and add to it. The
+// image it returns is in env.Store(), named REGISTRY/<something>/<task
+// lowercased>:VERSION (env.Names().ToolLayer).
 type ToolLayer interface {
 	// Name is what `--tool-layer NAME` selects.
 	Name() string
 	// Tool makes the tool image of in.Task.
-	Tool(ctx context.Context, e *Env, in ToolInput) (*Built, error)
+	Tool(ctx context.Context, env ToolEnv, in ToolInput) (*Built, error)
+}
+
+// ToolEnv is what a tool layer gets of the pipeline: the image names, the
+// local store, the registry, and the sandbox image to start from. It is
+// narrower than Env on purpose: a layer makes one image, and has no
+// business with BuildKit, containerd or the run.
+type ToolEnv interface {
+	// Names gives REGISTRY and VERSION: Names().ToolLayer(kind, task)
+	// names a layer's image.
+	Names() naming.Names
+	// Store is the local image store: Sandbox's image is read from it,
+	// and the layer writes its own image to it.
+	Store() *store.Store
+	// Sandbox makes the sandbox layer's tool image of in
+	// (REGISTRY/tool/<task>:VERSION, SPEC.md section 4) in Store, and
+	// pushes it too when in.Push is set.
+	Sandbox(ctx context.Context, in ToolInput) (*Built, error)
+	// Push pushes img, as ref, to its registry with the registry
+	// settings of the run (pull policy, plain-HTTP hosts). Layers that
+	// the repositories mountFrom of the same registry hold are mounted
+	// from there instead of uploaded.
+	Push(ctx context.Context, ref string, img v1.Image, mountFrom ...string) (*remote.PushReport, error)
+}
+
+// toolEnv is Env's ToolEnv.
+type toolEnv struct{ e *Env }
+
+var _ ToolEnv = toolEnv{}
+
+// toolEnv is what e gives a tool layer.
+func (e *Env) toolEnv() ToolEnv { return toolEnv{e} }
+
+func (t toolEnv) Names() naming.Names { return t.e.Names }
+func (t toolEnv) Store() *store.Store { return t.e.Store }
+
+func (t toolEnv) Sandbox(ctx context.Context, in ToolInput) (*Built, error) {
+	return t.e.Tool(ctx, ToolRequest{Case: in.Case, Task: in.Task, SourceDir: in.SourceDir, Platform: in.Platform, Push: in.Push})
+}
+
+func (t toolEnv) Push(ctx context.Context, ref string, img v1.Image, mountFrom ...string) (*remote.PushReport, error) {
+	opts := append([]remote.Option{remote.WithStore(t.e.Store), remote.WithMountFrom(mountFrom...)}, t.e.RegistryOptions...)
+	return remote.Push(ctx, ref, img, opts...)
 }
 
 // SandboxLayer is the built-in tool layer: Env.Tool, SPEC.md section 4.
@@ -48,9 +95,9 @@ type SandboxLayer struct{}
 // Name is "sandbox".
 func (SandboxLayer) Name() string { return DefaultToolLayer }
 
-// Tool assembles REGISTRY/tool/<task>:VERSION.
-func (SandboxLayer) Tool(ctx context.Context, e *Env, in ToolInput) (*Built, error) {
-	return e.Tool(ctx, ToolRequest{Case: in.Case, Task: in.Task, SourceDir: in.SourceDir, Platform: in.Platform, Push: in.Push})
+// Tool assembles REGISTRY/tool/<task>:VERSION (ToolEnv.Sandbox).
+func (SandboxLayer) Tool(ctx context.Context, env ToolEnv, in ToolInput) (*Built, error) {
+	return env.Sandbox(ctx, in)
 }
 
 // ToolLayers is a registry of named tool layers.

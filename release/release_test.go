@@ -18,7 +18,6 @@ import (
 	"github.com/42-b3yond-6ug/ssebench/contract"
 	"github.com/42-b3yond-6ug/ssebench/internal/testenv"
 	"github.com/42-b3yond-6ug/ssebench/oci/store"
-	"github.com/42-b3yond-6ug/ssebench/pipeline"
 	"github.com/42-b3yond-6ug/ssebench/release"
 	"github.com/42-b3yond-6ug/ssebench/results"
 	"github.com/42-b3yond-6ug/ssebench/task"
@@ -31,7 +30,7 @@ const id = "kvconf-12-afb9ee1"
 func runDir(t *testing.T, agent string, r *contract.RunResult, logs map[string]string) *results.Run {
 	t.Helper()
 	dir := t.TempDir()
-	s := pipeline.Summary{RunID: "r", Task: id, Agent: agent, Status: "ok"}
+	s := results.Summary{RunID: "r", Task: id, Agent: agent, Status: "ok"}
 	b, _ := json.Marshal(s)
 	if err := os.WriteFile(filepath.Join(dir, results.SummaryFile), b, 0o644); err != nil {
 		t.Fatal(err)

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/42-b3yond-6ug/ssebench/contract"
-	"github.com/42-b3yond-6ug/ssebench/pipeline"
 )
 
 // fakeRun writes a run folder: checks maps build/test/poc/intent_test to
@@ -24,7 +23,7 @@ func fakeRun(t *testing.T, root, id, task, agent string, attempt int, checks map
 		t.Fatal(err)
 	}
 	start := time.Date(2026, 12, 1, 12, 0, attempt, 0, time.UTC)
-	s := pipeline.Summary{RunID: id, Task: task, Agent: agent, Status: "ok", Started: start, Finished: start.Add(time.Duration(secs * float64(time.Second))),
+	s := Summary{RunID: id, Task: task, Agent: agent, Status: "ok", Started: start, Finished: start.Add(time.Duration(secs * float64(time.Second))),
 		Timings: map[string]float64{"total": secs, "run": secs - 1, "startup": 0.5}, Attempt: attempt}
 	s.Config.Model = "none"
 	b, _ := json.Marshal(s)

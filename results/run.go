@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/42-b3yond-6ug/ssebench/contract"
-	"github.com/42-b3yond-6ug/ssebench/pipeline"
 )
 
 // Files of a run folder read here besides result.json.
@@ -33,7 +32,7 @@ type Run struct {
 	ID, Dir string
 	// Summary is summary.json (the host's record); Result is result.json
 	// (the grade), nil when the container wrote none.
-	Summary *pipeline.Summary
+	Summary *Summary
 	Result  *contract.RunResult
 	// Tokens is the tokens the model gateway counted; -1 when the run
 	// has no record of them.
@@ -65,7 +64,7 @@ func Load(dir string) (*Run, error) {
 	} else if err != nil {
 		return nil, fmt.Errorf("reading run %s: %w", dir, err)
 	}
-	var s pipeline.Summary
+	var s Summary
 	if err := json.Unmarshal(data, &s); err != nil {
 		return nil, fmt.Errorf("reading %s: %w", filepath.Join(dir, SummaryFile), err)
 	}

@@ -19,7 +19,6 @@ import (
 
 	"github.com/42-b3yond-6ug/ssebench/oci"
 	"github.com/42-b3yond-6ug/ssebench/pipeline"
-	"github.com/42-b3yond-6ug/ssebench/registry/remote"
 )
 
 const (
@@ -48,9 +47,9 @@ func (Layer) Name() string { return Name }
 // Tool builds the sandbox image, then appends the example's layer and
 // variable. The result is deterministic: the new layer's times are the
 // sandbox image's creation time.
-func (Layer) Tool(ctx context.Context, e *pipeline.Env, in pipeline.ToolInput) (*pipeline.Built, error) {
+func (Layer) Tool(ctx context.Context, env pipeline.ToolEnv, in pipeline.ToolInput) (*pipeline.Built, error) {
 	start := time.Now()
-	sandbox, err := pipeline.SandboxLayer{}.Tool(ctx, e, pipeline.ToolInput{
+	sandbox, err := env.Sandbox(ctx, pipeline.ToolInput{
 		Case: in.Case, Task: in.Task, SourceDir: in.SourceDir, Home: in.Home, Plugins: in.Plugins, Platform: in.Platform,
 	})
 	if err != nil {
@@ -60,7 +59,7 @@ func (Layer) Tool(ctx context.Context, e *pipeline.Env, in pipeline.ToolInput) (
 	if err != nil {
 		return nil, err
 	}
-	base, err := e.Store.Image(sref)
+	base, err := env.Store().Image(sref)
 	if err != nil {
 		return nil, fmt.Errorf("reading the sandbox image %s: %w", sandbox.Name, err)
 	}
@@ -69,7 +68,7 @@ func (Layer) Tool(ctx context.Context, e *pipeline.Env, in pipeline.ToolInput) (
 		return nil, fmt.Errorf("reading the config of %s: %w", sandbox.Name, err)
 	}
 	when := cf.Created.Time.UTC()
-	w, err := oci.NewLayerWriter(e.Store.TempDir(), oci.WithDefaultTime(when))
+	w, err := oci.NewLayerWriter(env.Store().TempDir(), oci.WithDefaultTime(when))
 	if err != nil {
 		return nil, err
 	}
@@ -102,17 +101,16 @@ func (Layer) Tool(ctx context.Context, e *pipeline.Env, in pipeline.ToolInput) (
 	if img, err = mutate.CreatedAt(img, cf.Created); err != nil {
 		return nil, err
 	}
-	out := e.Names.ToolLayer(Kind, in.Task)
+	out := env.Names().ToolLayer(Kind, in.Task)
 	ref, err := name.ParseReference(out, name.WeakValidation)
 	if err != nil {
 		return nil, fmt.Errorf("tool image name %q is not a valid reference: %w", out, err)
 	}
-	if err := e.Store.Write(ctx, ref, img); err != nil {
+	if err := env.Store().Write(ctx, ref, img); err != nil {
 		return nil, err
 	}
 	if in.Push {
-		opts := append([]remote.Option{remote.WithStore(e.Store), remote.WithMountFrom(sref.Context().Name())}, e.RegistryOptions...)
-		if _, err := remote.Push(ctx, out, img, opts...); err != nil {
+		if _, err := env.Push(ctx, out, img, sref.Context().Name()); err != nil {
 			return nil, err
 		}
 	}

@@ -7,7 +7,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/42-b3yond-6ug/ssebench/contract"
-	"github.com/42-b3yond-6ug/ssebench/pipeline"
 	"github.com/42-b3yond-6ug/ssebench/results"
 )
 
@@ -24,7 +23,7 @@ func TestRunExit(t *testing.T) {
 		{"no result", nil, ExitNotGraded},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := runExit(&cobra.Command{}, &results.Run{Summary: &pipeline.Summary{}, Result: tc.result})
+			err := runExit(&cobra.Command{}, &results.Run{Summary: &results.Summary{}, Result: tc.result})
 			got := 0
 			var ee *ExitError
 			if errors.As(err, &ee) {
