@@ -56,28 +56,42 @@ func SocketCaller(socket, client string) Caller {
 }
 
 // Option configures NewServer.
-type Option func(*options)
+type Option func(*options) error
 
 type options struct {
 	outputLimit int
 }
 
-// WithOutputLimit sets how many bytes of output a tool returns when the
-// call does not say. The default value is DefaultOutputLimit.
-func WithOutputLimit(n int) Option {
-	return func(o *options) {
-		if n > 0 {
-			o.outputLimit = min(n, MaxOutputLimit)
+// makeOptions applies opts over the defaults.
+func makeOptions(opts ...Option) (options, error) {
+	o := options{outputLimit: DefaultOutputLimit}
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return options{}, err
 		}
+	}
+	return o, nil
+}
+
+// WithOutputLimit sets how many bytes of output a tool returns when the
+// call does not say, at most MaxOutputLimit (the daemon keeps no more). A
+// limit of 0 or less is refused. The default value is DefaultOutputLimit.
+func WithOutputLimit(n int) Option {
+	return func(o *options) error {
+		if n <= 0 {
+			return fmt.Errorf("the MCP server's output limit is %d bytes: it must be positive", n)
+		}
+		o.outputLimit = min(n, MaxOutputLimit)
+		return nil
 	}
 }
 
 // NewServer asks the daemon which tools the agent has at this run's
 // difficulty level and returns an MCP server with those tools.
 func NewServer(ctx context.Context, call Caller, opts ...Option) (*mcp.Server, error) {
-	o := options{outputLimit: DefaultOutputLimit}
-	for _, opt := range opts {
-		opt(&o)
+	o, err := makeOptions(opts...)
+	if err != nil {
+		return nil, err
 	}
 	resp, err := call(ctx, sserun.Request{Op: sserun.OpTools})
 	if err != nil {

@@ -355,3 +355,17 @@ func TestScriptOutputCut(t *testing.T) {
 		})
 	}
 }
+
+// TestOutputLimitOption: a limit that is not positive is refused when the
+// server is made, not ignored; a larger one is kept within the daemon's.
+func TestOutputLimitOption(t *testing.T) {
+	for _, n := range []int{0, -1} {
+		if _, err := makeOptions(WithOutputLimit(n)); err == nil || !strings.Contains(err.Error(), "must be positive") {
+			t.Errorf("WithOutputLimit(%d) = %v, want a refusal", n, err)
+		}
+	}
+	o, err := makeOptions(WithOutputLimit(MaxOutputLimit * 2))
+	if err != nil || o.outputLimit != MaxOutputLimit {
+		t.Errorf("WithOutputLimit(2×max) = %d, %v; want %d", o.outputLimit, err, MaxOutputLimit)
+	}
+}

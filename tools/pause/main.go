@@ -16,6 +16,7 @@ package main
 import (
 	"archive/tar"
 	"bytes"
+	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -43,7 +44,10 @@ func main() {
 		pause()
 		return
 	}
-	if err := build(*push, *binary); err != nil {
+	// The push is the only I/O: Ctrl-C or SIGTERM stops it.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := build(ctx, *push, *binary); err != nil {
 		fmt.Fprintln(os.Stderr, "pause:", err)
 		os.Exit(1)
 	}
@@ -68,7 +72,7 @@ func pause() {
 
 // build compiles this program statically (or takes bin) and pushes the
 // image.
-func build(ref, bin string) error {
+func build(ctx context.Context, ref, bin string) error {
 	user := "65535:65535"
 	if bin == "" {
 		tmp, err := os.MkdirTemp("", "pause-")
@@ -122,7 +126,7 @@ func build(ref, bin string) error {
 	if err != nil {
 		return err
 	}
-	if err := remote.Write(r, img); err != nil {
+	if err := remote.Write(r, img, remote.WithContext(ctx)); err != nil {
 		return fmt.Errorf("pushing %s: %w", ref, err)
 	}
 	d, err := img.Digest()
