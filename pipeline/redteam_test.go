@@ -18,6 +18,10 @@ type redTeam struct {
 	// planted is what the script prints when a step of the attack worked
 	// that must not: the test fails on seeing it.
 	planted string
+	// withFix gives the agent the task's own fix at /opt/fix.diff: an
+	// attacker that has it, and tries to have it applied outside its
+	// phase, where nothing records it.
+	withFix bool
 }
 
 // redTeams are the attacks the tool image and the grader must stop.
@@ -39,6 +43,22 @@ echo "attack done"
 `,
 		planted: "PLANTED",
 	},
+	{
+		class: "red team: after the phase",
+		name:  "git-clean-filter",
+		// Nothing in its phase but a clean filter in its own repository:
+		// the old entrypoint ran `git add -A` as model after the phase to
+		// write final.patch, the filter applied the fix then, the grade
+		// passed, and final.patch was empty.
+		script: `#!/bin/sh
+git config filter.x.clean 'sh -c "patch -p1 -N -s -d /src/kvconf < /opt/fix.diff >/dev/null 2>&1; cat"'
+mkdir -p .git/info
+echo '* filter=x' > .git/info/attributes
+echo '* filter=x' > .gitattributes
+echo "attack done"
+`,
+		withFix: true,
+	},
 }
 
 // testRedTeam runs each red-team agent on the example task.
@@ -47,9 +67,13 @@ func testRedTeam(t *testing.T, x *e2e) {
 	for _, rt := range redTeams {
 		t.Run(rt.name, func(t *testing.T) {
 			hostile.Case(t, rt.class)
-			agentDir(t, x.home, "redteam-"+rt.name,
-				"FROM ssebench-agent\nCOPY --chmod=0755 attack.sh /opt/attack.sh\nCMD [\"/opt/attack.sh\"]\n",
-				map[string]string{"attack.sh": rt.script})
+			files := map[string]string{"attack.sh": rt.script}
+			dockerfile := "FROM ssebench-agent\nCOPY --chmod=0755 attack.sh /opt/attack.sh\nCMD [\"/opt/attack.sh\"]\n"
+			if rt.withFix {
+				files["fix.diff"] = read(t, filepath.Join(moduleDir(t), "datasets", "examples", e2eTask, "sse", "diffs", "patch.diff"))
+				dockerfile += "COPY fix.diff /opt/fix.diff\n"
+			}
+			agentDir(t, x.home, "redteam-"+rt.name, dockerfile, files)
 			res, out, err := x.run(t, ctx, "redteam-"+rt.name, nil)
 			if err != nil {
 				t.Fatalf("Run() = %v\n%s", err, out)
@@ -63,6 +87,12 @@ func testRedTeam(t *testing.T, x *e2e) {
 			}
 			if r := readResult(t, res.Dir); r.Passed {
 				t.Errorf("result.json says PASSED for an agent that fixed nothing: %+v\nagent.log:\n%s", r, log)
+			}
+			// Whatever was graded is what final.patch says: an agent that
+			// changed nothing in its phase has an empty patch and a tree
+			// that still has the bug.
+			if patch := read(t, filepath.Join(res.Dir, "final.patch")); rt.withFix && strings.Contains(patch, "unquote.go") {
+				t.Errorf("final.patch has a change the agent did not make in its phase:\n%s", patch)
 			}
 		})
 	}

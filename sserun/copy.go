@@ -28,6 +28,26 @@ type copyOpts struct {
 	// (uid, gid) can read. The agent may have hard-linked a file it
 	// cannot read into its tree; root must not hand it over.
 	reader *[2]int
+	// skipGit leaves out every directory named .git, at any depth (a
+	// submodule's .git file stays), as the tool layer's step 7 does.
+	skipGit bool
+}
+
+// CopyOptions says how CopyTree copies.
+type CopyOptions struct {
+	// UID and GID own every entry of the copy.
+	UID, GID int
+	// SkipGitDirs leaves out every directory named .git, at any depth.
+	SkipGitDirs bool
+}
+
+// CopyTree copies src/rel to dst/rel as the daemon copies a tree for a
+// script: through an os.Root (symlinks copied, never followed out of src),
+// directories, regular files and symlinks only, modes kept without setuid,
+// setgid and sticky bits, modification times kept. dst must be a fresh
+// directory nobody else can write to.
+func CopyTree(src, dst, rel string, o CopyOptions) error {
+	return copyTree(src, dst, rel, copyOpts{uid: o.UID, gid: o.GID, skipGit: o.SkipGitDirs})
 }
 
 // copyTree copies the tree src/rel (a directory, a file or a symlink)
@@ -97,6 +117,9 @@ func (c *copier) copy(rel string, depth int) error {
 			return err
 		}
 		for _, e := range ents {
+			if c.o.skipGit && e.Name() == ".git" && e.IsDir() {
+				continue
+			}
 			if err := c.copy(path.Join(rel, e.Name()), depth+1); err != nil {
 				return err
 			}

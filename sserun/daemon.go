@@ -297,7 +297,11 @@ func (d *Daemon) handle(ctx context.Context, req Request, admin bool) Response {
 		return fail(errPhaseOver)
 	}
 	start := time.Now()
-	resp := d.run(ctx, op)
+	tree := d.o.sourceDir
+	if op == OpGrade && req.Tree != "" {
+		tree = req.Tree // admin only: checked above
+	}
+	resp := d.run(ctx, op, tree)
 	if op == OpPoC && !admin && d.o.difficulty == MaxDifficulty-1 {
 		resp = passFailOnly(resp)
 	}
@@ -335,9 +339,9 @@ func errSuffix(e string) string {
 	return ": " + e
 }
 
-func (d *Daemon) run(ctx context.Context, op string) Response {
+func (d *Daemon) run(ctx context.Context, op, tree string) Response {
 	start := time.Now()
-	s, err := d.newScratch(op == OpPoC || op == OpGrade)
+	s, err := d.newScratch(op == OpPoC || op == OpGrade, tree)
 	if err != nil {
 		return Response{Result: Result{Exit: -1}, Error: fmt.Sprintf("preparing a copy of the tree: %v", err)}
 	}
@@ -434,7 +438,7 @@ func (d *Daemon) intentTest(ctx context.Context, grade *scratch) Result {
 	if err != nil {
 		return Result{Exit: -1, Output: fmt.Sprintf("reading %s: %v\n", file, err)}
 	}
-	s, err := d.newScratch(false)
+	s, err := d.newScratch(false, grade.from)
 	if err != nil {
 		return Result{Exit: -1, Output: fmt.Sprintf("preparing a copy of the tree: %v\n", err)}
 	}
@@ -540,12 +544,13 @@ func (d *Daemon) runnerIDs() (int, int) {
 
 type scratch struct {
 	top, sse, src, home, tmp string
+	from                     string // the tree src is a copy of
 }
 
 func (s *scratch) remove() { _ = os.RemoveAll(s.top) }
 
 // newScratch makes a scratch directory as the Daemon doc describes.
-func (d *Daemon) newScratch(withPoC bool) (_ *scratch, retErr error) {
+func (d *Daemon) newScratch(withPoC bool, tree string) (_ *scratch, retErr error) {
 	top, err := os.MkdirTemp(d.o.workDir, "ssebench-run-")
 	if err != nil {
 		return nil, err
@@ -556,6 +561,7 @@ func (d *Daemon) newScratch(withPoC bool) (_ *scratch, retErr error) {
 		src:  filepath.Join(top, "work", "src"),
 		home: filepath.Join(top, "work", "home"),
 		tmp:  filepath.Join(top, "work", "tmp"),
+		from: tree,
 	}
 	defer func() {
 		if retErr != nil {
@@ -584,14 +590,14 @@ func (d *Daemon) newScratch(withPoC bool) (_ *scratch, retErr error) {
 		}
 	}
 	// Only what the tree's owner (the agent) can read goes into the copy.
-	fi, err := os.Stat(d.o.sourceDir)
+	fi, err := os.Stat(tree)
 	if err != nil {
 		return nil, err
 	}
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 		runner.reader = &[2]int{int(st.Uid), int(st.Gid)}
 	}
-	if err := copyTree(d.o.sourceDir, s.src, ".", runner); err != nil {
+	if err := copyTree(tree, s.src, ".", runner); err != nil {
 		return nil, err
 	}
 	if err := os.Lchown(top, os.Getuid(), gid); err != nil {

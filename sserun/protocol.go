@@ -86,6 +86,11 @@ type Request struct {
 	Client string `json:"client,omitempty"`
 	// TimeoutMS is the agent's time limit, for OpAgentStart.
 	TimeoutMS int64 `json:"timeout_ms,omitempty"`
+	// Tree is the directory OpGrade grades instead of SOURCE_DIR: the
+	// entrypoint's snapshot of the agent's work (the buggy tree with
+	// final.patch applied), root's, made after the agent phase. Only the
+	// admin socket takes it.
+	Tree string `json:"tree,omitempty"`
 }
 
 // Result is the outcome of running one script (or, for a proof-of-concept

@@ -47,7 +47,10 @@ type entrypoint struct {
 	environ []string // the container's environment
 	agent   *sserun.User
 	workDir string // the agent's working directory: the image's WORKDIR
-	log     io.Writer
+	// pristine is the original tree, out of the agent's reach: the base
+	// of the graded tree (snapshot.go).
+	pristine string
+	log      io.Writer
 }
 
 // newEntrypoint reads the arguments and the environment.
@@ -66,13 +69,14 @@ func newEntrypoint(args []string, getenv func(string) string, environ []string, 
 	}
 	model := sserun.Model
 	return &entrypoint{
-		env:     env,
-		mode:    mode,
-		command: joinCommand(words),
-		environ: environ,
-		agent:   &model,
-		workDir: wd,
-		log:     log,
+		env:      env,
+		mode:     mode,
+		command:  joinCommand(words),
+		environ:  environ,
+		agent:    &model,
+		workDir:  wd,
+		pristine: contract.RepoDir,
+		log:      log,
 	}, nil
 }
 
@@ -152,13 +156,18 @@ func (e *entrypoint) Sandbox(ctx context.Context) int {
 	e.prepareArchive(note)
 	svc := e.startServices(ctx, note)
 	defer svc.stop()
-	// The model gateway of a restricted run, at 127.0.0.1:4000 for the agent.
-	defer sserun.ForwardGateway(os.Getenv, note).Close()
+	// The model gateway of a restricted run, at 127.0.0.1:4000 for the
+	// agent, and for the agent alone: it closes when the phase ends.
+	fwd := sserun.ForwardGateway(os.Getenv, note)
+	defer fwd.Close()
 
 	base := ""
+	var snap *snapshot
 	if sourceDir != "" {
 		base = e.headCommit(ctx, sourceDir, note)
+		snap = e.keepBase(sourceDir, base, note)
 	}
+	defer snap.remove()
 	e.agentPhase(ctx, "start", sserun.Request{Op: sserun.OpAgentStart, TimeoutMS: e.env.Timeout.Milliseconds()}, note)
 	code := e.runAgent(ctx, res, note)
 	// The phase ends before anything looks at the tree: no process of
@@ -167,12 +176,12 @@ func (e *entrypoint) Sandbox(ctx context.Context) int {
 		res.ToolCalls = resp.Status.Calls
 	}
 	svc.endAgentPhase()
+	fwd.Close()
 
 	if ctx.Err() != nil {
 		note("stopped by a signal: not grading")
-	} else {
-		e.writePatch(ctx, sourceDir, base, res, note)
-		e.grade(ctx, res, note)
+	} else if tree, ok := e.writePatch(ctx, sourceDir, base, snap, res, note); ok {
+		e.grade(ctx, tree, res, note)
 	}
 	if err := contract.WriteRunResult(e.env.Results, res); err != nil {
 		fmt.Fprintln(e.log, "entrypoint:", err)
@@ -351,15 +360,27 @@ func (e *entrypoint) headCommit(ctx context.Context, dir string, note func(strin
 	return strings.TrimSpace(out.String())
 }
 
-// writePatch writes final.patch: every change of the tree to the buggy
-// commit, untracked files included and ignored ones not, as `git add -A`
-// sees them. A private index is used, so the agent's own index (maybe
-// locked by a killed git) does not matter and is left as it was.
-func (e *entrypoint) writePatch(ctx context.Context, dir, base string, res *contract.RunResult, note func(string, ...any)) {
+// writePatch writes final.patch and returns the tree to grade ("" for
+// SOURCE_DIR). With a snapshot, both come from one reading of the tree
+// (snapshot.take); without one (an image with no pristine tree, or no
+// git), the patch is every change of the tree to the buggy commit as `git
+// add -A` sees it, read as the agent's user with a private index, and
+// SOURCE_DIR is graded. ok is false when the tree could not be read: the
+// run is then not graded, since what would be graded is not what the
+// patch says.
+func (e *entrypoint) writePatch(ctx context.Context, dir, base string, snap *snapshot, res *contract.RunResult, note func(string, ...any)) (tree string, ok bool) {
 	h := sha256.New()
 	var n int64
+	var snapErr error
 	err := safefile.WriteFile(filepath.Join(e.env.Results, contract.PatchFile), 0o644, func(f *os.File) error {
-		if err := e.diff(ctx, dir, base, f); err != nil {
+		var err error
+		if snap != nil {
+			tree, err = snap.take(ctx, dir, e.pristine, f)
+			snapErr = err
+		} else {
+			err = e.diff(ctx, dir, base, f)
+		}
+		if err != nil {
 			var notFound *exec.Error
 			if errors.As(err, &notFound) {
 				note("git is not installed: %s is empty", contract.PatchFile)
@@ -373,16 +394,24 @@ func (e *entrypoint) writePatch(ctx context.Context, dir, base string, res *cont
 		if _, err := f.Seek(0, io.SeekStart); err != nil {
 			return err
 		}
-		var err error
 		n, err = io.Copy(h, f)
 		return err
 	})
-	if err != nil {
-		note("writing %s: %v", contract.PatchFile, err)
-		return
+	switch {
+	case snapErr != nil:
+		res.GradeError = fmt.Sprintf("reading the agent's tree: %v", snapErr)
+		return "", false
+	case err != nil && snap != nil:
+		// The graded tree would differ from the patch on record.
+		res.GradeError = err.Error()
+		return "", false
+	case err != nil:
+		note("%v", err)
+		return "", true
 	}
 	res.PatchBytes = n
 	res.PatchSHA256 = hex.EncodeToString(h.Sum(nil))
+	return tree, true
 }
 
 // diff writes the patch to out.
@@ -422,12 +451,12 @@ func (e *entrypoint) diff(ctx context.Context, dir, base string, out *os.File) e
 
 // grade asks the daemon to grade the tree and records the checks, each
 // check's output in its own log.
-func (e *entrypoint) grade(ctx context.Context, res *contract.RunResult, note func(string, ...any)) {
+func (e *entrypoint) grade(ctx context.Context, tree string, res *contract.RunResult, note func(string, ...any)) {
 	if _, err := os.Stat(e.env.AdminSocket); err != nil {
 		res.GradeError = fmt.Sprintf("no daemon to grade with (%s)", e.env.AdminSocket)
 		return
 	}
-	resp, err := sserun.Call(ctx, e.env.AdminSocket, sserun.OpGrade)
+	resp, err := sserun.Do(ctx, e.env.AdminSocket, sserun.Request{Op: sserun.OpGrade, Tree: tree})
 	if err != nil {
 		res.GradeError = err.Error()
 		note("grading: %v", err)

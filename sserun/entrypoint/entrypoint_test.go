@@ -78,6 +78,7 @@ func TestWithEnv(t *testing.T) {
 // daemon. The agent runs as the test's user.
 type testRun struct {
 	base, root, src, results string
+	pristine                 string // the original tree (/ssebench-repo in an image)
 	vars                     map[string]string
 }
 
@@ -94,8 +95,14 @@ func newTestRun(t *testing.T) *testRun {
 		}
 	}
 	writeFile(t, filepath.Join(r.root, "config.yaml"), "id: demo-1\nsource: "+r.src+"\n")
-	writeFile(t, filepath.Join(r.src, "main.txt"), "good bug\n")
-	writeFile(t, filepath.Join(r.src, ".gitignore"), "*.o\n")
+	r.pristine = filepath.Join(base, "pristine")
+	for _, dir := range []string{r.pristine, r.src} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, filepath.Join(dir, "main.txt"), "good bug\n")
+		writeFile(t, filepath.Join(dir, ".gitignore"), "*.o\n")
+	}
 	gitInit(t, r.src)
 	r.vars = map[string]string{
 		contract.EnvResults:     r.results,
@@ -151,6 +158,7 @@ func (r *testRun) run(t *testing.T, args ...string) (int, *contract.RunResult, s
 		t.Fatal(err)
 	}
 	e.agent = nil
+	e.pristine = r.pristine
 	code := e.run(context.Background())
 	res, err := contract.ReadRunResult(r.results)
 	if err != nil {

@@ -123,9 +123,12 @@ func (e *entrypoint) runSidecarTask(ctx context.Context) int {
 		note("the daemon did not start (see %s): %v", contract.DaemonLog, err)
 	}
 	base := ""
+	var snap *snapshot
 	if sourceDir != "" {
 		base = e.headCommit(ctx, sourceDir, note)
+		snap = e.keepBase(sourceDir, base, note)
 	}
+	defer snap.remove()
 	dir := e.sidecarDir()
 	if err := safefile.WriteBytes(filepath.Join(dir, filepath.Base(contract.SidecarReady)), []byte("ready\n"), 0o644); err != nil {
 		note("%v", err)
@@ -147,8 +150,9 @@ func (e *entrypoint) runSidecarTask(ctx context.Context) int {
 	if resp != nil && resp.Status != nil {
 		res.ToolCalls = resp.Status.Calls
 	}
-	e.writePatch(ctx, sourceDir, base, res, note)
-	e.grade(ctx, res, note)
+	if tree, ok := e.writePatch(ctx, sourceDir, base, snap, res, note); ok {
+		e.grade(ctx, tree, res, note)
+	}
 	e.finishSidecar(res)
 	return res.AgentExit
 }
