@@ -187,13 +187,19 @@ func (l *lineWriter) Write(p []byte) (int, error) {
 // run's token: the container stopped before it wrote its results.
 var ErrNoResultsStream = errors.New("the container's output has no results block")
 
+// ErrForgedResultsStream means the output held more than one results
+// block of the run's token: one of them was not the entrypoint's, and the
+// run's results are refused rather than taken from either.
+var ErrForgedResultsStream = errors.New("the container's output has more than one results block: refusing them (something other than the entrypoint wrote one)")
+
 // ReadResultsStream copies r to out, but for the block of token, which it
 // extracts: each top-level directory of its tar into dest[name] (names
 // without a destination are skipped). It reads one pass, holding nothing
 // whole. It returns ErrNoResultsStream when r has no whole block. The
 // block is treated as hostile: only directories and regular files, no
 // path out of its destination, at most limit bytes written (0 means
-// DefaultStreamLimit).
+// DefaultStreamLimit). A second block of the token is refused with
+// ErrForgedResultsStream.
 func ReadResultsStream(r io.Reader, out io.Writer, token string, dest map[string]string, limit int64) error {
 	if err := CheckStreamToken(token); err != nil {
 		return err
@@ -214,6 +220,14 @@ func ReadResultsStream(r io.Reader, out io.Writer, token string, dest map[string
 			// A long line of output: pass it on in pieces.
 			out.Write(line)
 			continue
+		}
+		if found && bytes.Equal(bytes.TrimRight(line, "\r\n"), begin) {
+			// The entrypoint writes one block, last. A second one means
+			// something else knew the token and wrote a block of its own:
+			// neither is believed.
+			br2 := &blockReader{r: br, end: []byte(streamEnd(token))}
+			_, _ = io.Copy(io.Discard, br2)
+			return ErrForgedResultsStream
 		}
 		if !found && bytes.Equal(bytes.TrimRight(line, "\r\n"), begin) {
 			br2 := &blockReader{r: br, end: []byte(streamEnd(token))}

@@ -144,3 +144,22 @@ func mustWrite(t *testing.T, p, s string) {
 		t.Fatal(err)
 	}
 }
+
+// TestResultsStreamTwoBlocks: a second block of the run's token (code
+// that learnt the token printed one before the entrypoint's) refuses the
+// results instead of believing the first.
+func TestResultsStreamTwoBlocks(t *testing.T) {
+	forgedSrc, realSrc := t.TempDir(), t.TempDir()
+	mustWrite(t, filepath.Join(forgedSrc, "result.json"), `{"passed":true}`)
+	mustWrite(t, filepath.Join(realSrc, "result.json"), `{"passed":false}`)
+	var log bytes.Buffer
+	for _, src := range []string{forgedSrc, realSrc} {
+		if err := WriteResultsStream(&log, testToken, map[string]string{StreamResults: src}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := ReadResultsStream(&log, nil, testToken, map[string]string{StreamResults: t.TempDir()}, 0)
+	if !errors.Is(err, ErrForgedResultsStream) {
+		t.Fatalf("ReadResultsStream of two blocks = %v, want ErrForgedResultsStream", err)
+	}
+}

@@ -27,7 +27,7 @@ const DefaultOutputLimit = 1 << 20
 
 // scrubbedEnv are variables of the container that the task's scripts must
 // not see: the build runs the agent's code, which could print them.
-var scrubbedEnv = []string{"SSE_API_KEY", contract.EnvAdminSocket}
+var scrubbedEnv = []string{"SSE_API_KEY", contract.EnvAdminSocket, contract.EnvResultsStream}
 
 // Daemon runs a task's scripts on copies of the agent's tree, one request
 // at a time. It implements Handler for Serve.

@@ -7,14 +7,17 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/42-b3yond-6ug/ssebench/contract"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/42-b3yond-6ug/ssebench/contract"
+	"github.com/42-b3yond-6ug/ssebench/internal/hostile"
 )
 
 func TestParseArgs(t *testing.T) {
@@ -338,5 +341,22 @@ func TestModes(t *testing.T) {
 	_, _, err := parseArgs([]string{"--mode", "example", "--", "true"})
 	if err == nil || err.Error() != `unknown mode "example": use sandbox, sidecar, sidecar-task` {
 		t.Errorf("parseArgs(--mode example) = %v", err)
+	}
+}
+
+// TestDaemonEnvHasNoStreamToken: the results stream's token never reaches
+// the daemon, whose scripts run the agent's code (on Kubernetes that code
+// could print a block of its own with it).
+func TestDaemonEnvHasNoStreamToken(t *testing.T) {
+	hostile.Case(t, "red team: forged results")
+	e := &entrypoint{environ: []string{"PATH=/usr/bin", contract.EnvResultsStream + "=s3cr3ts3cr3ts3cr3t", "KEEP=1"}}
+	env := e.daemonEnv()
+	for _, kv := range env {
+		if strings.Contains(kv, "s3cr3t") {
+			t.Errorf("the daemon's environment has %q", kv)
+		}
+	}
+	if !slices.Contains(env, "KEEP=1") {
+		t.Errorf("daemonEnv() = %q, want the rest of the container's environment", env)
 	}
 }

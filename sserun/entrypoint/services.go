@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -141,12 +142,23 @@ func (e *entrypoint) startDaemon(ctx context.Context, note func(string, ...any))
 		note("no daemon at %s: the agent cannot build or test through it, and the run is not graded", path)
 		return nil
 	}
-	env := withEnv(slices.Clone(e.environ), map[string]string{
+	ready := func(ctx context.Context) error { return sserun.WaitReady(ctx, e.env.AdminSocket) }
+	return e.startService(ctx, "daemon", path, nil, e.daemonEnv(), contract.DaemonLog, ready, note)
+}
+
+// daemonEnv is the daemon's environment: the container's, with its
+// sockets, and without the results stream's token. The daemon's scripts
+// run the agent's code, which can print its environment: with the token,
+// that code could forge the block the host takes result.json from.
+func (e *entrypoint) daemonEnv() []string {
+	env := slices.DeleteFunc(slices.Clone(e.environ), func(kv string) bool {
+		k, _, _ := strings.Cut(kv, "=")
+		return k == contract.EnvResultsStream || k == initChildEnv
+	})
+	return withEnv(env, map[string]string{
 		contract.EnvAgentSocket: e.env.AgentSocket,
 		contract.EnvAdminSocket: e.env.AdminSocket,
 	})
-	ready := func(ctx context.Context) error { return sserun.WaitReady(ctx, e.env.AdminSocket) }
-	return e.startService(ctx, "daemon", path, nil, env, contract.DaemonLog, ready, note)
 }
 
 // startMCP starts the MCP server, when the image has one, and waits until
