@@ -177,6 +177,7 @@ func (e *entrypoint) Sandbox(ctx context.Context) int {
 	}
 	svc.endAgentPhase()
 	fwd.Close()
+	e.closeArchive(note)
 
 	if ctx.Err() != nil {
 		note("stopped by a signal: not grading")
@@ -206,6 +207,18 @@ func (e *entrypoint) prepareArchive(note func(string, ...any)) {
 	}
 	if err := os.Chown(e.env.Archive, e.agent.UID, e.agent.GID); err != nil {
 		note("giving %s to %s: %v", e.env.Archive, e.agent.Name, err)
+	}
+}
+
+// closeArchive makes the archive root's again once the agent is gone:
+// the host keeps it, and a setuid file or a symlink of the agent's making
+// must not end up there.
+func (e *entrypoint) closeArchive(note func(string, ...any)) {
+	if e.env.Archive == "" || e.agent == nil {
+		return
+	}
+	if err := sserun.Disown(e.env.Archive); err != nil {
+		note("taking %s back from %s: %v", e.env.Archive, e.agent.Name, err)
 	}
 }
 

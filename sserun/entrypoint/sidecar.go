@@ -70,7 +70,8 @@ func (e *entrypoint) runSidecarAgent(ctx context.Context) int {
 		svc.mcp = e.startMCPAt(ctx, contract.SidecarMCP, note)
 	}
 	defer svc.stop()
-	defer sserun.ForwardGateway(os.Getenv, note).Close()
+	fwd := sserun.ForwardGateway(os.Getenv, note)
+	defer fwd.Close()
 
 	e.agentPhase(ctx, "start", sserun.Request{Op: sserun.OpAgentStart, TimeoutMS: e.env.Timeout.Milliseconds()}, note)
 	code := e.runAgent(ctx, res, note)
@@ -85,6 +86,8 @@ func (e *entrypoint) runSidecarAgent(ctx context.Context) int {
 		res.ToolCalls = resp.Status.Calls
 	}
 	svc.endAgentPhase()
+	fwd.Close()
+	e.closeArchive(note)
 	b, err := json.Marshal(res)
 	if err == nil {
 		err = safefile.WriteBytes(filepath.Join(e.env.Results, agentResultFile), b, 0o644)
