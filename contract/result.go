@@ -39,9 +39,13 @@ type RunResult struct {
 	Command string `json:"command"`
 	// AgentExit is the agent's exit status (124, sserun.TimeoutExit, when
 	// it timed out, 128+N after signal N); the container exits with it.
-	AgentExit       int   `json:"agent_exit"`
-	TimedOut        bool  `json:"timed_out"`
-	AgentDurationMS int64 `json:"agent_duration_ms"`
+	AgentExit int  `json:"agent_exit"`
+	TimedOut  bool `json:"timed_out"`
+	// Killed names the limit of the run (KilledMemory, KilledPids) that
+	// the agent hit: the kernel killed its processes for memory, or
+	// refused them new ones. Empty when none was hit.
+	Killed          string `json:"killed,omitempty"`
+	AgentDurationMS int64  `json:"agent_duration_ms"`
 	// Difficulty is the level the run gave the agent (SSE_DIFFICULTY).
 	Difficulty int `json:"difficulty"`
 	// ToolCalls is how many tool calls the agent made (each is a line of

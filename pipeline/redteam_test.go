@@ -2,11 +2,14 @@ package pipeline_test
 
 import (
 	"context"
+	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/42-b3yond-6ug/ssebench/contract"
 	"github.com/42-b3yond-6ug/ssebench/internal/hostile"
+	"github.com/42-b3yond-6ug/ssebench/pipeline"
 )
 
 // redTeam is an agent written to cheat, not to fix: each one attacks the
@@ -22,6 +25,10 @@ type redTeam struct {
 	// attacker that has it, and tries to have it applied outside its
 	// phase, where nothing records it.
 	withFix bool
+	// limits, when set, are the run's (--memory, --pids, --cpus), and
+	// killed the limit result.json must say the agent hit.
+	limits *contract.Limits
+	killed string
 }
 
 // redTeams are the attacks the tool image and the grader must stop.
@@ -59,6 +66,30 @@ echo "attack done"
 `,
 		withFix: true,
 	},
+	{
+		class: "red team: resources",
+		name:  "memory-hog",
+		// 64 GiB through a pipe that tail holds whole (no newline ever
+		// comes): the run's memory limit kills tail, not the machine.
+		script: `#!/bin/sh
+head -c 68719476736 /dev/zero | tail >/dev/null
+echo "attack done"
+`,
+		limits: &contract.Limits{MemoryBytes: 512 << 20, Pids: 512, CPUs: 1},
+		killed: contract.KilledMemory,
+	},
+	{
+		class: "red team: resources",
+		name:  "fork-bomb",
+		script: `#!/bin/sh
+bomb() { bomb | bomb & }
+bomb
+i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done
+echo "attack done"
+`,
+		limits: &contract.Limits{MemoryBytes: 1 << 30, Pids: 256, CPUs: 1},
+		killed: contract.KilledPids,
+	},
 }
 
 // testRedTeam runs each red-team agent on the example task.
@@ -74,7 +105,12 @@ func testRedTeam(t *testing.T, x *e2e) {
 				dockerfile += "COPY fix.diff /opt/fix.diff\n"
 			}
 			agentDir(t, x.home, "redteam-"+rt.name, dockerfile, files)
-			res, out, err := x.run(t, ctx, "redteam-"+rt.name, nil)
+			res, out, err := x.run(t, ctx, "redteam-"+rt.name, func(r *pipeline.RunRequest) {
+				r.Resources = rt.limits
+				if rt.limits != nil {
+					r.Timeout = 60
+				}
+			})
 			if err != nil {
 				t.Fatalf("Run() = %v\n%s", err, out)
 			}
@@ -84,6 +120,15 @@ func testRedTeam(t *testing.T, x *e2e) {
 			}
 			if rt.planted != "" && strings.Contains(log, rt.planted) {
 				t.Errorf("the attack got through a step it must not:\n%s", log)
+			}
+			var got struct {
+				Killed string `json:"killed"`
+			}
+			if err := json.Unmarshal([]byte(read(t, filepath.Join(res.Dir, "result.json"))), &got); err != nil {
+				t.Fatal(err)
+			}
+			if got.Killed != rt.killed {
+				t.Errorf("result.json's killed = %q, want %q\nagent.log:\n%.2000s", got.Killed, rt.killed, log)
 			}
 			if r := readResult(t, res.Dir); r.Passed {
 				t.Errorf("result.json says PASSED for an agent that fixed nothing: %+v\nagent.log:\n%s", r, log)

@@ -85,6 +85,9 @@ type RunRequest struct {
 	// Network is the container's network: restricted (loopback only) or
 	// open.
 	Network runner.Network
+	// Resources caps what the run's containers may use (memory, processes,
+	// CPU); nil means contract.DefaultLimits, a zero field no limit.
+	Resources *contract.Limits
 	// Keep leaves the container and its snapshot in containerd.
 	Keep bool
 	// RunsDir is where runs/<run-id>/ goes; "" means ./runs.
@@ -154,6 +157,9 @@ type RunResult struct {
 
 // Validate checks the combinations SPEC.md section 10 forbids.
 func (r *RunRequest) Validate() error {
+	if err := r.resources().Validate(); err != nil {
+		return err
+	}
 	switch {
 	case r.Task == "":
 		return errors.New("--task is required: pass a task id, e.g. --task kvconf-12-afb9ee1")
@@ -344,6 +350,7 @@ func (e *Env) containerSpec(ctx context.Context, r *runState, gw *runGateway) (r
 		ID:      "ssebench-" + r.runID,
 		Env:     req.env(),
 		Network: req.Network,
+		Limits:  req.resources(),
 		Keep:    req.Keep,
 		Output:  req.Output,
 		Mounts: []runner.Mount{
@@ -458,6 +465,14 @@ const DefaultTimeout = 3600
 
 // timeout is the agent's time limit in seconds: what summary.json records
 // and the container gets.
+// resources is the run's limits: Resources, or the defaults.
+func (r *RunRequest) resources() contract.Limits {
+	if r.Resources == nil {
+		return contract.DefaultLimits
+	}
+	return *r.Resources
+}
+
 func (r *RunRequest) timeout() int {
 	if r.Timeout == 0 {
 		return DefaultTimeout

@@ -53,6 +53,7 @@ func (r *runState) summary(res *runner.Result) *results.Summary {
 	s.Config.Prebuilt = req.Prebuilt
 	s.Config.Network = string(firstNonEmpty(string(req.Network), string(runner.NetworkRestricted)))
 	s.Config.Timeout = req.timeout()
+	s.Config.Limits = req.resources()
 	s.Config.Difficulty = req.Difficulty
 	s.Config.Model = modelName(req.Model)
 	s.Config.Plugins = req.Plugins

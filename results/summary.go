@@ -3,6 +3,7 @@ package results
 import (
 	"time"
 
+	"github.com/42-b3yond-6ug/ssebench/contract"
 	"github.com/42-b3yond-6ug/ssebench/gateway"
 )
 
@@ -35,13 +36,15 @@ type Summary struct {
 
 // SummaryConfig is summary.json's "config": how the run was asked for.
 type SummaryConfig struct {
-	ToolLayer  string   `json:"tool_layer"`
-	Mode       string   `json:"mode"`
-	Backend    string   `json:"backend,omitempty"`
-	Prebuilt   bool     `json:"prebuilt"`
-	Network    string   `json:"network"`
-	Timeout    int      `json:"timeout"`
-	Difficulty int      `json:"difficulty"`
-	Model      string   `json:"model"`
-	Plugins    []string `json:"plugins,omitempty"`
+	ToolLayer string `json:"tool_layer"`
+	Mode      string `json:"mode"`
+	Backend   string `json:"backend,omitempty"`
+	Prebuilt  bool   `json:"prebuilt"`
+	Network   string `json:"network"`
+	Timeout   int    `json:"timeout"`
+	// Limits are the run's memory, process and CPU limits.
+	Limits     contract.Limits `json:"limits"`
+	Difficulty int             `json:"difficulty"`
+	Model      string          `json:"model"`
+	Plugins    []string        `json:"plugins,omitempty"`
 }

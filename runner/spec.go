@@ -11,10 +11,12 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/42-b3yond-6ug/ssebench/gateway"
 	"github.com/containerd/containerd/v2/pkg/identifiers"
 	"github.com/containerd/containerd/v2/pkg/oci"
 	"github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/42-b3yond-6ug/ssebench/contract"
+	"github.com/42-b3yond-6ug/ssebench/gateway"
 )
 
 // Network says what network a container gets.
@@ -81,6 +83,9 @@ type RunSpec struct {
 	// Network is the container's network. The zero value means
 	// NetworkRestricted.
 	Network Network
+	// Limits caps what the container may use (memory, swap included,
+	// processes, CPU); a zero field means no limit of that kind.
+	Limits contract.Limits
 	// User is "uid", "uid:gid", "user" or "user:group"; empty means the
 	// image's USER. Names are looked up in the image's /etc/passwd and
 	// /etc/group.
@@ -213,6 +218,7 @@ func (s RunSpec) specOpts(image oci.Image) []oci.SpecOpts {
 	if len(s.Mounts) > 0 {
 		opts = append(opts, oci.WithMounts(bindMounts(s.Mounts)))
 	}
+	opts = append(opts, limitOpts(s.Limits)...)
 	switch s.Network {
 	case NetworkOpen:
 		opts = append(opts,
@@ -225,6 +231,27 @@ func (s RunSpec) specOpts(image oci.Image) []oci.SpecOpts {
 		// saying so keeps restricted runs restricted should that default
 		// ever change.
 		opts = append(opts, oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.NetworkNamespace}))
+	}
+	return opts
+}
+
+// cpuPeriod is the CFS period CPU limits are expressed in (100 ms, the
+// kernel's default).
+const cpuPeriod = 100000
+
+// limitOpts turns l into the container's cgroup settings. Swap is capped
+// at the memory limit, so that a run which hits it is killed rather than
+// swapping the machine to a halt.
+func limitOpts(l contract.Limits) []oci.SpecOpts {
+	var opts []oci.SpecOpts
+	if l.MemoryBytes > 0 {
+		opts = append(opts, oci.WithMemoryLimit(uint64(l.MemoryBytes)), oci.WithMemorySwap(l.MemoryBytes))
+	}
+	if l.Pids > 0 {
+		opts = append(opts, oci.WithPidsLimit(l.Pids))
+	}
+	if l.CPUs > 0 {
+		opts = append(opts, oci.WithCPUCFS(int64(l.CPUs*cpuPeriod), cpuPeriod))
 	}
 	return opts
 }

@@ -12,6 +12,8 @@ import (
 	"github.com/containerd/containerd/v2/pkg/oci"
 	"github.com/google/go-cmp/cmp"
 	"github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/42-b3yond-6ug/ssebench/contract"
 )
 
 func TestRunSpecValidate(t *testing.T) {
@@ -178,5 +180,25 @@ func TestSpecArgsOnly(t *testing.T) {
 	s := generate(t, RunSpec{Image: "x", Args: []string{"sh", "-c", "exit 3"}})
 	if diff := cmp.Diff([]string{"sh", "-c", "exit 3"}, s.Process.Args); diff != "" {
 		t.Errorf("args (-want +got):\n%s", diff)
+	}
+}
+
+// TestSpecLimits: a run's limits become the container's cgroup settings,
+// swap no more than memory; no limits, no settings.
+func TestSpecLimits(t *testing.T) {
+	s := generate(t, RunSpec{Image: "x", Limits: contract.Limits{MemoryBytes: 1 << 30, Pids: 512, CPUs: 1.5}})
+	r := s.Linux.Resources
+	if r == nil || r.Memory == nil || r.Memory.Limit == nil || *r.Memory.Limit != 1<<30 || r.Memory.Swap == nil || *r.Memory.Swap != 1<<30 {
+		t.Fatalf("memory = %+v, want limit and swap 1Gi", r)
+	}
+	if r.Pids == nil || r.Pids.Limit == nil || *r.Pids.Limit != 512 {
+		t.Errorf("pids = %+v, want 512", r.Pids)
+	}
+	if r.CPU == nil || r.CPU.Quota == nil || *r.CPU.Quota != 150000 || r.CPU.Period == nil || *r.CPU.Period != 100000 {
+		t.Errorf("cpu = %+v, want 150000/100000", r.CPU)
+	}
+	none := generate(t, RunSpec{Image: "x"})
+	if r := none.Linux.Resources; r != nil && (r.Memory != nil && r.Memory.Limit != nil || r.Pids != nil && r.Pids.Limit != nil) {
+		t.Errorf("no limits asked, got %+v", r)
 	}
 }

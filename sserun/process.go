@@ -48,6 +48,11 @@ type Process struct {
 	Stderr io.Writer
 	// Timeout bounds the run; 0 means no limit.
 	Timeout time.Duration
+	// OOMFirst makes the process, and what it starts, the kernel's first
+	// choice when the container runs out of memory (oom_score_adj 1000):
+	// the agent's runaway allocation is what dies, not the entrypoint
+	// that reports it.
+	OOMFirst bool
 }
 
 // Exit is how a Process ended.
@@ -109,6 +114,11 @@ func (p *Process) Run(ctx context.Context) (Exit, error) {
 		return Exit{Code: -1}, fmt.Errorf("starting %s: %w", p.Args[0], err)
 	}
 	pgid := cmd.Process.Pid
+	if p.OOMFirst {
+		// Raising a score needs no privilege; a child can never lower
+		// it again without CAP_SYS_RESOURCE.
+		_ = os.WriteFile(fmt.Sprintf("/proc/%d/oom_score_adj", pgid), []byte("1000"), 0)
+	}
 	waited := make(chan error, 1)
 	go func() { waited <- cmd.Wait() }()
 

@@ -14,6 +14,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -126,6 +127,7 @@ func (o *options) planRun(spec runner.RunSpec, token string) (*plan, error) {
 		// (SPEC.md section 10): the image's user, as with containerd.
 		TerminationMessagePolicy: corev1.TerminationMessageReadFile,
 	}
+	c.Resources = podResources(spec.Limits)
 	if spec.Entrypoint != nil {
 		c.Command = spec.Entrypoint
 	}
@@ -180,3 +182,32 @@ func (o *options) planRun(spec runner.RunSpec, token string) (*plan, error) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// podResources are the run's limits as the pod's container limits. Its
+// requests are small (a limit alone would make them equal to it, and a
+// 2-CPU limit could then never be scheduled beside anything on a 2-core
+// node): the limits are a ceiling for a hostile agent, not a reservation.
+// A process limit is the kubelet's (podPidsLimit), per node, not the
+// pod's: the README says so.
+func podResources(l contract.Limits) corev1.ResourceRequirements {
+	limits, requests := corev1.ResourceList{}, corev1.ResourceList{}
+	if l.MemoryBytes > 0 {
+		limits[corev1.ResourceMemory] = *resource.NewQuantity(l.MemoryBytes, resource.BinarySI)
+		requests[corev1.ResourceMemory] = *resource.NewQuantity(min(l.MemoryBytes, podMemoryRequest), resource.BinarySI)
+	}
+	if l.CPUs > 0 {
+		milli := int64(l.CPUs * 1000)
+		limits[corev1.ResourceCPU] = *resource.NewMilliQuantity(milli, resource.DecimalSI)
+		requests[corev1.ResourceCPU] = *resource.NewMilliQuantity(min(milli, podCPURequestMilli), resource.DecimalSI)
+	}
+	if len(limits) == 0 {
+		return corev1.ResourceRequirements{}
+	}
+	return corev1.ResourceRequirements{Limits: limits, Requests: requests}
+}
+
+// What a run's pod asks the scheduler for, at most.
+const (
+	podMemoryRequest   = 256 << 20
+	podCPURequestMilli = 100
+)

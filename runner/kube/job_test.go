@@ -152,3 +152,25 @@ func TestPlanRunRefuses(t *testing.T) {
 		})
 	}
 }
+
+// TestPlanRunLimits: a run's memory and CPU limits are its pod's
+// container limits, with small requests so that it can be scheduled.
+func TestPlanRunLimits(t *testing.T) {
+	o, _ := makeOptions()
+	spec := testSpec(t)
+	spec.Limits = contract.Limits{MemoryBytes: 4 << 30, Pids: 4096, CPUs: 2}
+	p, err := o.planRun(spec, "token0123456789abcdef")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := p.job.Spec.Template.Spec.Containers[0].Resources
+	if got := r.Limits.Memory().Value(); got != 4<<30 {
+		t.Errorf("memory limit = %d, want 4Gi", got)
+	}
+	if got := r.Limits.Cpu().MilliValue(); got != 2000 {
+		t.Errorf("cpu limit = %dm, want 2000m", got)
+	}
+	if r.Requests.Cpu().MilliValue() > 100 || r.Requests.Memory().Value() > 256<<20 {
+		t.Errorf("requests = %v, want at most 100m and 256Mi", r.Requests)
+	}
+}

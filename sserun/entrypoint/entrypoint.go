@@ -50,7 +50,9 @@ type entrypoint struct {
 	// pristine is the original tree, out of the agent's reach: the base
 	// of the graded tree (snapshot.go).
 	pristine string
-	log      io.Writer
+	// cgroupDir is where the container's limits' counters are read.
+	cgroupDir string
+	log       io.Writer
 }
 
 // newEntrypoint reads the arguments and the environment.
@@ -69,14 +71,15 @@ func newEntrypoint(args []string, getenv func(string) string, environ []string, 
 	}
 	model := sserun.Model
 	return &entrypoint{
-		env:      env,
-		mode:     mode,
-		command:  joinCommand(words),
-		environ:  environ,
-		agent:    &model,
-		workDir:  wd,
-		pristine: contract.RepoDir,
-		log:      log,
+		env:       env,
+		mode:      mode,
+		command:   joinCommand(words),
+		environ:   environ,
+		agent:     &model,
+		workDir:   wd,
+		pristine:  contract.RepoDir,
+		cgroupDir: sserun.CgroupDir,
+		log:       log,
 	}, nil
 }
 
@@ -297,14 +300,20 @@ func (e *entrypoint) runAgent(ctx context.Context, res *contract.RunResult, note
 		return 0
 	}
 	p := &sserun.Process{
-		Args:    []string{sserun.Shell, "-c", e.command},
-		Dir:     e.workDir,
-		Env:     e.agentEnv(),
-		User:    e.agent,
-		Output:  logf,
-		Timeout: e.env.Timeout,
+		Args:     []string{sserun.Shell, "-c", e.command},
+		Dir:      e.workDir,
+		Env:      e.agentEnv(),
+		User:     e.agent,
+		Output:   &cappedWriter{w: logf, limit: maxAgentLog},
+		Timeout:  e.env.Timeout,
+		OOMFirst: true,
 	}
+	before := sserun.ReadLimitEvents(e.cgroupDir)
 	ex, err := p.Run(ctx)
+	if killed := before.Killed(sserun.ReadLimitEvents(e.cgroupDir)); killed != "" {
+		res.Killed = killed
+		note("killed: %s: the agent's processes hit the run's %s (see summary.json's config.limits)", killed, killed)
+	}
 	if err != nil {
 		note("running the agent: %v", err)
 		ex.Code = 126 // as a shell reports a command it cannot run
@@ -316,6 +325,40 @@ func (e *entrypoint) runAgent(ctx context.Context, res *contract.RunResult, note
 		note("the agent ran out of time after %s and was killed", e.env.Timeout)
 	}
 	return ex.Code
+}
+
+// maxAgentLog caps agent.log: what the agent prints is kept up to here,
+// and the rest dropped, so that an agent cannot fill the host's disk
+// through its run folder.
+const maxAgentLog = 64 << 20
+
+// cappedWriter passes on the first limit bytes to w, then one line that
+// says the rest was cut, then nothing.
+type cappedWriter struct {
+	w     io.Writer
+	n     int64
+	limit int64
+	cut   bool
+}
+
+func (c *cappedWriter) Write(p []byte) (int, error) {
+	if c.n >= c.limit {
+		if !c.cut {
+			c.cut = true
+			fmt.Fprintf(c.w, "\n[ssebench: the rest of the agent's output was cut at %d bytes]\n", c.limit)
+		}
+		return len(p), nil
+	}
+	q := p
+	if rest := c.limit - c.n; int64(len(q)) > rest {
+		q = q[:rest]
+	}
+	n, err := c.w.Write(q)
+	c.n += int64(n)
+	if err != nil {
+		return n, err
+	}
+	return len(p), nil
 }
 
 // git runs git as the agent's user in dir, with stdout to out.

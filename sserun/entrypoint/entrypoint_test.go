@@ -360,3 +360,18 @@ func TestDaemonEnvHasNoStreamToken(t *testing.T) {
 		t.Errorf("daemonEnv() = %q, want the rest of the container's environment", env)
 	}
 }
+
+// TestCappedWriter: agent.log keeps the first bytes and says the rest was
+// cut, however much the agent prints.
+func TestCappedWriter(t *testing.T) {
+	var buf bytes.Buffer
+	c := &cappedWriter{w: &buf, limit: 10}
+	for i := 0; i < 1000; i++ {
+		if n, err := c.Write([]byte("0123456")); n != 7 || err != nil {
+			t.Fatalf("Write() = %d, %v", n, err)
+		}
+	}
+	if got, want := buf.String(), "0123456012\n[ssebench: the rest of the agent's output was cut at 10 bytes]\n"; got != want {
+		t.Errorf("log = %q, want %q", got, want)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/42-b3yond-6ug/ssebench/cmd/ssebench/commands/options"
+	"github.com/42-b3yond-6ug/ssebench/contract"
 	"github.com/42-b3yond-6ug/ssebench/evaluate"
 	"github.com/42-b3yond-6ug/ssebench/pipeline"
 	"github.com/42-b3yond-6ug/ssebench/results"
@@ -19,17 +20,19 @@ import (
 )
 
 type evalOptions struct {
-	Agents, Tasks                                []string
-	Local, Catalog, Model, RunsDir, Resume       string
-	Mode, OSImage                                string
-	Runtime, Egress                              string
+	Agents, Tasks                          []string
+	Local, Catalog, Model, RunsDir, Resume string
+	Mode, OSImage                          string
+	Runtime, Egress                        string
+	// Resources caps each run's containers (--memory, --pids, --cpus).
+	Resources                                    contract.Limits
 	Jobs, Attempts, Timeout, Difficulty, Retries int
 	Prebuilt, BuildOnly                          bool
 	backendOptions
 }
 
 func newCmdEval(g *options.Global) *cobra.Command {
-	o := &evalOptions{}
+	o := &evalOptions{Resources: contract.DefaultLimits}
 	cmd := &cobra.Command{
 		Use:   "eval --agents a,b [--local DIR | --catalog PATH] [--tasks ...] [--jobs N] [--attempts K] | --resume DIR",
 		Short: "Evaluate agents on a dataset: every task, agent and attempt, many at once, resumable",
@@ -56,6 +59,9 @@ the grades; 1 otherwise.`,
   ssebench eval --agents dummy,patcher --backend kubernetes --registry localhost:5000/ssebench --jobs 3`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.Resources.Validate(); err != nil {
+				return err
+			}
 			network, err := runner.ParseNetwork(o.Egress)
 			if err != nil {
 				return fmt.Errorf("--egress: %w", err)
@@ -90,6 +96,7 @@ the grades; 1 otherwise.`,
 				Timeout: plan.Timeout, Difficulty: plan.Difficulty, Model: plan.Model,
 				APIKey: g.Lookup("SSE_API_KEY"), BaseURL: g.Lookup("SSE_BASE_URL"),
 				Network: network, ContainerdAddr: g.ContainerdAddr, Output: discard{},
+				Resources: &o.Resources,
 			}}
 			var backend evaluate.Backend = local
 			if cluster != nil {
@@ -139,6 +146,7 @@ the grades; 1 otherwise.`,
 	f.StringVar(&o.Resume, "resume", "", "finish the evaluation in this folder: run what is missing, keep what is done")
 	f.IntVar(&o.Retries, "retries", evaluate.DefaultRetries, "times a run that failed for an infrastructure reason is tried again")
 	f.StringVar(&o.Egress, "egress", "restricted", "container network: restricted (loopback only) or open")
+	options.AddLimitFlags(f, &o.Resources)
 	f.StringVar(&o.Runtime, "runtime", "", "runtime image (default $SSEBENCH_RUNTIME_IMAGE, else REGISTRY/runtime:VERSION)")
 	addBackendFlags(cmd, &o.backendOptions)
 	return cmd

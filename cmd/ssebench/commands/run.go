@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/42-b3yond-6ug/ssebench/cmd/ssebench/commands/options"
+	"github.com/42-b3yond-6ug/ssebench/contract"
 	"github.com/42-b3yond-6ug/ssebench/gateway"
 	"github.com/42-b3yond-6ug/ssebench/pipeline"
 	"github.com/42-b3yond-6ug/ssebench/results"
@@ -41,11 +42,13 @@ type runOptions struct {
 	// Model access through the gateway (restricted runs).
 	ModelFile, ModelsDir string
 	Limits               gateway.Limits
+	// Resources caps the run's containers (--memory, --pids, --cpus).
+	Resources contract.Limits
 	backendOptions
 }
 
 func newCmdRun(g *options.Global) *cobra.Command {
-	o := &runOptions{}
+	o := &runOptions{Resources: contract.DefaultLimits}
 	cmd := &cobra.Command{
 		Use:   "run --task ID --agent FOLDER [--local DIR | --catalog PATH] [--prebuilt] [--build] [--timeout 90m]",
 		Short: "Build what is missing and run an agent on a task in containerd",
@@ -142,7 +145,8 @@ end. Sidecar mode runs in containerd only.`,
 				KeepAlive: o.KeepAlive, Network: network, Keep: o.Keep, RunsDir: o.RunsDir,
 				ContainerdAddr: g.ContainerdAddr,
 				ModelFile:      o.ModelFile, ModelsDir: o.ModelsDir, Limits: o.Limits, Lookup: g.Lookup,
-				Output: cmd.OutOrStdout(),
+				Resources: &o.Resources,
+				Output:    cmd.OutOrStdout(),
 			}
 			if cluster != nil {
 				req.Cluster = cluster
@@ -193,6 +197,7 @@ end. Sidecar mode runs in containerd only.`,
 	f.IntVar(&o.Limits.MaxRequests, "max-requests", 0, "model requests the run may make (default no limit)")
 	f.Int64Var(&o.Limits.MaxTokens, "max-tokens", 0, "tokens, input plus output, the run may use (default no limit)")
 	f.Float64Var(&o.Limits.MaxCost, "max-cost", 0, "US dollars the run may spend, priced by the model file (default no limit)")
+	options.AddLimitFlags(f, &o.Resources)
 	f.StringVar(&o.RunsDir, "runs-dir", "", "where runs/<run-id>/ goes (default ./runs)")
 	f.BoolVar(&o.JSON, "json", false, "print the run's summary as JSON on stdout (the container's output goes to stderr)")
 	f.StringVar(&o.Runtime, "runtime", "", "runtime image (default $SSEBENCH_RUNTIME_IMAGE, else REGISTRY/runtime:VERSION)")
