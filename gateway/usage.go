@@ -190,3 +190,34 @@ func (s *sseScanner) Close() {
 	}
 	s.flush()
 }
+
+// When the upstream gives no usage for a reply it answered (a stream cut
+// short, an upstream that does not report), the gateway counts its own
+// estimate instead of nothing, and the record says so: an agent must not
+// get a free request by making the usage go missing. The estimate is a
+// byte count over bytesPerToken, which over-counts English and code (3.5
+// to 4.5 bytes a token) and JSON's quoting on top, so the limits stay on
+// the safe side.
+const bytesPerToken = 3
+
+// estimateTokens estimates the tokens in n bytes of request or reply.
+func estimateTokens(n int64) int64 { return (n + bytesPerToken - 1) / bytesPerToken }
+
+// settle returns the usage to record for a forwarded generating request:
+// the upstream's own when it gave it for a whole reply; else, for a
+// reply that came (2xx), the estimate from the request's and the reply's
+// sizes, taking the larger of it and what was reported for a reply cut
+// short. An error status spends nothing, and counts what it says.
+func settle(u Usage, seen bool, status int, broken bool, reqSize, respSize int64) (Usage, bool) {
+	if status < 200 || status > 299 || (seen && !broken) {
+		return u, false
+	}
+	est := Usage{InputTokens: estimateTokens(reqSize), OutputTokens: estimateTokens(respSize)}
+	out := u
+	if !seen || out.InputTokens == 0 {
+		out.InputTokens = est.InputTokens
+	}
+	out.OutputTokens = max(out.OutputTokens, est.OutputTokens)
+	out.TotalTokens = out.InputTokens + out.OutputTokens
+	return out, out != u
+}

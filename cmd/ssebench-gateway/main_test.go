@@ -69,8 +69,8 @@ func TestServe(t *testing.T) {
 		t.Errorf("a request with another token: %d, want 401", code)
 	}
 	// A path that would write a forged totals line into the log, which
-	// the report shares: with the upstream gone, the gateway logs the
-	// failed request with its path.
+	// the report shares: it is no endpoint of the run, so it is refused
+	// (and its record quotes it).
 	up.Close()
 	forged := "http://" + addr.String() + "/x%0Assebench-gateway%20totals%20%7B%22requests%22:99%7D"
 	if req, _ := http.NewRequest(http.MethodPost, forged, strings.NewReader(`{"model":"scripted"}`)); req != nil {
@@ -97,7 +97,7 @@ func TestServe(t *testing.T) {
 	if rep.Records != 3 || strings.Count(records.String(), "\n") != 3 {
 		t.Errorf("records read back: %d\n%s", rep.Records, records.String())
 	}
-	if rep.Totals == nil || rep.Totals.Requests != 2 || rep.Totals.Refused != 1 || rep.Totals.InputTokens != 1000 || rep.Totals.Limits.MaxRequests != 5 {
+	if rep.Totals == nil || rep.Totals.Requests != 1 || rep.Totals.Refused != 2 || rep.Totals.InputTokens != 1000 || rep.Totals.Limits.MaxRequests != 5 {
 		t.Errorf("totals read back: %+v", rep.Totals)
 	}
 }
