@@ -172,7 +172,9 @@ var errIdle = errors.New("the upstream sent nothing for too long")
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	x := &exchange{start: time.Now()}
 	x.rec.Time = x.start.UTC()
-	x.rec.Method, x.rec.Path = r.Method, r.URL.Path
+	// The method and path are the agent's, of any length: a record
+	// keeps them cut.
+	x.rec.Method, x.rec.Path = cut(r.Method, 20), cut(r.URL.Path, maxPathText)
 	defer g.finish(x)
 
 	if !g.authorized(r) {
@@ -528,6 +530,9 @@ func (g *Gateway) price(answered, asked string) (Price, bool) {
 // maxModelText bounds a model name kept in a record or a message: the
 // name is the agent's, and may be of any length.
 const maxModelText = 200
+
+// maxPathText bounds a path kept in a record.
+const maxPathText = 300
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
