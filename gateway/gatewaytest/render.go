@@ -45,6 +45,14 @@ func chunks(s string) []string {
 
 // whole is the non-streaming reply body.
 func (a *answer) whole(flavour string) any {
+	o := a.wholeWithUsage(flavour)
+	if a.NoUsage {
+		delete(o, "usage")
+	}
+	return o
+}
+
+func (a *answer) wholeWithUsage(flavour string) obj {
 	switch flavour {
 	case Responses:
 		return a.response("completed")
@@ -110,6 +118,9 @@ func (a *answer) response(status string) obj {
 		"output": []obj{}, "parallel_tool_calls": true, "tool_choice": "auto", "tools": []any{}}
 	if status == "completed" {
 		r["output"] = a.outputItems()
+		if a.NoUsage {
+			return r
+		}
 		r["usage"] = obj{"input_tokens": a.in, "output_tokens": a.out, "total_tokens": a.in + a.out,
 			"input_tokens_details": obj{"cached_tokens": 0}, "output_tokens_details": obj{"reasoning_tokens": 0}}
 	}
@@ -195,8 +206,12 @@ func (a *answer) messageEvents() []event {
 		fields["type"] = typ
 		evs = append(evs, event{name: typ, data: js(fields)})
 	}
-	emit("message_start", obj{"message": obj{"id": fmt.Sprintf("msg_%d", a.turn), "type": "message", "role": "assistant", "model": a.model,
-		"content": []any{}, "stop_reason": nil, "stop_sequence": nil, "usage": obj{"input_tokens": a.in, "output_tokens": 1}}})
+	start := obj{"id": fmt.Sprintf("msg_%d", a.turn), "type": "message", "role": "assistant", "model": a.model,
+		"content": []any{}, "stop_reason": nil, "stop_sequence": nil, "usage": obj{"input_tokens": a.in, "output_tokens": 1}}
+	if a.NoUsage {
+		delete(start, "usage")
+	}
+	emit("message_start", obj{"message": start})
 	idx := 0
 	if a.Text != "" {
 		emit("content_block_start", obj{"index": idx, "content_block": obj{"type": "text", "text": ""}})
@@ -214,7 +229,11 @@ func (a *answer) messageEvents() []event {
 		emit("content_block_stop", obj{"index": idx})
 		idx++
 	}
-	emit("message_delta", obj{"delta": obj{"stop_reason": a.stopReason(), "stop_sequence": nil}, "usage": obj{"output_tokens": a.out}})
+	delta := obj{"delta": obj{"stop_reason": a.stopReason(), "stop_sequence": nil}, "usage": obj{"output_tokens": a.out}}
+	if a.NoUsage {
+		delete(delta, "usage")
+	}
+	emit("message_delta", delta)
 	emit("message_stop", obj{})
 	return evs
 }
