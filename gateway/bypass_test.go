@@ -79,6 +79,14 @@ var bypasses = []bypass{
 	{name: "stream as a string", path: "/chat/completions", body: `{"model":"scripted","stream":"false",` + chatMsgs + `}`},
 	{name: "background response", flavour: gateway.OpenAIResponses, path: "/responses", body: `{"model":"scripted","background":true,"input":"x"}`},
 
+	// Tools the upstream runs: billed apart, and a way out to the network.
+	{name: "responses web search tool", flavour: gateway.OpenAIResponses, path: "/responses", body: `{"model":"scripted","input":"x","tools":[{"type":"web_search_preview"}]}`},
+	{name: "responses remote MCP server", flavour: gateway.OpenAIResponses, path: "/responses", body: `{"model":"scripted","input":"x","tools":[{"type":"mcp","server_label":"x","server_url":"https://example.invalid/sse"}]}`},
+	{name: "responses image generation", flavour: gateway.OpenAIResponses, path: "/responses", body: `{"model":"scripted","input":"x","tools":[{"type":"function","name":"f","parameters":{}},{"type":"image_generation"}]}`},
+	{name: "messages web fetch tool", flavour: gateway.AnthropicMessages, path: "/v1/messages", body: `{"model":"scripted","max_tokens":10,` + chatMsgs + `,"tools":[{"type":"web_fetch_20250910","name":"web_fetch"}]}`},
+	{name: "messages MCP connector", flavour: gateway.AnthropicMessages, path: "/v1/messages", body: `{"model":"scripted","max_tokens":10,` + chatMsgs + `,"mcp_servers":[{"type":"url","url":"https://example.invalid/mcp","name":"x"}]}`},
+	{name: "chat web search options", path: "/chat/completions", body: `{"model":"scripted",` + chatMsgs + `,"web_search_options":{}}`},
+
 	// Forwarded, and counted all the same.
 	{name: "headers that bill elsewhere or override the method", path: "/chat/completions",
 		header: map[string]string{"OpenAI-Organization": "org-other", "OpenAI-Project": "proj-other", "X-HTTP-Method-Override": "DELETE", "X-Forwarded-Host": "files.example"},
@@ -87,6 +95,13 @@ var bypasses = []bypass{
 		script: []gatewaytest.Reply{{Text: "an answer without usage", NoUsage: true}}, check: estimated},
 	{name: "a stream without usage", flavour: gateway.AnthropicMessages, path: "/v1/messages", body: `{"model":"scripted","max_tokens":50,"stream":true,` + chatMsgs + `}`,
 		script: []gatewaytest.Reply{{Text: "an answer without usage", NoUsage: true}}, check: estimated},
+	{name: "chat with a function tool", path: "/chat/completions", body: `{"model":"scripted",` + chatMsgs + `,"tools":[{"type":"function","function":{"name":"shell","parameters":{"type":"object"}}}],"tool_choice":"auto","parallel_tool_calls":true,"max_completion_tokens":100,"n":1}`, check: counted},
+	{name: "responses with a function tool", flavour: gateway.OpenAIResponses, path: "/responses", body: `{"model":"scripted","input":"x","tools":[{"type":"function","name":"shell","parameters":{}}],"max_output_tokens":100}`, check: counted},
+	{name: "messages with client tools", flavour: gateway.AnthropicMessages, path: "/v1/messages?beta=true", body: `{"model":"scripted","max_tokens":50,` + chatMsgs + `,"tools":[{"name":"Read","input_schema":{"type":"object"}},{"type":"bash_20250124","name":"bash"}],"tool_choice":{"type":"auto"}}`, check: counted},
+	{name: "prompt cache reads", flavour: gateway.AnthropicMessages, path: "/v1/messages", body: `{"model":"scripted","max_tokens":50,` + chatMsgs + `}`,
+		script: []gatewaytest.Reply{{Text: "cached", InputTokens: 3, OutputTokens: 5, CacheReadTokens: 90000}}, check: counted},
+	{name: "prompt cache reads, streamed", flavour: gateway.AnthropicMessages, path: "/v1/messages", body: `{"model":"scripted","max_tokens":50,"stream":true,` + chatMsgs + `}`,
+		script: []gatewaytest.Reply{{Text: "cached", InputTokens: 3, OutputTokens: 5, CacheReadTokens: 90000}}, check: counted},
 	{name: "answered by a dearer model", path: "/chat/completions", body: `{"model":"scripted",` + chatMsgs + `}`,
 		script: []gatewaytest.Reply{{Text: "hi", InputTokens: 1000, OutputTokens: 1000, AnsweredBy: "dear"}},
 		prices: map[string]gateway.Price{"scripted": {Input: 1, Output: 1}, "dear": {Input: 100, Output: 100}}, check: pricedAsAnswered},

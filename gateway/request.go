@@ -124,7 +124,67 @@ func parseRequest(f Flavour, body []byte) (*genRequest, error) {
 	if _, err := boolField(m, "parallel_tool_calls"); err != nil {
 		return nil, err
 	}
+	if err := checkTools(f, m); err != nil {
+		return nil, err
+	}
 	return q, nil
+}
+
+// Tools the upstream runs itself (web search, fetching pages, running
+// code, image generation, remote MCP servers) are billed apart from the
+// tokens, and reach the network from outside the run's sandbox: a closed
+// run must not have them. Tools the agent's side runs are fine.
+
+// hostedFields are top-level fields that turn on such tools.
+var hostedFields = map[Flavour][]string{
+	OpenAIChat:        {"web_search_options"},
+	AnthropicMessages: {"mcp_servers", "container"},
+}
+
+// clientTool reports whether a tool type is one the agent runs.
+func clientTool(f Flavour, typ string) bool {
+	switch f {
+	case OpenAIChat:
+		return typ == "function" || typ == "custom"
+	case OpenAIResponses:
+		return typ == "function" || typ == "custom" || typ == "local_shell"
+	case AnthropicMessages:
+		// No type is a custom tool; the versioned ones are Anthropic's
+		// schemas for tools the client runs.
+		for _, p := range []string{"bash_", "text_editor_", "computer_", "memory_"} {
+			if strings.HasPrefix(typ, p) {
+				return true
+			}
+		}
+		return typ == "" || typ == "custom"
+	}
+	return false
+}
+
+func checkTools(f Flavour, m map[string]json.RawMessage) error {
+	for _, k := range hostedFields[f] {
+		if raw, ok := m[k]; ok && !isNull(raw) {
+			return fmt.Errorf("%w: %q asks the upstream to reach out on the run's behalf, which a run may not", errBadBody, k)
+		}
+	}
+	raw, ok := m["tools"]
+	if !ok || isNull(raw) {
+		return nil
+	}
+	var tools []map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &tools); err != nil {
+		return fmt.Errorf("%w: \"tools\" is not a list of objects", errBadBody)
+	}
+	for _, t := range tools {
+		typ, err := stringField(t, "type")
+		if err != nil {
+			return err
+		}
+		if !clientTool(f, typ) {
+			return fmt.Errorf("%w: the tool type %q runs on the upstream (billed apart, with network access): a run may use only tools it runs itself", errBadBody, cut(typ, 60))
+		}
+	}
+	return nil
 }
 
 // checkKeys walks the whole body: one JSON value, an object, no key

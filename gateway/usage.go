@@ -21,6 +21,10 @@ type usageFields struct {
 	InputTokens      *int64 `json:"input_tokens"`
 	OutputTokens     *int64 `json:"output_tokens"`
 	TotalTokens      *int64 `json:"total_tokens"`
+	// Anthropic counts cached prompt tokens apart from input_tokens
+	// (OpenAI counts them in prompt_tokens): they are input all the same.
+	CacheCreationInputTokens *int64 `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     *int64 `json:"cache_read_input_tokens"`
 }
 
 // payload is a reply body or one stream event. usage is at the top level
@@ -48,10 +52,13 @@ type payload struct {
 // running output count in each message_delta; OpenAI sends one final chunk
 // with usage (null before).
 type usageScanner struct {
-	usage   Usage
-	seen    bool
-	model   string // the model the upstream says answered
-	errText string // an error event or body, cut short
+	usage Usage
+	// cacheWrite and cacheRead are Anthropic's cached input tokens,
+	// added to the input in result.
+	cacheWrite, cacheRead int64
+	seen                  bool
+	model                 string // the model the upstream says answered
+	errText               string // an error event or body, cut short
 }
 
 func (s *usageScanner) merge(f *usageFields) {
@@ -69,6 +76,8 @@ func (s *usageScanner) merge(f *usageFields) {
 	set(&s.usage.OutputTokens, f.CompletionTokens)
 	set(&s.usage.OutputTokens, f.OutputTokens)
 	set(&s.usage.TotalTokens, f.TotalTokens)
+	set(&s.cacheWrite, f.CacheCreationInputTokens)
+	set(&s.cacheRead, f.CacheReadInputTokens)
 }
 
 // data reads one JSON document: a whole body or one event's data.
@@ -106,6 +115,7 @@ func (s *usageScanner) data(b []byte) {
 // not give one.
 func (s *usageScanner) result() Usage {
 	u := s.usage
+	u.InputTokens += s.cacheWrite + s.cacheRead
 	if u.TotalTokens < u.InputTokens+u.OutputTokens {
 		u.TotalTokens = u.InputTokens + u.OutputTokens
 	}

@@ -43,6 +43,25 @@ func chunks(s string) []string {
 	return out
 }
 
+// cached is the cached prompt tokens a reply reports apart from its
+// input tokens: only Anthropic's messages do.
+func (a *answer) cached(flavour string) int64 {
+	if flavour == Messages {
+		return a.CacheReadTokens
+	}
+	return 0
+}
+
+// messageUsage is a messages reply's usage.
+func (a *answer) messageUsage(out int64) obj {
+	u := obj{"input_tokens": a.in, "output_tokens": out}
+	if a.CacheReadTokens > 0 {
+		u["cache_read_input_tokens"] = a.CacheReadTokens
+		u["cache_creation_input_tokens"] = 0
+	}
+	return u
+}
+
 // whole is the non-streaming reply body.
 func (a *answer) whole(flavour string) any {
 	o := a.wholeWithUsage(flavour)
@@ -66,7 +85,7 @@ func (a *answer) wholeWithUsage(flavour string) obj {
 		}
 		return obj{"id": fmt.Sprintf("msg_%d", a.turn), "type": "message", "role": "assistant", "model": a.model,
 			"content": content, "stop_reason": a.stopReason(), "stop_sequence": nil,
-			"usage": obj{"input_tokens": a.in, "output_tokens": a.out}}
+			"usage": a.messageUsage(a.out)}
 	default:
 		msg := obj{"role": "assistant", "content": nil}
 		if a.Text != "" {
@@ -207,7 +226,7 @@ func (a *answer) messageEvents() []event {
 		evs = append(evs, event{name: typ, data: js(fields)})
 	}
 	start := obj{"id": fmt.Sprintf("msg_%d", a.turn), "type": "message", "role": "assistant", "model": a.model,
-		"content": []any{}, "stop_reason": nil, "stop_sequence": nil, "usage": obj{"input_tokens": a.in, "output_tokens": 1}}
+		"content": []any{}, "stop_reason": nil, "stop_sequence": nil, "usage": a.messageUsage(1)}
 	if a.NoUsage {
 		delete(start, "usage")
 	}

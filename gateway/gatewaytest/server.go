@@ -52,6 +52,11 @@ type Reply struct {
 	// AnsweredBy, when set, is the model the reply says answered, in
 	// place of the one asked for (an upstream that serves another).
 	AnsweredBy string
+	// CacheReadTokens, in the messages flavour, are prompt tokens read
+	// from Anthropic's prompt cache, reported apart from input_tokens
+	// (cache_read_input_tokens) as Anthropic does; Reported counts them
+	// as input.
+	CacheReadTokens int64
 	// NoUsage leaves the usage out of the reply, streamed or not (an
 	// upstream that does not report it).
 	NoUsage bool
@@ -254,7 +259,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !req.Stream {
 		w.Header().Set("Content-Type", "application/json")
 		if json.NewEncoder(w).Encode(a.whole(flavour)) == nil && !reply.NoUsage {
-			s.report(a.in, a.out)
+			s.report(a.in+a.cached(flavour), a.out)
 		}
 		return
 	}
@@ -288,7 +293,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// The stream reported its usage when it carried it: the chat API
 	// only when asked.
 	if !reply.NoUsage && (flavour != Chat || a.includeUsage) {
-		s.report(a.in, a.out)
+		s.report(a.in+a.cached(flavour), a.out)
 	}
 }
 
