@@ -127,6 +127,29 @@ func withReportKey(key []byte) Option {
 	}
 }
 
+// reportMark starts both report prefixes.
+const reportMark = "ssebench-gateway "
+
+// record takes one signed record.
+func (rep *Report) record(body []byte, records io.Writer, skipSeq int) error {
+	var rec struct {
+		Seq int `json:"seq"`
+	}
+	if json.Unmarshal(body, &rec) != nil {
+		rep.Unsigned++
+		return nil
+	}
+	if rec.Seq <= skipSeq || rec.Seq <= rep.LastSeq {
+		return nil
+	}
+	if _, err := records.Write(append(body, '\n')); err != nil {
+		return fmt.Errorf("writing the gateway's records: %w", err)
+	}
+	rep.Records++
+	rep.LastSeq = rec.Seq
+	return nil
+}
+
 // signLine returns one signed report line.
 func signLine(key []byte, prefix string, body []byte) []byte {
 	m := hmac.New(sha256.New, key)
@@ -278,36 +301,36 @@ func ReadReport(r io.Reader, key []byte, records, log io.Writer, skipSeq int, re
 	}
 }
 
-// line reads one line of the gateway's output.
+// line reads one line of the gateway's output. A report line is looked
+// for after the line's start too: a partial line that something else
+// wrote without its newline must not hide the record after it (what
+// comes before a signed line cannot change what it says).
 func (rep *Report) line(line, key []byte, records, log io.Writer, skipSeq int) error {
-	if rest, ok := bytes.CutPrefix(line, []byte(RecordPrefix)); ok {
-		body, ok := verifyLine(key, RecordPrefix, rest)
-		var rec struct {
-			Seq int `json:"seq"`
+	report := false
+	for i := 0; i < len(line); {
+		j := bytes.Index(line[i:], []byte(reportMark))
+		if j < 0 {
+			break
 		}
-		if !ok || json.Unmarshal(body, &rec) != nil {
-			rep.Unsigned++
-			return nil
+		i += j
+		rest := line[i:]
+		i += len(reportMark)
+		if body, ok := bytes.CutPrefix(rest, []byte(RecordPrefix)); ok {
+			report = true
+			if body, ok = verifyLine(key, RecordPrefix, body); ok {
+				return rep.record(body, records, skipSeq)
+			}
+		} else if body, ok := bytes.CutPrefix(rest, []byte(TotalsPrefix)); ok {
+			report = true
+			var t Totals
+			if body, ok = verifyLine(key, TotalsPrefix, body); ok && json.Unmarshal(body, &t) == nil {
+				rep.Totals = &t
+				return nil
+			}
 		}
-		if rec.Seq <= skipSeq || rec.Seq <= rep.LastSeq {
-			return nil
-		}
-		if _, err := records.Write(append(body, '\n')); err != nil {
-			return fmt.Errorf("writing the gateway's records: %w", err)
-		}
-		rep.Records++
-		rep.LastSeq = rec.Seq
-		return nil
 	}
-	if rest, ok := bytes.CutPrefix(line, []byte(TotalsPrefix)); ok {
-		body, ok := verifyLine(key, TotalsPrefix, rest)
-		var t Totals
-		if !ok || json.Unmarshal(body, &t) != nil {
-			rep.Unsigned++
-			return nil
-		}
-		rep.Totals = &t
-		return nil
+	if report {
+		rep.Unsigned++
 	}
 	if log != nil {
 		if _, err := log.Write(append(line, '\n')); err != nil {
