@@ -141,8 +141,13 @@ var hostedFields = map[Flavour][]string{
 	AnthropicMessages: {"mcp_servers", "container"},
 }
 
-// clientTool reports whether a tool type is one the agent runs.
+// clientTool reports whether a tool type is one the agent runs. A tool
+// without a type is the agent's: the upstream's own tools are named by
+// their type.
 func clientTool(f Flavour, typ string) bool {
+	if typ == "" {
+		return true
+	}
 	switch f {
 	case OpenAIChat:
 		return typ == "function" || typ == "custom"
@@ -156,7 +161,7 @@ func clientTool(f Flavour, typ string) bool {
 				return true
 			}
 		}
-		return typ == "" || typ == "custom"
+		return typ == "custom"
 	}
 	return false
 }
