@@ -77,6 +77,7 @@ var bypasses = []bypass{
 	{name: "n of 100", path: "/chat/completions", body: `{"model":"scripted","n":100,` + chatMsgs + `}`},
 	{name: "max_tokens as a float", path: "/chat/completions", body: `{"model":"scripted","max_tokens":1e9,` + chatMsgs + `}`},
 	{name: "stream as a string", path: "/chat/completions", body: `{"model":"scripted","stream":"false",` + chatMsgs + `}`},
+	{name: "a router's fallback models", path: "/chat/completions", body: `{"model":"scripted","models":["scripted","expensive"],"route":"fallback",` + chatMsgs + `}`},
 	{name: "background response", flavour: gateway.OpenAIResponses, path: "/responses", body: `{"model":"scripted","background":true,"input":"x"}`},
 
 	// Tools the upstream runs: billed apart, and a way out to the network.

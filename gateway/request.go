@@ -43,7 +43,7 @@ var errBadBody = errors.New("the request body is not one the gateway forwards")
 var priced = []string{
 	"model", "stream", "stream_options", "n", "max_tokens", "max_completion_tokens",
 	"max_output_tokens", "tool_choice", "parallel_tool_calls", "tools", "background",
-	"thinking", "reasoning", "service_tier", "best_of",
+	"thinking", "reasoning", "service_tier", "best_of", "models", "fallbacks", "route",
 }
 
 // maxN bounds the chat API's n: more answers than this in one request is
@@ -127,8 +127,18 @@ func parseRequest(f Flavour, body []byte) (*genRequest, error) {
 	if err := checkTools(f, m); err != nil {
 		return nil, err
 	}
+	for _, k := range routingFields {
+		if raw, ok := m[k]; ok && !isNull(raw) {
+			return nil, fmt.Errorf("%w: %q would let the upstream answer with another model than \"model\": name one model", errBadBody, k)
+		}
+	}
 	return q, nil
 }
+
+// routingFields are the routers' ways (OpenRouter's, LiteLLM's) to have
+// another model answer when the one named fails: a way around the run's
+// allowed models.
+var routingFields = []string{"models", "fallbacks", "route"}
 
 // Tools the upstream runs itself (web search, fetching pages, running
 // code, image generation, remote MCP servers) are billed apart from the
