@@ -108,9 +108,9 @@ var bypasses = []bypass{
 		prices: map[string]gateway.Price{"scripted": {Input: 1, Output: 1}, "dear": {Input: 100, Output: 100}}, check: pricedAsAnswered},
 }
 
-// TestBypasses sends each attempt through a gateway to the scripted
+// TestHostileGatewayBypasses sends each attempt through a gateway to the scripted
 // server and judges it: 0 through.
-func TestBypasses(t *testing.T) {
+func TestHostileGatewayBypasses(t *testing.T) {
 	for _, b := range bypasses {
 		t.Run(b.name, func(t *testing.T) {
 			hostile.Case(t, "gateway: bypass")

@@ -48,10 +48,10 @@ func send(g *gateway.Gateway, path, body string) int {
 	return w.Code
 }
 
-// TestReportSurvives: whatever an agent sends, and whatever else is in
+// TestHostileGatewayReport: whatever an agent sends, and whatever else is in
 // the gateway's output, the host reads every record and the last totals
 // back, and nothing it did not sign.
-func TestReportSurvives(t *testing.T) {
+func TestHostileGatewayReport(t *testing.T) {
 	junk := make([]byte, 3<<20)
 	rand.Read(junk)
 	for _, c := range []struct {

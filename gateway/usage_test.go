@@ -32,11 +32,11 @@ func conversation(f gateway.Flavour, turns int, extra string) string {
 	return `{"model":"scripted","messages":` + list + extra + `}`
 }
 
-// TestUsageEqualsUpstream: over a script of replies of different sizes,
+// TestHostileGatewayUsage: over a script of replies of different sizes,
 // in each flavour, streamed and not, and for chat streams whatever the
 // agent's stream_options, the gateway records exactly the usage the
 // upstream reported, request by request and in all.
-func TestUsageEqualsUpstream(t *testing.T) {
+func TestHostileGatewayUsage(t *testing.T) {
 	script := []gatewaytest.Reply{
 		{Text: "first", InputTokens: 1234, OutputTokens: 56},
 		{Text: "second, longer", InputTokens: 2000, OutputTokens: 7},
@@ -62,7 +62,7 @@ func TestUsageEqualsUpstream(t *testing.T) {
 				continue
 			}
 			t.Run(string(fl)+"/"+v.name, func(t *testing.T) {
-				hostile.Case(t, "gateway: bypass")
+				hostile.Case(t, "gateway: usage")
 				f := newFixture(t, fl, script, nil)
 				for turn := range script {
 					req, _ := http.NewRequest(http.MethodPost, f.base+paths[fl], strings.NewReader(conversation(fl, turn, v.extra)))
@@ -115,11 +115,11 @@ func readAll(t *testing.T, resp *http.Response) string {
 	}
 }
 
-// TestParallelStreamsReserve: 32 streams at once against a token limit
+// TestHostileGatewayParallelStreams: 32 streams at once against a token limit
 // overshoot it by at most one request's maximum, because each request's
 // maximum is set aside before it is forwarded.
-func TestParallelStreamsReserve(t *testing.T) {
-	hostile.Case(t, "gateway: bypass")
+func TestHostileGatewayParallelStreams(t *testing.T) {
+	hostile.Case(t, "gateway: usage")
 	const limit, maxTokens = 500, 50
 	// Each reply uses 50 tokens; the body's estimate is larger, so a
 	// reservation covers what the reply uses.
