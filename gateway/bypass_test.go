@@ -24,8 +24,10 @@ type bypass struct {
 	path    string
 	header  map[string]string
 	body    string
-	script  []gatewaytest.Reply
-	prices  map[string]gateway.Price
+	// stream, when set, is the body instead, sent chunked (no length).
+	stream func() io.Reader
+	script []gatewaytest.Reply
+	prices map[string]gateway.Price
 	// check judges the outcome; nil: refused, the upstream got nothing.
 	check func(t *testing.T, f *fixture, resp *http.Response, data []byte)
 }
@@ -78,6 +80,9 @@ var bypasses = []bypass{
 	{name: "max_tokens as a float", path: "/chat/completions", body: `{"model":"scripted","max_tokens":1e9,` + chatMsgs + `}`},
 	{name: "stream as a string", path: "/chat/completions", body: `{"model":"scripted","stream":"false",` + chatMsgs + `}`},
 	{name: "a router's fallback models", path: "/chat/completions", body: `{"model":"scripted","models":["scripted","expensive"],"route":"fallback",` + chatMsgs + `}`},
+	{name: "a body over 64 MiB, chunked", path: "/chat/completions", stream: func() io.Reader {
+		return io.MultiReader(strings.NewReader(`{"model":"scripted","pad":"`), io.LimitReader(repeatReader('a'), 65<<20), strings.NewReader(`"}`))
+	}, check: tooLarge},
 	{name: "background response", flavour: gateway.OpenAIResponses, path: "/responses", body: `{"model":"scripted","background":true,"input":"x"}`},
 
 	// Tools the upstream runs: billed apart, and a way out to the network.
@@ -130,7 +135,11 @@ func TestHostileGatewayBypasses(t *testing.T) {
 			if method == "" {
 				method = http.MethodPost
 			}
-			req, err := http.NewRequest(method, f.base+b.path, strings.NewReader(b.body))
+			var body io.Reader = strings.NewReader(b.body)
+			if b.stream != nil {
+				body = io.NopCloser(b.stream()) // not a type whose length the client knows
+			}
+			req, err := http.NewRequest(method, f.base+b.path, body)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -193,6 +202,24 @@ func refused(t *testing.T, f *fixture, resp *http.Response, data []byte) {
 	if len(recs) != 1 || recs[0]["refused"] == nil || recs[0]["error"] == nil || strings.Contains(fmt.Sprint(recs[0]["error"]), "\n") {
 		t.Errorf("records = %v, want one refusal with a one-line reason", recs)
 	}
+}
+
+type repeatReader byte
+
+func (r repeatReader) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = byte(r)
+	}
+	return len(p), nil
+}
+
+// tooLarge: refused with 413, unforwarded.
+func tooLarge(t *testing.T, f *fixture, resp *http.Response, data []byte) {
+	t.Helper()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Errorf("status %d, want 413: %s", resp.StatusCode, data)
+	}
+	refused(t, f, resp, data)
 }
 
 // counted: forwarded, and the totals are the upstream's own usage.

@@ -194,12 +194,17 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	x.rec.Path = path
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxRequestBody+1))
-	if err != nil {
-		g.refuse(w, x, http.StatusBadRequest, "body", "invalid_request", "reading the request body: "+err.Error())
-		return
+	// A body that says it is too big is refused unread; one that does
+	// not say is read up to the cap.
+	var body []byte
+	var err error
+	if r.ContentLength <= maxRequestBody {
+		if body, err = io.ReadAll(io.LimitReader(r.Body, maxRequestBody+1)); err != nil {
+			g.refuse(w, x, http.StatusBadRequest, "body", "invalid_request", "reading the request body: "+err.Error())
+			return
+		}
 	}
-	if len(body) > maxRequestBody {
+	if r.ContentLength > maxRequestBody || len(body) > maxRequestBody {
 		g.refuse(w, x, http.StatusRequestEntityTooLarge, "body", "request_too_large",
 			fmt.Sprintf("the request body is larger than %d MiB", maxRequestBody>>20))
 		return
