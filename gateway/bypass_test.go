@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/42-b3yond-6ug/ssebench/gateway"
 	"github.com/42-b3yond-6ug/ssebench/gateway/gatewaytest"
@@ -28,6 +29,9 @@ type bypass struct {
 	stream func() io.Reader
 	script []gatewaytest.Reply
 	prices map[string]gateway.Price
+	// hangUp, when set, makes the agent read this many bytes of the
+	// reply and close the connection.
+	hangUp int
 	// check judges the outcome; nil: refused, the upstream got nothing.
 	check func(t *testing.T, f *fixture, resp *http.Response, data []byte)
 }
@@ -108,6 +112,12 @@ var bypasses = []bypass{
 		script: []gatewaytest.Reply{{Text: "cached", InputTokens: 3, OutputTokens: 5, CacheReadTokens: 90000}}, check: counted},
 	{name: "prompt cache reads, streamed", flavour: gateway.AnthropicMessages, path: "/v1/messages", body: `{"model":"scripted","max_tokens":50,"stream":true,` + chatMsgs + `}`,
 		script: []gatewaytest.Reply{{Text: "cached", InputTokens: 3, OutputTokens: 5, CacheReadTokens: 90000}}, check: counted},
+	{name: "hang up before the usage, messages", flavour: gateway.AnthropicMessages, path: "/v1/messages", body: `{"model":"scripted","max_tokens":500,"stream":true,` + chatMsgs + `}`,
+		script: []gatewaytest.Reply{{Text: strings.Repeat("a long answer ", 20), InputTokens: 7, OutputTokens: 300, EventDelay: 20 * time.Millisecond}}, hangUp: 1500, check: hungUp},
+	{name: "hang up before the usage, responses", flavour: gateway.OpenAIResponses, path: "/responses", body: `{"model":"scripted","stream":true,"input":"x"}`,
+		script: []gatewaytest.Reply{{Text: strings.Repeat("a long answer ", 20), InputTokens: 7, OutputTokens: 300, EventDelay: 20 * time.Millisecond}}, hangUp: 1500, check: hungUp},
+	{name: "hang up before the usage, chat", path: "/chat/completions", body: `{"model":"scripted","stream":true,` + chatMsgs + `}`,
+		script: []gatewaytest.Reply{{Text: strings.Repeat("a long answer ", 20), InputTokens: 7, OutputTokens: 300, EventDelay: 20 * time.Millisecond}}, hangUp: 1500, check: hungUp},
 	{name: "answered by a dearer model", path: "/chat/completions", body: `{"model":"scripted",` + chatMsgs + `}`,
 		script: []gatewaytest.Reply{{Text: "hi", InputTokens: 1000, OutputTokens: 1000, AnsweredBy: "dear"}},
 		prices: map[string]gateway.Price{"scripted": {Input: 1, Output: 1}, "dear": {Input: 100, Output: 100}}, check: pricedAsAnswered},
@@ -154,7 +164,13 @@ func TestHostileGatewayBypasses(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			data, err := io.ReadAll(resp.Body)
+			var data []byte
+			if b.hangUp > 0 {
+				data = make([]byte, b.hangUp)
+				_, err = io.ReadFull(resp.Body, data)
+			} else {
+				data, err = io.ReadAll(resp.Body)
+			}
 			resp.Body.Close()
 			if err != nil {
 				t.Fatal(err)
@@ -276,6 +292,20 @@ func estimated(t *testing.T, f *fixture, resp *http.Response, data []byte) {
 	tot := f.gw.Totals()
 	if tot.InputTokens == 0 || tot.OutputTokens == 0 || len(recs) != 1 || recs[0]["usage_estimated"] != true {
 		t.Errorf("through uncounted: totals %+v, record %v: want an estimate marked as one", tot, recs)
+	}
+}
+
+// hungUp: the agent read part of a stream and hung up before the usage
+// came; the gateway counts at least what it relayed, and says so.
+func hungUp(t *testing.T, f *fixture, resp *http.Response, data []byte) {
+	t.Helper()
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d: %s", resp.StatusCode, data)
+	}
+	recs := rawRecords(t, f, 1)
+	tot := f.gw.Totals()
+	if len(recs) != 1 || recs[0]["usage_estimated"] != true || tot.OutputTokens < int64(len(data))/4 {
+		t.Errorf("through uncounted: the agent got %d bytes of the answer; totals %+v, record %v: want at least a token per 4 bytes, marked as an estimate", len(data), tot, recs)
 	}
 }
 

@@ -154,13 +154,15 @@ type exchange struct {
 	// stripUsage takes out of a chat stream the usage the gateway asked
 	// for and the agent did not.
 	stripUsage bool
-	scanner    usageScanner
-	sse        *sseScanner
-	body       *bytes.Buffer // a JSON reply, kept (bounded) to read its usage
-	err        error
-	idle       *time.Timer
-	ctx        context.Context // the upstream exchange's, with its deadlines
-	mu         sync.Mutex
+	// eof says the upstream's reply was read to its end.
+	eof     bool
+	scanner usageScanner
+	sse     *sseScanner
+	body    *bytes.Buffer // a JSON reply, kept (bounded) to read its usage
+	err     error
+	idle    *time.Timer
+	ctx     context.Context // the upstream exchange's, with its deadlines
+	mu      sync.Mutex
 }
 
 type ctxKey struct{}
@@ -473,7 +475,10 @@ func (g *Gateway) finish(x *exchange) {
 	r.Usage = x.scanner.result()
 	r.Answered = cut(x.scanner.model, maxModelText)
 	if x.meter && r.Refused == "" {
-		r.Usage, r.Estimated = settle(r.Usage, x.scanner.seen, r.Status, x.err != nil, x.reqSize, x.respSize)
+		// A reply not read to its end (the upstream broke off, or the
+		// agent hung up once it had what it wanted) may have cost more
+		// than the usage seen so far says.
+		r.Usage, r.Estimated = settle(r.Usage, x.scanner.seen, r.Status, x.err != nil || !x.eof, x.reqSize, x.respSize)
 	}
 	if r.Refused == "" {
 		if r.Status >= 400 && x.err == nil {
@@ -588,6 +593,9 @@ func (b *meteredBody) Read(p []byte) (int, error) {
 		} else if x.body.Len() < maxRequestBody {
 			x.body.Write(p[:n])
 		}
+	}
+	if err == io.EOF {
+		x.eof = true
 	}
 	if err != nil && err != io.EOF {
 		// The proxy aborts the agent's connection after this: the agent

@@ -217,7 +217,9 @@ func estimateTokens(n int64) int64 { return (n + bytesPerToken - 1) / bytesPerTo
 // the upstream's own when it gave it for a whole reply; else, for a
 // reply that came (2xx), the estimate from the request's and the reply's
 // sizes, taking the larger of it and what was reported for a reply cut
-// short. An error status spends nothing, and counts what it says.
+// short (broken: the upstream broke off, or the agent hung up before the
+// end, where the usage comes). An error status spends nothing, and counts
+// what it says.
 func settle(u Usage, seen bool, status int, broken bool, reqSize, respSize int64) (Usage, bool) {
 	if status < 200 || status > 299 || (seen && !broken) {
 		return u, false

@@ -49,6 +49,9 @@ type Reply struct {
 	StallMidStream bool
 	// Delay is waited before answering.
 	Delay time.Duration
+	// EventDelay is waited between a stream's events: a model that
+	// writes slowly, still writing when a client hangs up.
+	EventDelay time.Duration
 	// AnsweredBy, when set, is the model the reply says answered, in
 	// place of the one asked for (an upstream that serves another).
 	AnsweredBy string
@@ -269,6 +272,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	events := a.events(flavour)
 	rc := http.NewResponseController(w)
 	for i, ev := range events {
+		if i > 0 && reply.EventDelay > 0 {
+			select {
+			case <-time.After(reply.EventDelay):
+			case <-r.Context().Done():
+				return
+			}
+		}
 		if i == 1 && (reply.ResetMidStream || reply.StallMidStream) {
 			rc.Flush()
 			if reply.StallMidStream {
