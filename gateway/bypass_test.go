@@ -181,10 +181,22 @@ func TestHostileGatewayBypasses(t *testing.T) {
 			}
 			check(t, f, resp, data)
 			if !t.Failed() {
-				t.Logf("%s %s → %d, 0 through", method, b.path, resp.StatusCode)
+				recs := rawRecords(t, f, 1)
+				why := recs[len(recs)-1]["error"]
+				if why == nil {
+					why = fmt.Sprintf("%v+%v tokens counted", recs[len(recs)-1]["input_tokens"], recs[len(recs)-1]["output_tokens"])
+				}
+				t.Logf("%s %s → %d, 0 through: %v", method, cut(b.path, 60), resp.StatusCode, why)
 			}
 		})
 	}
+}
+
+func cut(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "..."
+	}
+	return s
 }
 
 // rawRecords reads model.jsonl as maps, for fields a Record may not have.

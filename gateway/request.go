@@ -46,6 +46,10 @@ var priced = []string{
 	"thinking", "reasoning", "service_tier", "best_of", "models", "fallbacks", "route",
 }
 
+// maxOutputTokens bounds a request's maximum output: far above what any
+// model writes in one reply, far below what a number can say.
+const maxOutputTokens = 10_000_000
+
 // maxN bounds the chat API's n: more answers than this in one request is
 // not an agent's way of working.
 const maxN = 8
@@ -108,7 +112,7 @@ func parseRequest(f Flavour, body []byte) (*genRequest, error) {
 		limits = []string{"max_tokens"}
 	}
 	for _, k := range limits {
-		v, err := intField(m, k, 1<<40)
+		v, err := intField(m, k, maxOutputTokens)
 		if err != nil {
 			return nil, err
 		}
