@@ -29,6 +29,12 @@ type Gateway struct {
 	seq     int
 	started int // requests forwarded or in flight, for MaxRequests
 	totals  Totals
+	// reserved is the most the requests in flight may still add to
+	// the totals: a request is let through only while the totals plus
+	// it stay under the limits, so parallel requests overshoot a limit
+	// by at most one request's maximum.
+	reserved     int64
+	reservedCost float64
 
 	srv *server
 }
@@ -44,6 +50,9 @@ type Totals struct {
 	// Refused is how many requests the gateway answered itself: a wrong
 	// token (401), a model the run does not allow (403), a limit (429).
 	Refused int `json:"refused"`
+	// Estimated is how many forwarded requests got no usage from the
+	// upstream and were counted by the gateway's estimate.
+	Estimated int `json:"estimated,omitempty"`
 	Usage
 	CostUSD float64 `json:"cost_usd"`
 	// LimitReached names the first limit that refused a request:
@@ -71,9 +80,12 @@ type Record struct {
 	LatencyMS   float64 `json:"latency_ms"`
 	FirstByteMS float64 `json:"first_byte_ms,omitempty"`
 	Usage
-	CostUSD float64 `json:"cost_usd,omitempty"`
-	// Refused says why the gateway answered itself: token, model,
-	// max_requests, max_tokens, max_cost, body.
+	// Estimated says the upstream gave no usage (or a reply cut short
+	// gave less than it sent): the counts are the gateway's estimate.
+	Estimated bool    `json:"usage_estimated,omitempty"`
+	CostUSD   float64 `json:"cost_usd,omitempty"`
+	// Refused says why the gateway answered itself: token, endpoint,
+	// model, max_requests, max_tokens, max_cost, body.
 	Refused string `json:"refused,omitempty"`
 	// Failed marks a forwarded request that failed; Error says how.
 	Failed bool   `json:"failed,omitempty"`
@@ -132,6 +144,18 @@ func (g *Gateway) Totals() Totals {
 type exchange struct {
 	rec     Record
 	start   time.Time
+	meter   bool  // a generating request: its usage is counted
+	reqSize int64 // the forwarded body's size, for the estimate
+	// respSize counts the reply's bytes as the upstream sent them.
+	respSize int64
+	// reserved and reservedCost are what reserve set aside.
+	reserved     int64
+	reservedCost float64
+	// stripUsage takes out of a chat stream the usage the gateway asked
+	// for and the agent did not.
+	stripUsage bool
+	// eof says the upstream's reply was read to its end.
+	eof     bool
 	scanner usageScanner
 	sse     *sseScanner
 	body    *bytes.Buffer // a JSON reply, kept (bounded) to read its usage
@@ -150,7 +174,9 @@ var errIdle = errors.New("the upstream sent nothing for too long")
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	x := &exchange{start: time.Now()}
 	x.rec.Time = x.start.UTC()
-	x.rec.Method, x.rec.Path = r.Method, r.URL.Path
+	// The method and path are the agent's, of any length: a record
+	// keeps them cut.
+	x.rec.Method, x.rec.Path = cut(r.Method, 20), cut(r.URL.Path, maxPathText)
 	defer g.finish(x)
 
 	if !g.authorized(r) {
@@ -158,39 +184,66 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			"the gateway did not accept this API key: use the run's SSE_API_KEY")
 		return
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxRequestBody+1))
-	if err != nil {
-		g.refuse(w, x, http.StatusBadRequest, "body", "invalid_request", "reading the request body: "+err.Error())
+	// A switch to another protocol would leave the gateway blind.
+	if r.Header.Get("Upgrade") != "" {
+		g.refuse(w, x, http.StatusForbidden, "endpoint", "endpoint_not_allowed",
+			"the model gateway does not switch protocols (Upgrade): use plain HTTP requests")
 		return
 	}
-	if len(body) > maxRequestBody {
+	ep, path, why := route(g.cfg.Upstream.Flavour, r)
+	if why != "" {
+		g.refuse(w, x, http.StatusForbidden, "endpoint", "endpoint_not_allowed", why)
+		return
+	}
+	x.rec.Path = path
+	// A body that says it is too big is refused unread; one that does
+	// not say is read up to the cap.
+	var body []byte
+	var err error
+	if r.ContentLength <= maxRequestBody {
+		if body, err = io.ReadAll(io.LimitReader(r.Body, maxRequestBody+1)); err != nil {
+			g.refuse(w, x, http.StatusBadRequest, "body", "invalid_request", "reading the request body: "+err.Error())
+			return
+		}
+	}
+	if r.ContentLength > maxRequestBody || len(body) > maxRequestBody {
 		g.refuse(w, x, http.StatusRequestEntityTooLarge, "body", "request_too_large",
 			fmt.Sprintf("the request body is larger than %d MiB", maxRequestBody>>20))
 		return
 	}
-	var req struct {
-		Model         string          `json:"model"`
-		Stream        bool            `json:"stream"`
-		StreamOptions json.RawMessage `json:"stream_options"`
-	}
-	isJSON := len(bytes.TrimSpace(body)) > 0 && bytes.TrimSpace(body)[0] == '{'
-	if isJSON {
-		_ = json.Unmarshal(body, &req)
-	}
-	x.rec.Model, x.rec.Stream = req.Model, req.Stream
-	if req.Model != "" && len(g.cfg.Allowed) > 0 && !slices.Contains(g.cfg.Allowed, req.Model) {
-		g.refuse(w, x, http.StatusForbidden, "model", "model_not_allowed",
-			fmt.Sprintf("model %q is not allowed in this run: use %s", req.Model, strings.Join(g.cfg.Allowed, " or ")))
+	var q *genRequest
+	if ep.generate {
+		if q, err = g.readRequest(r, body); err != nil {
+			g.refuse(w, x, http.StatusBadRequest, "body", "invalid_request", err.Error())
+			return
+		}
+		x.rec.Model, x.rec.Stream = cut(q.Model, maxModelText), q.Stream
+		x.meter = true
+		if len(g.cfg.Allowed) > 0 && !slices.Contains(g.cfg.Allowed, q.Model) {
+			g.refuse(w, x, http.StatusForbidden, "model", "model_not_allowed",
+				fmt.Sprintf("model %q is not allowed in this run: use %s", cut(q.Model, maxModelText), strings.Join(g.cfg.Allowed, " or ")))
+			return
+		}
+		// The chat API reports a stream's usage only when asked to; the
+		// other APIs always do. The gateway always asks, whatever the
+		// agent's stream_options say, and hides the answer from an agent
+		// that did not ask.
+		if q.Stream && g.cfg.Upstream.Flavour == OpenAIChat {
+			if body, err = q.withStreamUsage(); err != nil {
+				g.refuse(w, x, http.StatusBadRequest, "body", "invalid_request", err.Error())
+				return
+			}
+			x.stripUsage = !q.IncludeUsage
+		}
+	} else if len(body) > 0 {
+		g.refuse(w, x, http.StatusBadRequest, "body", "invalid_request",
+			fmt.Sprintf("%s %s takes no request body", r.Method, ep.path))
 		return
 	}
-	if code, msg := g.reserve(); code != "" {
+	x.reqSize = int64(len(body))
+	if code, msg := g.reserve(x, q); code != "" {
 		g.refuse(w, x, http.StatusTooManyRequests, code, code, msg)
 		return
-	}
-	// The chat API reports a stream's usage only when asked to; the
-	// other APIs always do (and may not know the field).
-	if isJSON && req.Stream && len(req.StreamOptions) == 0 && g.cfg.Upstream.Flavour != AnthropicMessages && strings.HasSuffix(r.URL.Path, "/chat/completions") {
-		body = withStreamUsage(body)
 	}
 
 	ctx, cancel := context.WithTimeoutCause(r.Context(), g.opts.requestTimeout,
@@ -203,6 +256,12 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer x.idle.Stop()
 
 	out := r.Clone(context.WithValue(ctx, ctxKey{}, x))
+	out.URL.Path, out.URL.RawPath = path, ""
+	out.Trailer = nil
+	if ep.generate {
+		// The upstream reads the body as the JSON the gateway read.
+		out.Header.Set("Content-Type", "application/json")
+	}
 	out.Body = io.NopCloser(bytes.NewReader(body))
 	out.ContentLength = int64(len(body))
 	out.Header.Del("Content-Length")
@@ -225,9 +284,40 @@ func (g *Gateway) authorized(r *http.Request) bool {
 	return subtle.ConstantTimeCompare([]byte(got), []byte(g.opts.token)) == 1
 }
 
-// reserve counts a request against the limits; it returns the limit's
-// name and a message when one is reached.
-func (g *Gateway) reserve() (string, string) {
+// readRequest reads a generating request's body strictly: a JSON
+// object, sent as one, and no encoding the gateway would not read.
+func (g *Gateway) readRequest(r *http.Request, body []byte) (*genRequest, error) {
+	// No type is read as JSON, as the APIs do; any other type is not.
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+			return nil, fmt.Errorf("%w: send it as Content-Type: application/json", errBadBody)
+		}
+	}
+	if ce := r.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
+		return nil, fmt.Errorf("%w: send it without Content-Encoding", errBadBody)
+	}
+	return parseRequest(g.cfg.Upstream.Flavour, body)
+}
+
+// defaultMaxOutput is the output a request that sets no maximum is
+// reserved for.
+const defaultMaxOutput = 4096
+
+// reserve counts a request against the limits and sets aside the most it
+// may add to them; it returns the limit's name and a message when one is
+// reached, counting what the requests in flight may still add.
+func (g *Gateway) reserve(x *exchange, q *genRequest) (string, string) {
+	if q != nil {
+		out := q.MaxTokens
+		if out == 0 {
+			out = defaultMaxOutput
+		}
+		in := estimateTokens(x.reqSize)
+		x.reserved = in + out*q.N
+		if p, ok := g.cfg.Prices[firstNonEmpty(q.Model, g.cfg.Model)]; ok {
+			x.reservedCost = p.Cost(in, out*q.N)
+		}
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	l := g.opts.limits
@@ -235,34 +325,22 @@ func (g *Gateway) reserve() (string, string) {
 	switch {
 	case l.MaxRequests > 0 && g.started >= l.MaxRequests:
 		code, msg = "max_requests", fmt.Sprintf("this run's limit of %d model requests is reached (--max-requests)", l.MaxRequests)
-	case l.MaxTokens > 0 && g.totals.TotalTokens >= l.MaxTokens:
-		code, msg = "max_tokens", fmt.Sprintf("this run's limit of %d tokens is reached: %d used (--max-tokens)", l.MaxTokens, g.totals.TotalTokens)
-	case l.MaxCost > 0 && g.totals.CostUSD >= l.MaxCost:
-		code, msg = "max_cost", fmt.Sprintf("this run's limit of $%.4f is reached: $%.4f spent (--max-cost)", l.MaxCost, g.totals.CostUSD)
+	case l.MaxTokens > 0 && g.totals.TotalTokens+g.reserved >= l.MaxTokens:
+		code, msg = "max_tokens", fmt.Sprintf("this run's limit of %d tokens is reached: %d used, up to %d more in requests under way (--max-tokens)", l.MaxTokens, g.totals.TotalTokens, g.reserved)
+	case l.MaxCost > 0 && g.totals.CostUSD+g.reservedCost >= l.MaxCost:
+		code, msg = "max_cost", fmt.Sprintf("this run's limit of $%.4f is reached: $%.4f spent, up to $%.4f more in requests under way (--max-cost)", l.MaxCost, g.totals.CostUSD, g.reservedCost)
 	}
 	if code != "" {
+		x.reserved, x.reservedCost = 0, 0
 		if g.totals.LimitReached == "" {
 			g.totals.LimitReached = code
 		}
 		return code, msg
 	}
 	g.started++
+	g.reserved += x.reserved
+	g.reservedCost += x.reservedCost
 	return "", ""
-}
-
-// withStreamUsage adds stream_options.include_usage to a chat request, so
-// the stream's last chunk carries the usage.
-func withStreamUsage(body []byte) []byte {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(body, &m) != nil {
-		return body
-	}
-	m["stream_options"] = json.RawMessage(`{"include_usage":true}`)
-	b, err := json.Marshal(m)
-	if err != nil {
-		return body
-	}
-	return b
 }
 
 // credentialHeaders are the ways a client may send a key; none of the
@@ -273,7 +351,22 @@ var credentialHeaders = []string{"Authorization", "X-Api-Key", "Api-Key", "Proxy
 // token for the real key.
 func (g *Gateway) rewrite(pr *httputil.ProxyRequest) {
 	pr.SetURL(g.cfg.Upstream.BaseURL)
+	// The query was checked against the endpoint's; it goes on as the
+	// gateway read it.
+	q := pr.In.URL.Query().Encode()
+	pr.Out.URL.RawQuery = g.cfg.Upstream.BaseURL.RawQuery
+	if q != "" {
+		if pr.Out.URL.RawQuery != "" {
+			pr.Out.URL.RawQuery += "&"
+		}
+		pr.Out.URL.RawQuery += q
+	}
 	h := pr.Out.Header
+	for k := range h {
+		if !forwardHeader(k) {
+			h.Del(k)
+		}
+	}
 	for _, k := range credentialHeaders {
 		h.Del(k)
 	}
@@ -312,6 +405,9 @@ func (g *Gateway) modifyResponse(resp *http.Response) error {
 		x.body = &bytes.Buffer{}
 	}
 	resp.Body = &meteredBody{rc: resp.Body, x: x, idle: g.opts.idleTimeout}
+	if x.stripUsage && x.sse != nil {
+		resp.Body = newUsageStripper(resp.Body)
+	}
 	return nil
 }
 
@@ -377,7 +473,13 @@ func (g *Gateway) finish(x *exchange) {
 	r := &x.rec
 	r.LatencyMS = ms(time.Since(x.start))
 	r.Usage = x.scanner.result()
-	r.Answered = x.scanner.model
+	r.Answered = cut(x.scanner.model, maxModelText)
+	if x.meter && r.Refused == "" {
+		// A reply not read to its end (the upstream broke off, or the
+		// agent hung up once it had what it wanted) may have cost more
+		// than the usage seen so far says.
+		r.Usage, r.Estimated = settle(r.Usage, x.scanner.seen, r.Status, x.err != nil || !x.eof, x.reqSize, x.respSize)
+	}
 	if r.Refused == "" {
 		if r.Status >= 400 && x.err == nil {
 			x.err = fmt.Errorf("the upstream answered %d %s: %s", r.Status, http.StatusText(r.Status), x.scanner.errText)
@@ -391,9 +493,11 @@ func (g *Gateway) finish(x *exchange) {
 	g.mu.Lock()
 	g.seq++
 	r.Seq = g.seq
-	if price, ok := g.cfg.Prices[firstNonEmpty(r.Model, g.cfg.Model)]; ok {
+	if price, ok := g.price(x.scanner.model, x.rec.Model); ok {
 		r.CostUSD = price.Cost(r.InputTokens, r.OutputTokens)
 	}
+	g.reserved -= x.reserved
+	g.reservedCost -= x.reservedCost
 	t := &g.totals
 	if r.Refused != "" {
 		t.Refused++
@@ -401,6 +505,9 @@ func (g *Gateway) finish(x *exchange) {
 		t.Requests++
 		if r.Failed {
 			t.Failed++
+		}
+		if r.Estimated {
+			t.Estimated++
 		}
 		t.InputTokens += r.InputTokens
 		t.OutputTokens += r.OutputTokens
@@ -416,6 +523,26 @@ func (g *Gateway) finish(x *exchange) {
 		fmt.Fprintf(g.opts.log, "gateway: recording request %d: %v\n", r.Seq, err)
 	}
 }
+
+// price is the price of the model that answered, as the reply names it:
+// an upstream that serves another model than the one asked for is paid
+// at that model's price. A reply that names no model, or one without a
+// price, is paid at the price of the model asked for, else the run's.
+func (g *Gateway) price(answered, asked string) (Price, bool) {
+	for _, m := range []string{answered, asked, g.cfg.Model} {
+		if p, ok := g.cfg.Prices[m]; ok && m != "" {
+			return p, true
+		}
+	}
+	return Price{}, false
+}
+
+// maxModelText bounds a model name kept in a record or a message: the
+// name is the agent's, and may be of any length.
+const maxModelText = 200
+
+// maxPathText bounds a path kept in a record.
+const maxPathText = 300
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
@@ -460,11 +587,15 @@ func (b *meteredBody) Read(p []byte) (int, error) {
 			x.rec.FirstByteMS = ms(time.Since(x.start))
 		}
 		x.touch(b.idle)
+		x.respSize += int64(n)
 		if x.sse != nil {
 			x.sse.Write(p[:n])
 		} else if x.body.Len() < maxRequestBody {
 			x.body.Write(p[:n])
 		}
+	}
+	if err == io.EOF {
+		x.eof = true
 	}
 	if err != nil && err != io.EOF {
 		// The proxy aborts the agent's connection after this: the agent

@@ -48,6 +48,7 @@ type options struct {
 	idleTimeout    time.Duration
 	transport      http.RoundTripper
 	log            io.Writer
+	reportKey      []byte // a remote gateway's, to sign its report
 }
 
 func makeOptions(opts ...Option) (*options, error) {

@@ -21,6 +21,10 @@ type usageFields struct {
 	InputTokens      *int64 `json:"input_tokens"`
 	OutputTokens     *int64 `json:"output_tokens"`
 	TotalTokens      *int64 `json:"total_tokens"`
+	// Anthropic counts cached prompt tokens apart from input_tokens
+	// (OpenAI counts them in prompt_tokens): they are input all the same.
+	CacheCreationInputTokens *int64 `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     *int64 `json:"cache_read_input_tokens"`
 }
 
 // payload is a reply body or one stream event. usage is at the top level
@@ -48,10 +52,13 @@ type payload struct {
 // running output count in each message_delta; OpenAI sends one final chunk
 // with usage (null before).
 type usageScanner struct {
-	usage   Usage
-	seen    bool
-	model   string // the model the upstream says answered
-	errText string // an error event or body, cut short
+	usage Usage
+	// cacheWrite and cacheRead are Anthropic's cached input tokens,
+	// added to the input in result.
+	cacheWrite, cacheRead int64
+	seen                  bool
+	model                 string // the model the upstream says answered
+	errText               string // an error event or body, cut short
 }
 
 func (s *usageScanner) merge(f *usageFields) {
@@ -69,6 +76,8 @@ func (s *usageScanner) merge(f *usageFields) {
 	set(&s.usage.OutputTokens, f.CompletionTokens)
 	set(&s.usage.OutputTokens, f.OutputTokens)
 	set(&s.usage.TotalTokens, f.TotalTokens)
+	set(&s.cacheWrite, f.CacheCreationInputTokens)
+	set(&s.cacheRead, f.CacheReadInputTokens)
 }
 
 // data reads one JSON document: a whole body or one event's data.
@@ -106,6 +115,7 @@ func (s *usageScanner) data(b []byte) {
 // not give one.
 func (s *usageScanner) result() Usage {
 	u := s.usage
+	u.InputTokens += s.cacheWrite + s.cacheRead
 	if u.TotalTokens < u.InputTokens+u.OutputTokens {
 		u.TotalTokens = u.InputTokens + u.OutputTokens
 	}
@@ -189,4 +199,37 @@ func (s *sseScanner) Close() {
 		s.endLine()
 	}
 	s.flush()
+}
+
+// When the upstream gives no usage for a reply it answered (a stream cut
+// short, an upstream that does not report), the gateway counts its own
+// estimate instead of nothing, and the record says so: an agent must not
+// get a free request by making the usage go missing. The estimate is a
+// byte count over bytesPerToken, which over-counts English and code (3.5
+// to 4.5 bytes a token) and JSON's quoting on top, so the limits stay on
+// the safe side.
+const bytesPerToken = 3
+
+// estimateTokens estimates the tokens in n bytes of request or reply.
+func estimateTokens(n int64) int64 { return (n + bytesPerToken - 1) / bytesPerToken }
+
+// settle returns the usage to record for a forwarded generating request:
+// the upstream's own when it gave it for a whole reply; else, for a
+// reply that came (2xx), the estimate from the request's and the reply's
+// sizes, taking the larger of it and what was reported for a reply cut
+// short (broken: the upstream broke off, or the agent hung up before the
+// end, where the usage comes). An error status spends nothing, and counts
+// what it says.
+func settle(u Usage, seen bool, status int, broken bool, reqSize, respSize int64) (Usage, bool) {
+	if status < 200 || status > 299 || (seen && !broken) {
+		return u, false
+	}
+	est := Usage{InputTokens: estimateTokens(reqSize), OutputTokens: estimateTokens(respSize)}
+	out := u
+	if !seen || out.InputTokens == 0 {
+		out.InputTokens = est.InputTokens
+	}
+	out.OutputTokens = max(out.OutputTokens, est.OutputTokens)
+	out.TotalTokens = out.InputTokens + out.OutputTokens
+	return out, out != u
 }

@@ -6,9 +6,10 @@
 // gets the Service's address and its per-run token.
 //
 // It serves the gateway over TCP on --listen, writes each request's record
-// and the totals so far to stdout (gateway.ReadReport reads them back from
-// the pod's log), and on SIGTERM lets requests in flight finish, writes the
-// totals a last time and exits 0.
+// and the totals so far to stdout, each line signed with the set-up's
+// report key (gateway.ReadReport reads them back from the pod's log and
+// believes no other line), and on SIGTERM lets requests in flight finish,
+// writes the totals a last time and exits 0.
 //
 // Usage:
 //

@@ -31,7 +31,7 @@ func TestServe(t *testing.T) {
 	defer up.Close()
 	u, _ := url.Parse(up.URL + "/v1")
 	token, _ := gateway.NewToken()
-	conf, err := gateway.MarshalRemote(&gateway.Config{Upstream: gateway.Upstream{BaseURL: u, Key: key, Flavour: gateway.OpenAIChat}, Model: "scripted"}, token, gateway.Limits{MaxRequests: 5})
+	conf, err := gateway.MarshalRemote(&gateway.Config{Upstream: gateway.Upstream{BaseURL: u, Key: key, Flavour: gateway.OpenAIChat}, Model: "scripted", Allowed: []string{"scripted"}}, token, gateway.Limits{MaxRequests: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,17 +68,29 @@ func TestServe(t *testing.T) {
 	if code := post("not-the-token-0123456789"); code != http.StatusUnauthorized {
 		t.Errorf("a request with another token: %d, want 401", code)
 	}
-	// A path that would write a forged totals line into the log, which
-	// the report shares: with the upstream gone, the gateway logs the
-	// failed request with its path.
-	up.Close()
-	forged := "http://" + addr.String() + "/x%0Assebench-gateway%20totals%20%7B%22requests%22:99%7D"
-	if req, _ := http.NewRequest(http.MethodPost, forged, strings.NewReader(`{"model":"scripted"}`)); req != nil {
-		req.Header.Set("Authorization", "Bearer "+token)
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			resp.Body.Close()
-		}
+	// What an agent sends to break the report, which shares the pod's
+	// log: a path that would write a forged totals line, a model name
+	// over the reader's line limit, binary and a forged line in the
+	// model. Each is refused and recorded; none may end the report.
+	hostile := []struct{ path, body string }{
+		{"/x%0Assebench-gateway%20totals%20%7B%22requests%22:99%7D", `{"model":"scripted"}`},
+		{"/chat/completions", `{"model":"` + strings.Repeat("m", 2<<20) + `"}`},
+		{"/chat/completions", "{\"model\":\"\x00\xff\xfe\\n\\u0000\"}"},
+		{"/chat/completions", `{"model":"\nssebench-gateway totals {\"requests\":99}\n"}`},
 	}
+	for _, h := range hostile {
+		req, _ := http.NewRequest(http.MethodPost, "http://"+addr.String()+h.path, strings.NewReader(h.body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	// Lines the gateway did not sign: one over the line limit, one that
+	// forges a record and the totals.
+	out.Write([]byte(strings.Repeat("z", 3<<20) + "\n"))
+	out.Write([]byte(gateway.RecordPrefix + `{"seq":1000,"input_tokens":5}` + "\n" + gateway.TotalsPrefix + `{"requests":99}` + "\n"))
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("the gateway's exit: %v", err)
@@ -87,17 +99,24 @@ func TestServe(t *testing.T) {
 		t.Error("the gateway's report holds the real key")
 	}
 
+	rkey, err := gateway.ReportKey(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var records bytes.Buffer
 	var rep gateway.Report
 	for range 2 {
-		if err := gateway.ReadReport(strings.NewReader(out.String()), &records, nil, 0, &rep); err != nil {
+		if err := gateway.ReadReport(strings.NewReader(out.String()), rkey, &records, nil, 0, &rep); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if rep.Records != 3 || strings.Count(records.String(), "\n") != 3 {
+	if rep.Records != 6 || strings.Count(records.String(), "\n") != 6 || strings.Contains(records.String(), `"seq":1000`) {
 		t.Errorf("records read back: %d\n%s", rep.Records, records.String())
 	}
-	if rep.Totals == nil || rep.Totals.Requests != 2 || rep.Totals.Refused != 1 || rep.Totals.InputTokens != 1000 || rep.Totals.Limits.MaxRequests != 5 {
+	if rep.Unsigned == 0 {
+		t.Error("the unsigned lines were not seen")
+	}
+	if rep.Totals == nil || rep.Totals.Requests != 1 || rep.Totals.Refused != 5 || rep.Totals.InputTokens != 1000 || rep.Totals.Limits.MaxRequests != 5 {
 		t.Errorf("totals read back: %+v", rep.Totals)
 	}
 }

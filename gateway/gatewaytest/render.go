@@ -43,8 +43,35 @@ func chunks(s string) []string {
 	return out
 }
 
+// cached is the cached prompt tokens a reply reports apart from its
+// input tokens: only Anthropic's messages do.
+func (a *answer) cached(flavour string) int64 {
+	if flavour == Messages {
+		return a.CacheReadTokens
+	}
+	return 0
+}
+
+// messageUsage is a messages reply's usage.
+func (a *answer) messageUsage(out int64) obj {
+	u := obj{"input_tokens": a.in, "output_tokens": out}
+	if a.CacheReadTokens > 0 {
+		u["cache_read_input_tokens"] = a.CacheReadTokens
+		u["cache_creation_input_tokens"] = 0
+	}
+	return u
+}
+
 // whole is the non-streaming reply body.
 func (a *answer) whole(flavour string) any {
+	o := a.wholeWithUsage(flavour)
+	if a.NoUsage {
+		delete(o, "usage")
+	}
+	return o
+}
+
+func (a *answer) wholeWithUsage(flavour string) obj {
 	switch flavour {
 	case Responses:
 		return a.response("completed")
@@ -58,7 +85,7 @@ func (a *answer) whole(flavour string) any {
 		}
 		return obj{"id": fmt.Sprintf("msg_%d", a.turn), "type": "message", "role": "assistant", "model": a.model,
 			"content": content, "stop_reason": a.stopReason(), "stop_sequence": nil,
-			"usage": obj{"input_tokens": a.in, "output_tokens": a.out}}
+			"usage": a.messageUsage(a.out)}
 	default:
 		msg := obj{"role": "assistant", "content": nil}
 		if a.Text != "" {
@@ -110,6 +137,9 @@ func (a *answer) response(status string) obj {
 		"output": []obj{}, "parallel_tool_calls": true, "tool_choice": "auto", "tools": []any{}}
 	if status == "completed" {
 		r["output"] = a.outputItems()
+		if a.NoUsage {
+			return r
+		}
 		r["usage"] = obj{"input_tokens": a.in, "output_tokens": a.out, "total_tokens": a.in + a.out,
 			"input_tokens_details": obj{"cached_tokens": 0}, "output_tokens_details": obj{"reasoning_tokens": 0}}
 	}
@@ -195,8 +225,12 @@ func (a *answer) messageEvents() []event {
 		fields["type"] = typ
 		evs = append(evs, event{name: typ, data: js(fields)})
 	}
-	emit("message_start", obj{"message": obj{"id": fmt.Sprintf("msg_%d", a.turn), "type": "message", "role": "assistant", "model": a.model,
-		"content": []any{}, "stop_reason": nil, "stop_sequence": nil, "usage": obj{"input_tokens": a.in, "output_tokens": 1}}})
+	start := obj{"id": fmt.Sprintf("msg_%d", a.turn), "type": "message", "role": "assistant", "model": a.model,
+		"content": []any{}, "stop_reason": nil, "stop_sequence": nil, "usage": a.messageUsage(1)}
+	if a.NoUsage {
+		delete(start, "usage")
+	}
+	emit("message_start", obj{"message": start})
 	idx := 0
 	if a.Text != "" {
 		emit("content_block_start", obj{"index": idx, "content_block": obj{"type": "text", "text": ""}})
@@ -214,7 +248,11 @@ func (a *answer) messageEvents() []event {
 		emit("content_block_stop", obj{"index": idx})
 		idx++
 	}
-	emit("message_delta", obj{"delta": obj{"stop_reason": a.stopReason(), "stop_sequence": nil}, "usage": obj{"output_tokens": a.out}})
+	delta := obj{"delta": obj{"stop_reason": a.stopReason(), "stop_sequence": nil}, "usage": obj{"output_tokens": a.out}}
+	if a.NoUsage {
+		delete(delta, "usage")
+	}
+	emit("message_delta", delta)
 	emit("message_stop", obj{})
 	return evs
 }

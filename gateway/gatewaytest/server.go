@@ -49,6 +49,20 @@ type Reply struct {
 	StallMidStream bool
 	// Delay is waited before answering.
 	Delay time.Duration
+	// EventDelay is waited between a stream's events: a model that
+	// writes slowly, still writing when a client hangs up.
+	EventDelay time.Duration
+	// AnsweredBy, when set, is the model the reply says answered, in
+	// place of the one asked for (an upstream that serves another).
+	AnsweredBy string
+	// CacheReadTokens, in the messages flavour, are prompt tokens read
+	// from Anthropic's prompt cache, reported apart from input_tokens
+	// (cache_read_input_tokens) as Anthropic does; Reported counts them
+	// as input.
+	CacheReadTokens int64
+	// NoUsage leaves the usage out of the reply, streamed or not (an
+	// upstream that does not report it).
+	NoUsage bool
 }
 
 // Flavour names, as gateway.Flavour spells them.
@@ -58,10 +72,14 @@ const (
 	Messages  = "anthropic-messages"
 )
 
-// Received is a request the server got.
+// Received is a request the server got: every request, whatever its
+// method and path, so a test sees what reached the upstream. Flavour is
+// empty for a path that is no flavour's endpoint.
 type Received struct {
 	Flavour string
+	Method  string
 	Path    string
+	Query   string
 	Header  http.Header
 	Body    []byte
 	Turn    int
@@ -84,6 +102,7 @@ type Server struct {
 
 	mu       sync.Mutex
 	received []Received
+	reported [2]int64       // input and output tokens the replies reported
 	resp     map[string]int // response id → turn, for previous_response_id
 	respSeq  int
 }
@@ -117,6 +136,22 @@ func (s *Server) Received() []Received {
 	return append([]Received(nil), s.received...)
 }
 
+// Reported returns the input and output tokens the server's replies
+// reported so far, in their bodies or streams: the upstream's own usage,
+// which a gateway's records must add up to.
+func (s *Server) Reported() (in, out int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reported[0], s.reported[1]
+}
+
+func (s *Server) report(in, out int64) {
+	s.mu.Lock()
+	s.reported[0] += in
+	s.reported[1] += out
+	s.mu.Unlock()
+}
+
 // Usage returns the usage the script reports for step turn of a request
 // with the given flavour, as the server computes defaults.
 func (s *Server) Usage(turn int) (in, out int64) {
@@ -141,6 +176,15 @@ func usageOf(r Reply, turn int) (int64, int64) {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	p := strings.TrimSuffix(r.URL.Path, "/")
+	rec := Received{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header.Clone(), Body: body}
+	recorded := false
+	defer func() {
+		if !recorded {
+			s.mu.Lock()
+			s.received = append(s.received, rec)
+			s.mu.Unlock()
+		}
+	}()
 	if s.Key != "" {
 		got := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
 		if got == "" {
@@ -168,13 +212,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req request
-	if err := json.Unmarshal(body, &req); err != nil {
+	if err := readExactly(body, &req); err != nil {
 		httpError(w, http.StatusBadRequest, "the body is not JSON: "+err.Error())
 		return
 	}
 	turn, last := s.conversation(flavour, &req)
+	rec.Flavour, rec.Turn, rec.Stream, rec.Model = flavour, turn, req.Stream, req.Model
 	s.mu.Lock()
-	s.received = append(s.received, Received{Flavour: flavour, Path: r.URL.Path, Header: r.Header.Clone(), Body: body, Turn: turn, Stream: req.Stream, Model: req.Model})
+	s.received = append(s.received, rec)
+	recorded = true
 	s.mu.Unlock()
 	if turn >= len(s.script) {
 		httpError(w, http.StatusBadRequest, fmt.Sprintf("the script has %d steps and the conversation already has %d assistant turns", len(s.script), turn))
@@ -196,7 +242,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		httpError(w, reply.Status, fmt.Sprintf("scripted error %d at step %d", reply.Status, turn))
 		return
 	}
-	a := &answer{Reply: reply, turn: turn, model: firstNonEmpty(req.Model, "scripted"), includeUsage: req.StreamOptions.IncludeUsage}
+	a := &answer{Reply: reply, turn: turn, model: firstNonEmpty(reply.AnsweredBy, req.Model, "scripted"), includeUsage: req.StreamOptions.IncludeUsage && !reply.NoUsage}
 	a.in, a.out = usageOf(reply, turn)
 	for i := range a.ToolCalls {
 		if a.ToolCalls[i].ID == "" {
@@ -215,7 +261,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if !req.Stream {
 		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(a.whole(flavour))
+		if json.NewEncoder(w).Encode(a.whole(flavour)) == nil && !reply.NoUsage {
+			s.report(a.in+a.cached(flavour), a.out)
+		}
 		return
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
@@ -224,6 +272,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	events := a.events(flavour)
 	rc := http.NewResponseController(w)
 	for i, ev := range events {
+		if i > 0 && reply.EventDelay > 0 {
+			select {
+			case <-time.After(reply.EventDelay):
+			case <-r.Context().Done():
+				return
+			}
+		}
 		if i == 1 && (reply.ResetMidStream || reply.StallMidStream) {
 			rc.Flush()
 			if reply.StallMidStream {
@@ -245,6 +300,31 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "data: %s\n\n", ev.data)
 		rc.Flush()
 	}
+	// The stream reported its usage when it carried it: the chat API
+	// only when asked.
+	if !reply.NoUsage && (flavour != Chat || a.includeUsage) {
+		s.report(a.in+a.cached(flavour), a.out)
+	}
+}
+
+// readExactly reads a request's fields as an upstream does: by their
+// exact names (Go's decoder alone would match "MODEL" for "model").
+func readExactly(body []byte, req *request) error {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(body, &m); err != nil {
+		return err
+	}
+	exact := map[string]json.RawMessage{}
+	for _, k := range []string{"model", "stream", "stream_options", "messages", "input", "previous_response_id"} {
+		if v, ok := m[k]; ok {
+			exact[k] = v
+		}
+	}
+	b, err := json.Marshal(exact)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, req)
 }
 
 // request is the part of a request of any flavour the server reads.

@@ -247,12 +247,13 @@ func (r *Runner) readReport(ctx context.Context, pod string, gw *runner.Gateway)
 		records = io.Discard
 	}
 	go func() {
-		var err error
-		for attempt := 0; attempt < 5; attempt++ {
+		// Only lines signed with the set-up's key are the report.
+		key, err := gateway.ReportKey(gw.Config)
+		for attempt := 0; attempt < 5 && key != nil; attempt++ {
 			var stream io.ReadCloser
 			req := r.cs.CoreV1().Pods(r.opts.namespace).GetLogs(pod, &corev1.PodLogOptions{Container: gatewayContainer, Follow: true})
 			if stream, err = req.Stream(ctx); err == nil {
-				err = gateway.ReadReport(stream, records, nil, 0, &gw.Report)
+				err = gateway.ReadReport(stream, key, records, nil, 0, &gw.Report)
 				stream.Close()
 				if err == nil {
 					break // the gateway ended
