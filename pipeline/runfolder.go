@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/42-b3yond-6ug/ssebench/contract"
+	"github.com/42-b3yond-6ug/ssebench/internal/safefile"
 )
 
 // makeRunFolder creates the run's folder, <runsDir>/<runID>/ ("" means
@@ -38,12 +39,19 @@ func newRunID(taskID, agentFolder string, t time.Time) string {
 // annotateResult adds to the container's result.json what the host knows
 // of the run: its id, agent, model and case image. A run whose
 // container wrote no result.json is left as it is.
-func annotateResult(dir string, req RunRequest, runID string, ri *RunImages) error {
+//
+// killed is the limit the host saw the container hit (runner.Result): the
+// container cannot always see its own cgroup's counters, the host can.
+func annotateResult(dir string, req RunRequest, runID string, ri *RunImages, killed string) error {
 	r, err := contract.ReadRunResult(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	} else if err != nil {
 		return err
+	}
+	if r.Killed == "" && killed != "" {
+		r.Killed = killed
+		r.Notes = append(r.Notes, fmt.Sprintf("killed: %s: the run's containers hit their %s (see summary.json's config.limits)", killed, killed))
 	}
 	// The difficulty is the container's own (it read SSE_DIFFICULTY).
 	r.RunID, r.Agent, r.Model = runID, req.Agent, modelName(req.Model)
@@ -70,9 +78,5 @@ func writeJSON(path string, v any) error {
 	if err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return os.Rename(tmp, path)
+	return safefile.WriteBytes(path, append(b, '\n'), 0o644)
 }

@@ -20,7 +20,7 @@ func (e *Env) collectResults(r *runState, res *runner.Result, gw *runGateway) (*
 		err = mergeModelUsage(r.dir, s.ModelUsage)
 	}
 	// result.json is the container's; the host adds what only it knows.
-	if werr := annotateResult(r.dir, r.req, r.runID, r.ri); werr != nil && err == nil {
+	if werr := annotateResult(r.dir, r.req, r.runID, r.ri, res.Killed); werr != nil && err == nil {
 		err = werr
 	}
 	r.timings["total"] = time.Since(r.started).Seconds()

@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/containerd/containerd/v2/client"
 	"github.com/containerd/errdefs"
+
+	"github.com/42-b3yond-6ug/ssebench/internal/limitevents"
 )
 
 // drainTimeout bounds the wait for the last output after the task exits.
@@ -41,6 +44,12 @@ type Result struct {
 	Duration time.Duration
 	// Stopped says the run was cancelled and its task killed.
 	Stopped bool
+	// Killed names the limit of RunSpec.Limits the container hit, read
+	// from its cgroup's counters before the task is deleted:
+	// contract.KilledMemory when the kernel killed a process of it for
+	// memory, contract.KilledPids when it refused a fork. Empty when none
+	// was hit, or the counters could not be read.
+	Killed string
 }
 
 // Run gets spec.Image into containerd (Import, or Pull when spec.Pull),
@@ -135,6 +144,8 @@ func (r *Runner) Run(ctx context.Context, spec RunSpec) (_ *Result, retErr error
 			return nil, fmt.Errorf("stopping container %s: %w", spec.ID, err)
 		}
 	}
+	// The cgroup goes with the task: its counters are read first.
+	res.Killed = r.limitsHit(cleanupCtx, container)
 	// Deleting the task makes the shim finish copying and close its ends
 	// of the FIFOs; only then is all the output there to read.
 	if _, err := task.Delete(cleanupCtx); err != nil && !errdefs.IsNotFound(err) {
@@ -254,4 +265,15 @@ func orDiscard(w io.Writer) io.Writer {
 		return io.Discard
 	}
 	return w
+}
+
+// limitsHit reads, on the host, the counters of the container's cgroup
+// (the path its runtime spec names): what limit its processes hit.
+func (r *Runner) limitsHit(ctx context.Context, container client.Container) string {
+	spec, err := container.Spec(ctx)
+	if err != nil || spec.Linux == nil || spec.Linux.CgroupsPath == "" || strings.Contains(spec.Linux.CgroupsPath, ":") {
+		// A systemd slice path ("slice:prefix:name") is not a directory.
+		return ""
+	}
+	return limitevents.Events{}.Killed(limitevents.Read(limitevents.CgroupDir, spec.Linux.CgroupsPath))
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/42-b3yond-6ug/ssebench/contract"
+	"github.com/42-b3yond-6ug/ssebench/internal/limitevents"
 	"github.com/42-b3yond-6ug/ssebench/internal/safefile"
 	"github.com/42-b3yond-6ug/ssebench/sserun"
 )
@@ -78,7 +79,7 @@ func newEntrypoint(args []string, getenv func(string) string, environ []string, 
 		agent:     &model,
 		workDir:   wd,
 		pristine:  contract.RepoDir,
-		cgroupDir: sserun.CgroupDir,
+		cgroupDir: limitevents.CgroupDir,
 		log:       log,
 	}, nil
 }
@@ -308,9 +309,9 @@ func (e *entrypoint) runAgent(ctx context.Context, res *contract.RunResult, note
 		Timeout:  e.env.Timeout,
 		OOMFirst: true,
 	}
-	before := sserun.ReadLimitEvents(e.cgroupDir)
+	before := limitevents.Read(e.cgroupDir, "")
 	ex, err := p.Run(ctx)
-	if killed := before.Killed(sserun.ReadLimitEvents(e.cgroupDir)); killed != "" {
+	if killed := before.Killed(limitevents.Read(e.cgroupDir, "")); killed != "" {
 		res.Killed = killed
 		note("killed: %s: the agent's processes hit the run's %s (see summary.json's config.limits)", killed, killed)
 	}

@@ -1,4 +1,4 @@
-package sserun
+package limitevents
 
 import (
 	"os"
@@ -16,21 +16,21 @@ func TestLimitEvents(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got := ReadLimitEvents(dir); got != (LimitEvents{}) {
+	if got := Read(dir, ""); got != (Events{}) {
 		t.Errorf("no files: %+v, want zeros", got)
 	}
 	write("memory.events", "low 0\nhigh 0\nmax 3\noom 1\noom_kill 1\noom_group_kill 0\n")
 	write("pids.events", "max 0\n")
-	before := ReadLimitEvents(dir)
+	before := Read(dir, "")
 	if before.OOMKills != 1 || before.PidsRefused != 0 {
 		t.Errorf("ReadLimitEvents() = %+v", before)
 	}
 	write("pids.events", "max 12\n")
-	if got := before.Killed(ReadLimitEvents(dir)); got != contract.KilledPids {
+	if got := before.Killed(Read(dir, "")); got != contract.KilledPids {
 		t.Errorf("Killed() = %q, want %q", got, contract.KilledPids)
 	}
 	write("memory.events", "oom_kill 2\n")
-	if got := before.Killed(ReadLimitEvents(dir)); got != contract.KilledMemory {
+	if got := before.Killed(Read(dir, "")); got != contract.KilledMemory {
 		t.Errorf("Killed() = %q, want %q (memory first)", got, contract.KilledMemory)
 	}
 	if got := before.Killed(before); got != "" {
@@ -53,7 +53,22 @@ func TestLimitEventsV1(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got := ReadLimitEvents(dir); got.OOMKills != 2 || got.PidsRefused != 5 {
+	if got := Read(dir, ""); got.OOMKills != 2 || got.PidsRefused != 5 {
 		t.Errorf("ReadLimitEvents(v1) = %+v, want 2 and 5", got)
+	}
+}
+
+// TestReadAtPath: the host reads a container's cgroup by its path.
+func TestReadAtPath(t *testing.T) {
+	root := t.TempDir()
+	p := filepath.Join(root, "pids", "ssebench", "run-1")
+	if err := os.MkdirAll(p, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(p, "pids.events"), []byte("max 7\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := Read(root, "/ssebench/run-1"); got.PidsRefused != 7 {
+		t.Errorf("Read(root, path) = %+v, want 7 refused forks", got)
 	}
 }
