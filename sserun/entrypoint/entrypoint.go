@@ -372,16 +372,21 @@ func (e *entrypoint) git(ctx context.Context, dir string, extraEnv map[string]st
 	// The repository is the agent's: none of its hooks or helpers run,
 	// and nothing asks for input.
 	env = withEnv(env, mergeMaps(map[string]string{"GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0"}, extraEnv))
+	return runGit(ctx, &sserun.Process{
+		Args:   append([]string{gitPath, "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false"}, args...),
+		Dir:    dir,
+		Env:    env,
+		User:   e.agent,
+		Output: out,
+	}, args[0])
+}
+
+// runGit runs p, a git command whose subcommand is sub, within gitTimeout,
+// and turns a failure into an error that quotes the start of git's
+// standard error.
+func runGit(ctx context.Context, p *sserun.Process, sub string) error {
 	var stderr strings.Builder
-	p := &sserun.Process{
-		Args:    append([]string{gitPath, "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false"}, args...),
-		Dir:     dir,
-		Env:     env,
-		User:    e.agent,
-		Output:  out,
-		Stderr:  &stderr,
-		Timeout: gitTimeout,
-	}
+	p.Stderr, p.Timeout = &stderr, gitTimeout
 	ex, err := p.Run(ctx)
 	if err != nil {
 		return err
@@ -391,7 +396,7 @@ func (e *entrypoint) git(ctx context.Context, dir string, extraEnv map[string]st
 		if len(msg) > 500 {
 			msg = msg[:500] + "..."
 		}
-		return fmt.Errorf("git %s: exit %d: %s", args[0], ex.Code, msg)
+		return fmt.Errorf("git %s: exit %d: %s", sub, ex.Code, msg)
 	}
 	return nil
 }

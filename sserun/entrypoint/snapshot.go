@@ -127,30 +127,15 @@ func (s *snapshot) gitEnv(workTree, index string) []string {
 // run runs git as root (the agent's processes are gone by now) with the
 // snapshot's environment, stdout to out.
 func (s *snapshot) run(ctx context.Context, workTree, index string, out io.Writer, args ...string) error {
-	var stderr strings.Builder
-	p := &sserun.Process{
+	return runGit(ctx, &sserun.Process{
 		Args: append([]string{s.git,
 			"-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "core.untrackedCache=false",
 			"-c", "core.autocrlf=false", "-c", "core.safecrlf=false", "-c", "core.symlinks=true", "-c", "core.filemode=true",
 		}, args...),
-		Dir:     s.dir,
-		Env:     s.gitEnv(workTree, index),
-		Output:  out,
-		Stderr:  &stderr,
-		Timeout: gitTimeout,
-	}
-	ex, err := p.Run(ctx)
-	if err != nil {
-		return err
-	}
-	if ex.Code != 0 {
-		msg := strings.TrimSpace(stderr.String())
-		if len(msg) > 500 {
-			msg = msg[:500] + "..."
-		}
-		return fmt.Errorf("git %s: exit %d: %s", args[0], ex.Code, msg)
-	}
-	return nil
+		Dir:    s.dir,
+		Env:    s.gitEnv(workTree, index),
+		Output: out,
+	}, args[0])
 }
 
 // take reads sourceDir once: it writes the patch from the buggy commit to
