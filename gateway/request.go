@@ -186,6 +186,14 @@ func checkTools(f Flavour, m map[string]json.RawMessage) error {
 			return fmt.Errorf("%w: %q asks the upstream to reach out on the run's behalf, which a run may not", errBadBody, k)
 		}
 	}
+	return checkToolList(f, m, 0)
+}
+
+// checkToolList checks m's "tools". In the responses flavour a
+// "namespace" tool (Codex sends them) groups tools under a name: it is the
+// agent's when every tool in it is, checked the same way, a few levels
+// deep at most.
+func checkToolList(f Flavour, m map[string]json.RawMessage, depth int) error {
 	raw, ok := m["tools"]
 	if !ok || isNull(raw) {
 		return nil
@@ -199,12 +207,24 @@ func checkTools(f Flavour, m map[string]json.RawMessage) error {
 		if err != nil {
 			return err
 		}
+		if f == OpenAIResponses && typ == "namespace" {
+			if depth >= maxToolNesting {
+				return fmt.Errorf("%w: tool namespaces nested more than %d deep", errBadBody, maxToolNesting)
+			}
+			if err := checkToolList(f, t, depth+1); err != nil {
+				return err
+			}
+			continue
+		}
 		if !clientTool(f, typ) {
 			return fmt.Errorf("%w: the tool type %q runs on the upstream (billed apart, with network access): a run may use only tools it runs itself", errBadBody, cut(typ, 60))
 		}
 	}
 	return nil
 }
+
+// maxToolNesting bounds namespaces inside namespaces.
+const maxToolNesting = 4
 
 // checkKeys walks the whole body: one JSON value, an object, no key
 // twice in any object, and no two top-level keys that differ only in
