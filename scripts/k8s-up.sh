@@ -298,7 +298,10 @@ fi
 # iptables mode, masquerading what reaches a Service from outside the pod
 # network. It would size conntrack's tables, which root here may not do:
 # they are left as they are.
-cat >"$K8S_STATE/kube-proxy.yaml" <<EOF
+# The file is replaced only when its content changes: a running kube-proxy
+# watches it and panics ("send on closed channel") on any event, so a
+# second run of this script must not touch it.
+cat >"$K8S_STATE/kube-proxy.yaml.new" <<EOF
 apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
 mode: iptables
@@ -313,12 +316,28 @@ conntrack:
 healthzBindAddress: 127.0.0.1:10256
 metricsBindAddress: 127.0.0.1:10249
 EOF
-probe_kube_proxy() { curl -fs --max-time 2 "http://127.0.0.1:10256/healthz" >/dev/null; }
-if ! pid_alive k8s-kube-proxy; then
-	start_daemon k8s-kube-proxy "$K8S_BIN/kube-proxy" --config "$K8S_STATE/kube-proxy.yaml"
-	wait_ready k8s-kube-proxy probe_kube_proxy
-	log "kube-proxy: started (iptables mode)"
+if cmp -s "$K8S_STATE/kube-proxy.yaml.new" "$K8S_STATE/kube-proxy.yaml"; then
+	rm -f "$K8S_STATE/kube-proxy.yaml.new"
+else
+	mv -f "$K8S_STATE/kube-proxy.yaml.new" "$K8S_STATE/kube-proxy.yaml"
+	pid_alive k8s-kube-proxy && stop_daemon k8s-kube-proxy
 fi
+probe_kube_proxy() { curl -fs --max-time 2 "http://127.0.0.1:10256/healthz" >/dev/null; }
+# A kube-proxy whose pid is alive but that does not answer is restarted.
+if pid_alive k8s-kube-proxy && ! probe_kube_proxy; then
+	stop_daemon k8s-kube-proxy
+fi
+for attempt in 1 2; do
+	if ! pid_alive k8s-kube-proxy; then
+		start_daemon k8s-kube-proxy "$K8S_BIN/kube-proxy" --config "$K8S_STATE/kube-proxy.yaml"
+		wait_ready k8s-kube-proxy probe_kube_proxy
+		log "kube-proxy: started (iptables mode)"
+	fi
+	# It can still die on a late event of its config watcher: look again.
+	sleep 2
+	pid_alive k8s-kube-proxy && probe_kube_proxy && break
+	[ "$attempt" = 2 ] && die "kube-proxy does not stay up: see $LOG_DIR/k8s-kube-proxy.log"
+done
 
 export KUBECONFIG="$K8S_STATE/admin.kubeconfig"
 node_ready() { kubectl get node "$K8S_NODE" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null | grep -q True; }
