@@ -10,6 +10,9 @@ cat > "$conf/config.toml" <<TOML
 model = "${SSE_MODEL_NAME:?no model: run with --model}"
 model_provider = "ssebench"
 check_for_update_on_startup = false
+# No hosted web search: the gateway refuses tools the upstream runs (they
+# reach the network from outside the sandbox and are billed apart).
+web_search = "disabled"
 
 [model_providers.ssebench]
 name = "SSEBench model gateway"
