@@ -115,7 +115,9 @@ func testRedTeam(t *testing.T, x *e2e) {
 				t.Fatalf("Run() = %v\n%s", err, out)
 			}
 			log := read(t, filepath.Join(res.Dir, "agent.log"))
-			if !strings.Contains(log, "attack done") {
+			// A memory limit may kill the attack's shell with its pipe:
+			// then only the limit's report says how far it got.
+			if rt.killed != contract.KilledMemory && !strings.Contains(log, "attack done") {
 				t.Fatalf("the attack did not run to its end:\n%s", log)
 			}
 			if rt.planted != "" && strings.Contains(log, rt.planted) {
