@@ -25,7 +25,8 @@ if [ $# -eq 0 ]; then
 	set -- ./...
 fi
 # The hostile-input suite (TestHostile* across packages) records each case
-# here; its table (class, cases, passed) is printed last.
+# here; its table (class, cases, passed) is printed last, then the red
+# team's: each attack, what stopped it, and what the run said.
 summary=$(mktemp -d)
 trap 'rm -rf "$summary"' EXIT
 export SSEBENCH_HOSTILE_SUMMARY="$summary"

@@ -26,12 +26,7 @@ func Case(t testing.TB, class string) {
 		return
 	}
 	t.Cleanup(func() {
-		res := "pass"
-		if t.Failed() {
-			res = "fail"
-		} else if t.Skipped() {
-			res = "skip"
-		}
+		res := outcome(t)
 		mu.Lock()
 		defer mu.Unlock()
 		f, err := os.OpenFile(filepath.Join(dir, fmt.Sprintf("%d.tsv", os.Getpid())), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
@@ -44,6 +39,17 @@ func Case(t testing.TB, class string) {
 	})
 }
 
+// outcome is how t ended: pass, fail or skip.
+func outcome(t testing.TB) string {
+	switch {
+	case t.Failed():
+		return "fail"
+	case t.Skipped():
+		return "skip"
+	}
+	return "pass"
+}
+
 func clean(s string) string { return strings.NewReplacer("\t", " ", "\n", " ").Replace(s) }
 
 // Row is one class of the summary.
@@ -54,39 +60,26 @@ type Row struct {
 
 // Summarize reads the outcomes in dir, by class in name order.
 func Summarize(dir string) ([]Row, error) {
-	files, err := filepath.Glob(filepath.Join(dir, "*.tsv"))
+	rows := map[string]*Row{}
+	err := eachLine(dir, "*.tsv", func(parts []string) {
+		if len(parts) != 3 {
+			return
+		}
+		r := rows[parts[0]]
+		if r == nil {
+			r = &Row{Class: parts[0]}
+			rows[parts[0]] = r
+		}
+		r.Cases++
+		switch parts[2] {
+		case "pass":
+			r.Passed++
+		case "fail":
+			r.Failed++
+		}
+	})
 	if err != nil {
 		return nil, err
-	}
-	rows := map[string]*Row{}
-	for _, p := range files {
-		f, err := os.Open(p)
-		if err != nil {
-			return nil, err
-		}
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			parts := strings.Split(sc.Text(), "\t")
-			if len(parts) != 3 {
-				continue
-			}
-			r := rows[parts[0]]
-			if r == nil {
-				r = &Row{Class: parts[0]}
-				rows[parts[0]] = r
-			}
-			r.Cases++
-			switch parts[2] {
-			case "pass":
-				r.Passed++
-			case "fail":
-				r.Failed++
-			}
-		}
-		f.Close()
-		if err := sc.Err(); err != nil {
-			return nil, err
-		}
 	}
 	out := make([]Row, 0, len(rows))
 	for _, r := range rows {
@@ -94,6 +87,30 @@ func Summarize(dir string) ([]Row, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Class < out[j].Class })
 	return out, nil
+}
+
+// eachLine calls fn with the tab-separated fields of every line of the
+// files of dir that match pattern.
+func eachLine(dir, pattern string, fn func([]string)) error {
+	files, err := filepath.Glob(filepath.Join(dir, pattern))
+	if err != nil {
+		return err
+	}
+	for _, p := range files {
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			fn(strings.Split(sc.Text(), "\t"))
+		}
+		f.Close()
+		if err := sc.Err(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Print writes rows as a table with a total line.

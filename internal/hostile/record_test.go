@@ -36,3 +36,29 @@ func TestCaseRecords(t *testing.T) {
 		t.Error("tab in class")
 	}
 }
+
+func TestAttackRecords(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv(SummaryEnv, dir)
+	t.Run("shadow-go", func(t *testing.T) {
+		o := Attack(t, "toolchain shadowing", "PATH directories locked")
+		o.Verdict("FAILED: %s", "intent_test")
+	})
+	t.Run("no-verdict", func(t *testing.T) { Attack(t, RedTeamPrefix+"resources", "limits") })
+	rows, err := Attacks(dir)
+	if err != nil || len(rows) != 2 {
+		t.Fatalf("Attacks() = %+v, %v", rows, err)
+	}
+	var b bytes.Buffer
+	PrintAttacks(&b, rows)
+	for _, want := range []string{"resources: no-verdict", "toolchain shadowing: shadow-go  PATH directories locked  FAILED: intent_test  pass", "2 attacks, 2 stopped"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("PrintAttacks() =\n%s\nwant a line with %q", b.String(), want)
+		}
+	}
+	// The attacks count in the hostile table too, under their class.
+	classes, _ := Summarize(dir)
+	if len(classes) != 2 || classes[0].Class != "red team: resources" {
+		t.Errorf("Summarize() = %+v, want the two red-team classes", classes)
+	}
+}
