@@ -61,7 +61,8 @@ type Env struct {
 	// Log receives progress lines; nil discards them.
 	Log io.Writer
 	// Phase, when set, hears each long step of assembling a tool image
-	// as it starts (see assemble.WithPhases), and storing and pushing it.
+	// as it starts (see assemble.WithPhases), and storing and pushing it;
+	// an empty phase says the tool image is done, however it ended.
 	Phase func(phase string)
 	// CatalogOptions are options of the catalogs runs open (the images
 	// lock of SSEBENCH_IMAGES_LOCK); the registry options are added.
@@ -240,6 +241,7 @@ func (e *Env) Tool(ctx context.Context, req ToolRequest) (*Built, error) {
 		}
 	}
 	start := time.Now()
+	defer e.phasef("")
 	ti, err := assembleTool(ctx, caseRes.Image, rtRes.Image, opts...)
 	if err != nil {
 		return nil, err

@@ -38,11 +38,17 @@ func NewPhasePrinter(w io.Writer, prefix string, opts ...ProgressOption) *PhaseP
 	return &PhasePrinter{w: w, prefix: prefix, tty: isTerminal(w), interval: pp.interval, now: time.Now}
 }
 
-// Phase says that phase starts (and the one before ended).
+// Phase says that phase starts (and the one before ended). An empty phase
+// says the work ended: no line, and no "still going" until the next phase
+// (a run goes on for long after its tool image is written).
 func (p *PhasePrinter) Phase(phase string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
+		return
+	}
+	if phase == "" {
+		p.current = ""
 		return
 	}
 	now := p.now()
@@ -76,7 +82,7 @@ func (p *PhasePrinter) tick(stop <-chan struct{}) {
 			return
 		case <-t.C:
 			p.mu.Lock()
-			if !p.closed {
+			if !p.closed && p.current != "" {
 				fmt.Fprintf(p.w, "%s %s: still going after %s\n", p.prefix, p.current, p.now().Sub(p.since).Round(time.Second))
 			}
 			p.mu.Unlock()

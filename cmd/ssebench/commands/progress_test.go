@@ -131,6 +131,15 @@ func TestPhaseLinesOffTerminal(t *testing.T) {
 	waitFor(t, &out, "tool image t1: indexing 3 case layers: still going after ")
 	p.Phase("t1: sealing the runtime layers")
 	waitFor(t, &out, "tool image t1: sealing the runtime layers: still going after ")
+	// The tool image is written: a run goes on for minutes with no
+	// line about it.
+	p.Phase("")
+	time.Sleep(20 * time.Millisecond)
+	before := out.String()
+	time.Sleep(50 * time.Millisecond)
+	if after := out.String(); after != before {
+		t.Errorf("still printing after the work ended: %q", strings.TrimPrefix(after, before))
+	}
 	p.Close()
 	if got := out.String(); strings.Contains(got, "\r") {
 		t.Errorf("a pipe got a carriage return: %q", got)
