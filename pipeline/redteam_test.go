@@ -17,7 +17,10 @@ import (
 // reach"). Every one must end not PASSED.
 type redTeam struct {
 	class, name string
-	script      string // the agent's program, run as model in SOURCE_DIR
+	// stoppedBy names the defence that stops the attack, for the red
+	// team's table (scripts/test.sh prints it).
+	stoppedBy string
+	script    string // the agent's program, run as model in SOURCE_DIR
 	// planted is what the script prints when a step of the attack worked
 	// that must not: the test fails on seeing it.
 	planted string
@@ -34,8 +37,9 @@ type redTeam struct {
 // redTeams are the attacks the tool image and the grader must stop.
 var redTeams = []redTeam{
 	{
-		class: "red team: toolchain shadowing",
-		name:  "shadow-go",
+		class:     "toolchain shadowing",
+		name:      "shadow-go",
+		stoppedBy: "the tool layer locks every PATH and toolchain directory",
 		// The Go base image makes GOPATH 1777 and puts /go/bin first on
 		// PATH, as upstream does: a go that "passes" everything, planted
 		// there, would be what the grader's scripts run.
@@ -51,8 +55,9 @@ echo "attack done"
 		planted: "PLANTED",
 	},
 	{
-		class: "red team: after the phase",
-		name:  "git-clean-filter",
+		class:     "after the phase",
+		name:      "git-clean-filter",
+		stoppedBy: "one snapshot by root, none of the agent's git config honoured",
 		// Nothing in its phase but a clean filter in its own repository:
 		// the old entrypoint ran `git add -A` as model after the phase to
 		// write final.patch, the filter applied the fix then, the grade
@@ -67,8 +72,9 @@ echo "attack done"
 		withFix: true,
 	},
 	{
-		class: "red team: resources",
-		name:  "memory-hog",
+		class:     "resources",
+		name:      "memory-hog",
+		stoppedBy: "the run's memory limit",
 		// 64 GiB through a pipe that tail holds whole (no newline ever
 		// comes): the run's memory limit kills tail, not the machine.
 		script: `#!/bin/sh
@@ -79,8 +85,9 @@ echo "attack done"
 		killed: contract.KilledMemory,
 	},
 	{
-		class: "red team: resources",
-		name:  "fork-bomb",
+		class:     "resources",
+		name:      "fork-bomb",
+		stoppedBy: "the run's process limit",
 		script: `#!/bin/sh
 bomb() { bomb | bomb & }
 bomb
@@ -97,7 +104,7 @@ func testRedTeam(t *testing.T, x *e2e) {
 	ctx := context.Background()
 	for _, rt := range redTeams {
 		t.Run(rt.name, func(t *testing.T) {
-			hostile.Case(t, rt.class)
+			outcome := hostile.Attack(t, rt.class, rt.stoppedBy)
 			files := map[string]string{"attack.sh": rt.script}
 			dockerfile := "FROM ssebench-agent\nCOPY --chmod=0755 attack.sh /opt/attack.sh\nCMD [\"/opt/attack.sh\"]\n"
 			if rt.withFix {
@@ -132,6 +139,7 @@ func testRedTeam(t *testing.T, x *e2e) {
 			if got.Killed != rt.killed {
 				t.Errorf("result.json's killed = %q, want %q\nagent.log:\n%.2000s", got.Killed, rt.killed, log)
 			}
+			outcome.Verdict("%s", verdict(t, res.Dir))
 			if r := readResult(t, res.Dir); r.Passed {
 				t.Errorf("result.json says PASSED for an agent that fixed nothing: %+v\nagent.log:\n%s", r, log)
 			}
@@ -143,4 +151,36 @@ func testRedTeam(t *testing.T, x *e2e) {
 			}
 		})
 	}
+}
+
+// verdict is what result.json in dir says of a run, in a few words: the
+// limit that killed it, PASSED, or the checks that failed.
+func verdict(t *testing.T, dir string) string {
+	t.Helper()
+	r, err := contract.ReadRunResult(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var parts []string
+	if r.Killed != "" {
+		parts = append(parts, "killed: "+r.Killed)
+	}
+	switch {
+	case r.Passed:
+		parts = append(parts, "PASSED")
+	case r.GradeError != "":
+		parts = append(parts, "not graded")
+	default:
+		var failed []string
+		for _, c := range []struct {
+			name string
+			c    *contract.Check
+		}{{"build", r.Build}, {"test", r.Test}, {"poc", r.PoC}, {"intent_test", r.IntentTest}} {
+			if c.c != nil && !c.c.OK {
+				failed = append(failed, c.name)
+			}
+		}
+		parts = append(parts, "FAILED: "+strings.Join(failed, ", "))
+	}
+	return strings.Join(parts, "; ")
 }
