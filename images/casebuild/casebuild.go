@@ -375,9 +375,12 @@ func (b *Builder) buildCase(ctx context.Context, ds *task.Dataset, t *task.Task,
 	// reaches a registry with a policy (plain HTTP, credentials) of its own.
 	if base := t.Base; base != "" && b.Store != nil {
 		baseRef := b.Names.Prefixed(base)
-		if li, ok := b.baseContext(ctx, baseRef, req.Platform); ok {
-			req.LayoutContexts = map[string]buildkit.LayoutImage{baseRef: li}
+		li, err := b.baseContext(ctx, baseRef, req.Platform)
+		if err != nil {
+			oc.Action, oc.Err = "failed", err
+			return oc
 		}
+		req.LayoutContexts = map[string]buildkit.LayoutImage{baseRef: li}
 	}
 	b.logf("building %s (%s)", imgName, req.Platform)
 	d, err := b.build(ctx, req, []string{imgName})
@@ -414,41 +417,60 @@ func short(d string) string {
 }
 
 // baseContext makes sure the store holds baseRef's image for platform
-// whole (resolving it from its registry when the store lacks it) and
-// returns it as a BuildKit layout context. It reports false when the base
-// cannot be had that way; BuildKit then pulls it itself.
-func (b *Builder) baseContext(ctx context.Context, baseRef, platform string) (buildkit.LayoutImage, bool) {
+// whole (resolving it from its registry when the store lacks it, as the
+// pull policy allows) and returns it as a BuildKit layout context. BuildKit
+// never pulls a base itself: it would reach the registry with a policy of
+// its own (the default registry on the internet, HTTPS, its own
+// credentials), which the README promises it does not.
+func (b *Builder) baseContext(ctx context.Context, baseRef, platform string) (buildkit.LayoutImage, error) {
+	none := buildkit.LayoutImage{}
 	ref, err := name.ParseReference(baseRef, name.WeakValidation)
 	if err != nil {
-		return buildkit.LayoutImage{}, false
+		return none, fmt.Errorf("base image %q is not a valid reference: check the registry prefix (--registry): %w", baseRef, err)
 	}
 	desc, err := b.Store.Descriptor(ref)
 	if err != nil && b.Resolver != nil {
 		if _, rerr := b.Resolver.Resolve(ctx, baseRef); rerr == nil {
 			desc, err = b.Store.Descriptor(ref)
+		} else {
+			err = rerr
 		}
 	}
 	if err != nil {
-		return buildkit.LayoutImage{}, false
+		return none, fmt.Errorf("base image %s is not in the store and could not be pulled (%v): build it with `ssebench base-images %s`, or pull it from a registry that has it", baseRef, err, baseLanguage(baseRef))
 	}
 	// Fetch what BuildKit will read: the platform's image of an index.
 	whole := desc
 	if desc.MediaType.IsIndex() {
 		idx, err := b.Store.IndexAt(desc, ref.Name())
 		if err != nil {
-			return buildkit.LayoutImage{}, false
+			return none, fmt.Errorf("reading base image %s: %w", baseRef, err)
 		}
 		p, err := v1.ParsePlatform(platform)
 		if err != nil {
-			return buildkit.LayoutImage{}, false
+			return none, err
 		}
 		if whole, err = remote.PickPlatform(idx, *p, ref.Name()); err != nil {
-			return buildkit.LayoutImage{}, false
+			return none, fmt.Errorf("base image %s: %w: build it for %s with `ssebench base-images %s --platform %s`", baseRef, err, platform, baseLanguage(baseRef), platform)
 		}
 	}
 	if err := b.Store.Complete(ctx, whole); err != nil {
-		b.logf("warning: base %s: %v; BuildKit pulls it itself", baseRef, err)
-		return buildkit.LayoutImage{}, false
+		return none, fmt.Errorf("base image %s is incomplete in the store (%v): build it again with `ssebench base-images %s`", baseRef, err, baseLanguage(baseRef))
 	}
-	return buildkit.LayoutImage{Dir: b.Store.Dir(), Digest: desc.Digest}, true
+	return buildkit.LayoutImage{Dir: b.Store.Dir(), Digest: desc.Digest}, nil
+}
+
+// baseLanguage is the language of a generic base image's name
+// (".../base-generic-go:1.0.0" → "go"), what `ssebench base-images` takes;
+// "LANG" for a name of another shape.
+func baseLanguage(ref string) string {
+	repo, _, _ := strings.Cut(ref, "@")
+	if i := strings.LastIndex(repo, ":"); i > strings.LastIndex(repo, "/") {
+		repo = repo[:i]
+	}
+	lang, ok := strings.CutPrefix(repo[strings.LastIndex(repo, "/")+1:], "base-generic-")
+	if !ok || lang == "" {
+		return "LANG"
+	}
+	return lang
 }

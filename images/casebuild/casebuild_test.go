@@ -121,3 +121,50 @@ func TestBrokenSibling(t *testing.T) {
 		t.Errorf("BuildCases(all) outcomes (-want +got):\n%s", d)
 	}
 }
+
+// TestMissingBase: a case whose base is in neither the store nor a
+// registry fails before BuildKit is asked (BuildKit would pull it from the
+// default registry on the internet), and says how to build it.
+func TestMissingBase(t *testing.T) {
+	const good = "kvconf-12-afb9ee1"
+	dir := filepath.Join(t.TempDir(), "examples")
+	if err := os.CopyFS(filepath.Join(dir, good), os.DirFS(filepath.Join(testenv.ModuleRoot(), "datasets", "examples", good))); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "dataset.yaml"), []byte("version: examples-v1\n"), 0o644)
+	st, err := store.Open(filepath.Join(t.TempDir(), "store"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := remote.NewResolver(remote.WithStore(st), remote.WithPullPolicy(remote.PullNever))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// No BuildKit: reaching it is the bug.
+	b := &Builder{Store: st, Resolver: r, Names: naming.NewNames("localhost:5000/sse", "1.0.0"), Log: &strings.Builder{}}
+	out, err := b.BuildCases(t.Context(), dir, CaseOptions{HostArch: "amd64"})
+	if err == nil || len(out) != 1 || out[0].Err == nil {
+		t.Fatalf("BuildCases() = %+v, %v; want the task failed", out, err)
+	}
+	msg := out[0].Err.Error()
+	for _, want := range []string{"localhost:5000/sse/base-generic-go:", "not in the store", "ssebench base-images go"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the error %q does not say %q", msg, want)
+		}
+	}
+	if strings.Contains(msg, "\n") {
+		t.Errorf("the error is not one line: %q", msg)
+	}
+}
+
+func TestBaseLanguage(t *testing.T) {
+	for ref, want := range map[string]string{
+		"localhost:5000/sse/base-generic-go:1.0.0":       "go",
+		"r.example:5000/a/b/base-generic-rust@sha256:ab": "rust",
+		"localhost:5000/sse/other:1":                     "LANG",
+	} {
+		if got := baseLanguage(ref); got != want {
+			t.Errorf("baseLanguage(%q) = %q, want %q", ref, got, want)
+		}
+	}
+}
