@@ -23,8 +23,8 @@ type inspectOptions struct {
 type inspectLayer struct {
 	Digest    string `json:"digest"`
 	Size      int64  `json:"size"`
-	DiffID    string `json:"diffID"`
-	MediaType string `json:"mediaType"`
+	DiffID    string `json:"diff_id"`
+	MediaType string `json:"media_type"`
 	What      string `json:"what,omitempty"`
 }
 
@@ -32,14 +32,14 @@ type inspectResult struct {
 	Name        string            `json:"name"`
 	Digest      string            `json:"digest"`
 	Source      string            `json:"source"`
-	IndexDigest string            `json:"indexDigest,omitempty"`
+	IndexDigest string            `json:"index_digest,omitempty"`
 	Platforms   []string          `json:"platforms,omitempty"`
 	Platform    string            `json:"platform"`
 	Created     string            `json:"created,omitempty"`
 	Entrypoint  []string          `json:"entrypoint"`
 	Cmd         []string          `json:"cmd"`
 	Env         []string          `json:"env"`
-	WorkingDir  string            `json:"workingDir"`
+	WorkingDir  string            `json:"working_dir"`
 	User        string            `json:"user"`
 	Labels      map[string]string `json:"labels"`
 	Annotations map[string]string `json:"annotations,omitempty"`

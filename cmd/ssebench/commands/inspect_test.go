@@ -54,7 +54,7 @@ func inspectImage(t *testing.T) v1.Image {
 type inspectedLayer struct {
 	Digest string `json:"digest"`
 	Size   int64  `json:"size"`
-	DiffID string `json:"diffID"`
+	DiffID string `json:"diff_id"`
 	What   string `json:"what"`
 }
 

@@ -119,8 +119,8 @@ func TestJSONAssemble(t *testing.T) {
 type pushOut struct {
 	Images []struct{ Name, Digest string } `json:"images"`
 	Push   *struct {
-		Uploaded      int64 `json:"uploadedBytes"`
-		UploadedBlobs int   `json:"uploadedBlobs"`
+		Uploaded      int64 `json:"uploaded_bytes"`
+		UploadedBlobs int   `json:"uploaded_blobs"`
 		Manifests     int   `json:"manifests"`
 	} `json:"push"`
 }

@@ -30,12 +30,12 @@ type imageJSON struct {
 
 // pushJSON is what a push moved (remote.PushReport without the blob list).
 type pushJSON struct {
-	Uploaded      int64 `json:"uploadedBytes"`
-	Mounted       int64 `json:"mountedBytes"`
-	Skipped       int64 `json:"skippedBytes"`
-	UploadedBlobs int   `json:"uploadedBlobs"`
-	MountedBlobs  int   `json:"mountedBlobs"`
-	SkippedBlobs  int   `json:"skippedBlobs"`
+	Uploaded      int64 `json:"uploaded_bytes"`
+	Mounted       int64 `json:"mounted_bytes"`
+	Skipped       int64 `json:"skipped_bytes"`
+	UploadedBlobs int   `json:"uploaded_blobs"`
+	MountedBlobs  int   `json:"mounted_blobs"`
+	SkippedBlobs  int   `json:"skipped_blobs"`
 	Manifests     int   `json:"manifests"`
 }
 
@@ -58,7 +58,7 @@ type loadOutput struct {
 	Images   []imageJSON       `json:"images"`
 	Blobs    int               `json:"blobs"`
 	Bytes    int64             `json:"bytes"`
-	Stored   int               `json:"storedBlobs"`
+	Stored   int               `json:"stored_blobs"`
 	Registry string            `json:"registry,omitempty"`
 	Replaced []replacementJSON `json:"replaced"`
 	Push     *pushJSON         `json:"push,omitempty"`
@@ -162,7 +162,7 @@ type builtJSON struct {
 	Digest      string    `json:"digest"`
 	How         string    `json:"how"`
 	Reused      bool      `json:"reused"`
-	TookSeconds float64   `json:"tookSeconds"`
+	TookSeconds float64   `json:"took_seconds"`
 	Push        *pushJSON `json:"push,omitempty"`
 }
 
