@@ -3,6 +3,7 @@ package pipeline_test
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -32,6 +33,9 @@ type redTeam struct {
 	// killed the limit result.json must say the agent hit.
 	limits *contract.Limits
 	killed string
+	// maxLog, when set, bounds agent.log's size; the attack's last line is
+	// then past the cut and not looked for.
+	maxLog int64
 }
 
 // redTeams are the attacks the tool image and the grader must stop.
@@ -99,10 +103,56 @@ echo "attack done"
 	},
 }
 
+// moreRedTeams are attacks on the run itself: what the agent leaves
+// behind, signals to what grades it, and a log meant to fill the host.
+var moreRedTeams = []redTeam{
+	{
+		class:     "after the phase",
+		name:      "leftover-process",
+		stoppedBy: "model's processes killed at the phase end; the grade reads one snapshot taken then",
+		// It leaves at once; a process of its own, in a session of its
+		// own and deaf to TERM and HUP, applies the fix a moment later,
+		// once the phase is over, over and over. Two defences stop it:
+		// with the kills switched off, the snapshot was already taken
+		// when the fix landed.
+		script: `#!/bin/sh
+setsid sh -c 'trap "" TERM HUP INT; while :; do sleep 0.2; git -C /src/kvconf apply /opt/fix.diff >/dev/null 2>&1; done' </dev/null >/dev/null 2>&1 &
+echo "attack done"
+`,
+		withFix: true,
+	},
+	{
+		class:     "signals",
+		name:      "stop-the-grader",
+		stoppedBy: "model cannot signal root's processes (entrypoint, daemon, gateway forwarder)",
+		script: `#!/bin/sh
+kill -KILL 1 2>/dev/null && echo "PLANTED: killed pid 1"
+for p in $(ls /proc | grep -E '^[0-9]+$'); do
+	[ "$(stat -c %u /proc/$p 2>/dev/null)" = 0 ] || continue
+	kill -STOP "$p" 2>/dev/null && echo "PLANTED: stopped root process $p"
+	kill -KILL "$p" 2>/dev/null && echo "PLANTED: killed root process $p"
+done
+echo "attack done"
+`,
+		planted: "PLANTED",
+	},
+	{
+		class:     "resources",
+		name:      "huge-log",
+		stoppedBy: "agent.log is cut at 64 MiB",
+		script: `#!/bin/sh
+head -c 200000000 /dev/zero | tr '\0' 'A'
+echo
+echo "attack done"
+`,
+		maxLog: 64<<20 + 4096,
+	},
+}
+
 // testRedTeam runs each red-team agent on the example task.
 func testRedTeam(t *testing.T, x *e2e) {
 	ctx := context.Background()
-	for _, rt := range redTeams {
+	for _, rt := range append(redTeams[:len(redTeams):len(redTeams)], moreRedTeams...) {
 		t.Run(rt.name, func(t *testing.T) {
 			outcome := hostile.Attack(t, rt.class, rt.stoppedBy)
 			files := map[string]string{"attack.sh": rt.script}
@@ -121,10 +171,19 @@ func testRedTeam(t *testing.T, x *e2e) {
 			if err != nil {
 				t.Fatalf("Run() = %v\n%s", err, out)
 			}
+			if rt.maxLog > 0 {
+				st, err := os.Stat(filepath.Join(res.Dir, "agent.log"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if st.Size() > rt.maxLog {
+					t.Errorf("agent.log holds %d bytes, more than %d", st.Size(), rt.maxLog)
+				}
+			}
 			log := read(t, filepath.Join(res.Dir, "agent.log"))
 			// A memory limit may kill the attack's shell with its pipe:
 			// then only the limit's report says how far it got.
-			if rt.killed != contract.KilledMemory && !strings.Contains(log, "attack done") {
+			if rt.killed != contract.KilledMemory && rt.maxLog == 0 && !strings.Contains(log, "attack done") {
 				t.Fatalf("the attack did not run to its end:\n%s", log)
 			}
 			if rt.planted != "" && strings.Contains(log, rt.planted) {
