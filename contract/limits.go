@@ -18,18 +18,30 @@ type Limits struct {
 	Pids int64 `json:"pids"`
 	// CPUs caps CPU time, in cores (1.5 is one and a half).
 	CPUs float64 `json:"cpus"`
+	// DiskBytes caps what the run writes to disk: its containers'
+	// writable layers and its writable mounts (the archive), together.
+	DiskBytes int64 `json:"disk_bytes,omitempty"`
 }
 
 // DefaultLimits are every run's unless the user says otherwise: enough for
 // a real project's build and tests, small enough that two runs per core
 // of a 2-core, 24 GiB machine cannot exhaust it.
-var DefaultLimits = Limits{MemoryBytes: 4 << 30, Pids: 4096, CPUs: 2}
+var DefaultLimits = Limits{MemoryBytes: 4 << 30, Pids: 4096, CPUs: 2, DiskBytes: 10 << 30}
 
 // Why a run's container reports it hit a limit (RunResult.Killed).
 const (
 	KilledMemory = "memory limit"
 	KilledPids   = "process limit"
+	// KilledDisk: the run wrote more than its disk limit, or the host's
+	// disk was nearly full (HostDiskFloor), and the run was stopped.
+	KilledDisk = "disk limit"
 )
+
+// HostDiskFloor is the free space a run never takes from the host: when
+// the file system under a run's writable layer has less, the run is
+// stopped (KilledDisk) whatever its own limit, so that one run cannot
+// fill the disk that the others, the store and containerd share.
+const HostDiskFloor = 1 << 30
 
 // Validate refuses limits a container cannot run with.
 func (l Limits) Validate() error {
@@ -40,6 +52,8 @@ func (l Limits) Validate() error {
 		return fmt.Errorf("a limit of %d processes is too small to start a run: give at least 32, or 0 for none", l.Pids)
 	case l.CPUs < 0 || (l.CPUs > 0 && l.CPUs < 0.1):
 		return fmt.Errorf("a limit of %g CPUs is too small: give at least 0.1, or 0 for none", l.CPUs)
+	case l.DiskBytes < 0 || (l.DiskBytes > 0 && l.DiskBytes < 64<<20):
+		return fmt.Errorf("a disk limit of %d bytes is too small to start a run: give at least 64Mi, or 0 for none", l.DiskBytes)
 	}
 	return nil
 }

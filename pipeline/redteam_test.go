@@ -147,6 +147,20 @@ echo "attack done"
 `,
 		maxLog: 64<<20 + 4096,
 	},
+	{
+		class:     "resources",
+		name:      "disk-fill",
+		stoppedBy: "the run's disk limit",
+		// Megabyte after megabyte into /tmp, the writable layer on the
+		// host's disk, until something stops it.
+		script: `#!/bin/sh
+i=0
+while [ $i -lt 100000 ]; do head -c 1048576 /dev/zero >> /tmp/fill || break; i=$((i+1)); done
+echo "attack done"
+`,
+		limits: &contract.Limits{MemoryBytes: 1 << 30, Pids: 512, CPUs: 1, DiskBytes: 256 << 20},
+		killed: contract.KilledDisk,
+	},
 }
 
 // testRedTeam runs each red-team agent on the example task.
@@ -181,9 +195,9 @@ func testRedTeam(t *testing.T, x *e2e) {
 				}
 			}
 			log := read(t, filepath.Join(res.Dir, "agent.log"))
-			// A memory limit may kill the attack's shell with its pipe:
-			// then only the limit's report says how far it got.
-			if rt.killed != contract.KilledMemory && rt.maxLog == 0 && !strings.Contains(log, "attack done") {
+			// A memory or disk limit may kill the attack's shell: then
+			// only the limit's report says how far it got.
+			if rt.killed != contract.KilledMemory && rt.killed != contract.KilledDisk && rt.maxLog == 0 && !strings.Contains(log, "attack done") {
 				t.Fatalf("the attack did not run to its end:\n%s", log)
 			}
 			if rt.planted != "" && strings.Contains(log, rt.planted) {

@@ -28,6 +28,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/42-b3yond-6ug/ssebench/contract"
 	"github.com/42-b3yond-6ug/ssebench/internal/testenv"
 	"github.com/42-b3yond-6ug/ssebench/oci/store"
 )
@@ -214,6 +215,38 @@ func TestIntegration(t *testing.T) {
 			t.Errorf("/etc/resolv.conf = %q, want the host's %q", resolv, hostResolv)
 		}
 	})
+
+	// The disk limit: what uid 1000 writes, to the writable layer or to a
+	// writable mount, past the limit gets its writer killed; root's
+	// processes (the entrypoint in a real run) go on and see it.
+	for _, where := range []string{"layer", "mount"} {
+		t.Run("disk limit kills the unprivileged writers/"+where, func(t *testing.T) {
+			out := t.TempDir()
+			if err := os.Chmod(out, 0o777); err != nil {
+				t.Fatal(err)
+			}
+			dir := "/tmp"
+			if where == "mount" {
+				dir = "/out"
+			}
+			script := `setpriv --reuid 1000 --regid 1000 --clear-groups sh -c 'i=0; while [ $i -lt 4000 ]; do head -c 1048576 /dev/zero >> ` + dir + `/fill || exit 3; i=$((i+1)); done'; echo "writer exit $?"; echo "root still here"`
+			var stdout bytes.Buffer
+			res, err := r.Run(ctx, RunSpec{
+				Image: osImage, Args: []string{"sh", "-c", script}, Output: &stdout,
+				Mounts: []Mount{{Source: out, Target: "/out"}},
+				Limits: contract.Limits{DiskBytes: 64 << 20},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Killed != contract.KilledDisk {
+				t.Errorf("Killed = %q, want %q; output %q", res.Killed, contract.KilledDisk, stdout.String())
+			}
+			if got := stdout.String(); !strings.HasSuffix(got, "writer exit 137\nroot still here\n") {
+				t.Errorf("output = %q, want the writer killed (137) and root going on", got)
+			}
+		})
+	}
 
 	t.Run("user", func(t *testing.T) {
 		out := run(t, r, RunSpec{Image: osImage, User: "1000:1000", Args: []string{"id", "-u"}}, 0)

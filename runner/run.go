@@ -12,6 +12,7 @@ import (
 	"github.com/containerd/containerd/v2/client"
 	"github.com/containerd/errdefs"
 
+	"github.com/42-b3yond-6ug/ssebench/contract"
 	"github.com/42-b3yond-6ug/ssebench/internal/limitevents"
 )
 
@@ -47,8 +48,11 @@ type Result struct {
 	// Killed names the limit of RunSpec.Limits the container hit, read
 	// from its cgroup's counters before the task is deleted:
 	// contract.KilledMemory when the kernel killed a process of it for
-	// memory, contract.KilledPids when it refused a fork. Empty when none
-	// was hit, or the counters could not be read.
+	// memory, contract.KilledPids when it refused a fork, and
+	// contract.KilledDisk when it wrote more than its disk limit (its
+	// unprivileged processes were killed, the entrypoint went on) or the
+	// host's disk was nearly full (the whole task was killed). Empty when
+	// none was hit, or the counters could not be read.
 	Killed string
 }
 
@@ -133,6 +137,12 @@ func (r *Runner) Run(ctx context.Context, spec RunSpec) (_ *Result, retErr error
 	if spec.Started != nil {
 		spec.Started(task.Pid())
 	}
+	disk := r.newDiskWatch(ctx, container, spec)
+	if disk != nil {
+		wctx, stopWatch := context.WithCancel(cleanupCtx)
+		defer stopWatch()
+		go disk.run(wctx, func() { killUnprivileged(wctx, task) }, func() { _ = task.Kill(wctx, syscall.SIGKILL, client.WithKillAll) })
+	}
 
 	var status client.ExitStatus
 	select {
@@ -146,6 +156,9 @@ func (r *Runner) Run(ctx context.Context, spec RunSpec) (_ *Result, retErr error
 	}
 	// The cgroup goes with the task: its counters are read first.
 	res.Killed = r.limitsHit(cleanupCtx, container)
+	if disk != nil && disk.hit.Load() {
+		res.Killed = contract.KilledDisk
+	}
 	// Deleting the task makes the shim finish copying and close its ends
 	// of the FIFOs; only then is all the output there to read.
 	if _, err := task.Delete(cleanupCtx); err != nil && !errdefs.IsNotFound(err) {

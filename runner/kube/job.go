@@ -200,6 +200,12 @@ func podResources(l contract.Limits) corev1.ResourceRequirements {
 		limits[corev1.ResourceCPU] = *resource.NewMilliQuantity(milli, resource.DecimalSI)
 		requests[corev1.ResourceCPU] = *resource.NewMilliQuantity(min(milli, podCPURequestMilli), resource.DecimalSI)
 	}
+	if l.DiskBytes > 0 {
+		// The kubelet evicts a pod past its ephemeral-storage limit:
+		// its writable layer, logs and emptyDir volumes.
+		limits[corev1.ResourceEphemeralStorage] = *resource.NewQuantity(l.DiskBytes, resource.BinarySI)
+		requests[corev1.ResourceEphemeralStorage] = *resource.NewQuantity(min(l.DiskBytes, podDiskRequest), resource.BinarySI)
+	}
 	if len(limits) == 0 {
 		return corev1.ResourceRequirements{}
 	}
@@ -208,6 +214,7 @@ func podResources(l contract.Limits) corev1.ResourceRequirements {
 
 // What a run's pod asks the scheduler for, at most.
 const (
+	podDiskRequest     = 1 << 30
 	podMemoryRequest   = 256 << 20
 	podCPURequestMilli = 100
 )

@@ -158,7 +158,7 @@ func TestPlanRunRefuses(t *testing.T) {
 func TestPlanRunLimits(t *testing.T) {
 	o, _ := makeOptions()
 	spec := testSpec(t)
-	spec.Limits = contract.Limits{MemoryBytes: 4 << 30, Pids: 4096, CPUs: 2}
+	spec.Limits = contract.Limits{MemoryBytes: 4 << 30, Pids: 4096, CPUs: 2, DiskBytes: 10 << 30}
 	p, err := o.planRun(spec, "token0123456789abcdef")
 	if err != nil {
 		t.Fatal(err)
@@ -170,7 +170,27 @@ func TestPlanRunLimits(t *testing.T) {
 	if got := r.Limits.Cpu().MilliValue(); got != 2000 {
 		t.Errorf("cpu limit = %dm, want 2000m", got)
 	}
+	if got := r.Limits.StorageEphemeral().Value(); got != 10<<30 {
+		t.Errorf("ephemeral-storage limit = %d, want 10Gi", got)
+	}
+	if got := r.Requests.StorageEphemeral().Value(); got != 1<<30 {
+		t.Errorf("ephemeral-storage request = %d, want 1Gi", got)
+	}
 	if r.Requests.Cpu().MilliValue() > 100 || r.Requests.Memory().Value() > 256<<20 {
 		t.Errorf("requests = %v, want at most 100m and 256Mi", r.Requests)
+	}
+}
+
+// TestPodKilled: the kubelet's reasons become result.json's killed.
+func TestPodKilled(t *testing.T) {
+	evicted := &corev1.Pod{Status: corev1.PodStatus{Reason: "Evicted", Message: "Pod ephemeral local storage usage exceeds the total limit of containers 64Mi."}}
+	if got := podKilled(evicted, &corev1.ContainerStateTerminated{ExitCode: 137}); got != contract.KilledDisk {
+		t.Errorf("evicted for storage: %q, want %q", got, contract.KilledDisk)
+	}
+	if got := podKilled(&corev1.Pod{}, &corev1.ContainerStateTerminated{Reason: "OOMKilled", ExitCode: 137}); got != contract.KilledMemory {
+		t.Errorf("OOMKilled: %q, want %q", got, contract.KilledMemory)
+	}
+	if got := podKilled(&corev1.Pod{}, &corev1.ContainerStateTerminated{Reason: "Completed"}); got != "" {
+		t.Errorf("a plain exit: %q, want none", got)
 	}
 }

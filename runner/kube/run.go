@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -114,12 +115,15 @@ func (r *Runner) Run(ctx context.Context, spec runner.RunSpec) (_ *runner.Result
 		res.Duration = time.Since(started)
 		return res, fmt.Errorf("run %s: %w", spec.ID, ctx.Err())
 	}
-	code, err := r.waitExit(ctx, pod)
+	code, killed, err := r.waitExit(ctx, pod)
 	res.Duration = time.Since(started)
 	if err != nil {
 		return nil, err
 	}
 	res.ExitCode = code
+	if res.Killed == "" {
+		res.Killed = killed
+	}
 	switch {
 	case errors.Is(streamErr, contract.ErrNoResultsStream):
 		// The container ended before its entrypoint wrote the results
@@ -197,22 +201,37 @@ func (r *Runner) readLog(ctx context.Context, pod string, out io.Writer, p *plan
 }
 
 // waitExit waits for the container to have ended and returns its exit
-// status.
-func (r *Runner) waitExit(ctx context.Context, pod string) (int, error) {
+// status, and the limit that ended it when the kubelet says so (see
+// podKilled).
+func (r *Runner) waitExit(ctx context.Context, pod string) (int, string, error) {
 	for {
 		p, err := r.cs.CoreV1().Pods(r.opts.namespace).Get(ctx, pod, metav1.GetOptions{})
 		if err != nil {
-			return 0, fmt.Errorf("reading pod %s: %w", pod, err)
+			return 0, "", fmt.Errorf("reading pod %s: %w", pod, err)
 		}
 		for _, cs := range p.Status.ContainerStatuses {
 			if cs.Name == containerName && cs.State.Terminated != nil {
-				return int(cs.State.Terminated.ExitCode), nil
+				return int(cs.State.Terminated.ExitCode), podKilled(p, cs.State.Terminated), nil
 			}
 		}
 		if err := sleep(ctx, r.opts.pollInterval); err != nil {
-			return 0, err
+			return 0, "", err
 		}
 	}
+}
+
+// podKilled is the limit that ended pod p's container, as the kubelet
+// reports it: an eviction for ephemeral storage (the run's --disk, the
+// pod's ephemeral-storage limit) or the kernel's OOM kill of the
+// container's main process.
+func podKilled(p *corev1.Pod, t *corev1.ContainerStateTerminated) string {
+	switch {
+	case p.Status.Reason == "Evicted" && strings.Contains(p.Status.Message, "ephemeral"):
+		return contract.KilledDisk
+	case t.Reason == "OOMKilled":
+		return contract.KilledMemory
+	}
+	return ""
 }
 
 // deleteRun deletes the run's Job, pod and NetworkPolicy (and its

@@ -8,13 +8,14 @@ import (
 	"github.com/42-b3yond-6ug/ssebench/contract"
 )
 
-// AddLimitFlags binds --memory, --pids and --cpus into l, whose values
+// AddLimitFlags binds --memory, --pids, --cpus and --disk into l, whose values
 // before the call are the defaults the help shows (contract.DefaultLimits
 // for run and eval). 0 means no limit of that kind.
 func AddLimitFlags(f *pflag.FlagSet, l *contract.Limits) {
 	f.Var((*bytesValue)(&l.MemoryBytes), "memory", "memory the run's containers may use, swap included: bytes or 512Mi, 4Gi, ... (0: no limit)")
 	f.Int64Var(&l.Pids, "pids", l.Pids, "processes and threads the run's containers may have at once (0: no limit)")
 	f.Float64Var(&l.CPUs, "cpus", l.CPUs, "CPU cores the run's containers may use, e.g. 1.5 (0: no limit)")
+	f.Var((*bytesValue)(&l.DiskBytes), "disk", "disk the run may write (its containers' writable layers and the archive): bytes or 512Mi, 10Gi, ... (0: no limit; a run is always stopped before the host has less than 1Gi free)")
 }
 
 // bytesValue is a size flag: bytes, or a number with Ki, Mi, Gi or Ti.
