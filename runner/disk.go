@@ -80,7 +80,6 @@ func (r *Runner) upperDir(ctx context.Context, c client.Container) string {
 	return ""
 }
 
-
 // run measures every diskInterval until ctx ends. Over the run's limit it
 // calls unprivileged, every time: the agent's processes and the scripts
 // running the agent's code are what writes, and the entrypoint, still
