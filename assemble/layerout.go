@@ -15,8 +15,13 @@ type contentKey struct{ layer, entry int }
 // collected first and written sorted, then content entries as the case
 // layers stream by.
 type layerOut struct {
-	w     *oci.LayerWriter
-	first map[contentKey]string // where each content was first written
+	w *oci.LayerWriter
+	// last is the content written last and where: oci.ReadFiles passes
+	// the nodes that share content (hard links) one after the other, so
+	// remembering one is enough, where a map of every file's content took
+	// 20 MB for a case of 200,000 files.
+	last     contentKey
+	lastDest string
 }
 
 func (b *toolBuild) newLayer() (*layerOut, error) {
@@ -24,7 +29,11 @@ func (b *toolBuild) newLayer() (*layerOut, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &layerOut{w: w, first: map[contentKey]string{}}, nil
+	return newLayerOut(w), nil
+}
+
+func newLayerOut(w *oci.LayerWriter) *layerOut {
+	return &layerOut{w: w, last: contentKey{-1, -1}}
 }
 
 // headerOnly writes entries that carry no content, in path order.
@@ -49,17 +58,18 @@ func (l *layerOut) small(h *tar.Header, content []byte) error {
 }
 
 // file starts the content entry of node n at dest. It returns the writer
-// for its content, or nil when dest became a hard link to an earlier copy
-// of the same bytes in this layer.
+// for its content, or nil when dest became a hard link to the copy of the
+// same bytes just written in this layer. Calls must come in the order
+// oci.ReadFiles passes nodes.
 func (l *layerOut) file(n oci.Node, dest string, mode int64, uid, gid int) (io.Writer, error) {
 	k := contentKey{n.Layer, n.Entry}
 	h := n.Header.TarHeader(dest)
 	h.Mode, h.Uid, h.Gid = mode, uid, gid
-	if prev, ok := l.first[k]; ok {
-		h.Typeflag, h.Linkname, h.Size = tar.TypeLink, prev, 0
+	if k == l.last {
+		h.Typeflag, h.Linkname, h.Size = tar.TypeLink, l.lastDest, 0
 		return nil, l.w.WriteHeader(h)
 	}
-	l.first[k] = dest
+	l.last, l.lastDest = k, dest
 	if err := l.w.WriteHeader(h); err != nil {
 		return nil, err
 	}

@@ -327,7 +327,7 @@ func runtimeSubset(ctx context.Context, runtimeImg v1.Image, o *toolOptions, fil
 	if err != nil {
 		return nil, nil, err
 	}
-	l := &layerOut{w: w, first: map[contentKey]string{}}
+	l := newLayerOut(w)
 	fail := func(err error) (v1.Image, *oci.SpooledLayer, error) { w.Abort(); return nil, nil, err }
 	for _, d := range dirs {
 		h := *d
