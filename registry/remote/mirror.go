@@ -61,7 +61,11 @@ func (r *MirrorReport) String() string {
 type MissingError struct{ Refs []string }
 
 func (e *MissingError) Error() string {
-	return fmt.Sprintf("%s missing from the source registry: %s", units.Plural(len(e.Refs), "image is"), strings.Join(e.Refs, ", "))
+	verb := "are"
+	if len(e.Refs) == 1 {
+		verb = "is"
+	}
+	return fmt.Sprintf("%s %s missing from the source registry: %s", units.Plural(len(e.Refs), "image"), verb, strings.Join(e.Refs, ", "))
 }
 
 // Retarget returns ref with the prefix from replaced by to: a reference

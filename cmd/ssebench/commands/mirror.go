@@ -81,6 +81,10 @@ exist are listed together at the end, and the command then fails.`,
 				}
 				fmt.Fprintln(cmd.ErrOrStderr(), rep.String())
 			}
+			var missing *remote.MissingError
+			if errors.As(err, &missing) && !o.NoTaskImages {
+				return fmt.Errorf("%w; mirror copies a published set: case images are tagged with their dataset's version by `ssebench dataset publish`, tool images are in the registry once `ssebench assemble tool --push` (or `eval --registry`) made them; or name the images to copy with --only-args", err)
+			}
 			return err
 		},
 	}
