@@ -278,7 +278,7 @@ func Evaluate(ctx context.Context, b Backend, dir string, plan *Plan, opts ...Op
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
-		return out, fmt.Errorf("%d %s failed for an infrastructure reason (first: %s: %v); `ssebench eval --resume %s` tries them again", len(keys), results.Plural(len(keys), "run", "runs"), keys[0], out.Failed[keys[0]], dir)
+		return out, fmt.Errorf("%s failed for an infrastructure reason (first: %s: %v); `ssebench eval --resume %s` tries them again", results.Plural(len(keys), "run", "runs"), keys[0], out.Failed[keys[0]], dir)
 	}
 	if len(out.NotStarted) > 0 {
 		sortJobs(plan, out.NotStarted)
