@@ -27,6 +27,9 @@ type chartData struct {
 	RunBuild  []float64 `json:"run_build_seconds"`
 	RunAgentS []float64 `json:"run_agent_seconds"`
 	RunGrade  []float64 `json:"run_grade_seconds"`
+	// RunOther is the rest of a run's wall time (the container's own
+	// start and end, copying results), so a bar is the whole run.
+	RunOther  []float64 `json:"run_other_seconds"`
 	RunAgent  []int     `json:"run_agent"`
 	RunPassed []bool    `json:"run_passed"`
 }
@@ -47,6 +50,7 @@ func writeHTML(w io.Writer, rep *Report) error {
 		d.RunBuild = append(d.RunBuild, e.BuildSeconds)
 		d.RunAgentS = append(d.RunAgentS, e.AgentSeconds)
 		d.RunGrade = append(d.RunGrade, e.GradeSeconds)
+		d.RunOther = append(d.RunOther, round(max(0, e.DurationSeconds-e.BuildSeconds-e.AgentSeconds-e.GradeSeconds), 3))
 		d.RunAgent = append(d.RunAgent, index[e.Agent+"\x00"+e.Model])
 		d.RunPassed = append(d.RunPassed, e.Passed)
 	}
@@ -153,8 +157,9 @@ footer { color: #777; font-size: 0.85em; margin-top: 3em; }
 		data: { labels: d.run_labels, datasets: [
 			{ label: "agent", data: d.run_agent_seconds, backgroundColor: d.run_agent.map(function (i) { return palette[i % palette.length]; }) },
 			{ label: "grading", data: d.run_grade_seconds, backgroundColor: "#999" },
-			{ label: "building", data: d.run_build_seconds, backgroundColor: "#ddd" }] },
-		options: { maintainAspectRatio: false, plugins: { title: { display: true, text: "Time per run (s): agent, grading, building" } },
+			{ label: "building", data: d.run_build_seconds, backgroundColor: "#ddd" },
+			{ label: "other", data: d.run_other_seconds, backgroundColor: "#f3f3f3" }] },
+		options: { maintainAspectRatio: false, plugins: { title: { display: true, text: "Time per run (s): agent, grading, building, other" } },
 			scales: { x: { stacked: true }, y: { min: 0, stacked: true } } }
 	});
 	// How many bars each chart drew, for checks of the page.
