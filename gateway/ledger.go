@@ -100,12 +100,24 @@ func (l *Ledger) Spent() (tokens int64, usd float64) {
 	return l.tokens, l.cost
 }
 
-// Exhausted says no further run should start: the budget is used up, or
-// a request was already refused for it.
+// Exhausted says no further run should start: what the runs used
+// reached the budget. (What requests in flight set aside does not count:
+// it is mostly given back when they end, and a run started meanwhile has
+// its requests refused until it is.)
 func (l *Ledger) Exhausted() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.refused > 0 || l.over(0, 0)
+	if l.budget.Tokens > 0 {
+		return l.tokens >= l.budget.Tokens
+	}
+	return l.cost >= l.budget.USD
+}
+
+// Refused is how many requests the budget refused.
+func (l *Ledger) Refused() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.refused
 }
 
 // over says the spent amount plus what is set aside plus (tokens, cost)

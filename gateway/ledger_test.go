@@ -17,8 +17,7 @@ import (
 // TestHostileEvaluationBudget: 32 streams at once, spread over the
 // gateways of 4 runs of one evaluation, against the evaluation's budget
 // (in tokens, then in dollars) overshoot it by at most one request's
-// maximum; the refused requests are recorded with a one-line reason, and
-// the ledger then says no further run should start.
+// maximum; the refused requests are recorded with a one-line reason.
 func TestHostileEvaluationBudget(t *testing.T) {
 	const runs, streams, maxTokens = 4, 32, 50
 	body := conversation(gateway.OpenAIChat, 0, fmt.Sprintf(`,"stream":true,"max_tokens":%d`, maxTokens))
@@ -90,9 +89,9 @@ func TestHostileEvaluationBudget(t *testing.T) {
 			if tc.budget.USD > 0 {
 				over = cost > tc.budget.USD+price.Cost(oneMax, 0)+1e-9
 			}
-			if over || refused == 0 || codes[http.StatusTooManyRequests] != refused || !l.Exhausted() {
-				t.Errorf("%d streams over %d runs used %d tokens ($%.4f, ledger $%.4f) against a budget of %s (one request at most %d tokens); %d refused for the budget, statuses %v, exhausted %v",
-					streams, runs, used, cost, spentUSD, tc.budget, oneMax, refused, codes, l.Exhausted())
+			if over || refused == 0 || codes[http.StatusTooManyRequests] != refused || l.Refused() != refused {
+				t.Errorf("%d streams over %d runs used %d tokens ($%.4f, ledger $%.4f) against a budget of %s (one request at most %d tokens); %d refused for the budget (ledger %d), statuses %v",
+					streams, runs, used, cost, spentUSD, tc.budget, oneMax, refused, l.Refused(), codes)
 			} else {
 				t.Logf("%d streams over %d runs: %d tokens ($%.4f) against a budget of %s; statuses %v", streams, runs, used, cost, tc.budget, codes)
 			}
