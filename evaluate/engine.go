@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/42-b3yond-6ug/ssebench/gateway"
 	"github.com/42-b3yond-6ug/ssebench/internal/safefile"
 	"github.com/42-b3yond-6ug/ssebench/pipeline"
 	"github.com/42-b3yond-6ug/ssebench/results"
@@ -36,6 +37,15 @@ type options struct {
 	progress  Progress
 	backoff   time.Duration
 	buildOnly bool
+	ledger    *gateway.Ledger
+}
+
+// WithBudget stops starting runs once the evaluation's budget (the
+// ledger its runs' gateways share, which the backend gives them) is
+// spent: the runs not started are listed in the outcome and in the
+// folder's evaluation.json, for the report. The default is no budget.
+func WithBudget(l *gateway.Ledger) Option {
+	return func(o *options) error { o.ledger = l; return nil }
 }
 
 // WithBuildOnly builds every image the plan needs and runs nothing: the
@@ -133,6 +143,8 @@ type Outcome struct {
 	// after every retry, with their last error.
 	Kept, Ran int
 	Failed    map[string]error
+	// NotStarted are the jobs not started because the budget was spent.
+	NotStarted []Job
 	// Builds counts how many times each image was built, by key
 	// ("task:T", "agent:T/A"): once each, however many runs used it.
 	Builds map[string]int
@@ -224,6 +236,15 @@ func Evaluate(ctx context.Context, b Backend, dir string, plan *Plan, opts ...Op
 		go func() {
 			defer wg.Done()
 			for j := range queue {
+				// Checked as each run is about to start: runs in flight
+				// still spend, and their gateways refuse what would
+				// overshoot.
+				if o.ledger != nil && !o.buildOnly && o.ledger.Exhausted() {
+					mu.Lock()
+					out.NotStarted = append(out.NotStarted, j)
+					mu.Unlock()
+					continue
+				}
 				run, stopped, err := attempt(ctx, b, builds, plan, j, dir, o)
 				if stopped {
 					continue
@@ -243,6 +264,11 @@ func Evaluate(ctx context.Context, b Backend, dir string, plan *Plan, opts ...Op
 	}
 	wg.Wait()
 	o.progress.End()
+	if o.ledger != nil && !o.buildOnly {
+		if err := writeEvaluation(dir, plan, o.ledger, out); err != nil {
+			return out, err
+		}
+	}
 	if ctx.Err() != nil {
 		return out, ctx.Err()
 	}
@@ -252,9 +278,54 @@ func Evaluate(ctx context.Context, b Backend, dir string, plan *Plan, opts ...Op
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
-		return out, fmt.Errorf("%d runs failed for an infrastructure reason (first: %s: %v); `ssebench eval --resume %s` tries them again", len(keys), keys[0], out.Failed[keys[0]], dir)
+		return out, fmt.Errorf("%s failed for an infrastructure reason (first: %s: %v); `ssebench eval --resume %s` tries them again", results.Plural(len(keys), "run", "runs"), keys[0], out.Failed[keys[0]], dir)
+	}
+	if len(out.NotStarted) > 0 {
+		sortJobs(plan, out.NotStarted)
+		return out, &BudgetSpentError{Budget: o.ledger.Budget(), NotStarted: len(out.NotStarted), Total: len(plan.Runs)}
 	}
 	return out, nil
+}
+
+// BudgetSpentError says the evaluation's budget stopped it before every
+// run started.
+type BudgetSpentError struct {
+	Budget            gateway.Budget
+	NotStarted, Total int
+}
+
+func (e *BudgetSpentError) Error() string {
+	verb := "were"
+	if e.NotStarted == 1 {
+		verb = "was"
+	}
+	return fmt.Sprintf("the evaluation's budget of %s is spent: %d of %s %s not started (%s lists them; a new evaluation with a larger --budget runs them)",
+		e.Budget, e.NotStarted, results.Plural(e.Total, "run", "runs"), verb, EvaluationFile)
+}
+
+// sortJobs puts jobs in the plan's order.
+func sortJobs(plan *Plan, jobs []Job) {
+	pos := map[string]int{}
+	for i, j := range plan.Runs {
+		pos[j.Key()] = i
+	}
+	sort.Slice(jobs, func(a, b int) bool { return pos[jobs[a].Key()] < pos[jobs[b].Key()] })
+}
+
+// writeEvaluation writes dir/evaluation.json: the budget, what the runs
+// spent of it, and the runs it left unstarted.
+func writeEvaluation(dir string, plan *Plan, l *gateway.Ledger, out *Outcome) error {
+	sortJobs(plan, out.NotStarted)
+	tokens, usd := l.Spent()
+	b := l.Budget()
+	ev := results.Evaluation{Budget: &results.BudgetUse{Budget: b, SpentTokens: tokens, SpentUSD: usd}, NotStarted: []results.NotStarted{}}
+	for _, j := range out.NotStarted {
+		ev.NotStarted = append(ev.NotStarted, results.NotStarted{Task: j.Task, Agent: j.Agent, Attempt: j.Attempt, Reason: results.ReasonBudgetSpent})
+	}
+	if err := writeJSONFile(filepath.Join(dir, EvaluationFile), &ev); err != nil {
+		return fmt.Errorf("writing %s: %w", EvaluationFile, err)
+	}
+	return nil
 }
 
 // attempt runs j, trying again after an infrastructure failure; stopped

@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/random"
 
 	"github.com/42-b3yond-6ug/ssebench/contract"
+	"github.com/42-b3yond-6ug/ssebench/gateway"
 	"github.com/42-b3yond-6ug/ssebench/pipeline"
 	"github.com/42-b3yond-6ug/ssebench/results"
 )
@@ -30,6 +31,9 @@ type fakeBackend struct {
 	block       chan struct{} // when set, runs wait on it
 	order       []string
 	cleanedUpID string
+	// spend, when set, is the run's agent: it uses the model through a
+	// gateway of the run, recording into the run folder.
+	spend func(t Job, runDir string) *gateway.Totals
 }
 
 func (f *fakeBackend) BuildTask(ctx context.Context, task string) (*pipeline.TaskImages, error) {
@@ -85,6 +89,9 @@ func (f *fakeBackend) Run(ctx context.Context, j Job, im *pipeline.RunImages, di
 	passed := j.Agent == "good"
 	contract.WriteRunResult(rd, &contract.RunResult{TaskID: j.Task, Passed: passed, Build: &contract.Check{OK: true}, PoC: &contract.Check{OK: passed}})
 	s := results.Summary{RunID: id, Task: j.Task, Agent: j.Agent, Attempt: j.Attempt, Status: "ok", Results: rd, Started: time.Now()}
+	if f.spend != nil {
+		s.ModelUsage = f.spend(j, rd)
+	}
 	return rd, writeJSONFile(filepath.Join(rd, "summary.json"), s)
 }
 

@@ -12,7 +12,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/42-b3yond-6ug/ssebench/gateway"
 	"github.com/42-b3yond-6ug/ssebench/internal/safefile"
+	"github.com/42-b3yond-6ug/ssebench/results"
 )
 
 // Files and folders of an evaluation folder.
@@ -20,6 +22,9 @@ const (
 	PlanFile   = "plan.json"
 	RunsDir    = "runs"
 	PartialDir = ".partial"
+	// EvaluationFile is what an evaluation with a budget spent and left
+	// unstarted (results.Evaluation).
+	EvaluationFile = results.EvaluationFile
 )
 
 // Plan is what an evaluation runs: plan.json.
@@ -44,6 +49,8 @@ type Plan struct {
 	// of tool-sidecar-agent.
 	Mode    string `json:"mode,omitempty"`
 	OSImage string `json:"os_image,omitempty"`
+	// Budget is what all runs together may spend on the model (--budget).
+	Budget *gateway.Budget `json:"budget,omitempty"`
 	// Runs are the jobs, in the order they start.
 	Runs []Job `json:"runs"`
 }
@@ -140,4 +147,26 @@ func writeJSONFile(path string, v any) error {
 		return err
 	}
 	return safefile.WriteBytes(path, append(b, '\n'), 0o644, safefile.Sync())
+}
+
+// NewLedger returns the ledger of the plan's budget, with what the runs
+// already in dir spent (a resumed evaluation); nil when the plan has no
+// budget.
+func NewLedger(dir string, p *Plan) (*gateway.Ledger, error) {
+	if p.Budget == nil || p.Budget.IsZero() {
+		return nil, nil
+	}
+	done, err := Done(dir)
+	if err != nil {
+		return nil, err
+	}
+	var tokens int64
+	var usd float64
+	for _, r := range done {
+		if u := r.Summary.ModelUsage; u != nil {
+			tokens += u.TotalTokens
+			usd += u.CostUSD
+		}
+	}
+	return gateway.NewLedger(*p.Budget, tokens, usd)
 }

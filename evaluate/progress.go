@@ -66,7 +66,7 @@ func (p *Printer) Begin(total, kept, jobs int) {
 	defer p.mu.Unlock()
 	p.total, p.done, p.jobs, p.started = total, kept, jobs, p.now()
 	if kept > 0 {
-		fmt.Fprintf(p.w, "%d of %d runs already done\n", kept, total)
+		fmt.Fprintf(p.w, "%d of %s already done\n", kept, results.Plural(total, "run", "runs"))
 	}
 	p.drawStatus()
 }
@@ -108,6 +108,9 @@ func (p *Printer) Finish(j Job, r *results.Run) {
 	tok := "-"
 	if r.Tokens >= 0 {
 		tok = fmt.Sprint(r.Tokens)
+		if r.Priced {
+			tok += fmt.Sprintf(" ($%.4f)", r.CostUSD)
+		}
 	}
 	fmt.Fprintf(p.w, "%s %s %s #%d  %s  %s  tokens %s\n", mark, j.Task, j.Agent, j.Attempt, r.Marks(), r.Duration().Round(100*time.Millisecond), tok)
 	p.drawStatus()

@@ -20,7 +20,9 @@
 //     it (strip.go hides it again from an agent that did not), a reply
 //     without usage is counted by an estimate and marked so (usage.go),
 //     and the price is the answering model's.
-//   - A request's maximum is set aside against the limits while it runs.
+//   - A request's maximum is set aside against the limits while it runs,
+//     and against an evaluation's budget, a Ledger that all the runs'
+//     gateways on this machine share (ledger.go).
 //
 // Responses stream through as they come, server-sent events included.
 // Every request is recorded (model, status, latency, token usage) as one

@@ -56,7 +56,7 @@ type Totals struct {
 	Usage
 	CostUSD float64 `json:"cost_usd"`
 	// LimitReached names the first limit that refused a request:
-	// max_requests, max_tokens or max_cost.
+	// max_requests, max_tokens, max_cost or budget (the evaluation's).
 	LimitReached string `json:"limit_reached,omitempty"`
 	Limits       Limits `json:"limits"`
 	Model        string `json:"model,omitempty"`
@@ -85,7 +85,7 @@ type Record struct {
 	Estimated bool    `json:"usage_estimated,omitempty"`
 	CostUSD   float64 `json:"cost_usd,omitempty"`
 	// Refused says why the gateway answered itself: token, endpoint,
-	// model, max_requests, max_tokens, max_cost, body.
+	// model, max_requests, max_tokens, max_cost, budget, body.
 	Refused string `json:"refused,omitempty"`
 	// Failed marks a forwarded request that failed; Error says how.
 	Failed bool   `json:"failed,omitempty"`
@@ -109,6 +109,16 @@ func New(cfg *Config, opts ...Option) (*Gateway, error) {
 		for _, m := range cfg.Allowed {
 			if _, ok := cfg.Prices[m]; !ok {
 				return nil, fmt.Errorf("--max-cost needs the price of model %s: add it under prices: in %s", m, cfg.Source)
+			}
+		}
+	}
+	if o.ledger != nil && o.ledger.budget.USD > 0 {
+		if len(cfg.Allowed) == 0 {
+			return nil, errors.New("a budget in dollars needs the run's models and their prices: pass --model with a model file that has prices, or give --budget in tokens")
+		}
+		for _, m := range cfg.Allowed {
+			if _, ok := cfg.Prices[m]; !ok {
+				return nil, fmt.Errorf("a budget in dollars needs the price of model %s: add it under prices: in %s, or give --budget in tokens", m, cfg.Source)
 			}
 		}
 	}
@@ -148,9 +158,11 @@ type exchange struct {
 	reqSize int64 // the forwarded body's size, for the estimate
 	// respSize counts the reply's bytes as the upstream sent them.
 	respSize int64
-	// reserved and reservedCost are what reserve set aside.
+	// reserved and reservedCost are what reserve set aside; ledgered
+	// says they are set aside in the evaluation's ledger too.
 	reserved     int64
 	reservedCost float64
+	ledgered     bool
 	// stripUsage takes out of a chat stream the usage the gateway asked
 	// for and the agent did not.
 	stripUsage bool
@@ -330,6 +342,15 @@ func (g *Gateway) reserve(x *exchange, q *genRequest) (string, string) {
 	case l.MaxCost > 0 && g.totals.CostUSD+g.reservedCost >= l.MaxCost:
 		code, msg = "max_cost", fmt.Sprintf("this run's limit of $%.4f is reached: $%.4f spent, up to $%.4f more in requests under way (--max-cost)", l.MaxCost, g.totals.CostUSD, g.reservedCost)
 	}
+	// The evaluation's budget is shared with other runs' gateways: it is
+	// asked last, so that a request this run refuses takes nothing of it.
+	if code == "" && q != nil && g.opts.ledger != nil {
+		if ok, why := g.opts.ledger.reserve(x.reserved, x.reservedCost); !ok {
+			code, msg = "budget", why
+		} else {
+			x.ledgered = true
+		}
+	}
 	if code != "" {
 		x.reserved, x.reservedCost = 0, 0
 		if g.totals.LimitReached == "" {
@@ -498,6 +519,9 @@ func (g *Gateway) finish(x *exchange) {
 	}
 	g.reserved -= x.reserved
 	g.reservedCost -= x.reservedCost
+	if x.ledgered {
+		g.opts.ledger.settle(x.reserved, x.reservedCost, r.TotalTokens, r.CostUSD)
+	}
 	t := &g.totals
 	if r.Refused != "" {
 		t.Refused++

@@ -49,6 +49,7 @@ type options struct {
 	transport      http.RoundTripper
 	log            io.Writer
 	reportKey      []byte // a remote gateway's, to sign its report
+	ledger         *Ledger
 }
 
 func makeOptions(opts ...Option) (*options, error) {

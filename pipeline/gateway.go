@@ -94,7 +94,16 @@ func (e *Env) startGateway(req *RunRequest, runDir string) (_ *runGateway, retEr
 	if err != nil {
 		return nil, fmt.Errorf("creating %s: %w", ModelLog, err)
 	}
-	rg.gw, err = gateway.New(cfg, gateway.WithRecorder(rg.record), gateway.WithLimits(req.Limits), gateway.WithLog(e.Log))
+	if req.Ledger != nil && req.Cluster != nil {
+		// A cluster's gateway is a pod of its own per run, which shares no
+		// ledger with the other runs' pods.
+		return nil, errors.New("an evaluation's --budget is kept by the gateways on this machine: it cannot hold on the Kubernetes backend, whose gateways are pods of their own")
+	}
+	gopts := []gateway.Option{gateway.WithRecorder(rg.record), gateway.WithLimits(req.Limits), gateway.WithLog(e.Log)}
+	if req.Ledger != nil {
+		gopts = append(gopts, gateway.WithLedger(req.Ledger))
+	}
+	rg.gw, err = gateway.New(cfg, gopts...)
 	if err != nil {
 		return nil, err
 	}

@@ -79,6 +79,9 @@ type RunRequest struct {
 	// Limits bound the run's model use (--max-requests, --max-tokens,
 	// --max-cost).
 	Limits gateway.Limits
+	// Ledger is the budget of the evaluation the run is part of, shared
+	// with its other runs' gateways (eval --budget); nil: none.
+	Ledger *gateway.Ledger
 	// Lookup reads the host's settings (the environment, then .env): the
 	// key variable a model file names. nil means os.Getenv.
 	Lookup func(string) string
@@ -318,8 +321,8 @@ func (e *Env) newRun(ctx context.Context, req RunRequest) (*runState, error) {
 // only a gateway enforces are refused.
 func (e *Env) startRunGateway(r *runState) (*runGateway, error) {
 	if r.req.Network == runner.NetworkOpen {
-		if r.req.Limits != (gateway.Limits{}) || r.req.ModelFile != "" {
-			return nil, errors.New("--max-requests, --max-tokens, --max-cost and --model-file work through the model gateway of a restricted run: drop --egress open")
+		if r.req.Limits != (gateway.Limits{}) || r.req.ModelFile != "" || r.req.Ledger != nil {
+			return nil, errors.New("--max-requests, --max-tokens, --max-cost, --budget and --model-file work through the model gateway of a restricted run: drop --egress open")
 		}
 		return nil, nil
 	}

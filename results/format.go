@@ -37,17 +37,30 @@ func tokens(t *int64) string {
 	return fmt.Sprint(*t)
 }
 
+// cost is "$0.0123", "-" when unknown (no price).
+func cost(c *float64) string {
+	if c == nil {
+		return "-"
+	}
+	return fmt.Sprintf("$%.4f", *c)
+}
+
 func writeMarkdown(w io.Writer, rep *Report) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Evaluation report: %s\n\n", rep.Title)
-	fmt.Fprintf(&b, "%d runs of %d agents on %d tasks.\n\n", rep.Runs, len(rep.Agents), len(rep.Tasks))
-	b.WriteString("## Pass rate\n\n")
-	b.WriteString("| agent | model | passed | attempts | rate | 95% CI (Wilson) | not graded | mean time | total time | tokens |\n")
-	b.WriteString("|---|---|---:|---:|---:|---|---:|---:|---:|---:|\n")
-	for _, a := range rep.Agents {
-		fmt.Fprintf(&b, "| %s | %s | %d | %d | %s | %s–%s | %d | %.1f s | %.1f s | %s |\n",
-			a.Agent, a.Model, a.Passed, a.Attempts, pct(a.Rate), pct(a.Low), pct(a.High), a.NotGraded, a.MeanSeconds, a.Seconds, tokens(a.Tokens))
+	fmt.Fprintf(&b, "%s of %s on %s.\n\n", Plural(rep.Runs, "run", "runs"), Plural(len(rep.Agents), "agent", "agents"), Plural(len(rep.Tasks), "task", "tasks"))
+	if ev := rep.Evaluation; ev != nil {
+		writeBudgetMarkdown(&b, ev)
 	}
+	b.WriteString("## Pass rate\n\n")
+	b.WriteString("| agent | model | passed | attempts | rate | 95% CI (Wilson) | not graded | tokens | cost | mean agent time | total time | building | agent | grading |\n")
+	b.WriteString("|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, a := range rep.Agents {
+		fmt.Fprintf(&b, "| %s | %s | %d | %d | %s | %s–%s | %d | %s | %s | %.1f s | %.1f s | %.1f s | %.1f s | %.1f s |\n",
+			a.Agent, a.Model, a.Passed, a.Attempts, pct(a.Rate), pct(a.Low), pct(a.High), a.NotGraded, tokens(a.Tokens), cost(a.CostUSD),
+			a.MeanAgentSeconds, a.Seconds, a.BuildSeconds, a.AgentSeconds, a.GradeSeconds)
+	}
+	b.WriteString("\nTime: building is images built and imported and the container started; agent is the agent's own time; grading the checks.\n")
 	b.WriteString("\n## Checks\n\n| agent | model |")
 	for _, n := range CheckNames {
 		b.WriteString(" " + n + " |")
@@ -78,6 +91,43 @@ func writeMarkdown(w io.Writer, rep *Report) error {
 		}
 		b.WriteString("\n")
 	}
+	b.WriteString("\n## Tokens and cost per task\n\n| task |")
+	for _, a := range rep.Agents {
+		b.WriteString(" " + a.Label() + " |")
+	}
+	b.WriteString(" all |\n|---|" + strings.Repeat("---:|", len(rep.Agents)+1) + "\n")
+	for _, row := range rep.Matrix {
+		b.WriteString("| " + row.Task + " |")
+		for _, c := range row.Cells {
+			b.WriteString(" " + spendText(c.Spend) + " |")
+		}
+		b.WriteString(" " + spendText(row.Spend) + " |\n")
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// spendText is "1234 tokens, $0.0123", "-" when nothing is known.
+func spendText(s Spend) string {
+	switch {
+	case s.Tokens == nil:
+		return "-"
+	case s.CostUSD == nil:
+		return tokens(s.Tokens) + " tokens"
+	}
+	return tokens(s.Tokens) + " tokens, " + cost(s.CostUSD)
+}
+
+func writeBudgetMarkdown(b *strings.Builder, ev *Evaluation) {
+	if ev.Budget != nil {
+		fmt.Fprintf(b, "Budget: %s spent.", ev.Budget.Text())
+	}
+	if n := len(ev.NotStarted); n > 0 {
+		fmt.Fprintf(b, " **%s not started: %s.**\n\n", Plural(n, "run was", "runs were"), ev.NotStarted[0].Reason)
+		b.WriteString("| task | agent | attempt | why |\n|---|---|---:|---|\n")
+		for _, r := range ev.NotStarted {
+			fmt.Fprintf(b, "| %s | %s | %d | %s |\n", r.Task, r.Agent, r.Attempt, r.Reason)
+		}
+	}
+	b.WriteString("\n")
 }

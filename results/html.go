@@ -24,6 +24,12 @@ type chartData struct {
 	High      []float64 `json:"high"`
 	RunLabels []string  `json:"run_labels"`
 	RunSecs   []float64 `json:"run_seconds"`
+	RunBuild  []float64 `json:"run_build_seconds"`
+	RunAgentS []float64 `json:"run_agent_seconds"`
+	RunGrade  []float64 `json:"run_grade_seconds"`
+	// RunOther is the rest of a run's wall time (the container's own
+	// start and end, copying results), so a bar is the whole run.
+	RunOther  []float64 `json:"run_other_seconds"`
 	RunAgent  []int     `json:"run_agent"`
 	RunPassed []bool    `json:"run_passed"`
 }
@@ -41,6 +47,10 @@ func writeHTML(w io.Writer, rep *Report) error {
 	for _, e := range rep.Entries {
 		d.RunLabels = append(d.RunLabels, fmt.Sprintf("%s · %s", caseName(e), e.Agent))
 		d.RunSecs = append(d.RunSecs, e.DurationSeconds)
+		d.RunBuild = append(d.RunBuild, e.BuildSeconds)
+		d.RunAgentS = append(d.RunAgentS, e.AgentSeconds)
+		d.RunGrade = append(d.RunGrade, e.GradeSeconds)
+		d.RunOther = append(d.RunOther, round(max(0, e.DurationSeconds-e.BuildSeconds-e.AgentSeconds-e.GradeSeconds), 3))
 		d.RunAgent = append(d.RunAgent, index[e.Agent+"\x00"+e.Model])
 		d.RunPassed = append(d.RunPassed, e.Passed)
 	}
@@ -55,7 +65,7 @@ func writeHTML(w io.Writer, rep *Report) error {
 }
 
 var pageTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
-	"pct": pct, "tokens": tokens,
+	"pct": pct, "tokens": tokens, "cost": cost, "spend": spendText, "plural": Plural,
 	"check": func(a AgentStats, name string) string {
 		for _, c := range a.Checks {
 			if c.Name == name {
@@ -95,15 +105,20 @@ footer { color: #777; font-size: 0.85em; margin-top: 3em; }
 </head>
 <body>
 <h1>Evaluation report: {{.R.Title}}</h1>
-<p>{{.R.Runs}} runs of {{len .R.Agents}} agents on {{len .R.Tasks}} tasks{{if not .R.Started.IsZero}}, {{.R.Started.UTC.Format "2006-01-02 15:04"}} to {{.R.Finished.UTC.Format "2006-01-02 15:04"}} UTC{{end}}.</p>
+<p>{{plural .R.Runs "run" "runs"}} of {{plural (len .R.Agents) "agent" "agents"}} on {{plural (len .R.Tasks) "task" "tasks"}}{{if not .R.Started.IsZero}}, {{.R.Started.UTC.Format "2006-01-02 15:04"}} to {{.R.Finished.UTC.Format "2006-01-02 15:04"}} UTC{{end}}.</p>
 <div class="charts">
 <div class="chart"><canvas id="pass-rate" aria-label="pass rate per agent" role="img"></canvas></div>
 <div class="chart"><canvas id="run-time" aria-label="time per run" role="img"></canvas></div>
 </div>
-<h2>Pass rate</h2>
+{{with .R.Evaluation}}<section id="budget">{{with .Budget}}<p>Budget: {{.Text}} spent.</p>{{end}}
+{{if .NotStarted}}<p><strong>{{plural (len .NotStarted) "run was" "runs were"}} not started: {{(index .NotStarted 0).Reason}}.</strong></p>
+<table id="not-started"><tr><th>task</th><th>agent</th><th>attempt</th><th>why</th></tr>
+{{range .NotStarted}}<tr><td>{{.Task}}</td><td>{{.Agent}}</td><td>{{.Attempt}}</td><td>{{.Reason}}</td></tr>
+{{end}}</table>{{end}}</section>
+{{end}}<h2>Pass rate</h2>
 <table id="agents">
-<tr><th>agent</th><th>model</th><th>passed</th><th>attempts</th><th>rate</th><th>95% CI (Wilson)</th><th>not graded</th><th>mean time</th><th>total time</th><th>tokens</th></tr>
-{{range .R.Agents}}<tr><td class="agent">{{.Agent}}</td><td>{{.Model}}</td><td>{{.Passed}}</td><td>{{.Attempts}}</td><td>{{pct .Rate}}</td><td>{{pct .Low}}–{{pct .High}}</td><td>{{.NotGraded}}</td><td>{{secs .MeanSeconds}}</td><td>{{secs .Seconds}}</td><td>{{tokens .Tokens}}</td></tr>
+<tr><th>agent</th><th>model</th><th>passed</th><th>attempts</th><th>rate</th><th>95% CI (Wilson)</th><th>not graded</th><th>tokens</th><th>cost</th><th>mean agent time</th><th>total time</th><th>building</th><th>agent</th><th>grading</th></tr>
+{{range .R.Agents}}<tr><td class="agent">{{.Agent}}</td><td>{{.Model}}</td><td>{{.Passed}}</td><td>{{.Attempts}}</td><td>{{pct .Rate}}</td><td>{{pct .Low}}–{{pct .High}}</td><td>{{.NotGraded}}</td><td class="tokens">{{tokens .Tokens}}</td><td class="cost">{{cost .CostUSD}}</td><td>{{secs .MeanAgentSeconds}}</td><td>{{secs .Seconds}}</td><td>{{secs .BuildSeconds}}</td><td>{{secs .AgentSeconds}}</td><td>{{secs .GradeSeconds}}</td></tr>
 {{end}}</table>
 <h2>Checks</h2>
 <table id="checks">
@@ -112,13 +127,13 @@ footer { color: #777; font-size: 0.85em; margin-top: 3em; }
 {{end}}</table>
 <h2>Tasks</h2>
 <table id="matrix">
-<tr><th>task</th>{{range .R.Agents}}<th>{{.Label}}</th>{{end}}</tr>
-{{range .R.Matrix}}<tr><td>{{.Task}}</td>{{range .Cells}}<td class="{{if eq .Passed .Attempts}}pass{{else}}fail{{end}}">{{.Passed}}/{{.Attempts}}</td>{{end}}</tr>
+<tr><th>task</th>{{range .R.Agents}}<th>{{.Label}}</th>{{end}}<th>tokens and cost</th></tr>
+{{range .R.Matrix}}<tr><td>{{.Task}}</td>{{range .Cells}}<td class="{{if eq .Passed .Attempts}}pass{{else}}fail{{end}}" title="{{spend .Spend}}">{{.Passed}}/{{.Attempts}}</td>{{end}}<td class="spend">{{spend .Spend}}</td></tr>
 {{end}}</table>
 <h2>Runs</h2>
 <table id="runs">
-<tr><th>run</th><th>task</th><th>agent</th><th>grade</th><th>time</th><th>tokens</th></tr>
-{{range .R.Entries}}<tr><td>{{.ID}}</td><td>{{.Task}}</td><td>{{.Agent}}</td><td class="{{if .Passed}}pass{{else}}fail{{end}}">{{.Grade}}</td><td>{{secs .DurationSeconds}}</td><td>{{tokens .Tokens}}</td></tr>
+<tr><th>run</th><th>task</th><th>agent</th><th>grade</th><th>time</th><th>building</th><th>agent</th><th>grading</th><th>tokens</th><th>cost</th></tr>
+{{range .R.Entries}}<tr><td>{{.ID}}</td><td>{{.Task}}</td><td>{{.Agent}}</td><td class="{{if .Passed}}pass{{else}}fail{{end}}">{{.Grade}}</td><td>{{secs .DurationSeconds}}</td><td>{{secs .BuildSeconds}}</td><td>{{secs .AgentSeconds}}</td><td>{{secs .GradeSeconds}}</td><td class="tokens">{{tokens .Tokens}}</td><td class="cost">{{cost .CostUSD}}</td></tr>
 {{end}}</table>
 <pre id="page-errors" hidden></pre>
 <footer>Made by ssebench; charts by Chart.js {{.ChartJSVersion}} (MIT licence), inlined: this page needs no network.</footer>
@@ -138,10 +153,14 @@ footer { color: #777; font-size: 0.85em; margin-top: 3em; }
 	});
 	var time = new Chart(document.getElementById("run-time"), {
 		type: "bar",
-		data: { labels: d.run_labels, datasets: [{ label: "seconds", data: d.run_seconds,
-			backgroundColor: d.run_agent.map(function (i) { return palette[i % palette.length]; }) }] },
-		options: { maintainAspectRatio: false, plugins: { title: { display: true, text: "Time per run (s)" }, legend: { display: false } },
-			scales: { y: { min: 0 } } }
+		// Stacked: building (images, import, start), the agent, grading.
+		data: { labels: d.run_labels, datasets: [
+			{ label: "agent", data: d.run_agent_seconds, backgroundColor: d.run_agent.map(function (i) { return palette[i % palette.length]; }) },
+			{ label: "grading", data: d.run_grade_seconds, backgroundColor: "#999" },
+			{ label: "building", data: d.run_build_seconds, backgroundColor: "#ddd" },
+			{ label: "other", data: d.run_other_seconds, backgroundColor: "#f3f3f3" }] },
+		options: { maintainAspectRatio: false, plugins: { title: { display: true, text: "Time per run (s): agent, grading, building, other" } },
+			scales: { x: { stacked: true }, y: { min: 0, stacked: true } } }
 	});
 	// How many bars each chart drew, for checks of the page.
 	document.getElementById("pass-rate").dataset.bars = rate.getDatasetMeta(0).data.length;

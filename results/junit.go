@@ -68,8 +68,22 @@ func writeJUnit(w io.Writer, rep *Report) error {
 	for i, a := range rep.Agents {
 		s := junitSuite{
 			Name: a.Label(), Package: "ssebench." + a.Agent, ID: i, Hostname: host,
-			Timestamp:  rep.Started.UTC().Format("2006-01-02T15:04:05"),
-			Properties: []junitProperty{{Name: "agent", Value: a.Agent}, {Name: "model", Value: a.Model}},
+			Timestamp: rep.Started.UTC().Format("2006-01-02T15:04:05"),
+			Properties: []junitProperty{{Name: "agent", Value: a.Agent}, {Name: "model", Value: a.Model},
+				{Name: "tokens", Value: tokens(a.Tokens)}, {Name: "cost_usd", Value: strings.TrimPrefix(cost(a.CostUSD), "$")},
+				{Name: "build_seconds", Value: fmt.Sprintf("%.3f", a.BuildSeconds)}, {Name: "agent_seconds", Value: fmt.Sprintf("%.3f", a.AgentSeconds)},
+				{Name: "grade_seconds", Value: fmt.Sprintf("%.3f", a.GradeSeconds)}},
+		}
+		if ev := rep.Evaluation; ev != nil {
+			n := 0
+			for _, ns := range ev.NotStarted {
+				if ns.Agent == a.Agent {
+					n++
+				}
+			}
+			if n > 0 {
+				s.Properties = append(s.Properties, junitProperty{Name: "not_started", Value: fmt.Sprintf("%d (%s)", n, ev.NotStarted[0].Reason)})
+			}
 		}
 		var secs float64
 		for _, e := range rep.Entries {

@@ -25,6 +25,9 @@ type Report struct {
 	Finished time.Time `json:"finished"`
 	// Entries are the runs, in the order of List.
 	Entries []Entry `json:"runs_list"`
+	// Evaluation is the evaluation's budget and the runs it left
+	// unstarted (evaluation.json); nil without a budget.
+	Evaluation *Evaluation `json:"evaluation,omitempty"`
 }
 
 // AgentStats is one agent with one model over every attempt.
@@ -47,9 +50,38 @@ type AgentStats struct {
 	// Seconds is the runs' total wall time, MeanSeconds per run.
 	Seconds     float64 `json:"seconds"`
 	MeanSeconds float64 `json:"mean_seconds"`
+	// BuildSeconds, AgentSeconds and GradeSeconds split Seconds: images
+	// built and imported, the agent, the checks (see Run.BuildTime).
+	BuildSeconds float64 `json:"build_seconds"`
+	AgentSeconds float64 `json:"agent_seconds"`
+	GradeSeconds float64 `json:"grade_seconds"`
+	// MeanAgentSeconds is the agent's time per run.
+	MeanAgentSeconds float64 `json:"mean_agent_seconds"`
+	Spend
+}
+
+// Spend is what runs used of the model.
+type Spend struct {
 	// Tokens is the tokens the model gateway counted; null when no run
-	// has a record.
-	Tokens *int64 `json:"tokens"`
+	// has a record. CostUSD is their price; null when no run's model had
+	// a price.
+	Tokens  *int64   `json:"tokens"`
+	CostUSD *float64 `json:"cost_usd"`
+}
+
+func (s *Spend) add(r *Run) {
+	if r.Tokens >= 0 {
+		if s.Tokens == nil {
+			s.Tokens = new(int64)
+		}
+		*s.Tokens += r.Tokens
+	}
+	if r.Priced {
+		if s.CostUSD == nil {
+			s.CostUSD = new(float64)
+		}
+		*s.CostUSD = round(*s.CostUSD+r.CostUSD, 6)
+	}
 }
 
 // Label is "agent" or "agent (model)" when a model is set.
@@ -68,16 +100,23 @@ type CheckRate struct {
 	Rate   float64 `json:"rate"`
 }
 
-// TaskRow is a task's line of the matrix.
+// TaskRow is a task's line of the matrix, with what all agents spent on
+// it.
 type TaskRow struct {
 	Task  string `json:"task"`
 	Cells []Cell `json:"cells"`
+	Spend
 }
 
-// Cell is one agent on one task.
+// Cell is one agent (with its model) on one task: it names both, so a
+// reader of the JSON needs no column order.
 type Cell struct {
-	Passed   int `json:"passed"`
-	Attempts int `json:"attempts"`
+	Task     string `json:"task"`
+	Agent    string `json:"agent"`
+	Model    string `json:"model"`
+	Passed   int    `json:"passed"`
+	Attempts int    `json:"attempts"`
+	Spend
 }
 
 // NewReport computes the report of runs.
@@ -104,12 +143,10 @@ func NewReport(title string, runs []*Run) *Report {
 			a.NotGraded++
 		}
 		a.Seconds += r.Duration().Seconds()
-		if r.Tokens >= 0 {
-			if a.Tokens == nil {
-				a.Tokens = new(int64)
-			}
-			*a.Tokens += r.Tokens
-		}
+		a.BuildSeconds += r.BuildTime().Seconds()
+		a.AgentSeconds += r.AgentTime().Seconds()
+		a.GradeSeconds += r.GradeTime().Seconds()
+		a.Spend.add(r)
 		for _, c := range r.Checks() {
 			if c.Status == "skipped" {
 				continue
@@ -130,9 +167,10 @@ func NewReport(title string, runs []*Run) *Report {
 		}
 		c := cells[r.Task()][k]
 		if c == nil {
-			c = &Cell{}
+			c = &Cell{Task: r.Task(), Agent: k.agent, Model: k.model}
 			cells[r.Task()][k] = c
 		}
+		c.Spend.add(r)
 		c.Attempts++
 		if r.Passed() {
 			c.Passed++
@@ -161,7 +199,9 @@ func NewReport(title string, runs []*Run) *Report {
 		a.Low, a.High = Wilson(a.Passed, a.Attempts, z95)
 		a.Rate, a.Low, a.High = round(a.Rate, 4), round(a.Low, 4), round(a.High, 4)
 		a.MeanSeconds = round(a.Seconds/float64(a.Attempts), 3)
+		a.MeanAgentSeconds = round(a.AgentSeconds/float64(a.Attempts), 3)
 		a.Seconds = round(a.Seconds, 3)
+		a.BuildSeconds, a.AgentSeconds, a.GradeSeconds = round(a.BuildSeconds, 3), round(a.AgentSeconds, 3), round(a.GradeSeconds, 3)
 		a.Checks = []CheckRate{}
 		for _, n := range CheckNames {
 			if cr := checks[k][n]; cr != nil {
@@ -180,13 +220,29 @@ func NewReport(title string, runs []*Run) *Report {
 		for _, k := range keys {
 			c := cells[t][k]
 			if c == nil {
-				c = &Cell{}
+				c = &Cell{Task: t, Agent: k.agent, Model: k.model}
 			}
 			row.Cells = append(row.Cells, *c)
+			row.Spend.merge(c.Spend)
 		}
 		rep.Matrix = append(rep.Matrix, row)
 	}
 	return rep
+}
+
+func (s *Spend) merge(o Spend) {
+	if o.Tokens != nil {
+		if s.Tokens == nil {
+			s.Tokens = new(int64)
+		}
+		*s.Tokens += *o.Tokens
+	}
+	if o.CostUSD != nil {
+		if s.CostUSD == nil {
+			s.CostUSD = new(float64)
+		}
+		*s.CostUSD = round(*s.CostUSD+*o.CostUSD, 6)
+	}
 }
 
 // Wilson is the Wilson score interval of k successes in n trials at normal

@@ -151,7 +151,10 @@ func TestReport(t *testing.T) {
 	if got := p.Checks[2]; got.Name != "poc" || got.Passed != 2 || got.Of != 4 {
 		t.Errorf("patcher's poc = %+v, want 2/4", got)
 	}
-	want := []TaskRow{{"task-a", []Cell{{0, 2}, {2, 2}}}, {"task-b", []Cell{{0, 2}, {0, 2}}}}
+	want := []TaskRow{
+		{Task: "task-a", Cells: []Cell{{Task: "task-a", Agent: "dummy", Model: "none", Passed: 0, Attempts: 2}, {Task: "task-a", Agent: "patcher", Model: "none", Passed: 2, Attempts: 2}}},
+		{Task: "task-b", Cells: []Cell{{Task: "task-b", Agent: "dummy", Model: "none", Passed: 0, Attempts: 2}, {Task: "task-b", Agent: "patcher", Model: "none", Passed: 0, Attempts: 2}}},
+	}
 	got, _ := json.Marshal(rep.Matrix)
 	w, _ := json.Marshal(want)
 	if string(got) != string(w) {

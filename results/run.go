@@ -35,8 +35,11 @@ type Run struct {
 	Summary *Summary
 	Result  *contract.RunResult
 	// Tokens is the tokens the model gateway counted; -1 when the run
-	// has no record of them.
-	Tokens int64
+	// has no record of them. CostUSD is their price, Priced says the
+	// model file had one (else the cost is unknown, not 0).
+	Tokens  int64
+	CostUSD float64
+	Priced  bool
 }
 
 // CheckOutcome is one check of a run.
@@ -77,8 +80,18 @@ func Load(dir string) (*Run, error) {
 			return nil, err
 		}
 	}
-	r.Tokens = countTokens(filepath.Join(dir, ModelLog))
+	r.Tokens, r.CostUSD, r.Priced = modelUse(dir, &s)
 	return r, nil
+}
+
+// modelUse is the run's model use: the gateway's totals in summary.json,
+// else the sum of its records in model.jsonl (a run folder written before
+// the totals were), else none (-1 tokens).
+func modelUse(dir string, s *Summary) (tokens int64, cost float64, priced bool) {
+	if u := s.ModelUsage; u != nil {
+		return u.TotalTokens, u.CostUSD, u.CostUSD > 0
+	}
+	return countTokens(filepath.Join(dir, ModelLog))
 }
 
 // List reads every run under root: its run folders, and those of the
@@ -89,6 +102,11 @@ func List(root string) ([]*Run, error) {
 	var walk func(dir string, depth int) error
 	walk = func(dir string, depth int) error {
 		ents, err := os.ReadDir(dir)
+		if depth == 0 && errors.Is(err, fs.ErrNotExist) {
+			// No runs folder yet: no runs, which the caller says in its
+			// own words.
+			return nil
+		}
 		if err != nil {
 			return fmt.Errorf("listing runs: %w", err)
 		}
@@ -168,6 +186,35 @@ func (r *Run) Duration() time.Duration {
 		return time.Duration(t * float64(time.Second))
 	}
 	return r.Summary.Finished.Sub(r.Summary.Started)
+}
+
+// BuildTime is the run's time before its agent started: images built or
+// found (case, tool, agent) and imported or pulled, and the container
+// created (timings_seconds case, tool, agent and startup).
+func (r *Run) BuildTime() time.Duration {
+	var t float64
+	for _, k := range []string{"case", "tool", "agent", "startup"} {
+		t += r.Summary.Timings[k]
+	}
+	return time.Duration(t * float64(time.Second))
+}
+
+// AgentTime is how long the agent ran (result.json's agent_duration_ms);
+// 0 without a result.
+func (r *Run) AgentTime() time.Duration {
+	if r.Result == nil {
+		return 0
+	}
+	return time.Duration(r.Result.AgentDurationMS) * time.Millisecond
+}
+
+// GradeTime is the time of the checks, summed.
+func (r *Run) GradeTime() time.Duration {
+	var t time.Duration
+	for _, c := range r.Checks() {
+		t += time.Duration(c.Seconds * float64(time.Second))
+	}
+	return t
 }
 
 // ContainerTime is the time the container ran (after its start-up).
@@ -278,8 +325,16 @@ type Entry struct {
 	Status          string         `json:"status"`
 	ExitCode        int            `json:"exit_code"`
 	DurationSeconds float64        `json:"duration_seconds"`
-	// Tokens is null when the run has no model record.
+	// BuildSeconds, AgentSeconds and GradeSeconds split the duration:
+	// images built and imported with the container's start, the agent,
+	// the checks (see Run.BuildTime).
+	BuildSeconds float64 `json:"build_seconds"`
+	AgentSeconds float64 `json:"agent_seconds"`
+	GradeSeconds float64 `json:"grade_seconds"`
+	// Tokens is null when the run has no model record; CostUSD when the
+	// model has no price.
 	Tokens  *int64    `json:"tokens"`
+	CostUSD *float64  `json:"cost_usd"`
 	Started time.Time `json:"started"`
 	Dir     string    `json:"dir"`
 }
@@ -291,6 +346,8 @@ func (r *Run) Entry() Entry {
 		Passed: r.Passed(), Graded: r.Graded(), Grade: r.Grade(), Checks: r.Checks(),
 		Status: r.Summary.Status, ExitCode: r.Summary.ExitCode,
 		DurationSeconds: round(r.Duration().Seconds(), 3), Started: r.Summary.Started, Dir: r.Dir,
+		BuildSeconds: round(r.BuildTime().Seconds(), 3), AgentSeconds: round(r.AgentTime().Seconds(), 3),
+		GradeSeconds: round(r.GradeTime().Seconds(), 3),
 	}
 	if e.Checks == nil {
 		e.Checks = []CheckOutcome{}
@@ -299,24 +356,31 @@ func (r *Run) Entry() Entry {
 		t := r.Tokens
 		e.Tokens = &t
 	}
+	if r.Priced {
+		c := round(r.CostUSD, 6)
+		e.CostUSD = &c
+	}
 	return e
 }
 
-// countTokens sums the usage of every request in a model gateway record:
-// total_tokens when given, else input plus output (OpenAI's and
-// Anthropic's names). -1 when there is no record.
-func countTokens(path string) int64 {
+// countTokens sums the usage and cost of every request in a model
+// gateway record. The gateway writes the counts at the top level of each
+// line (input_tokens, output_tokens, total_tokens, cost_usd); a nested
+// usage object (an upstream's reply kept as it was) is read too. -1
+// tokens when there is no record.
+func countTokens(path string) (tokens int64, cost float64, priced bool) {
 	f, err := os.Open(path)
 	if err != nil {
-		return -1
+		return -1, 0, false
 	}
 	defer f.Close()
-	var total int64
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
 	for sc.Scan() {
 		var line struct {
-			Usage    *usage `json:"usage"`
+			usage
+			CostUSD  float64 `json:"cost_usd"`
+			Usage    *usage  `json:"usage"`
 			Response *struct {
 				Usage *usage `json:"usage"`
 			} `json:"response"`
@@ -324,15 +388,19 @@ func countTokens(path string) int64 {
 		if json.Unmarshal(sc.Bytes(), &line) != nil {
 			continue
 		}
-		u := line.Usage
-		if u == nil && line.Response != nil {
+		u := &line.usage
+		if line.Usage != nil {
+			u = line.Usage
+		} else if line.Response != nil && line.Response.Usage != nil {
 			u = line.Response.Usage
 		}
-		if u != nil {
-			total += u.total()
+		tokens += u.total()
+		if line.CostUSD > 0 {
+			cost += line.CostUSD
+			priced = true
 		}
 	}
-	return total
+	return tokens, cost, priced
 }
 
 type usage struct {
@@ -348,6 +416,14 @@ func (u *usage) total() int64 {
 		return u.Total
 	}
 	return u.Prompt + u.Completion + u.Input + u.Output
+}
+
+// Plural is "1 run" or "3 runs".
+func Plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 func round(x float64, digits int) float64 {

@@ -12,6 +12,7 @@ import (
 	"github.com/42-b3yond-6ug/ssebench/cmd/ssebench/commands/options"
 	"github.com/42-b3yond-6ug/ssebench/contract"
 	"github.com/42-b3yond-6ug/ssebench/evaluate"
+	"github.com/42-b3yond-6ug/ssebench/gateway"
 	"github.com/42-b3yond-6ug/ssebench/pipeline"
 	"github.com/42-b3yond-6ug/ssebench/results"
 	"github.com/42-b3yond-6ug/ssebench/runner"
@@ -24,6 +25,8 @@ type evalOptions struct {
 	Local, Catalog, Model, RunsDir, Resume string
 	Mode, OSImage                          string
 	Runtime, Egress                        string
+	// Budget is --budget as given (gateway.ParseBudget reads it).
+	Budget string
 	// Resources caps each run's containers (--memory, --pids, --cpus).
 	Resources                                    contract.Limits
 	Jobs, Attempts, Timeout, Difficulty, Retries int
@@ -52,7 +55,17 @@ One line is printed per finished run (task, agent, attempt, checks,
 duration, tokens), and on a terminal a status line with an estimate. At the
 end stdout gets the report ("ssebench runs report DIR" makes it again, in
 other formats). Exit status: 0 when every run of the plan is done, whatever
-the grades; 1 otherwise.`,
+the grades; 1 otherwise.
+
+--budget bounds what all the runs together spend on the model: tokens
+(input plus output: 2000000, 500k, 2m) or US dollars ($5, 5usd; needs a
+price for every model in the model file). Every request's maximum is set
+aside against it before the request goes upstream, so the runs at once
+overshoot it by at most one request's maximum. Once it is spent, requests
+of the runs in flight get 429 with the reason in their model.jsonl, the
+runs not yet started are not started, evaluation.json and the report list
+them ("budget spent"), and eval exits 1. It needs the runs' model gateways
+on this machine: not --backend kubernetes, not --egress open.`,
 		Example: `  ssebench eval --agents dummy,files-demo --local datasets/examples --jobs 3 --attempts 2
   ssebench eval --agents my-agent --catalog catalog/ --tasks kvconf-12-afb9ee1,libqs-3-b2a739e --model gpt-x
   ssebench eval --resume runs/eval-20261201-213000-ab12cd
@@ -82,11 +95,23 @@ the grades; 1 otherwise.`,
 				jobs, why = o.Jobs, "--jobs"
 			}
 			stderr := cmd.ErrOrStderr()
-			fmt.Fprintf(stderr, "evaluation %s: %d runs (%d tasks × %d agents × %d attempts), %d at once (%s)\n",
-				dir, len(plan.Runs), len(plan.Tasks), len(plan.Agents), plan.Attempts, jobs, why)
+			fmt.Fprintf(stderr, "evaluation %s: %s (%s × %s × %s), %d at once (%s)\n",
+				dir, results.Plural(len(plan.Runs), "run", "runs"), results.Plural(len(plan.Tasks), "task", "tasks"),
+				results.Plural(len(plan.Agents), "agent", "agents"), results.Plural(plan.Attempts, "attempt", "attempts"), jobs, why)
+			ledger, err := evaluate.NewLedger(dir, plan)
+			if err != nil {
+				return err
+			}
+			if ledger != nil {
+				spent, usd := ledger.Spent()
+				fmt.Fprintf(stderr, "budget %s for all runs (%s)\n", plan.Budget, (&results.BudgetUse{Budget: *plan.Budget, SpentTokens: spent, SpentUSD: usd}).Text()+" spent before")
+			}
 			cluster, err := o.cluster(cmd.Context(), g, cmd, plan.Prebuilt)
 			if err != nil {
 				return err
+			}
+			if cluster != nil && ledger != nil {
+				return errors.New("--budget cannot hold on --backend kubernetes: each run's model gateway is a pod of its own there and they share no ledger; run the evaluation on containerd, or bound each run with `ssebench run --max-tokens`/`--max-cost`")
 			}
 			if cluster != nil && plan.Mode == pipeline.ModeSidecar {
 				return errors.New("--mode sidecar runs two containers in containerd: it cannot run with --backend kubernetes")
@@ -96,7 +121,7 @@ the grades; 1 otherwise.`,
 				Timeout: plan.Timeout, Difficulty: plan.Difficulty, Model: plan.Model,
 				APIKey: g.Lookup("SSE_API_KEY"), BaseURL: g.Lookup("SSE_BASE_URL"),
 				Network: network, ContainerdAddr: g.ContainerdAddr, Output: discard{},
-				Resources: &o.Resources,
+				Resources: &o.Resources, Ledger: ledger,
 			}}
 			var backend evaluate.Backend = local
 			if cluster != nil {
@@ -110,6 +135,9 @@ the grades; 1 otherwise.`,
 			} else {
 				eopts = append(eopts, evaluate.WithProgress(evaluate.NewPrinter(stderr)))
 			}
+			if ledger != nil {
+				eopts = append(eopts, evaluate.WithBudget(ledger))
+			}
 			out, err := evaluate.Evaluate(cmd.Context(), backend, dir, plan, eopts...)
 			if o.BuildOnly {
 				if err == nil {
@@ -118,10 +146,16 @@ the grades; 1 otherwise.`,
 				return err
 			}
 			if out != nil {
-				fmt.Fprintf(stderr, "%d runs now, %d kept from before, %d failed; results in %s\n", out.Ran, out.Kept, len(out.Failed), dir)
+				fmt.Fprintf(stderr, "%s now, %d kept from before, %d failed", results.Plural(out.Ran, "run", "runs"), out.Kept, len(out.Failed))
+				if len(out.NotStarted) > 0 {
+					fmt.Fprintf(stderr, ", %d not started (budget spent)", len(out.NotStarted))
+				}
+				fmt.Fprintf(stderr, "; results in %s\n", dir)
 			}
 			if runs, lerr := results.List(dir); lerr == nil && len(runs) > 0 {
-				if werr := results.Write(cmd.OutOrStdout(), results.NewReport(filepath.Base(dir), runs), "md"); werr != nil && err == nil {
+				rep := results.NewReport(filepath.Base(dir), runs)
+				rep.Evaluation, _ = results.ReadEvaluation(dir)
+				if werr := results.Write(cmd.OutOrStdout(), rep, "md"); werr != nil && err == nil {
 					err = werr
 				}
 			}
@@ -146,6 +180,7 @@ the grades; 1 otherwise.`,
 	f.StringVar(&o.Resume, "resume", "", "finish the evaluation in this folder: run what is missing, keep what is done")
 	f.IntVar(&o.Retries, "retries", evaluate.DefaultRetries, "times a run that failed for an infrastructure reason is tried again")
 	f.StringVar(&o.Egress, "egress", "restricted", "container network: restricted (loopback only) or open")
+	f.StringVar(&o.Budget, "budget", "", "what all runs together may spend on the model: tokens (2000000, 500k, 2m) or US dollars ($5, 5usd); once spent, requests get 429 and no further run starts")
 	options.AddLimitFlags(f, &o.Resources)
 	f.StringVar(&o.Runtime, "runtime", "", "runtime image (default $SSEBENCH_RUNTIME_IMAGE, else REGISTRY/runtime:VERSION)")
 	addBackendFlags(cmd, &o.backendOptions)
@@ -155,7 +190,7 @@ the grades; 1 otherwise.`,
 // evalPlan reads the plan of --resume, or makes a new one and writes it.
 func evalPlan(g *options.Global, e *pipeline.Env, cmd *cobra.Command, o *evalOptions) (*evaluate.Plan, string, error) {
 	if o.Resume != "" {
-		for _, f := range []string{"agents", "tasks", "local", "catalog", "attempts", "model", "timeout", "difficulty", "prebuilt", "runs-dir"} {
+		for _, f := range []string{"agents", "tasks", "local", "catalog", "attempts", "model", "timeout", "difficulty", "prebuilt", "runs-dir", "budget"} {
 			if cmd.Flag(f).Changed {
 				return nil, "", fmt.Errorf("--resume runs the plan as it was made: --%s cannot change it (start a new evaluation instead)", f)
 			}
@@ -205,6 +240,11 @@ func evalPlan(g *options.Global, e *pipeline.Env, cmd *cobra.Command, o *evalOpt
 	if p.Model == "" {
 		p.Model = g.Lookup("SSE_MODEL_NAME")
 	}
+	if o.Budget != "" {
+		if p.Budget, err = evalBudget(g, e, cmd, o, p.Model); err != nil {
+			return nil, "", err
+		}
+	}
 	dir := filepath.Join(o.RunsDir, p.FolderName())
 	if err := evaluate.WritePlan(dir, p); err != nil {
 		return nil, "", err
@@ -243,3 +283,43 @@ func allTasks(ctx context.Context, e *pipeline.Env, local, loc string) ([]string
 type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// evalBudget reads --budget and checks, before anything is planned or
+// built, that the runs can keep it: their gateways on this machine, an
+// upstream to spend on, and prices when it is in dollars.
+func evalBudget(g *options.Global, e *pipeline.Env, cmd *cobra.Command, o *evalOptions, model string) (*gateway.Budget, error) {
+	b, err := gateway.ParseBudget(o.Budget)
+	if err != nil {
+		return nil, err
+	}
+	if o.Egress == string(runner.NetworkOpen) {
+		return nil, errors.New("--budget is kept by the runs' model gateways, which --egress open bypasses: drop --egress open")
+	}
+	if o.BuildOnly {
+		return nil, errors.New("--budget bounds what runs spend; --build-only runs nothing: drop one")
+	}
+	name := o.Backend
+	if !cmd.Flag("backend").Changed {
+		name = strings.TrimSpace(g.Lookup(pipeline.BackendEnv))
+	}
+	if be, _ := pipeline.ParseBackend(name); be == pipeline.BackendKubernetes {
+		return nil, errors.New("--budget cannot hold on --backend kubernetes: each run's model gateway is a pod of its own there and they share no ledger; run the evaluation on containerd, or bound each run with `ssebench run --max-tokens`/`--max-cost`")
+	}
+	cfg, err := gateway.Resolve(model, "", filepath.Join(e.Home, "models"), g.Lookup)
+	if errors.Is(err, gateway.ErrNoUpstream) {
+		return nil, errors.New("--budget bounds model use, and the runs have no model: pass --model NAME with models/NAME.yaml, or set SSE_BASE_URL and SSE_API_KEY")
+	} else if err != nil {
+		return nil, err
+	}
+	if b.USD > 0 {
+		if len(cfg.Allowed) == 0 {
+			return nil, errors.New("--budget in dollars needs the price of the runs' models: pass --model with a model file that has prices, or give --budget in tokens")
+		}
+		for _, m := range cfg.Allowed {
+			if _, ok := cfg.Prices[m]; !ok {
+				return nil, fmt.Errorf("--budget in dollars needs the price of model %s: add it under prices: in %s, or give --budget in tokens", m, cfg.Source)
+			}
+		}
+	}
+	return &b, nil
+}

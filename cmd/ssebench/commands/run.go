@@ -163,7 +163,11 @@ end. Sidecar mode runs in containerd only.`,
 				return errors.Join(err, lerr)
 			}
 			s := res.Summary
-			fmt.Fprintf(cmd.ErrOrStderr(), "\nrun %s: container %s (exit %d); results in %s\n%s\n", s.RunID, s.Status, s.ExitCode, res.Dir, run.Grade())
+			fmt.Fprintf(cmd.ErrOrStderr(), "\nrun %s: container %s (exit %d); results in %s\n", s.RunID, s.Status, s.ExitCode, res.Dir)
+			if run.Tokens >= 0 {
+				fmt.Fprintf(cmd.ErrOrStderr(), "model: %s\n", usageText(run))
+			}
+			fmt.Fprintln(cmd.ErrOrStderr(), run.Grade())
 			if o.JSON {
 				if jerr := writeJSONTo(cmd.OutOrStdout(), run.Entry()); jerr != nil {
 					return jerr

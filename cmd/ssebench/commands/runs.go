@@ -51,6 +51,10 @@ func newCmdRunsLs(runsDir *string) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if len(runs) == 0 && !asJSON {
+				fmt.Fprintf(cmd.ErrOrStderr(), "no runs under %s: `ssebench run` and `ssebench eval` write them there (--runs-dir names another folder)\n", *runsDir)
+				return nil
+			}
 			if asJSON {
 				entries := make([]results.Entry, 0, len(runs))
 				for _, r := range runs {
@@ -59,7 +63,7 @@ func newCmdRunsLs(runsDir *string) *cobra.Command {
 				return writeJSONTo(cmd.OutOrStdout(), entries)
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tTASK\tAGENT\tMODEL\tPASSED\tCHECKS\tDURATION\tTOKENS")
+			fmt.Fprintln(tw, "ID\tTASK\tAGENT\tMODEL\tPASSED\tCHECKS\tDURATION\tAGENT TIME\tTOKENS\tCOST")
 			for _, r := range runs {
 				e := r.Entry()
 				passed := "no"
@@ -68,8 +72,8 @@ func newCmdRunsLs(runsDir *string) *cobra.Command {
 				} else if !e.Graded {
 					passed = "-"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.ID, e.Task, e.Agent, e.Model, passed, r.Marks(),
-					r.Duration().Round(100*time.Millisecond), tokenText(e.Tokens))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.ID, e.Task, e.Agent, e.Model, passed, r.Marks(),
+					r.Duration().Round(100*time.Millisecond), r.AgentTime().Round(100*time.Millisecond), tokenText(e.Tokens), costText(e.CostUSD))
 			}
 			return tw.Flush()
 		},
@@ -83,6 +87,14 @@ func tokenText(t *int64) string {
 		return "-"
 	}
 	return fmt.Sprint(*t)
+}
+
+// costText is "$0.0123", or "-" when the model has no price.
+func costText(c *float64) string {
+	if c == nil {
+		return "-"
+	}
+	return fmt.Sprintf("$%.4f", *c)
 }
 
 func newCmdRunsShow(runsDir *string) *cobra.Command {
@@ -108,7 +120,10 @@ func showRun(w io.Writer, r *results.Run) {
 	if s.Attempt > 0 {
 		fmt.Fprintf(w, "attempt  %d\n", s.Attempt)
 	}
-	fmt.Fprintf(w, "folder   %s\nstarted  %s\nduration %s\ncontainer %s (exit %d)\n", r.Dir, s.Started.Format(time.RFC3339), r.Duration().Round(100*time.Millisecond), s.Status, s.ExitCode)
+	fmt.Fprintf(w, "folder   %s\nstarted  %s\nduration %s (building %s, agent %s, grading %s)\ncontainer %s (exit %d)\n", r.Dir, s.Started.Format(time.RFC3339),
+		r.Duration().Round(100*time.Millisecond), r.BuildTime().Round(100*time.Millisecond), r.AgentTime().Round(100*time.Millisecond), r.GradeTime().Round(100*time.Millisecond),
+		s.Status, s.ExitCode)
+	fmt.Fprintf(w, "usage    %s\n", usageText(r))
 	if r.Result != nil && r.Result.CaseImage != "" {
 		fmt.Fprintf(w, "case     %s\n", r.Result.CaseImage)
 	}
@@ -136,6 +151,33 @@ func showRun(w io.Writer, r *results.Run) {
 	}
 }
 
+// usageText is the run's model use in one line: tokens, cost, requests.
+func usageText(r *results.Run) string {
+	e := r.Entry()
+	if e.Tokens == nil {
+		return "no model (no model gateway record)"
+	}
+	t := fmt.Sprintf("%d tokens", *e.Tokens)
+	if u := r.Summary.ModelUsage; u != nil {
+		t = fmt.Sprintf("%d tokens (%d in, %d out)", u.TotalTokens, u.InputTokens, u.OutputTokens)
+	}
+	if e.CostUSD != nil {
+		t += fmt.Sprintf(", $%.4f", *e.CostUSD)
+	} else {
+		t += ", cost unknown (no price in the model file)"
+	}
+	if u := r.Summary.ModelUsage; u != nil {
+		t += fmt.Sprintf(", %s (%d failed, %d refused)", results.Plural(u.Requests, "request", "requests"), u.Failed, u.Refused)
+		if u.Estimated > 0 {
+			t += fmt.Sprintf(", %d counted by estimate", u.Estimated)
+		}
+		if u.LimitReached != "" {
+			t += ", limit reached: " + u.LimitReached
+		}
+	}
+	return t
+}
+
 func indent(s string) string {
 	if s == "" {
 		return ""
@@ -147,11 +189,14 @@ func newCmdRunsReport() *cobra.Command {
 	var format, out string
 	cmd := &cobra.Command{
 		Use:   "report DIR [--format md|json|junit|html] [-o FILE]",
-		Short: "Report on the runs in DIR: pass rates, checks, a task matrix and cost",
+		Short: "Report on the runs in DIR: pass rates, checks, a task matrix, tokens and cost",
 		Long: `Report on every run in DIR (an evaluation folder, or any runs folder): the
 pass rate of each agent and model with a 95% confidence interval over its
-attempts (Wilson's), each check's rate, a task-by-agent matrix, and the time
-and tokens spent. Formats: md (the default), json, junit (one testcase per
+attempts (Wilson's), each check's rate, a task-by-agent matrix, the tokens
+and cost (at the model file's prices) per agent and per task, and the time
+split into building (images and the container's start), the agent and
+grading. An evaluation with --budget also says what was spent of it and
+which runs were not started. Formats: md (the default), json, junit (one testcase per
 run; failures carry the failed checks) and html (one self-contained page with
 charts, viewable without a network).`,
 		Example: `  ssebench runs report runs/eval-20261201-2130-ab12cd
@@ -168,6 +213,9 @@ charts, viewable without a network).`,
 			}
 			abs, _ := filepath.Abs(args[0])
 			rep := results.NewReport(filepath.Base(abs), runs)
+			if rep.Evaluation, err = results.ReadEvaluation(args[0]); err != nil {
+				return err
+			}
 			if out == "" || out == "-" {
 				return results.Write(cmd.OutOrStdout(), rep, format)
 			}
