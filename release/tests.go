@@ -26,7 +26,7 @@ type testRuns struct {
 	plainBefore, before, plainAfter, after []sserun.TestResult
 }
 
-// SplitTests derives a task's lists from its runs, SWE-bench style:
+// split derives a task's lists from its runs, SWE-bench style:
 // fail_to_pass are the tests that pass on the patched tree with the hidden
 // tests and did not pass on the buggy tree with them (failed, skipped or
 // did not run); pass_to_pass pass in all four runs, so that the test

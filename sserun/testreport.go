@@ -321,8 +321,8 @@ type Judgement struct {
 
 // Judge checks that every test of each list has a result in rep, and that
 // every result it has is a pass: a test that failed, was skipped, did not
-// finish or is missing fails the judgement. lists are given as
-// {"fail_to_pass", names...} pairs to name them in the problems.
+// finish or is missing fails the judgement. Each list carries its config
+// key, which the problems name.
 func (rep *TestReport) Judge(lists ...NamedList) Judgement {
 	j := Judgement{OK: true}
 	for _, l := range lists {
