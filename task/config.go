@@ -56,10 +56,10 @@ type Tests struct {
 	Format string `yaml:"format" json:"format"`
 	// FailToPass must fail (or not run) on the buggy tree with the hidden
 	// tests applied, and pass with the fix: intent_test judges them.
-	FailToPass []string `yaml:"fail_to_pass" json:"fail_to_pass"`
+	FailToPass []string `yaml:"fail_to_pass,omitempty" json:"fail_to_pass"`
 	// PassToPass pass before and after the fix, with and without the
 	// hidden tests: test and intent_test judge them.
-	PassToPass []string `yaml:"pass_to_pass" json:"pass_to_pass"`
+	PassToPass []string `yaml:"pass_to_pass,omitempty" json:"pass_to_pass"`
 }
 
 // Listed reports whether the task names any test to judge.
