@@ -36,6 +36,9 @@ type redTeam struct {
 	// maxLog, when set, bounds agent.log's size; the attack's last line is
 	// then past the cut and not looked for.
 	maxLog int64
+	// notRun, when set, are lines intent_test.log must have: the check
+	// failed, naming the hidden tests that did not run.
+	notRun []string
 }
 
 // redTeams are the attacks the tool image and the grader must stop.
@@ -100,6 +103,50 @@ echo "attack done"
 `,
 		limits: &contract.Limits{MemoryBytes: 1 << 30, Pids: 256, CPUs: 1},
 		killed: contract.KilledPids,
+	},
+	{
+		class:     "hidden tests forged",
+		name:      "init-exit-0",
+		stoppedBy: "hidden tests judged by name from go test -json: a listed test that did not run fails",
+		// The test script runs the agent's code: an init that ends every
+		// test binary with status 0 before a test runs made go test say
+		// ok, and intent_test passed on the exit code.
+		script: `#!/bin/sh
+cat >zz_init.go <<'EOF'
+package kvconf
+
+import (
+	"os"
+	"strings"
+)
+
+func init() {
+	if strings.HasSuffix(os.Args[0], ".test") {
+		os.Exit(0)
+	}
+}
+EOF
+echo "attack done"
+`,
+		notRun: []string{"fail_to_pass TestParseErrors/short_hex_escape: did not run"},
+	},
+	{
+		class:     "hidden tests forged",
+		name:      "testmain-no-run",
+		stoppedBy: "hidden tests judged by name from go test -json: a listed test that did not run fails",
+		// A TestMain that returns without m.Run: no test runs, and the
+		// binary exits 0.
+		script: `#!/bin/sh
+cat >zz_main_test.go <<'EOF'
+package kvconf
+
+import "testing"
+
+func TestMain(m *testing.M) {}
+EOF
+echo "attack done"
+`,
+		notRun: []string{"fail_to_pass TestParseErrors/short_hex_escape: did not run"},
 	},
 }
 
@@ -213,8 +260,21 @@ func testRedTeam(t *testing.T, x *e2e) {
 				t.Errorf("result.json's killed = %q, want %q\nagent.log:\n%.2000s", got.Killed, rt.killed, log)
 			}
 			outcome.Verdict("%s", verdict(t, res.Dir))
-			if r := readResult(t, res.Dir); r.Passed {
+			r := readResult(t, res.Dir)
+			if r.Passed {
 				t.Errorf("result.json says PASSED for an agent that fixed nothing: %+v\nagent.log:\n%s", r, log)
+			}
+			if len(rt.notRun) > 0 {
+				if r.IntentTest == nil || r.IntentTest.OK {
+					t.Errorf("intent_test = %+v, want it failed: the hidden tests did not run", r.IntentTest)
+				} else {
+					it := read(t, filepath.Join(res.Dir, "intent_test.log"))
+					for _, want := range rt.notRun {
+						if !strings.Contains(it, want) {
+							t.Errorf("intent_test.log does not say %q:\n%s", want, it)
+						}
+					}
+				}
 			}
 			// Whatever was graded is what final.patch says: an agent that
 			// changed nothing in its phase has an empty patch and a tree

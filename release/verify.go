@@ -44,6 +44,9 @@ type Report struct {
 	// Verified are the tasks every finding of which passed, with the case
 	// image they passed on.
 	Verified map[string]VerifiedTask
+	// Warnings are what does not fail a task but weakens its grade, one
+	// line each, such as a task judged by exit code only.
+	Warnings []string
 }
 
 // Failed returns the findings that did not pass.
@@ -66,6 +69,11 @@ type VerifyOptions struct {
 	RunsDir string
 	// Eval are options of the evaluation (jobs, progress).
 	Eval []evaluate.Option
+	// WriteTests writes each task's tests.fail_to_pass and
+	// tests.pass_to_pass, as the runs give them, into its config instead
+	// of checking them. The tasks are not recorded as verified: their
+	// case images hold the config as it was.
+	WriteTests bool
 }
 
 // Verify grades every task of dataset dir (a task folder with problems is
@@ -142,7 +150,7 @@ func Verify(ctx context.Context, backend func(planID string) evaluate.Backend, d
 			return nil, derr
 		}
 		for _, t := range runnable {
-			rep.judge(t, manifest, done, out.Failed)
+			rep.judge(t, manifest, done, out.Failed, o.WriteTests)
 		}
 	}
 	slices.SortStableFunc(rep.Findings, func(a, b Finding) int { return strings.Compare(a.Task, b.Task) })
@@ -151,7 +159,7 @@ func Verify(ctx context.Context, backend func(planID string) evaluate.Backend, d
 
 // judge adds the findings of task t's two runs, and records t as verified
 // when all pass on one case image.
-func (r *Report) judge(t *task.Task, m *task.Manifest, done map[string]*results.Run, failed map[string]error) {
+func (r *Report) judge(t *task.Task, m *task.Manifest, done map[string]*results.Run, failed map[string]error, writeTests bool) {
 	checks := t.Checks()
 	if e := m.Task(t.ID); e != nil {
 		checks = e.Checks
@@ -184,6 +192,14 @@ func (r *Report) judge(t *task.Task, m *task.Manifest, done map[string]*results.
 	}
 	for _, f := range r.Findings[start:] {
 		if !f.OK {
+			return
+		}
+	}
+	// The lists are read from the runs' logs: only runs that graded as
+	// they must say which tests are which.
+	r.judgeTests(t, done, writeTests)
+	for _, f := range r.Findings[start:] {
+		if !f.OK || writeTests {
 			return
 		}
 	}

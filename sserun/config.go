@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/42-b3yond-6ug/ssebench/contract"
 )
 
 // ConfigName is the task config's file name in the task root (/ssebench).
@@ -46,6 +48,9 @@ type TaskConfig struct {
 		// intent_test check, never shown to the agent.
 		FutureTest string `yaml:"future_test"`
 	} `yaml:"files"`
+	// Tests names the tests the grade judges by name, read from the
+	// report the test script writes in Tests.Format (docs/tasks.md).
+	Tests TestLists `yaml:"tests"`
 }
 
 // ReadTaskConfig reads root/config.yaml. Script, proof-of-concept and
@@ -104,6 +109,21 @@ func ParseTaskConfig(data []byte) (*TaskConfig, error) {
 		check(fmt.Sprintf("task_description.crash_report[%d]", i), &c.TaskDescription.CrashReport[i])
 	}
 	c.TaskDescription.CrashReport = slices.DeleteFunc(c.TaskDescription.CrashReport, func(s string) bool { return s == "" })
+	c.Tests.Format = strings.TrimSpace(c.Tests.Format)
+	trimNames := func(names []string) []string {
+		for i := range names {
+			names[i] = strings.TrimSpace(names[i])
+		}
+		return slices.DeleteFunc(names, func(s string) bool { return s == "" })
+	}
+	c.Tests.FailToPass = trimNames(c.Tests.FailToPass)
+	c.Tests.PassToPass = trimNames(c.Tests.PassToPass)
+	switch {
+	case c.Tests.Format != "" && !slices.Contains(contract.TestFormats, c.Tests.Format):
+		errs = append(errs, fmt.Errorf("tests.format %q is not one of %s", c.Tests.Format, strings.Join(contract.TestFormats, ", ")))
+	case c.Tests.Format == "" && c.Tests.Listed():
+		errs = append(errs, errors.New("tests lists tests but has no format: the grade cannot read the test report"))
+	}
 	c.TaskDescription.Issue = strings.TrimSpace(c.TaskDescription.Issue)
 	c.TaskDescription.BugDescription = strings.TrimSpace(c.TaskDescription.BugDescription)
 	if err := errors.Join(errs...); err != nil {

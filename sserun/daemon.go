@@ -351,7 +351,7 @@ func (d *Daemon) run(ctx context.Context, op, tree string) Response {
 	case OpBuild:
 		r = d.script(ctx, s, d.cfg.Scripts.Build)
 	case OpTest:
-		r = d.script(ctx, s, d.cfg.Scripts.Test)
+		r = d.testScript(ctx, s, "")
 	case OpPoC:
 		var pocs []PoCResult
 		r, pocs = d.pocs(ctx, s)
@@ -379,7 +379,9 @@ func (d *Daemon) grade(ctx context.Context, s *scratch, start time.Time) Respons
 		if buildFailed {
 			g.Test = skip()
 		} else {
-			r := d.script(ctx, s, c.Scripts.Test)
+			// The hidden tests are not applied here: only the tests that
+			// pass with and without them are judged by name.
+			r := d.testScript(ctx, s, "test", NamedList{"pass_to_pass", c.Tests.PassToPass})
 			g.Test = &r
 		}
 	}
@@ -417,6 +419,8 @@ func (d *Daemon) grade(ctx context.Context, s *scratch, start time.Time) Respons
 		switch {
 		case ch.r.Skipped != "":
 			state = "skipped"
+		case !ch.r.OK && ch.r.Failed != "":
+			state = "failed (" + ch.r.Failed + ")"
 		case !ch.r.OK:
 			state = fmt.Sprintf("failed (exit %d)", ch.r.Exit)
 		}
@@ -448,7 +452,8 @@ func (d *Daemon) intentTest(ctx context.Context, grade *scratch) Result {
 	if err := applyDiff(patch, s.src, uid, gid); err != nil {
 		return Result{Exit: -1, Output: fmt.Sprintf("%s does not apply to the agent's tree: %v\n", file, err)}
 	}
-	return d.script(ctx, s, d.cfg.Scripts.Test)
+	t := d.cfg.Tests
+	return d.testScript(ctx, s, "intent_test", NamedList{"fail_to_pass", t.FailToPass}, NamedList{"pass_to_pass", t.PassToPass})
 }
 
 // pocs runs the run script once per proof of concept, with the copy's
@@ -516,13 +521,16 @@ func (d *Daemon) scriptEnv(s *scratch) []string {
 	env := make([]string, 0, len(d.o.env)+len(set))
 	for _, kv := range d.o.env {
 		k, _, _ := strings.Cut(kv, "=")
-		if _, ok := set[k]; ok || slices.Contains(scrubbedEnv, k) {
+		if _, ok := set[k]; ok || k == EnvTestReport || slices.Contains(scrubbedEnv, k) {
 			continue
 		}
 		env = append(env, kv)
 	}
 	for _, k := range []string{"HOME", "TMPDIR", "USER", "LOGNAME", "PWD", contract.EnvSourceDir} {
 		env = append(env, k+"="+set[k])
+	}
+	if s.report != "" {
+		env = append(env, EnvTestReport+"="+s.report)
 	}
 	return env
 }
@@ -544,7 +552,11 @@ func (d *Daemon) runnerIDs() (int, int) {
 
 type scratch struct {
 	top, sse, src, home, tmp string
-	from                     string // the tree src is a copy of
+	// report is where the test script writes its test report
+	// ($SSE_TEST_REPORT), in report/, outside the tree; empty when
+	// the task has no tests.format.
+	report string
+	from   string // the tree src is a copy of
 }
 
 func (s *scratch) remove() { _ = os.RemoveAll(s.top) }
@@ -581,7 +593,14 @@ func (d *Daemon) newScratch(withPoC bool, tree string) (_ *scratch, retErr error
 	}
 	uid, gid := d.runnerIDs()
 	runner := copyOpts{uid: uid, gid: gid}
-	for _, dir := range []string{filepath.Dir(s.src), s.src, s.home, s.tmp} {
+	dirs := []string{filepath.Dir(s.src), s.src, s.home, s.tmp}
+	if d.cfg.Tests.Format != "" {
+		// Below top, which is root's: the runner cannot swap the folder
+		// for a symlink to what the daemon must not read.
+		s.report = filepath.Join(top, "report", "tests.out")
+		dirs = append(dirs, filepath.Dir(s.report))
+	}
+	for _, dir := range dirs {
 		if err := os.Mkdir(dir, 0o700); err != nil {
 			return nil, err
 		}

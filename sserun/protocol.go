@@ -113,6 +113,9 @@ type Result struct {
 	// Skipped says why a check did not run (in a grade, checks after a
 	// failed build).
 	Skipped string `json:"skipped,omitempty"`
+	// Failed says why a check whose script exited 0 failed: tests the
+	// task lists did not pass, or the test report was missing.
+	Failed string `json:"failed,omitempty"`
 }
 
 // Response is one line the daemon sends back. For build, test, poc and

@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/42-b3yond-6ug/ssebench/contract"
 )
 
 // Config is a task's sse/config.yaml (SPEC.md section 3). Paths in Scripts,
@@ -39,6 +41,40 @@ type Config struct {
 	PatchCommit     *string         `yaml:"patch_commit" json:"patch_commit"`
 	Reference       []string        `yaml:"reference" json:"reference"`
 	Originality     *string         `yaml:"originality" json:"originality"`
+	// Tests names the tests the grade judges by name; nil: the test
+	// checks are judged by the test script's exit code alone.
+	Tests *Tests `yaml:"tests" json:"tests,omitempty"`
+}
+
+// Tests are the tests a task names, SWE-bench style, and the format of
+// the report its test script writes to $SSE_TEST_REPORT (docs/tasks.md,
+// "Hidden tests judged by name"). A name is a test's name (TestX, TestX/sub,
+// tests::decode) or, to pick one package or class, GROUP.NAME (the Go
+// package's import path or the JUnit classname, then a dot).
+type Tests struct {
+	// Format is the report's format, one of contract.TestFormats.
+	Format string `yaml:"format" json:"format"`
+	// FailToPass must fail (or not run) on the buggy tree with the hidden
+	// tests applied, and pass with the fix: intent_test judges them.
+	FailToPass []string `yaml:"fail_to_pass,omitempty" json:"fail_to_pass"`
+	// PassToPass pass before and after the fix, with and without the
+	// hidden tests: test and intent_test judge them.
+	PassToPass []string `yaml:"pass_to_pass,omitempty" json:"pass_to_pass"`
+}
+
+// Listed reports whether the task names any test to judge.
+func (t *Tests) Listed() bool {
+	return t != nil && (len(t.FailToPass) > 0 || len(t.PassToPass) > 0)
+}
+
+// Warnings are what is not wrong with the config but makes the task's
+// grade weaker than it could be, one line each.
+func (c *Config) Warnings() []string {
+	var out []string
+	if set(c.Scripts.Test) && !c.Tests.Listed() {
+		out = append(out, "tests: no fail_to_pass or pass_to_pass: the test checks are judged by the test script's exit code only, which the agent's code can forge (fill them with `ssebench dataset verify --write-tests`)")
+	}
+	return out
 }
 
 // TaskDescription is what the agent is told; at least one field must be set.
@@ -442,6 +478,8 @@ func (c *Config) check(name string, lines map[string]int) Problems {
 		}
 	}
 
+	c.checkTests(add)
+
 	if o := c.Originality; o != nil && *o != "public" && *o != "crafted" {
 		add("originality", "%q is not one of public, crafted", *o)
 	}
@@ -465,4 +503,45 @@ func checkImagePath(p string) string {
 		return fmt.Sprintf("%q names /ssebench itself, not a file in it", p)
 	}
 	return ""
+}
+
+// checkTests checks the tests mapping: a known format, lists only with a
+// format and a test script, no empty or repeated name, and no name in both
+// lists.
+func (c *Config) checkTests(add func(key, format string, args ...any)) {
+	t := c.Tests
+	if t == nil {
+		return
+	}
+	switch {
+	case t.Format == "" && t.Listed():
+		add("tests.format", "is required when tests are listed (one of %s)", strings.Join(contract.TestFormats, ", "))
+	case t.Format != "" && !slices.Contains(contract.TestFormats, t.Format):
+		add("tests.format", "%q is not one of %s", t.Format, strings.Join(contract.TestFormats, ", "))
+	}
+	if t.Listed() && !set(c.Scripts.Test) {
+		add("tests", "lists tests, but there is no scripts.test to run them")
+	}
+	if len(t.FailToPass) > 0 && !set(c.Files.FutureTest) {
+		add("tests.fail_to_pass", "lists tests, but there is no files.future_test: intent_test, which judges them, needs the hidden tests")
+	}
+	seen := map[string]string{}
+	for _, l := range []struct {
+		key   string
+		names []string
+	}{{"tests.fail_to_pass", t.FailToPass}, {"tests.pass_to_pass", t.PassToPass}} {
+		for i, n := range l.names {
+			key := fmt.Sprintf("%s[%d]", l.key, i)
+			switch prev, dup := seen[n]; {
+			case n == "":
+				add(key, "is empty")
+			case strings.ContainsAny(n, "\t\n"):
+				add(key, "%q has a tab or a newline, which no test name has", n)
+			case dup:
+				add(key, "%q is already listed as %s", n, prev)
+			default:
+				seen[n] = key
+			}
+		}
+	}
 }

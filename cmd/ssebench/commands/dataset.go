@@ -94,7 +94,9 @@ func newCmdDatasetValidate() *cobra.Command {
 		Long: `Check dataset.yaml and every task folder: config.yaml (keys, id, source,
 paths), the Dockerfile (ARG SSEBENCH_REGISTRY before the first FROM, the last
 FROM pinned, sse/ copied to /ssebench) and the files the config names. Every
-problem is printed on its own line; exit 1 if there is any.`,
+problem is printed on its own line; exit 1 if there is any. A task whose
+config lists no tests (tests.fail_to_pass, tests.pass_to_pass) is valid, but
+a warning says that its test checks are judged by exit code only.`,
 		Example: `  ssebench dataset validate datasets/examples`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -104,6 +106,14 @@ problem is printed on its own line; exit 1 if there is any.`,
 			}
 			if err != nil {
 				return printProblems(cmd, err, args[0])
+			}
+			for _, t := range d.Tasks {
+				if t.Config == nil {
+					continue
+				}
+				for _, w := range t.Config.Warnings() {
+					fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s: %s\n", t.ID, w)
+				}
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "ok %s: %d tasks\n", args[0], len(d.Tasks))
 			return nil

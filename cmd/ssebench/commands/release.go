@@ -24,6 +24,7 @@ type verifyDatasetOptions struct {
 	Jobs, Timeout int
 	RunsDir       string
 	Runtime       string
+	WriteTests    bool
 }
 
 func newCmdDatasetVerify(g *options.Global) *cobra.Command {
@@ -41,7 +42,16 @@ with problems fails its "validate" check; the other tasks still run.
 A table of every check is printed; the exit status is 1 when any failed,
 with an error naming each failed task and check. The case images of the
 tasks that passed are recorded with the local store, for "dataset lock"
-and "dataset publish". The runs are kept in --runs-dir/verify-<id>/.`,
+and "dataset publish". The runs are kept in --runs-dir/verify-<id>/.
+
+The hidden tests are judged by name (docs/tasks.md): from the two runs'
+test reports, a test that fails on the buggy tree with the hidden tests and
+passes with the fix belongs in tests.fail_to_pass, one that passes in every
+run in tests.pass_to_pass. Verify fails a task whose lists differ, one line
+per test, and warns about a task without lists (judged by exit code only).
+With --write-tests it writes the lists into each task's sse/config.yaml
+instead, keeping the rest of the file, and records nothing as verified:
+run verify again, which builds the case images with the new config.`,
 		Example: `  ssebench dataset verify datasets/examples
   ssebench dataset verify datasets/examples --tasks kvconf-12-afb9ee1 --jobs 2`,
 		Args: cobra.ExactArgs(1),
@@ -73,12 +83,15 @@ and "dataset publish". The runs are kept in --runs-dir/verify-<id>/.`,
 				}}
 			}
 			rep, err := release.Verify(cmd.Context(), backend, dir, release.VerifyOptions{
-				Tasks: evaluate.SplitList(o.Tasks), RunsDir: o.RunsDir, Eval: eopts,
+				Tasks: evaluate.SplitList(o.Tasks), RunsDir: o.RunsDir, Eval: eopts, WriteTests: o.WriteTests,
 			})
 			if err != nil {
 				return err
 			}
 			printFindings(cmd, rep.Findings)
+			for _, w := range rep.Warnings {
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", w)
+			}
 			recPath := release.RecordFile(e.Store.Dir(), ds.Name, ds.Version)
 			rec, err := release.ReadRecord(recPath, ds.Name, ds.Version)
 			if err != nil {
@@ -108,6 +121,7 @@ and "dataset publish". The runs are kept in --runs-dir/verify-<id>/.`,
 	f.StringVar(&o.RunsDir, "runs-dir", "runs", "where the verification's folder verify-<id>/ goes")
 	f.IntVar(&o.Timeout, "timeout", 0, "seconds each agent may run (default 3600)")
 	f.StringVar(&o.Runtime, "runtime", "", "runtime image (default $SSEBENCH_RUNTIME_IMAGE, else REGISTRY/runtime:VERSION)")
+	f.BoolVar(&o.WriteTests, "write-tests", false, "write each task's tests.fail_to_pass and tests.pass_to_pass, as the runs give them, into its sse/config.yaml instead of checking them")
 	return cmd
 }
 

@@ -1,0 +1,156 @@
+package release
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/42-b3yond-6ug/ssebench/contract"
+	"github.com/42-b3yond-6ug/ssebench/evaluate"
+	"github.com/42-b3yond-6ug/ssebench/results"
+	"github.com/42-b3yond-6ug/ssebench/sserun"
+	"github.com/42-b3yond-6ug/ssebench/task"
+)
+
+// block is a check log's end as the grader writes it, from "outcome name
+// group" triples.
+func block(tests ...string) string {
+	rep := &sserun.TestReport{Format: "go-test-json"}
+	for _, s := range tests {
+		f := strings.Fields(s)
+		rep.Tests = append(rep.Tests, sserun.TestResult{Outcome: f[0], Name: f[1], Group: f[2]})
+	}
+	var b strings.Builder
+	b.WriteString("ok  \texample/kv\n")
+	rep.WriteOutcomes(&b)
+	return b.String()
+}
+
+// kvRuns are the logs of the example task's runs: the hidden test
+// TestParseErrors/short panics on the buggy tree, which takes TestUnquote
+// down with it; TestParse exists in two packages.
+var kvRuns = map[string]map[string]string{
+	DummyAgent: {
+		"test.log":        block("pass TestParse ex/kv", "pass TestParse ex/kv/io", "pass TestUnquote ex/kv", "pass TestParseErrors ex/kv"),
+		"intent_test.log": block("pass TestParse ex/kv", "pass TestParse ex/kv/io", "fail TestParseErrors/short ex/kv", "fail TestParseErrors ex/kv"),
+	},
+	ReferenceAgent: {
+		"test.log":        block("pass TestParse ex/kv", "pass TestParse ex/kv/io", "pass TestUnquote ex/kv", "pass TestParseErrors ex/kv"),
+		"intent_test.log": block("pass TestParse ex/kv", "pass TestParse ex/kv/io", "pass TestParseErrors/short ex/kv", "pass TestParseErrors ex/kv", "pass TestUnquote ex/kv"),
+	},
+}
+
+func fakeRuns(t *testing.T, logs map[string]map[string]string) map[string]*results.Run {
+	done := map[string]*results.Run{}
+	for agent, files := range logs {
+		dir := t.TempDir()
+		for n, c := range files {
+			if err := os.WriteFile(filepath.Join(dir, n), []byte(c), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		done[evaluate.Job{Task: "kv-1", Agent: agent, Attempt: 1}.Key()] = &results.Run{Dir: dir}
+	}
+	return done
+}
+
+const kvConfig = `id: kv-1
+# the project
+project: kv
+scripts:
+  build: scripts/build.sh
+  test: scripts/test.sh
+files:
+  future_test: diffs/test.diff
+tests:
+  format: go-test-json
+  fail_to_pass: [Stale]
+
+# kept as it is
+originality: crafted
+`
+
+func kvTask(t *testing.T, config string) *task.Task {
+	file := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(file, []byte(config), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ := task.ParseConfig(file, []byte(config))
+	return &task.Task{ID: "kv-1", ConfigFile: file, Config: cfg}
+}
+
+// TestVerifyWritesTests: --write-tests fills the lists from the runs and
+// keeps every other line of the config.
+func TestVerifyWritesTests(t *testing.T) {
+	tk := kvTask(t, kvConfig)
+	r := &Report{}
+	r.judgeTests(tk, fakeRuns(t, kvRuns), true)
+	if f := r.Findings; len(f) != 1 || !f[0].OK {
+		t.Fatalf("findings = %+v", f)
+	}
+	got, _ := os.ReadFile(tk.ConfigFile)
+	want := strings.Replace(kvConfig, "  fail_to_pass: [Stale]\n", `  fail_to_pass:
+    - TestParseErrors
+    - TestParseErrors/short
+    - TestUnquote
+  pass_to_pass:
+    - ex/kv.TestParse
+    - ex/kv/io.TestParse
+`, 1)
+	if diff := cmp.Diff(want, string(got)); diff != "" {
+		t.Errorf("config (-want +got):\n%s", diff)
+	}
+}
+
+// TestVerifyChecksTests: without --write-tests, a list that differs from
+// what the runs give fails, one finding per test.
+func TestVerifyChecksTests(t *testing.T) {
+	done := fakeRuns(t, kvRuns)
+	good := "  fail_to_pass: [TestParseErrors, TestParseErrors/short, TestUnquote]\n  pass_to_pass: [ex/kv.TestParse, ex/kv/io.TestParse]\n"
+	for _, tt := range []struct {
+		name, lists string
+		want        []string
+	}{
+		{"as the runs give them", good, nil},
+		{"a test that passes before in fail_to_pass, one missing",
+			"  fail_to_pass: [TestParseErrors, TestParseErrors/short, ex/kv.TestParse]\n  pass_to_pass: [ex/kv/io.TestParse]\n",
+			[]string{
+				"tests.fail_to_pass lists ex/kv.TestParse, but it does not fail before the fix and pass after",
+				"tests.fail_to_pass lacks TestUnquote, which does fail before the fix and pass after",
+				"tests.pass_to_pass lacks ex/kv.TestParse, which does pass before and after the fix, with and without the hidden tests",
+			}},
+		{"a test no run has", "  fail_to_pass: [TestParseErrors, TestParseErrors/short, TestUnquote, TestGone]\n  pass_to_pass: [ex/kv.TestParse, ex/kv/io.TestParse]\n",
+			[]string{"tests.fail_to_pass lists TestGone, but it does not fail before the fix and pass after"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tk := kvTask(t, strings.Replace(kvConfig, "  fail_to_pass: [Stale]\n", tt.lists, 1))
+			r := &Report{}
+			r.judgeTests(tk, done, false)
+			var got []string
+			for _, f := range r.Findings {
+				if !f.OK {
+					got = append(got, f.Why)
+				}
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("failed findings (-want +got):\n%s", diff)
+			}
+		})
+	}
+	// No lists: a warning, not a failure.
+	r := &Report{}
+	r.judgeTests(kvTask(t, strings.Replace(kvConfig, "  fail_to_pass: [Stale]\n", "", 1)), done, false)
+	if len(r.Failed()) != 0 || len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], "exit code only") {
+		t.Errorf("without lists: findings %+v, warnings %q", r.Findings, r.Warnings)
+	}
+	// A run whose log has no report names the script.
+	logs := map[string]map[string]string{DummyAgent: {"test.log": "ok\n", "intent_test.log": "ok\n"}, ReferenceAgent: kvRuns[ReferenceAgent]}
+	r = &Report{}
+	r.judgeTests(kvTask(t, kvConfig), fakeRuns(t, logs), false)
+	if f := r.Failed(); len(f) != 1 || !strings.Contains(f[0].Why, "$"+contract.EnvTestReport) {
+		t.Errorf("without a report: %+v", r.Findings)
+	}
+}
