@@ -382,7 +382,9 @@ var sidecarAttacks = []struct {
 	// agent-exit before the agent has fixed anything: the tree is graded
 	// while the agent still works on it.
 	{name: "early agent-exit", root: "exit", agent: "cat /tmp/attack.log; cp /opt/fix/unquote.go unquote.go; echo attack done", passed: true},
-	// A setuid-root program of the agent's image, run by model.
+	// A setuid-root program of the agent's image, run by model: stopped
+	// by no_new_privs, which containerd's spec sets and the entrypoint
+	// sets again (TestSidecarAgentNoNewPrivs checks the entrypoint's).
 	{name: "setuid", agent: "/opt/attack-suid euid; echo attack done"},
 }
 
