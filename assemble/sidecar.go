@@ -22,16 +22,17 @@ import (
 )
 
 // SidecarScript is the task container's entrypoint script (SPEC.md section
-// 7): /run/ssebench root-owned 0755, the daemon with both sockets there
-// and its log in ${SSE_RESULTS:-$SSE_ARCHIVE}/daemon.log, then the
+// 7): /run/ssebench and its agent/ root-owned 0755, the daemon with its
+// admin socket in the first and its agent socket in the second (the one
+// directory the agent container mounts), its log in ${SSE_RESULTS:-$SSE_ARCHIVE}/daemon.log, then the
 // entrypoint program, which waits for the agent container's end and grades.
 const SidecarScript = `#!/bin/sh
 # The task container of a sidecar run (SPEC.md section 7).
 set -eu
-mkdir -p ` + contract.SidecarDir + `
-chown 0:0 ` + contract.SidecarDir + `
-chmod 0755 ` + contract.SidecarDir + `
-export SSE_DAEMON_SOCKET=` + contract.SidecarAgentSocket + `
+mkdir -p ` + contract.SidecarAgentDir + `
+chown 0:0 ` + contract.SidecarDir + ` ` + contract.SidecarAgentDir + `
+chmod 0755 ` + contract.SidecarDir + ` ` + contract.SidecarAgentDir + `
+export SSE_DAEMON_SOCKET=` + contract.SidecarTaskAgentSocket + `
 export SSE_ADMIN_SOCKET=` + contract.SidecarAdminSocket + `
 log="${SSE_RESULTS:-${SSE_ARCHIVE:-/tmp}}"
 mkdir -p "$log"

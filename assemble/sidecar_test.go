@@ -83,7 +83,7 @@ func TestSidecarTask(t *testing.T) {
 	if got := f.files["usr/local/bin/entrypoint.sh"]; got != SidecarScript {
 		t.Errorf("entrypoint.sh = %q", got)
 	}
-	for _, s := range []string{"mkdir -p /run/ssebench", "chmod 0755 /run/ssebench", "SSE_DAEMON_SOCKET=/run/ssebench/sse.sock", "SSE_ADMIN_SOCKET=/run/ssebench/admin.sock", `${SSE_RESULTS:-${SSE_ARCHIVE:-/tmp}}`, "/daemon.log"} {
+	for _, s := range []string{"mkdir -p /run/ssebench/agent", "chmod 0755 /run/ssebench /run/ssebench/agent", "SSE_DAEMON_SOCKET=/run/ssebench/agent/sse.sock", "SSE_ADMIN_SOCKET=/run/ssebench/admin.sock", `${SSE_RESULTS:-${SSE_ARCHIVE:-/tmp}}`, "/daemon.log"} {
 		if !strings.Contains(SidecarScript, s) {
 			t.Errorf("the script lacks %q", s)
 		}

@@ -47,20 +47,35 @@ const PrivateMode = 0o700
 // Rel is p as a tar layer names it: without the leading slash.
 func Rel(p string) string { return strings.TrimPrefix(p, "/") }
 
-// Sidecar mode (SPEC.md section 7): the task container and the agent
-// container share SidecarDir, a root-owned 0755 directory that holds the
-// daemon's sockets and the run's hand-over files. Only root writes there,
-// so model can neither replace a socket nor fake a hand-over.
+// Sidecar mode (SPEC.md section 7). The agent container's root may be the
+// agent's (its Dockerfile ran as root at build time), so it shares
+// nothing it could forge a grade with: the task container has SidecarDir,
+// a root-owned 0755 directory of the host with the admin socket and the
+// run's hand-over files; the agent container gets only SidecarAgentDir
+// below it, read-only, at SidecarDir, where the agent socket is.
 const (
-	// SidecarDir is /run/ssebench in both containers.
+	// SidecarDir is /run/ssebench in both containers: in the task
+	// container the host's directory, in the agent container its
+	// SidecarAgentDir, read-only.
 	SidecarDir = "/run/ssebench"
-	// SidecarAgentSocket and SidecarAdminSocket are the daemon's sockets
-	// (SSE_DAEMON_SOCKET, SSE_ADMIN_SOCKET) in sidecar mode.
-	SidecarAgentSocket = SidecarDir + "/sse.sock"
+	// SidecarAgentDir is, in the task container, the directory of the
+	// agent socket: the one directory the agent container also mounts.
+	SidecarAgentDir = SidecarDir + "/agent"
+	// SidecarAgentSocket is the agent socket (SSE_DAEMON_SOCKET) as the
+	// agent container sees it; SidecarTaskAgentSocket is the same socket
+	// in the task container, where the daemon listens.
+	SidecarAgentSocket     = SidecarDir + "/sse.sock"
+	SidecarTaskAgentSocket = SidecarAgentDir + "/sse.sock"
+	// SidecarAdminSocket is the daemon's admin socket (SSE_ADMIN_SOCKET),
+	// in the task container only.
 	SidecarAdminSocket = SidecarDir + "/admin.sock"
 	// SidecarReady is written by the task container once the daemon
-	// answers and the buggy commit is read: the agent may start.
+	// answers and the buggy commit is read: the host may start the agent
+	// container.
 	SidecarReady = SidecarDir + "/ready"
+	// SidecarAgentStart is written by the host once the agent container
+	// has started: the task container starts the agent phase's clock.
+	SidecarAgentStart = SidecarDir + "/agent-start"
 	// SidecarAgentExit is written by the host once the agent container
 	// has ended, however it ended: the agent container's exit status.
 	// The task container then grades what the tree holds.

@@ -59,6 +59,13 @@ const (
 	// GatewayAddr is where the agent reaches the gateway; SSE_BASE_URL
 	// is http://127.0.0.1:4000 in a restricted run.
 	GatewayAddr = "127.0.0.1:4000"
+	// EnvAPIKey is the run's token at the gateway in a restricted run.
+	EnvAPIKey = "SSE_API_KEY"
+	// GatewayRevokePath is the gateway's own endpoint that spends the
+	// run's token: a POST with the token, which the entrypoint sends when
+	// the agent phase ends. From then on the gateway refuses the token,
+	// whoever presents it and however it reached the gateway.
+	GatewayRevokePath = "/ssebench/revoke"
 )
 
 // EnvPrefix is the prefix of every variable the runtime reads besides

@@ -15,7 +15,10 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/42-b3yond-6ug/ssebench/contract"
 )
 
 // Gateway is one run's model gateway. It is an http.Handler; Listen serves
@@ -37,6 +40,8 @@ type Gateway struct {
 	reservedCost float64
 
 	srv *server
+	// revoked is set when the phase ends (revoke.go).
+	revoked atomic.Bool
 }
 
 // Totals sums a run's model use; it goes into result.json and summary.json
@@ -184,6 +189,10 @@ var errIdle = errors.New("the upstream sent nothing for too long")
 
 // ServeHTTP implements http.Handler.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == contract.GatewayRevokePath {
+		g.serveRevoke(w, r)
+		return
+	}
 	x := &exchange{start: time.Now()}
 	x.rec.Time = x.start.UTC()
 	// The method and path are the agent's, of any length: a record
@@ -194,6 +203,9 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !g.authorized(r) {
 		g.refuse(w, x, http.StatusUnauthorized, "token", "invalid_api_key",
 			"the gateway did not accept this API key: use the run's SSE_API_KEY")
+		return
+	}
+	if g.refuseRevoked(w, x) {
 		return
 	}
 	// A switch to another protocol would leave the gateway blind.

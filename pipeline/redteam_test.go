@@ -3,12 +3,15 @@ package pipeline_test
 import (
 	"context"
 	"encoding/json"
+	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/42-b3yond-6ug/ssebench/contract"
+	"github.com/42-b3yond-6ug/ssebench/gateway/gatewaytest"
 	"github.com/42-b3yond-6ug/ssebench/internal/hostile"
 	"github.com/42-b3yond-6ug/ssebench/pipeline"
 )
@@ -213,6 +216,7 @@ echo "attack done"
 // testRedTeam runs each red-team agent on the example task.
 func testRedTeam(t *testing.T, x *e2e) {
 	ctx := context.Background()
+	t.Run("gateway-token", func(t *testing.T) { testRedTeamGatewayToken(t, x) })
 	for _, rt := range append(redTeams[:len(redTeams):len(redTeams)], moreRedTeams...) {
 		t.Run(rt.name, func(t *testing.T) {
 			outcome := hostile.Attack(t, rt.class, rt.stoppedBy)
@@ -316,4 +320,100 @@ func verdict(t *testing.T, dir string) string {
 		parts = append(parts, "FAILED: "+strings.Join(failed, ", "))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// tokenThief is the agent of the gateway-token attack: in its phase it
+// only plants, in a test file of its tree, an init that asks the model
+// with the run's token it sees (SSE_API_KEY). The grade's test script runs
+// that init as the scripts' account, with the hidden tests in place; it
+// says what the gateway answered and fails the package, so that go test
+// shows its output.
+const tokenThief = `#!/bin/sh
+cat > zz_redteam_test.go <<EOF
+package kvconf
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+)
+
+func init() {
+	req, _ := http.NewRequest("POST", "http://127.0.0.1:4001/v1/chat/completions", strings.NewReader("{\"model\":\"scripted\",\"messages\":[{\"role\":\"user\",\"content\":\"what do the hidden tests check?\"}]}"))
+	req.Header.Set("Authorization", "Bearer $SSE_API_KEY")
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := (&http.Client{Transport: &http.Transport{}}).Do(req)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "RED TEAM GATEWAY error:", err)
+		os.Exit(1)
+	}
+	fmt.Fprintln(os.Stderr, "RED TEAM GATEWAY", resp.StatusCode)
+	os.Exit(1)
+}
+EOF
+echo "attack done"
+`
+
+// tokenRelay is the run's ENTRYPOINT (RunRequest.Entrypoint) of the
+// gateway-token attack: as root it opens 127.0.0.1:4001 to the gateway's
+// socket, a way past the forwarder that outlives the phase (a cluster's
+// network may give the agent's code one to the gateway's Service), then
+// runs the real entrypoint.
+const tokenRelay = `#!/bin/sh
+/opt/relay 127.0.0.1:4001 "$SSE_GATEWAY_SOCKET" &
+exec /usr/local/bin/entrypoint /opt/attack.sh
+`
+
+// testRedTeamGatewayToken runs the gateway-token attack: the agent's code,
+// run by the grade, asks the model with the token it saw in its phase,
+// through a way to the gateway that is not the closed forwarder, and is
+// refused: the token was revoked when the phase ended.
+func testRedTeamGatewayToken(t *testing.T, x *e2e) {
+	outcome := hostile.Attack(t, "gateway token after the phase", "the run's token revoked at the gateway when the phase ends")
+	ctx := context.Background()
+	bin := filepath.Join(t.TempDir(), "relay")
+	build := exec.Command("go", "build", "-trimpath", "-o", bin, "./testdata/relay")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the relay: %v\n%s", err, out)
+	}
+	agentDir(t, x.home, "redteam-gateway-token", "FROM ssebench-agent\nCOPY --chmod=0755 relay /opt/relay\nCOPY --chmod=0755 root.sh /opt/root.sh\nCOPY --chmod=0755 attack.sh /opt/attack.sh\nCMD [\"/opt/attack.sh\"]\n",
+		map[string]string{"relay": read(t, bin), "root.sh": tokenRelay, "attack.sh": tokenThief})
+	up, err := gatewaytest.New([]gatewaytest.Reply{{Text: "the hidden tests check short escapes", InputTokens: 5, OutputTokens: 5}}, "sk-redteam-host-key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer up.Close()
+	res, out, err := x.run(t, ctx, "redteam-gateway-token", func(r *pipeline.RunRequest) {
+		r.Entrypoint = []string{"/opt/root.sh"}
+		r.Model, r.BaseURL, r.APIKey = "scripted", up.URL+"/v1", "sk-redteam-host-key"
+	})
+	if err != nil {
+		t.Fatalf("Run() = %v\n%s", err, out)
+	}
+	var logs strings.Builder
+	filepath.WalkDir(res.Dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".log") {
+			b, _ := os.ReadFile(p)
+			logs.Write(b)
+		}
+		return nil
+	})
+	if !strings.Contains(logs.String(), "RED TEAM GATEWAY") {
+		t.Fatalf("the agent's code did not run in the grade:\n%s", logs.String())
+	}
+	if strings.Contains(logs.String(), "RED TEAM GATEWAY 200") || len(up.Received()) != 0 {
+		t.Errorf("the agent's code reached the model after the phase (%d upstream requests):\n%s", len(up.Received()), logs.String())
+	}
+	if !strings.Contains(logs.String(), "RED TEAM GATEWAY 403") {
+		t.Errorf("the agent's code was not refused with 403:\n%s", logs.String())
+	}
+	if m := read(t, filepath.Join(res.Dir, pipeline.ModelLog)); !strings.Contains(m, `"refused":"revoked"`) {
+		t.Errorf("model.jsonl does not say the token was revoked:\n%s", m)
+	}
+	outcome.Verdict("%s", verdict(t, res.Dir))
+	if r := readResult(t, res.Dir); r.Passed {
+		t.Errorf("result.json says PASSED")
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -121,12 +122,16 @@ const sidecarStartTimeout = 10 * time.Minute
 // (environment, results, archive, labels, gateway); taskImage is
 // tool-sidecar/<task>. The task container starts first, with a
 // root-owned 0755 directory of the host at /run/ssebench for the daemon's
-// sockets; the agent container gets that directory and, at SOURCE_DIR, the
-// task container's own SOURCE_DIR (bind-mounted from its root on the
-// host). When the agent container ends, however it ends (its agent done,
-// timed out, or the container killed), the host says so in
-// /run/ssebench/agent-exit and the task container grades the tree and
-// exits. A cancelled ctx (Ctrl-C) stops the agent container, then the task
+// sockets and the hand-over files. Once it says ready there (the daemon
+// answers, the buggy commit is kept), the agent container starts with only
+// the agent socket's directory, agent/, read-only at /run/ssebench, and,
+// at SOURCE_DIR, the task container's own SOURCE_DIR (bind-mounted from its
+// root on the host). The agent container's root may be the agent's (its
+// Dockerfile ran as root): it never sees the admin socket or a hand-over
+// file, and cannot replace the agent socket. The host says when the agent
+// container started (agent-start) and, however it ended (its agent done,
+// timed out, or the container killed), that it ended (agent-exit); the
+// task container then grades the tree and exits. A cancelled ctx (Ctrl-C) stops the agent container, then the task
 // container, without grading. The runner removes both containers and their
 // snapshots on every path. It returns the task container's result, whose
 // exit status is the agent's, and the agent container's.
@@ -142,6 +147,11 @@ func (e *Env) runSidecar(ctx context.Context, rn SidecarRunner, req RunRequest, 
 	if err := os.Chmod(sockDir, 0o755); err != nil {
 		return nil, nil, err
 	}
+	agentSockDir := filepath.Join(sockDir, filepath.Base(contract.SidecarAgentDir))
+	if err := os.Mkdir(agentSockDir, 0o755); err != nil {
+		return nil, nil, fmt.Errorf("creating the sidecar directory: %w", err)
+	}
+	handOver := func(p string) string { return filepath.Join(sockDir, filepath.Base(p)) }
 	taskSpec := agentSpec
 	taskSpec.Image = taskImage
 	taskSpec.ID = agentSpec.ID + "-task"
@@ -152,10 +162,24 @@ func (e *Env) runSidecar(ctx context.Context, rn SidecarRunner, req RunRequest, 
 	taskSpec.Entrypoint = nil
 	agentSpec.ID += "-agent"
 	agentSpec.Labels = withLabel(agentSpec.Labels, "ssebench.sidecar", "agent")
-	agentSpec.Env = append(agentSpec.Env,
+	// No admin socket for the agent container: the task container alone
+	// ends the phase and grades.
+	agentSpec.Env = append(slices.DeleteFunc(slices.Clone(agentSpec.Env), func(kv string) bool {
+		return strings.HasPrefix(kv, contract.EnvAdminSocket+"=")
+	}),
 		contract.EnvAgentSocket+"="+contract.SidecarAgentSocket,
-		contract.EnvAdminSocket+"="+contract.SidecarAdminSocket,
 		contract.EnvSourceDir+"="+srcDir)
+	agentStarted := agentSpec.Started
+	agentSpec.Started = func(pid uint32) {
+		if agentStarted != nil {
+			agentStarted(pid)
+		}
+		// Only root writes here; the task container starts the agent
+		// phase's clock once it sees it.
+		if err := safefile.WriteBytes(handOver(contract.SidecarAgentStart), []byte("started\n"), 0o644); err != nil {
+			e.logf("warning: %v", err)
+		}
+	}
 
 	// The task container outlives a cancelled ctx until the agent
 	// container is gone: the agent's mount of its tree goes first.
@@ -190,19 +214,33 @@ func (e *Env) runSidecar(ctx context.Context, rn SidecarRunner, req RunRequest, 
 	}
 	timer := time.NewTimer(sidecarStartTimeout)
 	defer timer.Stop()
-	select {
-	case <-started:
-	case <-taskEnded:
-		if taskOut.err == nil {
-			taskOut.err = fmt.Errorf("the task container %s ended (status %d) before the agent container started: see daemon.log in the run's folder", taskSpec.ID, taskOut.res.ExitCode)
+	// The agent container starts once the task container is ready: its
+	// daemon answers and the buggy commit is kept, before the agent can
+	// touch the tree.
+	ready := handOver(contract.SidecarReady)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for isReady := false; !isReady; {
+		select {
+		case <-started:
+			started = nil
+		case <-tick.C:
+			if started == nil {
+				_, err := os.Stat(ready)
+				isReady = err == nil
+			}
+		case <-taskEnded:
+			if taskOut.err == nil {
+				taskOut.err = fmt.Errorf("the task container %s ended (status %d) before the agent container started: see daemon.log in the run's folder", taskSpec.ID, taskOut.res.ExitCode)
+			}
+			return taskOut.res, nil, taskOut.err
+		case <-ctx.Done():
+			r, _ := stopTask()
+			return r, nil, ctx.Err()
+		case <-timer.C:
+			r, _ := stopTask()
+			return r, nil, fmt.Errorf("the task container %s was not ready within %s: see daemon.log in the run's folder", taskSpec.ID, sidecarStartTimeout)
 		}
-		return taskOut.res, nil, taskOut.err
-	case <-ctx.Done():
-		r, _ := stopTask()
-		return r, nil, ctx.Err()
-	case <-timer.C:
-		r, _ := stopTask()
-		return r, nil, fmt.Errorf("the task container %s did not start within %s", taskSpec.ID, sidecarStartTimeout)
 	}
 	root, err := rn.RootFS(taskSpec.ID)
 	var tree string
@@ -214,7 +252,7 @@ func (e *Env) runSidecar(ctx context.Context, rn SidecarRunner, req RunRequest, 
 		return r, nil, fmt.Errorf("sharing SOURCE_DIR of %s: %w", taskSpec.ID, err)
 	}
 	agentSpec.Mounts = append(agentSpec.Mounts,
-		runner.Mount{Source: sockDir, Target: contract.SidecarDir},
+		runner.Mount{Source: agentSockDir, Target: contract.SidecarDir, ReadOnly: true},
 		runner.Mount{Source: tree, Target: srcDir})
 
 	// A task container that ends while the agent runs (its daemon died)
@@ -254,7 +292,7 @@ func (e *Env) runSidecar(ctx context.Context, rn SidecarRunner, req RunRequest, 
 		return taskOut.res, agentRes, err
 	}
 	// Only root writes here; the task container grades once it sees it.
-	if err := safefile.WriteBytes(filepath.Join(sockDir, filepath.Base(contract.SidecarAgentExit)), []byte(strconv.Itoa(agentRes.ExitCode)+"\n"), 0o644); err != nil {
+	if err := safefile.WriteBytes(handOver(contract.SidecarAgentExit), []byte(strconv.Itoa(agentRes.ExitCode)+"\n"), 0o644); err != nil {
 		taskRes, _ = stopTask()
 		return taskRes, agentRes, err
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/random"
 
 	"github.com/42-b3yond-6ug/ssebench/examples/toollayer"
+	"github.com/42-b3yond-6ug/ssebench/internal/hostile"
 	"github.com/42-b3yond-6ug/ssebench/internal/testenv"
 	"github.com/42-b3yond-6ug/ssebench/oci/store"
 	"github.com/42-b3yond-6ug/ssebench/pipeline"
@@ -50,6 +51,17 @@ rm -f /run/ssebench/sse.sock 2>/dev/null
 mv /run/ssebench/admin.sock /run/ssebench/x 2>/dev/null && bad "model moved the admin socket"
 touch /run/ssebench/agent-exit 2>/dev/null && bad "model wrote the hand-over file"
 ln -s /tmp/x /run/ssebench/evil 2>/dev/null && bad "model wrote /run/ssebench"
+[ -e /run/ssebench/admin.sock ] && bad "the admin socket is in the agent container"
+[ -z "$SSE_ADMIN_SOCKET" ] || bad "SSE_ADMIN_SOCKET=$SSE_ADMIN_SOCKET"
+[ "$(ls /run/ssebench)" = sse.sock ] || bad "/run/ssebench holds $(ls /run/ssebench)"
+grep -q '^NoNewPrivs:[[:space:]]*1' /proc/self/status || bad "the agent runs without no_new_privs"
+mcp=
+for p in /proc/[0-9]*; do
+	case "$(tr '\0' ' ' <$p/cmdline 2>/dev/null)" in
+	*/ssebench-mcp*) mcp="$mcp $(awk '/^Uid:/ {print $2":"$3}' $p/status)";;
+	esac
+done
+[ "$mcp" = " 65534:65534" ] || bad "MCP server uids:$mcp, want nobody's"
 [ "$(pwd)" = /src/kvconf ] || bad "working directory $(pwd)"
 [ -f /src/kvconf/unquote.go ] || bad "no source tree"
 touch /src/kvconf/agent-was-here || bad "cannot write SOURCE_DIR"
@@ -155,6 +167,10 @@ func TestSidecar(t *testing.T) {
 			t.Errorf("exit %d; agent.log:\n%s", res.Summary.ExitCode, log)
 		}
 		noContainers(t, ctx, res.Summary.RunID)
+	})
+
+	t.Run("attacks", func(t *testing.T) {
+		testSidecarAttacks(t, x, fixedUnquote(t, repo))
 	})
 
 	t.Run("agent container killed", func(t *testing.T) {
@@ -340,6 +356,81 @@ func TestSidecar(t *testing.T) {
 			t.Errorf("grade = %+v", g)
 		}
 	})
+}
+
+// sidecarAttacks are the attacks on the task container from the agent
+// container: as its root (an agent image's Dockerfile runs as root; here
+// the run's ENTRYPOINT, RunRequest.Entrypoint, stands for it) and as
+// model through a setuid program of the agent's image. Each must leave
+// the grade the honest one.
+var sidecarAttacks = []struct {
+	name string
+	// root is the attack sidecar-attack makes as root before the
+	// entrypoint; "" runs the entrypoint directly.
+	root string
+	// agent is the agent's command, as model.
+	agent string
+	// passed is the honest grade: the agent fixes the bug, or not.
+	passed bool
+}{
+	// The admin socket's grade runs the hidden tests: its answer is the
+	// answer, and it ends the phase.
+	{name: "admin grade", root: "grade", agent: "cat /tmp/attack.log; echo attack done"},
+	// A fake daemon on both sockets, then agent-exit so that the task
+	// container grades at once, with the fake.
+	{name: "fake daemon", root: "fake", agent: "cat /tmp/attack.log; [ ! -e /tmp/fake-up ] || sleep 20; echo attack done"},
+	// agent-exit before the agent has fixed anything: the tree is graded
+	// while the agent still works on it.
+	{name: "early agent-exit", root: "exit", agent: "cat /tmp/attack.log; cp /opt/fix/unquote.go unquote.go; echo attack done", passed: true},
+	// A setuid-root program of the agent's image, run by model: stopped
+	// by no_new_privs, which containerd's spec sets and the entrypoint
+	// sets again (TestSidecarAgentNoNewPrivs checks the entrypoint's).
+	{name: "setuid", agent: "/opt/attack-suid euid; echo attack done"},
+}
+
+// testSidecarAttacks runs each of sidecarAttacks in containerd.
+func testSidecarAttacks(t *testing.T, x *e2e, fixed string) {
+	ctx := context.Background()
+	bin := filepath.Join(t.TempDir(), "sidecar-attack")
+	build := exec.Command("go", "build", "-trimpath", "-o", bin, "./testdata/sidecar-attack")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the attack: %v\n%s", err, out)
+	}
+	agentDir(t, x.home, "sidecar-attacker", "FROM ssebench-agent\n"+
+		"COPY --chmod=0755 attack /opt/attack\nCOPY --chmod=4755 attack /opt/attack-suid\nCOPY unquote.go /opt/fix/unquote.go\nCMD [\"true\"]\n",
+		map[string]string{"attack": read(t, bin), "unquote.go": fixed})
+	for _, a := range sidecarAttacks {
+		t.Run(a.name, func(t *testing.T) {
+			hostile.Case(t, "red team: sidecar "+a.name)
+			ep := []string{"/usr/local/bin/entrypoint", "--mode", "sidecar", "--", a.agent}
+			if a.root != "" {
+				ep = append([]string{"/opt/attack", "root", a.root, "--"}, ep...)
+			}
+			res, out, err := x.run(t, ctx, "sidecar-attacker", func(r *pipeline.RunRequest) {
+				r.Mode, r.OSImage = pipeline.ModeSidecar, testenv.OSImage(t)
+				r.Entrypoint = ep
+			})
+			if res == nil {
+				t.Fatalf("Run() = %v\n%s", err, out)
+			}
+			log := read(t, filepath.Join(res.Dir, "agent.log"))
+			if !strings.Contains(log, "attack done") {
+				t.Errorf("the attack did not run to its end (%v):\n%s", err, log)
+			}
+			for _, got := range []string{"ADMIN ANSWERED", "REMOVED", "FAKE LISTENING", "AGENT-EXIT WRITTEN", "euid=0"} {
+				if strings.Contains(log, got) {
+					t.Errorf("the attack got through (%s):\n%s", got, log)
+				}
+			}
+			if a.root == "" && !strings.Contains(log, "euid=1000") {
+				t.Errorf("the setuid program did not run as model:\n%s", log)
+			}
+			if r := readResult(t, res.Dir); r.Passed != a.passed {
+				t.Errorf("passed = %v, want the honest grade %v (run error %v)\nagent.log:\n%s\nresult.json:\n%s", r.Passed, a.passed, err, log, read(t, filepath.Join(res.Dir, "result.json")))
+			}
+		})
+	}
 }
 
 // killContainer kills every process of a running container, as an

@@ -24,6 +24,11 @@ type Forwarder struct {
 	network string // of the target: "unix" or "tcp"
 	socket  string
 
+	// token is the run's token at the gateway, revoked on Close (see
+	// revoke); note says why a revoke failed.
+	token string
+	note  func(string, ...any)
+
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{}
 	closed bool
@@ -57,10 +62,19 @@ func forward(addr, network, target string) (*Forwarder, error) {
 }
 
 // ForwardGateway starts the model gateway's forwarder when the run set
-// SSE_GATEWAY_SOCKET (read with getenv); it returns nil, whose Close does
-// nothing, when the run has no gateway or the forwarder cannot start (said
-// through note).
+// SSE_GATEWAY_SOCKET or SSE_GATEWAY_ADDR (read with getenv); it returns
+// nil, whose Close does nothing, when the run has no gateway or the
+// forwarder cannot start (said through note). Its Close, at the phase
+// end, also revokes the run's token (SSE_API_KEY) at the gateway.
 func ForwardGateway(getenv func(string) string, note func(string, ...any)) *Forwarder {
+	f := forwardGateway(getenv, note)
+	if f != nil {
+		f.token, f.note = getenv(contract.EnvAPIKey), note
+	}
+	return f
+}
+
+func forwardGateway(getenv func(string) string, note func(string, ...any)) *Forwarder {
 	if addr := getenv(contract.EnvGatewayAddr); addr != "" {
 		f, err := ForwardTCP(contract.GatewayAddr, addr)
 		if err != nil {
@@ -151,10 +165,17 @@ func (f *Forwarder) relay(client net.Conn) {
 }
 
 // Close stops accepting, closes every relayed connection and waits for
-// the relays to end. A nil Forwarder's Close does nothing.
+// the relays to end; the first Close of a gateway's forwarder revokes the
+// run's token first. A nil Forwarder's Close does nothing.
 func (f *Forwarder) Close() error {
 	if f == nil {
 		return nil
+	}
+	f.mu.Lock()
+	first := !f.closed
+	f.mu.Unlock()
+	if first {
+		f.revoke()
 	}
 	err := f.l.Close()
 	f.mu.Lock()

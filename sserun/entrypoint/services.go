@@ -163,7 +163,9 @@ func (e *entrypoint) daemonEnv() []string {
 
 // startMCP starts the MCP server, when the image has one, and waits until
 // it accepts connections. It gets no more of the environment than it
-// needs: it talks to the daemon's agent socket and nothing else.
+// needs: it talks to the daemon's agent socket and nothing else, as
+// nobody (sserun.MCPUser). Its log is opened here, by root, in the results
+// directory, where neither model nor nobody can write.
 func (e *entrypoint) startMCP(ctx context.Context, note func(string, ...any)) *service {
 	return e.startMCPAt(ctx, filepath.Join(e.env.TaskRoot, mcpName), note)
 }
@@ -178,9 +180,22 @@ func (e *entrypoint) startMCPAt(ctx context.Context, path string, note func(stri
 		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 		contract.EnvAgentSocket + "=" + e.env.AgentSocket,
 		contract.EnvMCPAddr + "=" + e.env.MCPAddr,
+		// It drops to nobody before it reads anything: neither root, nor
+		// model, nor sse-runner (who runs the agent's code in scripts).
+		sserun.MCPUserEnv + "=" + e.mcpUser(),
 	}
 	ready := func(ctx context.Context) error { return waitListening(ctx, e.env.MCPAddr) }
 	return e.startService(ctx, "MCP server", path, nil, env, contract.MCPLog, ready, note)
+}
+
+// mcpUser is the MCP server's "uid:gid": nobody, unless the task's
+// scripts run as nobody.
+func (e *entrypoint) mcpUser() string {
+	runner := -1
+	if u, err := sserun.LookupUser(sserun.PasswdFile, e.env.RunnerUser); err == nil {
+		runner = u.UID
+	}
+	return sserun.MCPUserFor(runner)
 }
 
 // waitListening dials addr until it accepts a TCP connection or ctx ends.

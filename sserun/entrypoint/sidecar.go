@@ -8,8 +8,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/42-b3yond-6ug/ssebench/contract"
@@ -35,15 +37,16 @@ const (
 // daemon, and the task container's own (a variable for the tests).
 var daemonWait = 5 * time.Minute
 
-// sidecarDir is the directory the two containers share (/run/ssebench):
-// the admin socket's.
+// sidecarDir is the task container's directory of the admin socket and
+// the hand-over files (/run/ssebench), which the agent container never
+// sees.
 func (e *entrypoint) sidecarDir() string { return filepath.Dir(e.env.AdminSocket) }
 
 // runSidecarAgent is the agent container's side: it waits for the task
-// container's daemon, starts the MCP server, runs the agent as model in
-// SOURCE_DIR (the task container's tree), kills what the agent left, ends
-// the agent phase and leaves its report. The grade is the task
-// container's.
+// container's daemon on the agent socket (the only one it has), starts the
+// MCP server, runs the agent as model with no_new_privs in SOURCE_DIR (the
+// task container's tree), kills what the agent left and leaves its
+// report. The agent phase and the grade are the task container's.
 func (e *entrypoint) runSidecarAgent(ctx context.Context) int {
 	res := &contract.RunResult{Mode: modeSidecar, Command: e.command, Difficulty: e.env.Difficulty}
 	note := e.noter(res)
@@ -56,11 +59,15 @@ func (e *entrypoint) runSidecarAgent(ctx context.Context) int {
 		e.workDir = e.env.SourceDir
 	}
 	e.prepareArchive(note)
-	wctx, cancel := context.WithTimeout(ctx, daemonWait)
-	err := waitFile(wctx, filepath.Join(e.sidecarDir(), filepath.Base(contract.SidecarReady)))
-	if err == nil {
-		err = sserun.WaitReady(wctx, e.env.AdminSocket)
+	// From here on nothing this process starts can gain a privilege
+	// through exec: a setuid program the agent's image holds runs as
+	// the agent.
+	if err := noNewPrivs(); err != nil {
+		note("%v", err)
+		return 1
 	}
+	wctx, cancel := context.WithTimeout(ctx, daemonWait)
+	err := sserun.WaitReady(wctx, e.env.AgentSocket)
 	cancel()
 	if err != nil {
 		note("the task container's daemon did not answer: %v", err)
@@ -73,7 +80,6 @@ func (e *entrypoint) runSidecarAgent(ctx context.Context) int {
 	fwd := sserun.ForwardGateway(os.Getenv, note)
 	defer fwd.Close()
 
-	e.agentPhase(ctx, "start", sserun.Request{Op: sserun.OpAgentStart, TimeoutMS: e.env.Timeout.Milliseconds()}, note)
 	code := e.runAgent(ctx, res, note)
 	// No daemon here to end the phase in this container: every process
 	// of the agent goes before the tree is graded.
@@ -81,9 +87,6 @@ func (e *entrypoint) runSidecarAgent(ctx context.Context) int {
 		if _, err := sserun.KillAll(e.agent.UID); err != nil {
 			note("killing the agent's processes: %v", err)
 		}
-	}
-	if resp := e.agentPhase(ctx, "end", sserun.Request{Op: sserun.OpAgentEnd}, note); resp != nil && resp.Status != nil {
-		res.ToolCalls = resp.Status.Calls
 	}
 	svc.endAgentPhase()
 	fwd.Close()
@@ -136,7 +139,23 @@ func (e *entrypoint) runSidecarTask(ctx context.Context) int {
 	if err := safefile.WriteBytes(filepath.Join(dir, filepath.Base(contract.SidecarReady)), []byte("ready\n"), 0o644); err != nil {
 		note("%v", err)
 	}
+	// The agent phase's clock starts when the host says the agent
+	// container started.
+	sctx, stopStart := context.WithCancel(ctx)
+	startDone := make(chan struct{})
+	startFile := filepath.Join(dir, filepath.Base(contract.SidecarAgentStart))
+	go func() {
+		defer close(startDone)
+		if waitFile(sctx, startFile) == nil {
+			e.agentPhase(ctx, "start", sserun.Request{Op: sserun.OpAgentStart, TimeoutMS: e.env.Timeout.Milliseconds()}, note)
+		}
+	}()
 	code, err := waitAgentExit(ctx, filepath.Join(dir, filepath.Base(contract.SidecarAgentExit)))
+	if _, serr := os.Stat(startFile); serr != nil || err != nil {
+		stopStart()
+	}
+	<-startDone
+	stopStart()
 	if err != nil {
 		note("stopped by a signal: not grading")
 		e.finishSidecar(res)
@@ -220,4 +239,25 @@ func waitAgentExit(ctx context.Context, path string) (int, error) {
 		return 1, nil
 	}
 	return n, nil
+}
+
+// prSetNoNewPrivs is PR_SET_NO_NEW_PRIVS of prctl(2).
+const prSetNoNewPrivs = 38
+
+// noNewPrivs sets no_new_privs on every thread of this process, so that
+// every process it starts from now on has it too: execve never grants a
+// setuid or setgid bit or a file capability again. Dropping to another
+// account (setuid(2), as the entrypoint does for the agent) still works.
+// The calling goroutine stays on its thread: where every thread cannot be
+// reached (a build with cgo), that thread, which starts the agent, has it.
+func noNewPrivs() error {
+	runtime.LockOSThread()
+	_, _, errno := syscall.AllThreadsSyscall(syscall.SYS_PRCTL, prSetNoNewPrivs, 1, 0)
+	if errno == syscall.ENOTSUP {
+		_, _, errno = syscall.RawSyscall(syscall.SYS_PRCTL, prSetNoNewPrivs, 1, 0)
+	}
+	if errno != 0 {
+		return fmt.Errorf("setting no_new_privs for the agent: %w", errno)
+	}
+	return nil
 }
