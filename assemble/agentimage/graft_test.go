@@ -183,31 +183,6 @@ func findSecrets(t testing.TB, img, tool v1.Image, needles []string) []string {
 	return found
 }
 
-// noLinkOut fails t if an agent layer holds a hard link to a file it does
-// not hold itself.
-func noLinkOut(t testing.TB, img, tool v1.Image) {
-	t.Helper()
-	for i, l := range newLayers(t, img, tool) {
-		rc, err := l.Uncompressed()
-		if err != nil {
-			t.Fatal(err)
-		}
-		tr := tar.NewReader(rc)
-		have := map[string]bool{}
-		for {
-			h, err := tr.Next()
-			if err != nil {
-				break
-			}
-			if h.Typeflag == tar.TypeLink && !have[cleanEntry(h.Linkname)] {
-				t.Errorf("agent layer %d: %s is a hard link to %s, outside the layer", i+1, h.Name, h.Linkname)
-			}
-			have[cleanEntry(h.Name)] = true
-		}
-		rc.Close()
-	}
-}
-
 // osTool is the Debian OS image with the answers on it, for builds that
 // run commands.
 func osTool(t testing.TB) v1.Image {
@@ -253,10 +228,6 @@ CMD ["sh", "-c", "cd $SOURCE_DIR && patch -p1 < /opt/stolen"]
 		{"RUN replaces the entrypoint", "FROM ssebench-agent\nRUN printf '#!/bin/sh\\nexec sh\\n' > /usr/local/bin/entrypoint\n", nil, "agent layer 1 (sha256:"},
 		{"COPY replaces the entrypoint natively", "FROM ssebench-agent\nCOPY --chmod=0755 fake /usr/local/bin/entrypoint\n", map[string]string{"fake": "#!/bin/sh\n"}, "/usr/local/bin/entrypoint"},
 		{"RUN makes a setuid shell", "FROM ssebench-agent\nRUN cp /bin/bash /opt/rootsh && chmod 4755 /opt/rootsh\n", nil, "/opt/rootsh: a setuid"},
-		// BuildKit's diff writes the link as a file of its own (the layer
-		// cannot link to a lower file); a crafted layer that does is
-		// refused (TestHostileAgentLayers).
-		{"RUN hard-links /etc/shadow", "FROM ssebench-agent\nRUN ln /etc/shadow /opt/shadow\n", nil, ""},
 		{"RUN removes a PATH directory", "FROM ssebench-agent\nRUN rm -rf /usr/local/sbin\n", nil, "whiteout"},
 		{"RUN shadows make", "FROM ssebench-agent\nRUN printf '#!/bin/sh\\n' > /usr/local/bin/sh && chmod 755 /usr/local/bin/sh\n", nil, "the command"},
 		{"ENV LD_PRELOAD", "FROM ssebench-agent\nRUN true\nENV LD_PRELOAD=/opt/evil.so\n", nil, "the config: ENV LD_PRELOAD"},
@@ -275,7 +246,6 @@ CMD ["sh", "-c", "cd $SOURCE_DIR && patch -p1 < /opt/stolen"]
 				if found := findSecrets(t, img, tool, secrets); len(found) > 0 {
 					t.Fatalf("the agent layers hold answers: %s", strings.Join(found, "; "))
 				}
-				noLinkOut(t, img, tool)
 				return
 			}
 			if err == nil {
@@ -293,10 +263,12 @@ CMD ["sh", "-c", "cd $SOURCE_DIR && patch -p1 < /opt/stolen"]
 	}
 }
 
-// TestAgentLayersHoldNoAnswers builds the example agents on a tool image
-// holding answers, in a home holding another task's, and searches their
-// agent layers for them: nothing. The patcher carries patches of its own
-// (its folder's), the example dataset's hidden tests are searched too.
+// TestAgentLayersHoldNoAnswers builds the example agents, and two thieves
+// (one whose RUN copies every file of the image, one that copies the whole
+// workspace natively), on a tool image holding answers, in a home holding
+// another task's and the example dataset's, and searches their agent
+// layers for the answers and the example dataset's hidden tests and PoCs:
+// nothing.
 func TestAgentLayersHoldNoAnswers(t *testing.T) {
 	client := newBuildKit(t)
 	s, err := store.Open(t.TempDir())
@@ -319,11 +291,20 @@ func TestAgentLayersHoldNoAnswers(t *testing.T) {
 		t.Fatal("no hidden tests found in datasets/examples")
 	}
 	home, _ := answersHome(t, "FROM ssebench-agent\nCMD [\"true\"]\n", nil)
-	for _, a := range []string{"dummy", "files-demo", "patcher", "reference", "mcp-probe", "apt-demo"} {
+	if err := os.CopyFS(filepath.Join(home, "datasets", "examples"), os.DirFS(filepath.Join(root, "datasets", "examples"))); err != nil {
+		t.Fatal(err)
+	}
+	writeTree(t, home, map[string]string{
+		"agents/run-thief/Dockerfile":  "FROM ssebench-agent\nRUN tar -cf /opt/all.tar --exclude=./proc --exclude=./sys --exclude=./dev --exclude=./opt -C / . 2>/dev/null; true\n",
+		"agents/copy-thief/Dockerfile": "FROM ssebench-agent\nCOPY --from=workspace . /opt/home/\n",
+	})
+	for _, a := range []string{"dummy", "files-demo", "patcher", "reference", "mcp-probe", "apt-demo", "run-thief", "copy-thief"} {
 		t.Run(a, func(t *testing.T) {
 			dir := filepath.Join(home, "agents", a)
-			if err := os.CopyFS(dir, os.DirFS(filepath.Join(root, "agents", a))); err != nil {
-				t.Fatal(err)
+			if _, err := os.Stat(dir); err != nil {
+				if err := os.CopyFS(dir, os.DirFS(filepath.Join(root, "agents", a))); err != nil {
+					t.Fatal(err)
+				}
 			}
 			img, err := graftBuild(t, client, s, tool, home, dir)
 			if err != nil {
