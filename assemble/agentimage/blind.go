@@ -75,6 +75,7 @@ func Blind(tool v1.Image) (v1.Image, error) {
 	return mutate.ConfigFile(img, ncf)
 }
 
-// errNotOnBlind is a built image whose first layers are not the blind
-// image's.
-var errNotOnBlind = errors.New("the built image does not start with the blind image's layers")
+// ErrNotOnBase marks an agent image whose first layers are not those of
+// the image it was built on (the blind image, or for verify the tool
+// image): its agent layers cannot be told apart. Match it with errors.Is.
+var ErrNotOnBase = errors.New("the agent image does not start with the layers of the image it is built on")

@@ -32,7 +32,7 @@ func CheckAdded(ctx context.Context, base, built v1.Image, pol *Policy) (*Added,
 		return nil, fmt.Errorf("reading the layers of the agent image: %w", err)
 	}
 	if len(al) < len(bl) {
-		return nil, fmt.Errorf("%w: it has %d layers, the base %d: build it FROM %s", errNotOnBlind, len(al), len(bl), BaseContext)
+		return nil, fmt.Errorf("%w: it has %d layers, the base %d: build it FROM %s", ErrNotOnBase, len(al), len(bl), BaseContext)
 	}
 	for i, l := range bl {
 		want, err := l.Digest()
@@ -44,7 +44,7 @@ func CheckAdded(ctx context.Context, base, built v1.Image, pol *Policy) (*Added,
 			return nil, err
 		}
 		if got != want {
-			return nil, fmt.Errorf("%w: layer %d is %s, the base's is %s: build it FROM %s", errNotOnBlind, i+1, got, want, BaseContext)
+			return nil, fmt.Errorf("%w: layer %d is %s, the base's is %s: build it FROM %s", ErrNotOnBase, i+1, got, want, BaseContext)
 		}
 	}
 	bcf, err := base.ConfigFile()
