@@ -363,7 +363,7 @@ func (e *Env) Agent(ctx context.Context, req AgentRequest) (*Built, error) {
 	// The agent's build runs blind (the tool image without the task's
 	// answers, a workspace of its own folder only) and what it adds is
 	// grafted onto the tool image through the agent policy.
-	g, err := e.agentGraft(ctx, toolRes.Image)
+	g, err := e.agentGraft(ctx, toolRes.Image, plan)
 	if err != nil {
 		return nil, err
 	}
@@ -375,8 +375,11 @@ func (e *Env) Agent(ctx context.Context, req AgentRequest) (*Built, error) {
 	var d v1.Hash
 	how := "assembled natively"
 	if plan.Native {
-		img, err := agentimage.Assemble(ctx, g.Blind, plan, a.Dir, ws,
-			agentimage.WithTempDir(e.Store.TempDir()), agentimage.WithFacts(e.Facts), agentimage.WithTime(when))
+		opts := []agentimage.Option{agentimage.WithTempDir(e.Store.TempDir()), agentimage.WithFacts(e.Facts), agentimage.WithTime(when)}
+		if g.View != nil {
+			opts = append(opts, agentimage.WithLowerView(g.View))
+		}
+		img, err := agentimage.Assemble(ctx, g.Blind, plan, a.Dir, ws, opts...)
 		switch {
 		case errors.Is(err, agentimage.ErrNeedsBuildKit):
 			plan.Native = false
@@ -451,17 +454,30 @@ func (e *Env) Agent(ctx context.Context, req AgentRequest) (*Built, error) {
 }
 
 // agentGraft returns what an agent image is grafted onto: tool, its blind
-// image and the agent policy.
-func (e *Env) agentGraft(ctx context.Context, tool v1.Image) (*agentimage.GraftTarget, error) {
+// image and the agent policy. A native plan that adds layers reads the
+// blind image's filesystem anyway: its view is indexed once, for the
+// assembly and the policy.
+func (e *Env) agentGraft(ctx context.Context, tool v1.Image, plan *agentimage.Plan) (*agentimage.GraftTarget, error) {
 	blind, err := agentimage.Blind(tool)
 	if err != nil {
 		return nil, err
 	}
-	pol, err := agentimage.NewPolicy(tool, agentimage.WithPolicyFacts(e.Facts))
-	if err != nil {
+	g := &agentimage.GraftTarget{Tool: tool, Blind: blind}
+	popts := []agentimage.PolicyOption{agentimage.WithPolicyFacts(e.Facts)}
+	if plan.Native && plan.AddsLayers() {
+		layers, err := blind.Layers()
+		if err != nil {
+			return nil, err
+		}
+		if g.View, err = e.Facts.View(ctx, layers); err != nil {
+			return nil, fmt.Errorf("reading the tool image: %w", err)
+		}
+		popts = append(popts, agentimage.WithPolicyView(g.View))
+	}
+	if g.Policy, err = agentimage.NewPolicy(tool, popts...); err != nil {
 		return nil, err
 	}
-	return &agentimage.GraftTarget{Tool: tool, Blind: blind, Policy: pol}, nil
+	return g, nil
 }
 
 // blindRef names the blind image of a tool image in the store, where

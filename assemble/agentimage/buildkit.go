@@ -11,6 +11,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/42-b3yond-6ug/ssebench/images/buildkit"
+	"github.com/42-b3yond-6ug/ssebench/oci"
 	"github.com/42-b3yond-6ug/ssebench/oci/store"
 )
 
@@ -61,6 +62,9 @@ type BuildRequest struct {
 type GraftTarget struct {
 	Tool, Blind v1.Image
 	Policy      *Policy
+	// View is the blind image's merged view when the caller indexed it
+	// (for a native assembly, WithLowerView); BuildKit does not use it.
+	View *oci.View
 }
 
 // ToolSource names the tool image for buildkitd: an image of an OCI image

@@ -102,7 +102,9 @@ func WithPolicyFacts(f *assemble.Facts) PolicyOption {
 }
 
 // WithPolicyView gives the merged view of the tool image's layers when the
-// caller has it.
+// caller has it, or of its blind image's (see Blind): they differ only in
+// the paths the policy protects whatever the view says, so the native
+// path indexes once for the assembly and the check.
 func WithPolicyView(v *oci.View) PolicyOption {
 	return func(p *Policy) { p.view = v }
 }
