@@ -6,6 +6,8 @@ import (
 	"context"
 	"errors"
 	"io"
+	"io/fs"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -234,4 +236,86 @@ func setPathVar(k, v string, c v1.Config) v1.Config {
 		}
 	}
 	return c
+}
+
+// TestGraftDeterministic: the same agent folder grafted twice, each time
+// from a fresh workspace copy, gives the same digest; the grafted image is
+// the tool image's layers plus the agent's, with the tool image as its
+// base annotation.
+func TestGraftDeterministic(t *testing.T) {
+	tool := toolImage(t)
+	root := repoRoot(t)
+	dir := filepath.Join(root, "agents", "files-demo")
+	plan, err := LoadPlan(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	build := func() v1.Hash {
+		blind, err := Blind(tool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ws, err := Workspace(root, dir, t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		img, err := Assemble(context.Background(), blind, plan, dir, ws, WithTempDir(t.TempDir()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer img.Close()
+		pol, err := NewPolicy(tool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := Graft(context.Background(), tool, blind, img, pol)
+		if err != nil {
+			t.Fatalf("Graft() = %v", err)
+		}
+		if n, want := len(newLayers(t, out, tool)), 4; n != want {
+			t.Errorf("grafted image adds %d layers to the tool image, want %d (WORKDIR and three COPY)", n, want)
+		}
+		m, err := out.Manifest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if td, _ := tool.Digest(); m.Annotations[AnnotationBaseDigest] != td.String() {
+			t.Errorf("base annotation = %q, want the tool image's %s", m.Annotations[AnnotationBaseDigest], td)
+		}
+		d, err := out.Digest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Not on the blind image: refused.
+		if _, err := Graft(context.Background(), tool, blind, tool, pol); !errors.Is(err, ErrNotOnBase) {
+			t.Errorf("Graft() of an image not built on the blind one = %v, want ErrNotOnBase", err)
+		}
+		return d
+	}
+	if a, b := build(), build(); a != b {
+		t.Errorf("two grafts of the same folder: %s and %s", a, b)
+	}
+}
+
+// TestWorkspace: the workspace context holds VERSION and the agent's own
+// folder, nothing else of the home.
+func TestWorkspace(t *testing.T) {
+	home, dir := answersHome(t, "FROM ssebench-agent\n", map[string]string{"run.sh": "#!/bin/sh\n"})
+	writeTree(t, home, map[string]string{"agents/other/secret": "other agent\n", "runs/x/final.patch": "a run\n"})
+	ws, err := Workspace(home, dir, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	filepath.WalkDir(ws, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			r, _ := filepath.Rel(ws, p)
+			got = append(got, filepath.ToSlash(r))
+		}
+		return nil
+	})
+	want := []string{"VERSION", "agents/hostile/Dockerfile", "agents/hostile/agent.yaml", "agents/hostile/run.sh"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("workspace holds %q, want %q", got, want)
+	}
 }
