@@ -263,13 +263,13 @@ CMD ["sh", "-c", "cd $SOURCE_DIR && patch -p1 < /opt/stolen"]
 	}
 }
 
-// TestAgentLayersHoldNoAnswers builds the example agents, and two thieves
+// TestHostileAgentLayersHoldNoAnswers builds the example agents, and two thieves
 // (one whose RUN copies every file of the image, one that copies the whole
 // workspace natively), on a tool image holding answers, in a home holding
 // another task's and the example dataset's, and searches their agent
 // layers for the answers and the example dataset's hidden tests and PoCs:
 // nothing.
-func TestAgentLayersHoldNoAnswers(t *testing.T) {
+func TestHostileAgentLayersHoldNoAnswers(t *testing.T) {
 	client := newBuildKit(t)
 	s, err := store.Open(t.TempDir())
 	if err != nil {
@@ -300,6 +300,9 @@ func TestAgentLayersHoldNoAnswers(t *testing.T) {
 	})
 	for _, a := range []string{"dummy", "files-demo", "patcher", "reference", "mcp-probe", "apt-demo", "run-thief", "copy-thief"} {
 		t.Run(a, func(t *testing.T) {
+			if strings.HasSuffix(a, "-thief") {
+				hostile.Case(t, "red team: agent folder")
+			}
 			dir := filepath.Join(home, "agents", a)
 			if _, err := os.Stat(dir); err != nil {
 				if err := os.CopyFS(dir, os.DirFS(filepath.Join(root, "agents", a))); err != nil {
