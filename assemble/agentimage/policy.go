@@ -89,6 +89,9 @@ type Policy struct {
 	pathDirs map[string]bool // PATH directories, literal and resolved
 	trees    []string        // toolchain trees: GOROOT, GOPATH, ...
 	resolved bool
+	// links are the symlinks the agent layers checked so far made: an
+	// applier writes an entry under one where the link leads.
+	links map[string]bool
 }
 
 // PolicyOption configures NewPolicy.
@@ -121,7 +124,7 @@ func NewPolicy(tool v1.Image, opts ...PolicyOption) (*Policy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the layers of the tool image: %w", err)
 	}
-	p := &Policy{tool: cf, layers: layers, pathDirs: map[string]bool{}}
+	p := &Policy{tool: cf, layers: layers, pathDirs: map[string]bool{}, links: map[string]bool{}}
 	for _, o := range opts {
 		o(p)
 	}
@@ -284,8 +287,11 @@ func (p *Policy) checkTar(ctx context.Context, what string, r io.Reader) error {
 			}
 			return err
 		}
-		if h.Typeflag == tar.TypeReg {
+		switch h.Typeflag {
+		case tar.TypeReg:
 			files[cleanEntry(h.Name)] = true
+		case tar.TypeSymlink:
+			p.links[cleanEntry(h.Name)] = true
 		}
 	}
 }
@@ -319,6 +325,26 @@ func (p *Policy) checkEntry(ctx context.Context, h *tar.Header, files map[string
 		target, whiteout = dir, true
 	case strings.HasPrefix(base, ".wh."):
 		target, whiteout = path.Join(dir, strings.TrimPrefix(base, ".wh.")), true
+	}
+	// An applier follows symlinks in an entry's parent directories: one of
+	// the agent's own is refused (its target could be anything), one of
+	// the tool image's is followed here too.
+	for d := dir; d != "" && d != "."; d = path.Dir(d) {
+		if p.links[d] {
+			return refuse(fmt.Sprintf("its parent /%s is a symlink an agent layer made: an agent layer writes through no symlink of its own", d))
+		}
+	}
+	if n, ok := p.view.Resolve(dir); ok && dir != "" && n.Path != dir {
+		real := path.Join(n.Path, path.Base(target))
+		if target == dir {
+			real = n.Path
+		}
+		if rule := p.protected(real); rule != "" {
+			return refuse(rule + " (reached through the tool image's symlink /" + dir + ")")
+		}
+		if p.isAncestor(real) && (whiteout || h.Typeflag != tar.TypeDir) {
+			return refuse("reached through the tool image's symlink /" + dir + ", this leads to the runtime, the accounts, PATH or a toolchain: an agent layer does not replace or remove it")
+		}
 	}
 	if rule := p.protected(target); rule != "" {
 		return refuse(rule)

@@ -69,6 +69,11 @@ func policyTool(t testing.TB) v1.Image {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A symlink of the tool image's own that leads to /etc.
+	tool, err = mutate.AppendLayers(tool, rawLayer(t, &tar.Header{Typeflag: tar.TypeSymlink, Name: "cfg", Linkname: "etc"}))
+	if err != nil {
+		t.Fatal(err)
+	}
 	return tool
 }
 
@@ -117,6 +122,8 @@ func TestHostileAgentLayers(t *testing.T) {
 		{"a PATH directory as a symlink", []*tar.Header{{Typeflag: tar.TypeSymlink, Name: "usr/local/bin", Linkname: "/tmp"}}, "symlink"},
 		{"the root made writable", []*tar.Header{dirH("./", 0o777, 0)}, "mode 0777"},
 		{"a name that climbs", []*tar.Header{reg("opt/../../etc/x")}, "climbs"},
+		{"through its own symlink", []*tar.Header{{Typeflag: tar.TypeSymlink, Name: "opt/x", Linkname: "/usr/local/bin"}, reg("opt/x/entrypoint")}, "/opt/x/entrypoint: its parent /opt/x is a symlink"},
+		{"through the tool's symlink", []*tar.Header{reg("cfg/passwd")}, "/etc/passwd is the runtime's or the accounts'"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			hostile.Case(t, "agent layers: graft policy")
@@ -125,6 +132,23 @@ func TestHostileAgentLayers(t *testing.T) {
 				t.Fatalf("CheckLayer() = %v, want one line naming the layer, the entry and %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestHostileAgentLayersLinkAcross: a symlink made by one agent layer
+// does not carry the next layer's entry into a protected path.
+func TestHostileAgentLayersLinkAcross(t *testing.T) {
+	hostile.Case(t, "agent layers: graft policy")
+	pol, err := NewPolicy(policyTool(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := pol.CheckLayer(ctx, "agent layer 1", rawLayer(t, &tar.Header{Typeflag: tar.TypeSymlink, Name: "opt/x", Linkname: "../ssebench"})); err != nil {
+		t.Fatalf("CheckLayer(1) = %v, want nil", err)
+	}
+	if err := pol.CheckLayer(ctx, "agent layer 2", rawLayer(t, reg("opt/x/patch.diff"))); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "agent layer 2: /opt/x/patch.diff: its parent /opt/x is a symlink") {
+		t.Fatalf("CheckLayer(2) = %v, want a refusal of the entry through the link", err)
 	}
 }
 
