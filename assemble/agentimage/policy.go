@@ -287,11 +287,19 @@ func (p *Policy) checkTar(ctx context.Context, what string, r io.Reader) error {
 			}
 			return err
 		}
-		switch h.Typeflag {
-		case tar.TypeReg:
-			files[cleanEntry(h.Name)] = true
-		case tar.TypeSymlink:
-			p.links[cleanEntry(h.Name)] = true
+		name := cleanEntry(h.Name)
+		dir, base := path.Split(name)
+		switch {
+		case strings.HasPrefix(base, ".wh."):
+			delete(p.links, path.Join(dir, strings.TrimPrefix(base, ".wh.")))
+		case h.Typeflag == tar.TypeSymlink:
+			p.links[name] = true
+		default:
+			// A directory or file in the link's place replaces it.
+			delete(p.links, name)
+			if h.Typeflag == tar.TypeReg {
+				files[name] = true
+			}
 		}
 	}
 }

@@ -167,6 +167,9 @@ func TestAgentLayersAllowed(t *testing.T) {
 		reg("etc/ld.so.cache"), reg("var/lib/apt/lists/.wh.partial"), dirH("tmp/", 0o1777, 0),
 		&tar.Header{Typeflag: tar.TypeFifo, Name: "opt/agent/fifo"},
 		reg("root/.wh..npm"),
+		// A symlink, then a directory in its place and a file in it.
+		&tar.Header{Typeflag: tar.TypeSymlink, Name: "opt/agent/lib", Linkname: "/usr/lib"},
+		dirH("opt/agent/lib/", 0o755, 0), reg("opt/agent/lib/x.so"),
 	)
 	if err := pol.CheckLayer(context.Background(), "agent layer 1", l); err != nil {
 		t.Fatalf("CheckLayer() = %v, want nil", err)
