@@ -70,6 +70,7 @@ func CheckAdded(ctx context.Context, base, built v1.Image, pol *Policy) (*Added,
 			add.History[i] = v1.History{Created: cf.Created, Comment: "agent layer"}
 		}
 	}
+	pol.links = map[string]bool{} // a new image: no agent symlink yet
 	for i, l := range add.Layers {
 		d, err := l.Digest()
 		if err != nil {
