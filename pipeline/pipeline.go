@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -361,11 +362,26 @@ func (e *Env) Agent(ctx context.Context, req AgentRequest) (*Built, error) {
 		}
 	}
 	start := time.Now()
+	// The agent's build runs blind (the tool image without the task's
+	// answers, a workspace of its own folder only) and what it adds is
+	// grafted onto the tool image through the agent policy.
+	g, err := e.agentGraft(ctx, toolRes.Image, plan)
+	if err != nil {
+		return nil, err
+	}
+	ws, err := agentimage.Workspace(e.Home, a.Dir, e.Store.TempDir())
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(ws)
 	var d v1.Hash
 	how := "assembled natively"
 	if plan.Native {
-		img, err := agentimage.Assemble(ctx, toolRes.Image, plan, a.Dir, e.Home,
-			agentimage.WithTempDir(e.Store.TempDir()), agentimage.WithFacts(e.Facts), agentimage.WithTime(when))
+		opts := []agentimage.Option{agentimage.WithTempDir(e.Store.TempDir()), agentimage.WithFacts(e.Facts), agentimage.WithTime(when)}
+		if g.View != nil {
+			opts = append(opts, agentimage.WithLowerView(g.View))
+		}
+		img, err := agentimage.Assemble(ctx, g.Blind, plan, a.Dir, ws, opts...)
 		switch {
 		case errors.Is(err, agentimage.ErrNeedsBuildKit):
 			plan.Native = false
@@ -373,10 +389,14 @@ func (e *Env) Agent(ctx context.Context, req AgentRequest) (*Built, error) {
 			return nil, err
 		default:
 			defer img.Close()
-			if err := e.Store.Write(ctx, ref, img); err != nil {
+			out, err := agentimage.Graft(ctx, g.Tool, g.Blind, img, g.Policy)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", filepath.Join(a.Dir, "Dockerfile"), err)
+			}
+			if err := e.Store.Write(ctx, ref, out); err != nil {
 				return nil, err
 			}
-			if d, err = img.Digest(); err != nil {
+			if d, err = out.Digest(); err != nil {
 				return nil, err
 			}
 		}
@@ -391,12 +411,16 @@ func (e *Env) Agent(ctx context.Context, req AgentRequest) (*Built, error) {
 			return nil, err
 		}
 		defer bk.Close()
-		// The tool image must be whole in the store for buildkitd to read
-		// it as an OCI layout.
-		if err := e.Store.Write(ctx, toolRes.Ref, toolRes.Image); err != nil {
+		// The blind image must be whole in the store for buildkitd to
+		// read it as an OCI layout.
+		blindRef, err := blindRef(toolRes.Ref, g.Blind)
+		if err != nil {
 			return nil, err
 		}
-		src, err := agentimage.ToolFromStore(e.Store, toolRes.Ref)
+		if err := e.Store.Write(ctx, blindRef, g.Blind); err != nil {
+			return nil, err
+		}
+		src, err := agentimage.ToolFromStore(e.Store, blindRef)
 		if err != nil {
 			return nil, err
 		}
@@ -406,8 +430,8 @@ func (e *Env) Agent(ctx context.Context, req AgentRequest) (*Built, error) {
 		}
 		plat := (&v1.Platform{OS: cf.OS, Architecture: cf.Architecture, Variant: cf.Variant}).String()
 		if d, err = agentimage.BuildKit(ctx, bk, agentimage.BuildRequest{
-			AgentDir: a.Dir, Home: e.Home, Tool: src, BuildArgs: req.BuildArgs,
-			Platform: plat, Store: e.Store, Ref: ref, Time: when,
+			AgentDir: a.Dir, Home: ws, Tool: src, BuildArgs: req.BuildArgs,
+			Platform: plat, Store: e.Store, Ref: ref, Time: when, Graft: g,
 		}); err != nil {
 			return nil, err
 		}
@@ -429,6 +453,44 @@ func (e *Env) Agent(ctx context.Context, req AgentRequest) (*Built, error) {
 	b := &Built{Name: agentName, Digest: d, How: how, Took: time.Since(start), Push: pushed}
 	e.logf("%s %s in %s", how, agentName, b.Took.Round(time.Millisecond))
 	return b, nil
+}
+
+// agentGraft returns what an agent image is grafted onto: tool, its blind
+// image and the agent policy. A native plan that adds layers reads the
+// blind image's filesystem anyway: its view is indexed once, for the
+// assembly and the policy.
+func (e *Env) agentGraft(ctx context.Context, tool v1.Image, plan *agentimage.Plan) (*agentimage.GraftTarget, error) {
+	blind, err := agentimage.Blind(tool)
+	if err != nil {
+		return nil, err
+	}
+	g := &agentimage.GraftTarget{Tool: tool, Blind: blind}
+	popts := []agentimage.PolicyOption{agentimage.WithPolicyFacts(e.Facts)}
+	if plan.Native && plan.AddsLayers() {
+		layers, err := blind.Layers()
+		if err != nil {
+			return nil, err
+		}
+		if g.View, err = e.Facts.View(ctx, layers); err != nil {
+			return nil, fmt.Errorf("reading the tool image: %w", err)
+		}
+		popts = append(popts, agentimage.WithPolicyView(g.View))
+	}
+	if g.Policy, err = agentimage.NewPolicy(tool, popts...); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// blindRef names the blind image of a tool image in the store, where
+// buildkitd reads it: the tool's repository, tagged by the blind image's
+// digest.
+func blindRef(tool name.Reference, blind v1.Image) (name.Reference, error) {
+	d, err := blind.Digest()
+	if err != nil {
+		return nil, fmt.Errorf("computing the blind image's digest: %w", err)
+	}
+	return tool.Context().Tag("blind-" + d.Hex[:16]), nil
 }
 
 // SourceDateEpoch reads SOURCE_DATE_EPOCH, the reproducible-builds way to

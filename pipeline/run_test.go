@@ -255,6 +255,7 @@ func TestRun(t *testing.T) {
 	t.Run("redteam", func(t *testing.T) { testRedTeam(t, x) })
 	t.Run("gateway", func(t *testing.T) { testGatewayRun(t, x) })
 	t.Run("loop", func(t *testing.T) { testLoopRun(t, x) })
+	t.Run("examples", func(t *testing.T) { testExampleAgents(t, x) })
 	t.Run("codex", func(t *testing.T) { testCodexRun(t, x) })
 
 	t.Run("registry", func(t *testing.T) {

@@ -4,6 +4,9 @@
 # feedback or history, and the task's MCP server when it listens; then run
 # Codex once on the task.
 set -eu
+# No update checks or notices from npm or Codex (here, not in the image's
+# ENV, which the grader's scripts inherit: docs/agents.md).
+export NO_UPDATE_NOTIFIER=1 NPM_CONFIG_UPDATE_NOTIFIER=false
 conf="$HOME/.codex"
 mkdir -p "$conf"
 cat > "$conf/config.toml" <<TOML

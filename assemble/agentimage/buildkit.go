@@ -11,6 +11,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/42-b3yond-6ug/ssebench/images/buildkit"
+	"github.com/42-b3yond-6ug/ssebench/oci"
 	"github.com/42-b3yond-6ug/ssebench/oci/store"
 )
 
@@ -47,8 +48,23 @@ type BuildRequest struct {
 	// Either these or Push are required.
 	Store *store.Store
 	Ref   name.Reference
-	// Push is a reference buildkitd pushes the image to instead.
+	// Push is a reference buildkitd pushes the image to instead. It
+	// cannot be used with Graft: an image buildkitd pushes is not checked.
 	Push string
+	// Graft, when set, makes the stored image the graft of what the build
+	// added onto the real tool image (see Graft): Tool is then the blind
+	// image (see Blind), and the build never sees the task's answers.
+	Graft *GraftTarget
+}
+
+// GraftTarget is where BuildKit's layers go: the real tool image, the
+// blind image the build ran on, and the policy they pass.
+type GraftTarget struct {
+	Tool, Blind v1.Image
+	Policy      *Policy
+	// View is the blind image's merged view when the caller indexed it
+	// (for a native assembly, WithLowerView); BuildKit does not use it.
+	View *oci.View
 }
 
 // ToolSource names the tool image for buildkitd: an image of an OCI image
@@ -85,6 +101,8 @@ func BuildKit(ctx context.Context, b Builder, req BuildRequest) (v1.Hash, error)
 		return v1.Hash{}, errors.New("building the agent image: no tool image (see agentimage.ToolFromStore)")
 	case req.Push == "" && (req.Store == nil || req.Ref == nil):
 		return v1.Hash{}, errors.New("building the agent image: say where it goes (Store and Ref, or Push)")
+	case req.Push != "" && req.Graft != nil:
+		return v1.Hash{}, errors.New("building the agent image: a grafted image is stored, then pushed (Store and Ref, not Push)")
 	}
 	breq := buildkit.Request{
 		Dockerfile:      filepath.Join(req.AgentDir, "Dockerfile"),
@@ -115,6 +133,11 @@ func BuildKit(ctx context.Context, b Builder, req BuildRequest) (v1.Hash, error)
 	}
 	if err := checkBuilt(img); err != nil {
 		return v1.Hash{}, &Error{Dockerfile: breq.Dockerfile, Err: err}
+	}
+	if g := req.Graft; g != nil {
+		if img, err = Graft(ctx, g.Tool, g.Blind, img, g.Policy); err != nil {
+			return v1.Hash{}, &Error{Dockerfile: breq.Dockerfile, Err: err}
+		}
 	}
 	if err := req.Store.Write(ctx, req.Ref, img); err != nil {
 		return v1.Hash{}, err

@@ -148,6 +148,17 @@ func NewPlan(dockerfile []byte, buildArgs map[string]string, opts ...PlanOption)
 	return p, nil
 }
 
+// AddsLayers reports whether a native plan writes a layer (a COPY, ADD or
+// WORKDIR), so needs the tool image's filesystem.
+func (p *Plan) AddsLayers() bool {
+	for _, s := range p.Steps {
+		if s.Effect == "layer" {
+			return true
+		}
+	}
+	return false
+}
+
 // LoadPlan reads the Dockerfile of the agent folder dir and plans it (see
 // NewPlan). It also looks at the sources of ADD in the folder: ADD unpacks
 // a local tar archive, which BuildKit does.

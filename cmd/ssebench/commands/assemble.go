@@ -113,9 +113,13 @@ func newCmdAssembleAgent(g *options.Global) *cobra.Command {
 instruction can be applied without running anything (FROM ssebench-agent, ARG,
 ENV, LABEL, WORKDIR, USER, CMD, ENTRYPOINT, EXPOSE, SHELL, STOPSIGNAL, COPY/ADD
 of local files or --from=workspace), assemble it natively: config changes and
-one layer per COPY/ADD. Otherwise build it with BuildKit, the tool image as
-the named context ssebench-agent and the SSEBench home as workspace. The image
-is stored as lowercase(REGISTRY/agent-<name>/<task>:<version>).`,
+one layer per COPY/ADD. Otherwise build it with BuildKit. Either way the
+build is blind: ssebench-agent is the tool image without /ssebench,
+/ssebench-repo and the runtime's state, and workspace holds only VERSION and
+the agent's own folder. The layers it adds are then checked entry by entry
+against the agent policy (docs/agents.md) and grafted onto the real tool
+image; a refusal names the layer, the entry and the rule. The image is stored
+as lowercase(REGISTRY/agent-<name>/<task>:<version>).`,
 		Example: `  ssebench assemble agent --tool localhost:5000/ssebench/tool/kvconf-12-afb9ee1:0.1.0-dev --agent dummy
   ssebench assemble agent --tool localhost:5000/ssebench/tool/kvconf-12-afb9ee1:0.1.0-dev --agent apt-demo --explain`,
 		Args: cobra.NoArgs,

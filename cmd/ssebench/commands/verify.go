@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/spf13/cobra"
 
 	"github.com/42-b3yond-6ug/ssebench/assemble"
+	"github.com/42-b3yond-6ug/ssebench/assemble/agentimage"
 	"github.com/42-b3yond-6ug/ssebench/cmd/ssebench/commands/options"
 )
 
@@ -14,7 +16,7 @@ import (
 var errChecksFailed = errors.New("the image does not meet the tool image contract")
 
 func newCmdVerify(g *options.Global) *cobra.Command {
-	var source, platform string
+	var source, platform, tool string
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "verify REF",
@@ -27,11 +29,19 @@ repository and no other .git directory; the entrypoint; no run-only variable
 (SSE_*, TIMEOUT, SOURCE_DIR) in ENV; no symlinked account file or task
 directory; outside SOURCE_DIR nothing owned by model or a deleted user, no
 setuid program a system does not need, no second root, no passwordless
-account. Each finding names the path and the rule of SPEC.md. Prints each
+account. Each finding names the path and the rule of SPEC.md.
+
+With --tool TOOL_REF, REF is an agent image (a --prebuilt one, say) built
+on TOOL_REF: its first layers must be TOOL_REF's, and the layers and config
+it adds must pass the agent policy of docs/agents.md (nothing under
+/ssebench or the runtime's paths, no account file, setuid file, device or
+hard link out of the layer, no replaced or shadowed command, ENV on the
+allow-list, USER the tool's or model). Prints each
 failed check (FAIL) and warning (WARN: a directory early in PATH that model
 can write) and exits 1 if any check failed.`,
 		Example: `  ssebench verify localhost:5000/ssebench/tool/kvconf-12-afb9ee1:0.1.0-dev
-  ssebench verify --source /src/kvconf localhost:5000/ssebench/tool/kvconf-12-afb9ee1:0.1.0-dev`,
+  ssebench verify --source /src/kvconf localhost:5000/ssebench/tool/kvconf-12-afb9ee1:0.1.0-dev
+  ssebench verify --tool localhost:5000/ssebench/tool/kvconf-12-afb9ee1:0.1.0-dev localhost:5000/ssebench/agent-x/kvconf-12-afb9ee1:1.0`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			res, done, err := resolve(cmd, g, args[0], platform, false)
@@ -43,6 +53,13 @@ can write) and exits 1 if any check failed.`,
 			fails, err := assemble.Verify(cmd.Context(), img, source)
 			if err != nil {
 				return fmt.Errorf("verifying %s: %w", args[0], err)
+			}
+			if tool != "" {
+				f, err := verifyAgentLayers(cmd, g, tool, platform, img)
+				if err != nil {
+					return fmt.Errorf("verifying %s: %w", args[0], err)
+				}
+				fails = append(fails, f...)
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
@@ -77,6 +94,35 @@ can write) and exits 1 if any check failed.`,
 	}
 	cmd.Flags().StringVar(&source, "source", "", "SOURCE_DIR (default: what the image's manifest records)")
 	cmd.Flags().StringVar(&platform, "platform", "", "platform to pick from an index (default linux/<host arch>)")
+	cmd.Flags().StringVar(&tool, "tool", "", "REF is an agent image built on this tool image: check its agent layers and config against the agent policy")
 	addJSONFlag(cmd, &asJSON)
 	return cmd
 }
+
+// verifyAgentLayers checks what agent adds to the tool image toolRef
+// against the agent policy; a refusal is a failure, not an error.
+func verifyAgentLayers(cmd *cobra.Command, g *options.Global, toolRef, platform string, agent v1.Image) ([]assemble.Failure, error) {
+	res, done, err := resolve(cmd, g, toolRef, platform, false)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	pol, err := agentimage.NewPolicy(res.Image)
+	if err != nil {
+		return nil, err
+	}
+	_, err = agentimage.CheckAdded(cmd.Context(), res.Image, agent, pol)
+	var refused *agentimage.RefusedError
+	switch {
+	case err == nil:
+		return nil, nil
+	case errors.As(err, &refused):
+		return []assemble.Failure{{Check: "agent policy", Path: refused.Entry, Msg: err.Error(), Rule: agentRule}}, nil
+	case errors.Is(err, agentimage.ErrNotOnBase):
+		return []assemble.Failure{{Check: "agent policy", Msg: err.Error(), Rule: agentRule}}, nil
+	}
+	return nil, err
+}
+
+// agentRule is the rule the agent policy enforces.
+const agentRule = "docs/agents.md: an agent image is its tool image plus layers that touch nothing the grader reads or runs"

@@ -1,9 +1,15 @@
 package commands_test
 
 import (
+	"archive/tar"
 	"strconv"
 	"strings"
 	"testing"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+
+	"github.com/42-b3yond-6ug/ssebench/internal/hostile"
 )
 
 func TestVerify(t *testing.T) {
@@ -52,6 +58,73 @@ func TestVerify(t *testing.T) {
 		oneLine(t, err)
 		if err != nil && !strings.Contains(err.Error(), "pass --source") {
 			t.Errorf("error %q does not say to pass --source", err)
+		}
+	})
+}
+
+// TestHostileVerifyPrebuiltAgent: verify --tool checks the layers and the
+// config an agent image adds to its tool image against the agent policy,
+// so a --prebuilt image that breaks it is refused before it runs.
+func TestHostileVerifyPrebuiltAgent(t *testing.T) {
+	const (
+		tool = "localhost:5000/ssebench/tool/proj-1:1.0.0"
+		good = "localhost:5000/ssebench/agent-good/proj-1:1.0.0"
+	)
+	c := newCLI(t)
+	ti := toolImage(t)
+	c.storeImage(t, tool, ti)
+	agent := func(t *testing.T, f func(cf *v1.ConfigFile), entries ...entry) v1.Image {
+		img, err := mutate.AppendLayers(ti, tarLayer(t, entries...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cf, err := img.ConfigFile()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cf = cf.DeepCopy()
+		if f != nil {
+			f(cf)
+		}
+		if img, err = mutate.ConfigFile(img, cf); err != nil {
+			t.Fatal(err)
+		}
+		return img
+	}
+	c.storeImage(t, good, agent(t, nil, folder("opt/", 0o755), folder("opt/agent/", 0o755), file("opt/agent/run.sh", 0o755, "#!/bin/sh\n")))
+	t.Run("a good agent image", func(t *testing.T) {
+		out, stderr := c.mustRun(t, "verify", "--pull=never", "--tool", tool, good)
+		if want := "ok " + good + "\n"; out != want {
+			t.Errorf("verify printed %q, want %q (stderr %q)", out, want, stderr)
+		}
+	})
+	for i, tc := range []struct {
+		name    string
+		cfg     func(cf *v1.ConfigFile)
+		entries []entry
+		want    string
+	}{
+		{"a setuid shell", nil, []entry{{name: "opt/rootsh", typ: tar.TypeReg, mode: 0o4755, body: "x"}}, "FAIL agent policy: /opt/rootsh: agent layer 1"},
+		{"a replaced daemon", nil, []entry{file("ssebench/ssebench-daemon", 0o755, "#!/bin/sh\n")}, "/ssebench/ssebench-daemon"},
+		{"ENV LD_PRELOAD", func(cf *v1.ConfigFile) { cf.Config.Env = append(cf.Config.Env, "LD_PRELOAD=/opt/x.so") }, []entry{folder("opt/", 0o755)}, "the config: ENV LD_PRELOAD"},
+		{"USER root", func(cf *v1.ConfigFile) { cf.Config.User = "root" }, []entry{folder("opt/", 0o755)}, "the config: USER root"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hostile.Case(t, "agent images: verify --tool")
+			ref := "localhost:5000/ssebench/agent-bad" + strconv.Itoa(i) + "/proj-1:1.0.0"
+			c.storeImage(t, ref, agent(t, tc.cfg, tc.entries...))
+			out, _, err := c.run(t, "verify", "--pull=never", "--tool", tool, ref)
+			oneLine(t, err)
+			if err == nil || !strings.Contains(out, tc.want) {
+				t.Errorf("verify --tool = %v, printed:\n%s\nwant a failure with %q", err, out, tc.want)
+			}
+		})
+	}
+	t.Run("another base", func(t *testing.T) {
+		hostile.Case(t, "agent images: verify --tool")
+		out, _, err := c.run(t, "verify", "--pull=never", "--tool", good, tool)
+		if err == nil || !strings.Contains(out, "does not start with the layers") {
+			t.Errorf("verify --tool on an image not built on it = %v, printed:\n%s", err, out)
 		}
 	})
 }
