@@ -1,6 +1,7 @@
 package task
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -145,5 +146,64 @@ func TestHostileNames(t *testing.T) {
 		if r := ReservedSource(src); r != "" {
 			t.Errorf("ReservedSource(%q) = %q, want none", src, r)
 		}
+	}
+}
+
+// badIDs are task ids a hostile catalog, lock or record could carry.
+var badIDs = []string{"../../../../x", "a/b", "../hijack", strings.Repeat("a", 200), "a\nb", "a\u202eb", "x\x1b[2Jy", "", "..", ".", "A B"}
+
+// TestHostileCatalogIDs: ids and image names from a catalog manifest or an
+// images lock go through the task folder's id grammar; the error is one
+// line and shows the id escaped.
+func TestHostileCatalogIDs(t *testing.T) {
+	manifest := func(dataset string, tasks ...ManifestTask) []byte {
+		for i := range tasks {
+			tasks[i].Arch, tasks[i].Checks, tasks[i].Files = []string{"amd64"}, []string{}, map[string]string{}
+		}
+		b, err := json.Marshal(Manifest{Dataset: dataset, Version: "v1", Tasks: tasks})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	oneLine := func(t *testing.T, err error, want string) {
+		t.Helper()
+		if err == nil {
+			t.Fatalf("got no error, want one saying %s", want)
+		}
+		if strings.ContainsAny(err.Error(), "\n\x1b\u202e") || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q is not one escaped line saying %s", err, want)
+		}
+	}
+	for _, id := range badIDs {
+		t.Run("manifest id "+id, func(t *testing.T) {
+			hostile.Case(t, "names: catalog ids")
+			_, err := ParseManifest("catalog", manifest("ds", ManifestTask{ID: id, Image: CaseImage("ds", id)}))
+			oneLine(t, err, "is not a valid id")
+		})
+		t.Run("lock id "+id, func(t *testing.T) {
+			hostile.Case(t, "names: catalog ids")
+			key, _ := json.Marshal(id)
+			lock := `{"dataset":"ds","version":"v1","images":{` + string(key) + `:{"digest":"sha256:` + strings.Repeat("0", 64) + `","files_sha256":"` + strings.Repeat("0", 64) + `","revision":""}}}`
+			_, err := ParseLock("lock", []byte(lock))
+			oneLine(t, err, "is not a valid id")
+		})
+	}
+	for _, ds := range []string{"../x", "a/b", "a\nb"} {
+		t.Run("manifest dataset "+ds, func(t *testing.T) {
+			hostile.Case(t, "names: catalog ids")
+			_, err := ParseManifest("catalog", manifest(ds, ManifestTask{ID: "t1", Image: CaseImage(ds, "t1")}))
+			oneLine(t, err, "is not a valid id")
+		})
+	}
+	for _, img := range []string{"../../hijack", "case/ds/other", "case/other/t1", "case/ds/t1/../../x", "", "case/ds/t1:latest"} {
+		t.Run("manifest image "+img, func(t *testing.T) {
+			hostile.Case(t, "names: catalog ids")
+			_, err := ParseManifest("catalog", manifest("ds", ManifestTask{ID: "t1", Image: img}))
+			oneLine(t, err, "is not the task's case image case/ds/t1")
+		})
+	}
+	if _, err := ParseManifest("catalog", manifest("ds", ManifestTask{ID: "T1", Image: "case/ds/t1"})); err != nil {
+		t.Errorf("a valid catalog is refused: %v", err)
 	}
 }
