@@ -207,3 +207,69 @@ func TestHostileCatalogIDs(t *testing.T) {
 		t.Errorf("a valid catalog is refused: %v", err)
 	}
 }
+
+// TestHostileTaskFileLinks: a task file that is a symlink out of the folder
+// (to a host secret, to /proc, to the agent's SOURCE_DIR inside the image,
+// climbing out relatively or through another link) is refused by Validate
+// and by Files with its path named, and its target never hashed.
+func TestHostileTaskFileLinks(t *testing.T) {
+	for _, tc := range []struct {
+		name, file, target string
+	}{
+		{"build.sh to /etc/shadow", "sse/scripts/build.sh", "/etc/shadow"},
+		{"build.sh to /proc/kcore", "sse/scripts/build.sh", "/proc/kcore"},
+		{"build.sh to a host file", "sse/scripts/build.sh", "HOST"},
+		{"build.sh into SOURCE_DIR (absent on the host)", "sse/scripts/build.sh", "/src/gjson/build.sh"},
+		{"a helper into /home/model", "sse/lib/helper.sh", "/home/model/helper.sh"},
+		{"a poc climbing out", "sse/pocs/poc.go", "../../../../../../../../etc/passwd"},
+		{"through a link to a folder outside", "sse/lib/x", "OUTDIR"},
+		{"through an inner link that climbs", "sse/lib/y", "../up/passwd"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hostile.Case(t, "task files that point outside")
+			dir := makeTask(t, t.TempDir(), "gjson-196-bf4efcb", nil)
+			os.MkdirAll(filepath.Dir(filepath.Join(dir, tc.file)), 0o755)
+			target := tc.target
+			switch target {
+			case "HOST":
+				target = hostFile(t)
+			case "OUTDIR":
+				out := t.TempDir()
+				os.WriteFile(filepath.Join(out, "f"), []byte(secret), 0o644)
+				relink(t, out, filepath.Join(dir, "sse/lib/out"))
+				target = "out/f"
+			case "../up/passwd":
+				relink(t, "/etc", filepath.Join(dir, "sse/up"))
+			}
+			relink(t, target, filepath.Join(dir, filepath.FromSlash(tc.file)))
+			ps := Validate(dir)
+			found := false
+			for _, p := range ps {
+				found = found || (strings.Contains(p.File, "sse") && strings.Contains(p.Msg, "symlink out of the task folder"))
+			}
+			if !found {
+				t.Errorf("Validate() lacks a problem for %s:\n%s", tc.file, ps.Error())
+			}
+			files, err := Files(dir)
+			if err == nil || !strings.Contains(err.Error(), "sse/") || !strings.Contains(err.Error(), "symlink out of the task folder") {
+				t.Errorf("Files() = %v, want an error naming the link", err)
+			}
+			if _, ok := files[tc.file]; ok {
+				t.Errorf("Files() hashed %s, a link out of the folder", tc.file)
+			}
+		})
+	}
+	t.Run("a link inside the folder is a task file", func(t *testing.T) {
+		hostile.Case(t, "task files that point outside")
+		dir := makeTask(t, t.TempDir(), "gjson-196-bf4efcb", nil)
+		relink(t, "config.yaml", filepath.Join(dir, "sse/alias.yaml"))
+		files, err := Files(dir)
+		if err != nil || files["sse/alias.yaml"] != files["sse/config.yaml"] {
+			t.Errorf("Files() = %v, %v; want the inner link hashed as its target", files["sse/alias.yaml"], err)
+		}
+		relink(t, "/etc/hostname", filepath.Join(dir, "sse/host"))
+		if _, err := Files(dir); err == nil {
+			t.Errorf("Files() hashed sse/host, a link to /etc/hostname")
+		}
+	})
+}
