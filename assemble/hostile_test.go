@@ -534,3 +534,72 @@ func TestHostileSourceDir(t *testing.T) {
 		})
 	}
 }
+
+// TestHostileAccountFiles: a case's deleted uid-1000 user takes along only
+// a home that is its own (a real folder it owns with everything in it),
+// and the account files the tool layer writes get their standard owner and
+// mode whatever the case had.
+func TestHostileAccountFiles(t *testing.T) {
+	old := func(home string) string { return okPasswd + "old:x:1000:1000::" + home + ":/bin/sh\n" }
+	system := []fe{reg("etc/hostname", 0o644, "case\n"), dir("usr", 0o755), dir("usr/bin", 0o755), reg("usr/bin/cc", 0o755, "cc"), dir("opt", 0o755), reg("opt/tool", 0o755, "t")}
+	for _, tc := range []struct {
+		name, home string
+		extra      []fe
+		kept       []string // must survive
+	}{
+		{"home /etc owned by the user", "/etc", []fe{own(dir("etc", 0o755), 1000, 1000)}, []string{"etc/hostname", "etc/login.defs"}},
+		{"home /usr owned by the user", "/usr", []fe{own(dir("usr", 0o755), 1000, 1000)}, []string{"usr/bin/cc"}},
+		{"home /opt with a root file in it", "/opt", []fe{own(dir("opt", 0o755), 1000, 1000), own(reg("opt/mine", 0o644, "m"), 1000, 1000)}, []string{"opt/tool"}},
+		{"home /usr/bin, a toolchain folder", "/usr/bin", []fe{own(dir("usr/bin", 0o755), 1000, 1000)}, []string{"usr/bin/cc"}},
+		{"home /etc/.. spelled", "/etc/../usr", []fe{own(dir("usr", 0o755), 1000, 1000)}, []string{"usr/bin/cc"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hostile.Case(t, "account files a case can still bend")
+			c := hostileCase(t, old(tc.home), okGroup+"old:x:1000:\n", nil, append(append([]fe{}, system...), tc.extra...)...)
+			f := flatten(t, assembleTool(t, c, runtimeImage(t)))
+			for _, p := range tc.kept {
+				if _, ok := f.view.Lookup(p); !ok {
+					t.Errorf("/%s is gone: removing the old user's home %s took the system along", p, tc.home)
+				}
+			}
+		})
+	}
+	t.Run("a private home still goes", func(t *testing.T) {
+		hostile.Case(t, "account files a case can still bend")
+		c := hostileCase(t, old("/home/old"), okGroup+"old:x:1000:\n", nil, dir("home", 0o755), own(dir("home/old", 0o700), 1000, 1000), own(reg("home/old/.bashrc", 0o644, "x"), 1000, 1000))
+		f := flatten(t, assembleTool(t, c, runtimeImage(t)))
+		if _, ok := f.view.Lookup("home/old/.bashrc"); ok {
+			t.Errorf("the deleted user's private home /home/old is still there")
+		}
+		// and its home made of the system is kept (the case above)
+		c = hostileCase(t, old("/etc"), okGroup+"old:x:1000:\n", nil, own(dir("etc", 0o755), 1000, 1000), reg("etc/hostname", 0o644, "x"))
+		if _, ok := flatten(t, assembleTool(t, c, runtimeImage(t))).view.Lookup("etc/hostname"); !ok {
+			t.Errorf("/etc/hostname is gone with the old user's home /etc")
+		}
+	})
+	for _, tc := range []struct {
+		name     string
+		file     fe
+		uid, gid int
+		mode     int64
+	}{
+		{"shadow 0644 with root's hash", reg("etc/shadow", 0o644, "root:$6$HASH:19000:0:99999:7:::\n"), 0, 0, 0o640},
+		{"shadow 0644 in group shadow", own(reg("etc/shadow", 0o644, "root:$6$HASH:19000:0:99999:7:::\n"), 0, 42), 0, 42, 0o640},
+		{"shadow owned by model", own(reg("etc/shadow", 0o600, "root:$6$HASH:19000:0:99999:7:::\n"), 1000, 1000), 0, 0, 0o640},
+		{"shadow in model's group", own(reg("etc/shadow", 0o640, "root:$6$HASH:19000:0:99999:7:::\n"), 0, 1000), 0, 0, 0o640},
+		{"gshadow 0666", reg("etc/gshadow", 0o666, "root:*::\n"), 0, 0, 0o640},
+		{"passwd owned by model", own(reg("etc/passwd", 0o644, okPasswd), 1000, 1000), 0, 0, 0o644},
+		{"passwd setuid and group-writable", reg("etc/passwd", 0o4664, okPasswd), 0, 0, 0o644},
+		{"group 0600 of a daemon", own(reg("etc/group", 0o600, okGroup), 1, 1), 0, 0, 0o644},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hostile.Case(t, "account files a case can still bend")
+			c := hostileCase(t, okPasswd, okGroup, nil, tc.file)
+			f := flatten(t, assembleTool(t, c, runtimeImage(t)))
+			n := f.node(t, tc.file.name)
+			if h := n.Header; h.Uid != tc.uid || h.Gid != tc.gid || h.Mode&0o7777 != tc.mode {
+				t.Errorf("/%s in the tool image: mode %04o owner %d:%d, want %04o %d:%d", tc.file.name, h.Mode&0o7777, h.Uid, h.Gid, tc.mode, tc.uid, tc.gid)
+			}
+		})
+	}
+}
