@@ -2,6 +2,8 @@ package assemble
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"strings"
 	"testing"
@@ -11,6 +13,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/42-b3yond-6ug/ssebench/internal/hostile"
+	"github.com/42-b3yond-6ug/ssebench/task"
 )
 
 // hostileCase is a small case image: accounts (passwd and group as given),
@@ -599,6 +602,59 @@ func TestHostileAccountFiles(t *testing.T) {
 			n := f.node(t, tc.file.name)
 			if h := n.Header; h.Uid != tc.uid || h.Gid != tc.gid || h.Mode&0o7777 != tc.mode {
 				t.Errorf("/%s in the tool image: mode %04o owner %d:%d, want %04o %d:%d", tc.file.name, h.Mode&0o7777, h.Uid, h.Gid, tc.mode, tc.uid, tc.gid)
+			}
+		})
+	}
+}
+
+// TestHostileTaskFilesReplaced: a case image whose /ssebench is not the
+// task folder's sse/ (whited out, another config.yaml, a script added,
+// removed or linked elsewhere) stops the tool build with one line, checked
+// against the case's ssebench.task-sse label.
+func TestHostileTaskFilesReplaced(t *testing.T) {
+	cfg, build := "id: x\n", "#!/bin/sh\nmake\n"
+	sum := func(s string) string { h := sha256.Sum256([]byte(s)); return hex.EncodeToString(h[:]) }
+	label := task.DigestFiles(map[string]string{"config.yaml": sum(cfg), "scripts/build.sh": sum(build)})
+	folder := []fe{dir("ssebench", 0o755), reg("ssebench/config.yaml", 0o644, cfg), dir("ssebench/scripts", 0o755), reg("ssebench/scripts/build.sh", 0o755, build)}
+	labelled := func(t *testing.T, later ...fe) v1.Image {
+		t.Helper()
+		img := hostileCase(t, okPasswd, okGroup, nil, folder...)
+		if len(later) > 0 {
+			var err error
+			if img, err = mutate.AppendLayers(img, layer(t, later...)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cf, err := img.ConfigFile()
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := cf.Config
+		c.Labels = map[string]string{"ssebench.task-files": "abc", LabelTaskSSE: label}
+		if img, err = mutate.Config(img, c); err != nil {
+			t.Fatal(err)
+		}
+		return img
+	}
+	// The folder's own files assemble.
+	assembleTool(t, labelled(t), runtimeImage(t))
+	for _, tc := range []struct {
+		name  string
+		later []fe
+	}{
+		{"/ssebench whited out", []fe{reg(".wh.ssebench", 0, "")}},
+		{"another config.yaml", []fe{reg("ssebench/config.yaml", 0o644, "id: x\nscripts:\n  test: /bin/true\n")}},
+		{"a script whited out", []fe{reg("ssebench/scripts/.wh.build.sh", 0, "")}},
+		{"a script added", []fe{reg("ssebench/scripts/test.sh", 0o755, "exit 0\n")}},
+		{"/ssebench made opaque and only config.yaml again", []fe{reg("ssebench/.wh..wh..opq", 0, ""), reg("ssebench/config.yaml", 0o644, cfg)}},
+		{"a script a symlink into SOURCE_DIR", []fe{symlink("ssebench/scripts/build.sh", "/src/proj/build.sh")}},
+		{"a script a symlink to another task file", []fe{symlink("ssebench/scripts/build.sh", "../config.yaml")}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hostile.Case(t, "task files replaced by the case")
+			_, err := Tool(context.Background(), labelled(t, tc.later...), runtimeImage(t), WithSourceDir("/src/proj"), WithTempDir(t.TempDir()), WithRefs("case", "runtime"))
+			if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "/ssebench") {
+				t.Fatalf("Tool() = %v, want one line refusing the case's /ssebench", err)
 			}
 		})
 	}
