@@ -76,20 +76,7 @@ func (s *Store) sweepTemp() {
 		p := filepath.Join(s.tmpRoot(), n)
 		switch {
 		case strings.HasSuffix(n, ".lock"):
-			dir := strings.TrimSuffix(p, ".lock")
-			if s.temp != nil && dir == s.temp.dir {
-				continue
-			}
-			// Opened without O_CREATE, and checked to be still the
-			// file at p once locked: a sweep that listed p before
-			// another removed it must not make a new lock file and
-			// take a directory a live command claimed meanwhile.
-			l := flock.New(p, flock.SetFlag(os.O_RDONLY))
-			if ok, err := l.TryLock(); err == nil && ok && lockedAt(l) {
-				os.RemoveAll(dir)
-				os.Remove(p)
-			}
-			l.Close()
+			s.sweepLock(p)
 		case e.IsDir() && strings.HasPrefix(n, "p"):
 			// Removed with its lock above; a directory whose lock file
 			// is gone was half made or half removed.
@@ -104,6 +91,25 @@ func (s *Store) sweepTemp() {
 			}
 		}
 	}
+}
+
+// sweepLock removes the lock file p and its directory when no live
+// command holds p. p was listed a moment ago: another sweep may have
+// removed it since.
+func (s *Store) sweepLock(p string) {
+	dir := strings.TrimSuffix(p, ".lock")
+	if s.temp != nil && dir == s.temp.dir {
+		return
+	}
+	// Opened without O_CREATE, and checked to be still the file at p
+	// once locked: a sweep must not make a new lock file and take a
+	// directory a live command claimed meanwhile.
+	l := flock.New(p, flock.SetFlag(os.O_RDONLY))
+	if ok, err := l.TryLock(); err == nil && ok && lockedAt(l) {
+		os.RemoveAll(dir)
+		os.Remove(p)
+	}
+	l.Close()
 }
 
 // lockedAt reports whether the file l holds is still the one at its path.
