@@ -2,6 +2,8 @@ package assemble
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"strings"
 	"testing"
@@ -11,6 +13,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/42-b3yond-6ug/ssebench/internal/hostile"
+	"github.com/42-b3yond-6ug/ssebench/task"
 )
 
 // hostileCase is a small case image: accounts (passwd and group as given),
@@ -222,6 +225,14 @@ func TestHostileVerify(t *testing.T) {
 		{"verify: PATH", "empty PATH entry", []string{"PATH=/usr/bin::/bin"}, nil, `path: entry 2 of PATH is "", not an absolute path`, "§12", false},
 		{"verify: PATH", "sticky module cache directory", []string{"PATH=/usr/bin", "GOMODCACHE=/go/pkg/mod"}, []fe{dir("go", 0o755), dir("go/pkg", 0o755), dir("go/pkg/mod", 0o755), dir("go/pkg/mod/github.com", 0o1777)}, "path: /go/pkg/mod/github.com: model can add files to this directory under GOMODCACHE", "§12", false},
 		{"verify: PATH", "sticky CARGO_HOME", []string{"PATH=/usr/bin", "CARGO_HOME=/usr/local/cargo"}, []fe{dir("usr", 0o755), dir("usr/local", 0o755), dir("usr/local/cargo", 0o1777)}, "path: /usr/local/cargo: model can write CARGO_HOME", "§12", false},
+		{"task files that point outside", "task script into SOURCE_DIR", nil, []fe{dir("ssebench/scripts", 0o700), symlink("ssebench/scripts/build.sh", "/src/proj/build.sh")}, `task-files: /ssebench/scripts/build.sh: a symlink to "/src/proj/build.sh", out of /ssebench, which model can write`, "§12: nothing model can write", false},
+		{"task files that point outside", "task script relative into SOURCE_DIR", nil, []fe{dir("ssebench/scripts", 0o700), symlink("ssebench/scripts/test.sh", "../../src/proj/t.sh")}, `task-files: /ssebench/scripts/test.sh: a symlink to "../../src/proj/t.sh", out of /ssebench, which model can write`, "§12", false},
+		{"task files that point outside", "config into /home/model", nil, []fe{symlink("ssebench/config.yaml", "/home/model/c.yaml")}, `task-files: /ssebench/config.yaml: a symlink to "/home/model/c.yaml", out of /ssebench, which model can write`, "§12", false},
+		{"task files that point outside", "poc into /tmp", nil, []fe{dir("tmp", 0o1777), dir("ssebench/pocs", 0o700), symlink("ssebench/pocs/poc", "/tmp/poc")}, `task-files: /ssebench/pocs/poc: a symlink to "/tmp/poc", out of /ssebench, which model can write`, "§12", false},
+		{"task files that point outside", "task script to /etc/shadow", nil, []fe{dir("ssebench/scripts", 0o700), symlink("ssebench/scripts/run.sh", "/etc/shadow")}, `task-files: /ssebench/scripts/run.sh: a symlink to "/etc/shadow", out of /ssebench`, "§12", false},
+		{"task files that point outside", "scripts folder a symlink into SOURCE_DIR", nil, []fe{symlink("ssebench/scripts", "/src/proj")}, `task-files: /ssebench/scripts: a symlink to "/src/proj", out of /ssebench, which model can write`, "§12", false},
+		{"task files that point outside", "hard link to a SOURCE_DIR file", nil, []fe{own(reg("src/proj/h.sh", 0o755, "x"), 1000, 1000), hardlink("ssebench/h.sh", "src/proj/h.sh", 0o755)}, `task-files: /ssebench/h.sh: a hard link to /src/proj/h.sh, out of /ssebench`, "§12", false},
+		{"task files that point outside", "task file owned by model", nil, []fe{own(reg("ssebench/extra.sh", 0o755, "x"), 1000, 1000)}, `task-files: /ssebench/extra.sh: a file with mode 0755 owned by 1000:1000: model can write it`, "§12", false},
 		{"verify: PATH", "GOPATH in SOURCE_DIR", []string{"PATH=/usr/bin", "GOPATH=/src/proj/gopath"}, []fe{dir("src/proj/gopath", 0o755)}, "path: /src/proj/gopath: model can write GOPATH", "§12", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -522,6 +533,128 @@ func TestHostileSourceDir(t *testing.T) {
 			_, err := Tool(context.Background(), caseImage(t), runtimeImage(t), WithSourceDir(src), WithTempDir(t.TempDir()))
 			if err == nil || !strings.Contains(err.Error(), "SOURCE_DIR") || strings.Contains(err.Error(), "\n") {
 				t.Fatalf("Tool(source %s) = %v, want a one-line SOURCE_DIR error", src, err)
+			}
+		})
+	}
+}
+
+// TestHostileAccountFiles: a case's deleted uid-1000 user takes along only
+// a home that is its own (a real folder it owns with everything in it),
+// and the account files the tool layer writes get their standard owner and
+// mode whatever the case had.
+func TestHostileAccountFiles(t *testing.T) {
+	old := func(home string) string { return okPasswd + "old:x:1000:1000::" + home + ":/bin/sh\n" }
+	system := []fe{reg("etc/hostname", 0o644, "case\n"), dir("usr", 0o755), dir("usr/bin", 0o755), reg("usr/bin/cc", 0o755, "cc"), dir("opt", 0o755), reg("opt/tool", 0o755, "t")}
+	for _, tc := range []struct {
+		name, home string
+		extra      []fe
+		kept       []string // must survive
+	}{
+		{"home /etc owned by the user", "/etc", []fe{own(dir("etc", 0o755), 1000, 1000)}, []string{"etc/hostname", "etc/login.defs"}},
+		{"home /usr owned by the user", "/usr", []fe{own(dir("usr", 0o755), 1000, 1000)}, []string{"usr/bin/cc"}},
+		{"home /opt with a root file in it", "/opt", []fe{own(dir("opt", 0o755), 1000, 1000), own(reg("opt/mine", 0o644, "m"), 1000, 1000)}, []string{"opt/tool"}},
+		{"home /usr/bin, a toolchain folder", "/usr/bin", []fe{own(dir("usr/bin", 0o755), 1000, 1000)}, []string{"usr/bin/cc"}},
+		{"home /etc/.. spelled", "/etc/../usr", []fe{own(dir("usr", 0o755), 1000, 1000)}, []string{"usr/bin/cc"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hostile.Case(t, "account files a case can still bend")
+			c := hostileCase(t, old(tc.home), okGroup+"old:x:1000:\n", nil, append(append([]fe{}, system...), tc.extra...)...)
+			f := flatten(t, assembleTool(t, c, runtimeImage(t)))
+			for _, p := range tc.kept {
+				if _, ok := f.view.Lookup(p); !ok {
+					t.Errorf("/%s is gone: removing the old user's home %s took the system along", p, tc.home)
+				}
+			}
+		})
+	}
+	t.Run("a private home still goes", func(t *testing.T) {
+		hostile.Case(t, "account files a case can still bend")
+		c := hostileCase(t, old("/home/old"), okGroup+"old:x:1000:\n", nil, dir("home", 0o755), own(dir("home/old", 0o700), 1000, 1000), own(reg("home/old/.bashrc", 0o644, "x"), 1000, 1000))
+		f := flatten(t, assembleTool(t, c, runtimeImage(t)))
+		if _, ok := f.view.Lookup("home/old/.bashrc"); ok {
+			t.Errorf("the deleted user's private home /home/old is still there")
+		}
+		// and its home made of the system is kept (the case above)
+		c = hostileCase(t, old("/etc"), okGroup+"old:x:1000:\n", nil, own(dir("etc", 0o755), 1000, 1000), reg("etc/hostname", 0o644, "x"))
+		if _, ok := flatten(t, assembleTool(t, c, runtimeImage(t))).view.Lookup("etc/hostname"); !ok {
+			t.Errorf("/etc/hostname is gone with the old user's home /etc")
+		}
+	})
+	for _, tc := range []struct {
+		name     string
+		file     fe
+		uid, gid int
+		mode     int64
+	}{
+		{"shadow 0644 with root's hash", reg("etc/shadow", 0o644, "root:$6$HASH:19000:0:99999:7:::\n"), 0, 0, 0o640},
+		{"shadow 0644 in group shadow", own(reg("etc/shadow", 0o644, "root:$6$HASH:19000:0:99999:7:::\n"), 0, 42), 0, 42, 0o640},
+		{"shadow owned by model", own(reg("etc/shadow", 0o600, "root:$6$HASH:19000:0:99999:7:::\n"), 1000, 1000), 0, 0, 0o640},
+		{"shadow in model's group", own(reg("etc/shadow", 0o640, "root:$6$HASH:19000:0:99999:7:::\n"), 0, 1000), 0, 0, 0o640},
+		{"gshadow 0666", reg("etc/gshadow", 0o666, "root:*::\n"), 0, 0, 0o640},
+		{"passwd owned by model", own(reg("etc/passwd", 0o644, okPasswd), 1000, 1000), 0, 0, 0o644},
+		{"passwd setuid and group-writable", reg("etc/passwd", 0o4664, okPasswd), 0, 0, 0o644},
+		{"group 0600 of a daemon", own(reg("etc/group", 0o600, okGroup), 1, 1), 0, 0, 0o644},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hostile.Case(t, "account files a case can still bend")
+			c := hostileCase(t, okPasswd, okGroup, nil, tc.file)
+			f := flatten(t, assembleTool(t, c, runtimeImage(t)))
+			n := f.node(t, tc.file.name)
+			if h := n.Header; h.Uid != tc.uid || h.Gid != tc.gid || h.Mode&0o7777 != tc.mode {
+				t.Errorf("/%s in the tool image: mode %04o owner %d:%d, want %04o %d:%d", tc.file.name, h.Mode&0o7777, h.Uid, h.Gid, tc.mode, tc.uid, tc.gid)
+			}
+		})
+	}
+}
+
+// TestHostileTaskFilesReplaced: a case image whose /ssebench is not the
+// task folder's sse/ (whited out, another config.yaml, a script added,
+// removed or linked elsewhere) stops the tool build with one line, checked
+// against the case's ssebench.task-sse label.
+func TestHostileTaskFilesReplaced(t *testing.T) {
+	cfg, build := "id: x\n", "#!/bin/sh\nmake\n"
+	sum := func(s string) string { h := sha256.Sum256([]byte(s)); return hex.EncodeToString(h[:]) }
+	label := task.DigestFiles(map[string]string{"config.yaml": sum(cfg), "scripts/build.sh": sum(build)})
+	folder := []fe{dir("ssebench", 0o755), reg("ssebench/config.yaml", 0o644, cfg), dir("ssebench/scripts", 0o755), reg("ssebench/scripts/build.sh", 0o755, build)}
+	labelled := func(t *testing.T, later ...fe) v1.Image {
+		t.Helper()
+		img := hostileCase(t, okPasswd, okGroup, nil, folder...)
+		if len(later) > 0 {
+			var err error
+			if img, err = mutate.AppendLayers(img, layer(t, later...)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cf, err := img.ConfigFile()
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := cf.Config
+		c.Labels = map[string]string{"ssebench.task-files": "abc", LabelTaskSSE: label}
+		if img, err = mutate.Config(img, c); err != nil {
+			t.Fatal(err)
+		}
+		return img
+	}
+	// The folder's own files assemble.
+	assembleTool(t, labelled(t), runtimeImage(t))
+	for _, tc := range []struct {
+		name  string
+		later []fe
+	}{
+		{"/ssebench whited out", []fe{reg(".wh.ssebench", 0, "")}},
+		{"another config.yaml", []fe{reg("ssebench/config.yaml", 0o644, "id: x\nscripts:\n  test: /bin/true\n")}},
+		{"a script whited out", []fe{reg("ssebench/scripts/.wh.build.sh", 0, "")}},
+		{"a script added", []fe{reg("ssebench/scripts/test.sh", 0o755, "exit 0\n")}},
+		{"/ssebench made opaque and only config.yaml again", []fe{reg("ssebench/.wh..wh..opq", 0, ""), reg("ssebench/config.yaml", 0o644, cfg)}},
+		{"a script a symlink into SOURCE_DIR", []fe{symlink("ssebench/scripts/build.sh", "/src/proj/build.sh")}},
+		{"a script a symlink to another task file", []fe{symlink("ssebench/scripts/build.sh", "../config.yaml")}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hostile.Case(t, "task files replaced by the case")
+			_, err := Tool(context.Background(), labelled(t, tc.later...), runtimeImage(t), WithSourceDir("/src/proj"), WithTempDir(t.TempDir()), WithRefs("case", "runtime"))
+			if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "/ssebench") {
+				t.Fatalf("Tool() = %v, want one line refusing the case's /ssebench", err)
 			}
 		})
 	}

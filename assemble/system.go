@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/42-b3yond-6ug/ssebench/assemble/accounts"
+	"github.com/42-b3yond-6ug/ssebench/contract"
 	"github.com/42-b3yond-6ug/ssebench/oci"
 )
 
@@ -71,6 +72,42 @@ func (b *toolBuild) mode(dest string, h *oci.Header) int64 {
 		}
 	}
 	return m
+}
+
+// private reports whether the entry at rel (not followed if a symlink) is
+// a regular file or a directory that uid owns, with everything under it.
+func (b *toolBuild) private(rel string, uid int) bool {
+	n, ok := b.view.Lookup(rel)
+	if !ok || n.Header.Uid != uid || (n.Header.Typeflag != tar.TypeReg && !n.Header.IsDir()) {
+		return false
+	}
+	if !n.Header.IsDir() {
+		return true
+	}
+	mine := true
+	b.view.Walk(func(c oci.Node) error {
+		if mine && under(c.Path, rel) && c.Header.Uid != uid {
+			mine = false
+		}
+		return nil
+	})
+	return mine
+}
+
+// accountOwner returns the standard owner and mode of the account file p:
+// passwd, group, subuid and subgid root's, 0644; shadow and gshadow root's,
+// 0640, in the case's group when it is a system group (shadow, 42 on
+// Debian; model is a member of none once the accounts are rewritten), else
+// root's group.
+func accountOwner(p string, caseGID int) (uid, gid int, mode int64) {
+	switch p {
+	case "etc/shadow", "etc/gshadow":
+		if caseGID > 0 && caseGID < contract.ModelGID {
+			return 0, caseGID, 0o640
+		}
+		return 0, 0, 0o640
+	}
+	return 0, 0, 0o644
 }
 
 func whiteout(p string, when time.Time) *tar.Header {
@@ -165,7 +202,11 @@ func (b *toolBuild) accounts(ctx context.Context) (*accountPlan, error) {
 			continue // login.defs, or a file that stays as it was
 		}
 		h := n.Header.TarHeader(n.Path)
-		h.Mode = b.mode(n.Path, &n.Header)
+		// The standard owner and mode, whatever the case had: a
+		// shadow that model could read (0644) or write (owned by
+		// uid 1000) would give it root's hash or root itself.
+		h.Uid, h.Gid, h.Mode = accountOwner(n.Path, n.Header.Gid)
+		h.Uname, h.Gname = "", ""
 		h.ModTime = o.when
 		p.contents = append(p.contents, smallFile{hdr: h, data: nd})
 	}
@@ -179,11 +220,11 @@ func (b *toolBuild) accounts(ctx context.Context) (*accountPlan, error) {
 		if rel == "" || under(o.sourceDir, rel) || under(rel, o.sourceDir) || under(taskDir, rel) || rel == "home" {
 			continue
 		}
-		n, ok := b.view.Resolve(rel)
-		if !ok || n.Header.Uid != r.UID {
-			continue
-		}
-		if _, ok := b.view.Lookup(rel); !ok {
+		// Only the user's own: the path itself (a symlink is not
+		// followed) and everything under it owned by the user, so a
+		// uid-1000 user whose home is /etc, /usr or / takes nothing
+		// of the system along.
+		if !b.private(rel, r.UID) {
 			continue
 		}
 		p.removed[rel] = true

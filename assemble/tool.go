@@ -179,6 +179,9 @@ func Tool(ctx context.Context, caseImg, runtimeImg v1.Image, opts ...ToolOption)
 		if err := checkReserved(view, o); err != nil {
 			return nil, err
 		}
+		if err := checkTaskFiles(ctx, view, caseLayers, cf.Config.Labels, o.caseRef); err != nil {
+			return nil, err
+		}
 		g, err := guardDirs(view, cf.Config.Env, o.sourceDir, o.caseRef)
 		if err != nil {
 			return nil, err

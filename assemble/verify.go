@@ -67,6 +67,7 @@ var rules = map[string]string{
 	"path":        "SPEC.md §12: model must not change a toolchain a check uses",
 	"git":         "SPEC.md §12: one commit only, every earlier .git gone",
 	"accounts":    "SPEC.md §12: no uid-1000 leftovers, no other root, no passwordless account, no supplementary groups",
+	"task-files":  "SPEC.md §12: nothing model can write is read or run by the grader",
 }
 
 // Verify checks a tool image against the contract of SPEC.md sections 4 and
@@ -183,6 +184,7 @@ func Verify(ctx context.Context, img v1.Image, sourceDir string) ([]Failure, err
 		return nil, err
 	}
 	v.links()
+	v.taskFiles()
 	deleted, err := v.deletedUsers(ctx, img, layers, idxs)
 	if err != nil {
 		return nil, err
@@ -190,6 +192,40 @@ func Verify(ctx context.Context, img v1.Image, sourceDir string) ([]Failure, err
 	v.owners(deleted)
 	v.path(cf.Config.Env)
 	return v.failures, nil
+}
+
+// taskFiles fails every entry under /ssebench the grader would read from
+// somewhere else, or model could change: a symlink or hard link out of
+// /ssebench (into SOURCE_DIR, /home/model, /tmp, or anywhere: the task
+// folder has no such link, so the case image made it), and a file or
+// directory model can write.
+func (v *verifier) taskFiles() {
+	v.view.Walk(func(n oci.Node) error {
+		if !under(n.Path, taskDir) || n.Path == taskDir {
+			return nil
+		}
+		h := n.Header
+		switch h.Typeflag {
+		case tar.TypeSymlink:
+			target := h.Linkname
+			if !path.IsAbs(target) {
+				target = path.Join("/", path.Dir(n.Path), target)
+			}
+			if !under(strings.TrimPrefix(path.Clean(target), "/"), taskDir) {
+				v.fail("task-files", "/"+n.Path, "a symlink to %q, out of /%s%s", h.Linkname, taskDir, v.controls(h.Linkname, n.Path))
+			}
+		default:
+			// A hard link's content is the file it names (the view
+			// resolves it); one named outside /ssebench is another
+			// path's file.
+			if c := strings.TrimPrefix(path.Clean("/"+n.ContentPath), "/"); n.ContentPath != "" && !under(c, taskDir) {
+				v.fail("task-files", "/"+n.Path, "a hard link to /%s, out of /%s", c, taskDir)
+			} else if v.modelWrites(n) {
+				v.fail("task-files", "/"+n.Path, "%s: model can write it", describe(n))
+			}
+		}
+		return nil
+	})
 }
 
 type verifier struct {

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -280,4 +281,121 @@ func must(rc io.ReadCloser, err error) io.ReadCloser {
 		panic(err)
 	}
 	return rc
+}
+
+// TestHostileGraphWalks: the walk every manifest graph goes through stops
+// in one line past its caps and when its context ends, and counts the
+// walks of one command together.
+func TestHostileGraphWalks(t *testing.T) {
+	// endless is a graph of distinct nodes without end: node n has
+	// children 2n+1 and 2n+2, until stop is closed.
+	endless := func(stop <-chan struct{}) func(int) ([]int, error) {
+		return func(n int) ([]int, error) {
+			select {
+			case <-stop:
+				return nil, nil
+			default:
+			}
+			return []int{2*n + 1, 2*n + 2}, nil
+		}
+	}
+	key := func(n int) string { return strconv.Itoa(n) }
+	none := func(int) error { return nil }
+	t.Run("more distinct nodes than the cap", func(t *testing.T) {
+		hostile.Case(t, "graph bombs")
+		// A wide, shallow graph: 200,000 images in one index.
+		err := Walk(context.Background(), 0, key, func(n int) ([]int, error) {
+			if n > 0 {
+				return nil, nil
+			}
+			out := make([]int, 200_000)
+			for i := range out {
+				out[i] = i + 1
+			}
+			return out, nil
+		}, none)
+		oneLineGraph(t, err, "more than 100000 manifests, configs and layers")
+	})
+	t.Run("a chain deeper than the cap", func(t *testing.T) {
+		hostile.Case(t, "graph bombs")
+		err := Walk(context.Background(), 0, key, func(n int) ([]int, error) { return []int{n + 1}, nil }, none)
+		oneLineGraph(t, err, "nests more than 16 deep")
+	})
+	t.Run("walks sharing a budget", func(t *testing.T) {
+		hostile.Case(t, "graph bombs")
+		// 100 entries naming one graph of 1,000 nodes: 100,000 visits,
+		// more than the budget of 50,000, though each walk is small.
+		b := NewBudget(50_000)
+		wide := func(n int) ([]int, error) {
+			if n > 0 {
+				return nil, nil
+			}
+			out := make([]int, 999)
+			for i := range out {
+				out[i] = i + 1
+			}
+			return out, nil
+		}
+		var err error
+		for i := 0; i < 100 && err == nil; i++ {
+			err = Walk(context.Background(), 0, key, wide, none, WithBudget(b))
+		}
+		oneLineGraph(t, err, "in all")
+	})
+	t.Run("SIGTERM during an endless walk", func(t *testing.T) {
+		hostile.Case(t, "graph bombs")
+		stop := make(chan struct{})
+		defer close(stop)
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		defer cancel()
+		done := make(chan error, 1)
+		go func() {
+			done <- Walk(ctx, 0, key, endless(stop), none, WithLimits(1<<62, 1<<62))
+		}()
+		select {
+		case err := <-done:
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("walk = %v, want the context's error", err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("the walk went on 5 s after its context ended")
+		}
+	})
+	t.Run("a digest listed as a layer and as an index", func(t *testing.T) {
+		hostile.Case(t, "graph bombs")
+		// The index is read (its image reached) however the walk met
+		// its digest first.
+		idx := v1.Descriptor{MediaType: types.OCIImageIndex, Digest: v1.Hash{Algorithm: "sha256", Hex: strings.Repeat("1", 64)}}
+		img := v1.Descriptor{MediaType: types.OCIManifestSchema1, Digest: v1.Hash{Algorithm: "sha256", Hex: strings.Repeat("2", 64)}}
+		asLayer := idx
+		asLayer.MediaType = types.OCILayer
+		root := v1.Descriptor{MediaType: types.OCIImageIndex, Digest: v1.Hash{Algorithm: "sha256", Hex: strings.Repeat("3", 64)}}
+		// Only an index has children; a layer is a leaf.
+		kids := map[v1.Hash][]v1.Descriptor{
+			root.Digest: {asLayer, idx},
+			idx.Digest:  {img},
+		}
+		var reached bool
+		err := Walk(context.Background(), root, DescriptorKey,
+			func(d v1.Descriptor) ([]v1.Descriptor, error) {
+				if !d.MediaType.IsIndex() {
+					return nil, nil
+				}
+				return kids[d.Digest], nil
+			},
+			func(d v1.Descriptor) error { reached = reached || d.Digest == img.Digest; return nil })
+		if err != nil || !reached {
+			t.Fatalf("walk = %v, reached the index's image: %v", err, reached)
+		}
+	})
+}
+
+func oneLineGraph(t *testing.T, err error, want string) {
+	t.Helper()
+	if !errors.Is(err, ErrGraphTooLarge) {
+		t.Fatalf("walk = %v, want ErrGraphTooLarge", err)
+	}
+	if strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), want) {
+		t.Errorf("error %q is not one line saying %q", err, want)
+	}
 }

@@ -3,10 +3,64 @@ package oci
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 )
+
+// The caps of every manifest graph walk. An image has a handful of nodes
+// and an index of images a few levels; an archive or registry built to
+// exhaust a walk (thousands of indexes that list each other) is refused
+// with one line once it passes either cap, rather than run for minutes.
+const (
+	// MaxGraphNodes caps the nodes (manifests, configs, layers) one walk,
+	// or the walks sharing a Budget, visit.
+	MaxGraphNodes = 100_000
+	// MaxGraphDepth caps how deep indexes nest: the root is at depth 0,
+	// an image's layers one below its manifest.
+	MaxGraphDepth = 16
+)
+
+// ErrGraphTooLarge is returned by a walk that passes MaxGraphNodes or
+// MaxGraphDepth (or the caps of WithLimits).
+var ErrGraphTooLarge = errors.New("the manifest graph is larger than any image needs")
+
+// A WalkOption changes a walk: its caps, or state it shares with other
+// walks of the same command.
+type WalkOption func(*walkConfig)
+
+type walkConfig struct {
+	seen     map[string]bool
+	budget   *Budget
+	maxNodes int
+	maxDepth int
+}
+
+// A Budget counts the nodes several walks visit together (one per entry of
+// a store or archive), so that many entries naming one big graph cost no
+// more than its cap in all; each walk keeps its own cap too.
+type Budget struct{ nodes, max int }
+
+// NewBudget returns a Budget of max nodes: MaxStoreNodes for the walks of
+// a whole store.
+func NewBudget(max int) *Budget { return &Budget{max: max} }
+
+// MaxStoreNodes caps the nodes of the walks over every entry of a store or
+// archive together: thousands of images of a few dozen blobs each.
+const MaxStoreNodes = 10 * MaxGraphNodes
+
+// WithBudget counts the walk's nodes in b against b's cap.
+func WithBudget(b *Budget) WalkOption { return func(c *walkConfig) { c.budget = b } }
+
+// WithSeen shares seen between walks: a node one walk visited is skipped by
+// the next (a load checks each entry of an archive; entries share blobs).
+func WithSeen(seen map[string]bool) WalkOption { return func(c *walkConfig) { c.seen = seen } }
+
+// WithLimits sets the caps instead of MaxGraphNodes and MaxGraphDepth.
+func WithLimits(nodes, depth int) WalkOption {
+	return func(c *walkConfig) { c.maxNodes, c.maxDepth = nodes, depth }
+}
 
 // Walk is the one walk of a manifest graph in ssebench: it visits root and
 // every node that children reaches from it, depth first, a node before its
@@ -17,39 +71,74 @@ import (
 //
 // A node reached by several paths (a layer or config shared by the images
 // of an index, an image listed twice) is visited once, with everything
-// under it: key names a node, and a node whose key was seen is skipped.
+// under it: key names a node, and a node whose key was seen is skipped, so
+// the walk is linear in the distinct nodes however many paths reach them.
 // key returns "" for a node with no name yet (the root of a push whose
 // manifest names layers not yet read), which is always visited. Walk checks
-// ctx before each node, so a cancelled command stops between nodes. An
-// error of visit or children stops the walk and is returned as it is.
-func Walk[N any](ctx context.Context, root N, key func(N) string, children func(N) ([]N, error), visit func(N) error) error {
-	seen := map[string]bool{}
-	var walk func(n N) error
-	walk = func(n N) error {
+// ctx before each node, so a cancelled command stops between nodes. Past
+// the caps (MaxGraphNodes, MaxGraphDepth) it stops with ErrGraphTooLarge.
+// An error of visit or children stops the walk and is returned as it is.
+func Walk[N any](ctx context.Context, root N, key func(N) string, children func(N) ([]N, error), visit func(N) error, opts ...WalkOption) error {
+	return walk(ctx, root, key, children, visit, nil, opts)
+}
+
+// WalkChildrenFirst is Walk visiting a node after everything under it: a
+// push writes an index's manifests before the index that names them.
+func WalkChildrenFirst[N any](ctx context.Context, root N, key func(N) string, children func(N) ([]N, error), visit func(N) error, opts ...WalkOption) error {
+	return walk(ctx, root, key, children, nil, visit, opts)
+}
+
+func walk[N any](ctx context.Context, root N, key func(N) string, children func(N) ([]N, error), pre, post func(N) error, opts []WalkOption) error {
+	c := walkConfig{maxNodes: MaxGraphNodes, maxDepth: MaxGraphDepth}
+	for _, o := range opts {
+		o(&c)
+	}
+	if c.seen == nil {
+		c.seen = map[string]bool{}
+	}
+	nodes := 0
+	var rec func(n N, depth int) error
+	rec = func(n N, depth int) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		if k := key(n); k != "" {
-			if seen[k] {
+			if c.seen[k] {
 				return nil
 			}
-			seen[k] = true
+			c.seen[k] = true
 		}
-		if err := visit(n); err != nil {
-			return err
+		if depth > c.maxDepth {
+			return fmt.Errorf("%w: it nests more than %d deep; refusing it", ErrGraphTooLarge, c.maxDepth)
+		}
+		if nodes++; nodes > c.maxNodes {
+			return fmt.Errorf("%w: it has more than %d manifests, configs and layers; refusing it", ErrGraphTooLarge, c.maxNodes)
+		}
+		if b := c.budget; b != nil {
+			if b.nodes++; b.nodes > b.max {
+				return fmt.Errorf("%w: its entries reach more than %d manifests, configs and layers in all; refusing them", ErrGraphTooLarge, b.max)
+			}
+		}
+		if pre != nil {
+			if err := pre(n); err != nil {
+				return err
+			}
 		}
 		cs, err := children(n)
 		if err != nil {
 			return err
 		}
-		for _, c := range cs {
-			if err := walk(c); err != nil {
+		for _, ch := range cs {
+			if err := rec(ch, depth+1); err != nil {
 				return err
 			}
 		}
+		if post != nil {
+			return post(n)
+		}
 		return nil
 	}
-	return walk(root)
+	return rec(root, 0)
 }
 
 // WalkManifests walks the manifest graph of root through its descriptors:
@@ -62,7 +151,7 @@ func Walk[N any](ctx context.Context, root N, key func(N) string, children func(
 // finds the blob missing can stop the walk first. Only indexes and image
 // manifests are read: a descriptor of another media type is a leaf. image
 // names the graph in errors.
-func WalkManifests(ctx context.Context, root v1.Descriptor, image string, read func(v1.Descriptor) ([]byte, error), visit func(d v1.Descriptor, manifest bool) error) error {
+func WalkManifests(ctx context.Context, root v1.Descriptor, image string, read func(v1.Descriptor) ([]byte, error), visit func(d v1.Descriptor, manifest bool) error, opts ...WalkOption) error {
 	type node struct {
 		d        v1.Descriptor
 		manifest bool
@@ -105,10 +194,42 @@ func WalkManifests(ctx context.Context, root v1.Descriptor, image string, read f
 		}
 		return nil, nil
 	}
-	return Walk(ctx, node{d: root, manifest: true},
-		func(n node) string { return n.d.Digest.String() },
+	err := Walk(ctx, node{d: root, manifest: true},
+		func(n node) string {
+			if !n.manifest {
+				return DescriptorKey(v1.Descriptor{Digest: n.d.Digest})
+			}
+			return DescriptorKey(n.d)
+		},
 		children,
-		func(n node) error { return visit(n.d, n.manifest) })
+		func(n node) error { return visit(n.d, n.manifest) }, opts...)
+	return graphError(err, image, root.Digest.String())
+}
+
+// DescriptorKey is the key of a descriptor's node in a walk: its digest,
+// and whether it is read as an index, an image manifest or neither. A
+// digest listed both as a layer and as an index child is two nodes, so the
+// index is read however the walk met it first; there are at most three
+// nodes per digest, whatever media types a hostile manifest makes up.
+func DescriptorKey(d v1.Descriptor) string {
+	switch {
+	case d.MediaType.IsIndex():
+		return "index " + d.Digest.String()
+	case d.MediaType.IsImage():
+		return "image " + d.Digest.String()
+	}
+	return d.Digest.String()
+}
+
+// graphError names the graph in a cap's error.
+func graphError(err error, image, root string) error {
+	if !errors.Is(err, ErrGraphTooLarge) {
+		return err
+	}
+	if image == "" {
+		image = root
+	}
+	return fmt.Errorf("%s: %w", image, err)
 }
 
 // Content is an image (v1.Image) or an image index (v1.ImageIndex), as
@@ -124,7 +245,19 @@ type Content interface {
 // an index's children are opened with ImageIndex or Image by their media
 // type, and a child of any other media type is an error. Configs and
 // layers are not nodes: visit takes them from the image.
-func WalkContent(ctx context.Context, root Content, visit func(Content) error) error {
+func WalkContent(ctx context.Context, root Content, visit func(Content) error, opts ...WalkOption) error {
+	return walkContent(ctx, root, func(c Content, _ *v1.Descriptor) error { return visit(c) }, false, opts)
+}
+
+// WalkContentChildrenFirst is WalkContent visiting an index after the
+// images and indexes it lists (a push or a store write puts a manifest
+// only once what it names is there). visit also gets the descriptor the
+// parent index lists the node under, nil for the root.
+func WalkContentChildrenFirst(ctx context.Context, root Content, visit func(c Content, listed *v1.Descriptor) error, opts ...WalkOption) error {
+	return walkContent(ctx, root, visit, true, opts)
+}
+
+func walkContent(ctx context.Context, root Content, visit func(Content, *v1.Descriptor) error, childrenFirst bool, opts []WalkOption) error {
 	switch root.(type) {
 	case v1.ImageIndex, v1.Image:
 	default:
@@ -153,6 +286,9 @@ func WalkContent(ctx context.Context, root Content, visit func(Content) error) e
 		return err
 	}
 	children := func(n *node) ([]*node, error) {
+		if err := open(n); err != nil {
+			return nil, err
+		}
 		idx, ok := n.c.(v1.ImageIndex)
 		if !ok {
 			return nil, nil
@@ -173,12 +309,19 @@ func WalkContent(ctx context.Context, root Content, visit func(Content) error) e
 		if n.parent == nil {
 			return ""
 		}
-		return n.d.Digest.String()
+		return DescriptorKey(n.d)
 	}
-	return Walk(ctx, &node{c: root}, key, children, func(n *node) error {
+	v := func(n *node) error {
 		if err := open(n); err != nil {
 			return err
 		}
-		return visit(n.c)
-	})
+		if n.parent == nil {
+			return visit(n.c, nil)
+		}
+		return visit(n.c, &n.d)
+	}
+	if childrenFirst {
+		return WalkChildrenFirst(ctx, &node{c: root}, key, children, v, opts...)
+	}
+	return Walk(ctx, &node{c: root}, key, children, v, opts...)
 }

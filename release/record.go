@@ -8,9 +8,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"time"
 
 	"github.com/42-b3yond-6ug/ssebench/internal/safefile"
+	"github.com/42-b3yond-6ug/ssebench/task"
 )
 
 // Record is what verified on this machine for one dataset version: the
@@ -57,6 +59,18 @@ func ReadRecord(path, dataset, version string) (*Record, error) {
 	}
 	if r.Tasks == nil {
 		r.Tasks = map[string]VerifiedTask{}
+	}
+	// Ids come back into image names and lines on a terminal: the task
+	// folder's grammar, as everywhere else.
+	ids := make([]string, 0, len(r.Tasks))
+	for id := range r.Tasks {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		if err := task.CheckID("task", id); err != nil {
+			return nil, fmt.Errorf("%s: %w (delete it and verify again)", path, err)
+		}
 	}
 	return r, nil
 }

@@ -3,11 +3,13 @@ package task
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // Files returns the SHA-256 of every regular file under the task folder
@@ -19,7 +21,10 @@ import (
 // included; a symlink to a regular file counts with its target's bytes; a
 // symlink to a directory is not descended into (and is not a file); broken
 // symlinks, sockets, FIFOs and devices are skipped. When dir itself is a
-// symlink, the folder it points to is walked.
+// symlink, the folder it points to is walked. Unlike the original, a
+// symlink that resolves outside the folder (sse/scripts/build.sh to
+// /etc/shadow or /proc/kcore) is an error naming it: its target is the
+// host's, never a task file, and its hash would be published.
 //
 // Files are streamed through the hash, never read whole into memory.
 func Files(dir string) (map[string]string, error) {
@@ -40,7 +45,14 @@ func Files(dir string) (map[string]string, error) {
 		if d.IsDir() {
 			return nil
 		}
+		rel, err := filepath.Rel(root, path)
+		if err != nil {
+			return err
+		}
 		if d.Type()&fs.ModeSymlink != 0 {
+			if err := linkInside(root, path); err != nil {
+				return fmt.Errorf("%s %w", filepath.ToSlash(rel), err)
+			}
 			fi, err := os.Stat(path)
 			if err != nil || !fi.Mode().IsRegular() {
 				// Broken links and links to directories: Python's
@@ -49,10 +61,6 @@ func Files(dir string) (map[string]string, error) {
 			}
 		} else if !d.Type().IsRegular() {
 			return nil
-		}
-		rel, err := filepath.Rel(root, path)
-		if err != nil {
-			return err
 		}
 		sum, err := fileSHA256(path)
 		if err != nil {
@@ -65,6 +73,54 @@ func Files(dir string) (map[string]string, error) {
 		return nil, fmt.Errorf("hashing task files: %w", err)
 	}
 	return files, nil
+}
+
+// errLinkOutside is the error of a task file that is a symlink out of the
+// folder; the path is put before it.
+var errLinkOutside = errors.New("is a symlink out of the task folder, so it is not read: make it a regular file of the folder")
+
+// linkInside returns errLinkOutside when the symlink at path, under the
+// folder root (symlinks resolved), may point outside root: an absolute
+// target (in the case image it names the image's file, such as one under
+// SOURCE_DIR, even when the host has none), a relative one that climbs out,
+// or one that resolves outside through other links.
+func linkInside(root, path string) error {
+	target, err := os.Readlink(path)
+	if err != nil {
+		return err
+	}
+	outside := func(p string) bool {
+		rel, err := filepath.Rel(root, p)
+		return err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator))
+	}
+	if filepath.IsAbs(target) || outside(filepath.Join(filepath.Dir(path), target)) {
+		return errLinkOutside
+	}
+	if resolved, err := filepath.EvalSymlinks(path); err == nil && outside(resolved) {
+		return errLinkOutside
+	}
+	return nil
+}
+
+// outsideLinks returns a problem for each symlink of the folder dir that
+// points outside it (see linkInside).
+func outsideLinks(dir string) Problems {
+	root, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return nil // load reports an unreadable folder
+	}
+	var ps Problems
+	_ = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.Type()&fs.ModeSymlink == 0 {
+			return nil
+		}
+		if err := linkInside(root, path); err != nil {
+			rel, _ := filepath.Rel(root, path)
+			ps = append(ps, Problem{File: filepath.Join(dir, rel), Msg: err.Error()})
+		}
+		return nil
+	})
+	return ps
 }
 
 func fileSHA256(path string) (string, error) {
@@ -88,6 +144,22 @@ func fileSHA256(path string) (string, error) {
 func DigestFiles(files map[string]string) string {
 	sum := sha256.Sum256(pyJSONStringMap(files))
 	return hex.EncodeToString(sum[:])
+}
+
+// TaskFilesDigest returns the digest of the files under sse/ of a map made
+// by [Files], by their paths under sse/: what the case image's /ssebench
+// must hold (the Dockerfile copies sse/ there), the value of its
+// ssebench.task-sse label. The tool layer computes it again over the case
+// image's /ssebench, so a case that replaced or removed a task file stops
+// the build.
+func TaskFilesDigest(files map[string]string) string {
+	sse := map[string]string{}
+	for p, sum := range files {
+		if rest, ok := strings.CutPrefix(p, TaskFilesDir+"/"); ok {
+			sse[rest] = sum
+		}
+	}
+	return DigestFiles(sse)
 }
 
 // FilesDigest returns the files digest of the task folder dir: the value

@@ -1,6 +1,7 @@
 package task
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -146,4 +147,129 @@ func TestHostileNames(t *testing.T) {
 			t.Errorf("ReservedSource(%q) = %q, want none", src, r)
 		}
 	}
+}
+
+// badIDs are task ids a hostile catalog, lock or record could carry.
+var badIDs = []string{"../../../../x", "a/b", "../hijack", strings.Repeat("a", 200), "a\nb", "a\u202eb", "x\x1b[2Jy", "", "..", ".", "A B"}
+
+// TestHostileCatalogIDs: ids and image names from a catalog manifest or an
+// images lock go through the task folder's id grammar; the error is one
+// line and shows the id escaped.
+func TestHostileCatalogIDs(t *testing.T) {
+	manifest := func(dataset string, tasks ...ManifestTask) []byte {
+		for i := range tasks {
+			tasks[i].Arch, tasks[i].Checks, tasks[i].Files = []string{"amd64"}, []string{}, map[string]string{}
+		}
+		b, err := json.Marshal(Manifest{Dataset: dataset, Version: "v1", Tasks: tasks})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	oneLine := func(t *testing.T, err error, want string) {
+		t.Helper()
+		if err == nil {
+			t.Fatalf("got no error, want one saying %s", want)
+		}
+		if strings.ContainsAny(err.Error(), "\n\x1b\u202e") || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q is not one escaped line saying %s", err, want)
+		}
+	}
+	for _, id := range badIDs {
+		t.Run("manifest id "+id, func(t *testing.T) {
+			hostile.Case(t, "names: catalog ids")
+			_, err := ParseManifest("catalog", manifest("ds", ManifestTask{ID: id, Image: CaseImage("ds", id)}))
+			oneLine(t, err, "is not a valid id")
+		})
+		t.Run("lock id "+id, func(t *testing.T) {
+			hostile.Case(t, "names: catalog ids")
+			key, _ := json.Marshal(id)
+			lock := `{"dataset":"ds","version":"v1","images":{` + string(key) + `:{"digest":"sha256:` + strings.Repeat("0", 64) + `","files_sha256":"` + strings.Repeat("0", 64) + `","revision":""}}}`
+			_, err := ParseLock("lock", []byte(lock))
+			oneLine(t, err, "is not a valid id")
+		})
+	}
+	for _, ds := range []string{"../x", "a/b", "a\nb"} {
+		t.Run("manifest dataset "+ds, func(t *testing.T) {
+			hostile.Case(t, "names: catalog ids")
+			_, err := ParseManifest("catalog", manifest(ds, ManifestTask{ID: "t1", Image: CaseImage(ds, "t1")}))
+			oneLine(t, err, "is not a valid id")
+		})
+	}
+	for _, img := range []string{"../../hijack", "case/ds/other", "case/other/t1", "case/ds/t1/../../x", "", "case/ds/t1:latest"} {
+		t.Run("manifest image "+img, func(t *testing.T) {
+			hostile.Case(t, "names: catalog ids")
+			_, err := ParseManifest("catalog", manifest("ds", ManifestTask{ID: "t1", Image: img}))
+			oneLine(t, err, "is not the task's case image case/ds/t1")
+		})
+	}
+	if _, err := ParseManifest("catalog", manifest("ds", ManifestTask{ID: "T1", Image: "case/ds/t1"})); err != nil {
+		t.Errorf("a valid catalog is refused: %v", err)
+	}
+}
+
+// TestHostileTaskFileLinks: a task file that is a symlink out of the folder
+// (to a host secret, to /proc, to the agent's SOURCE_DIR inside the image,
+// climbing out relatively or through another link) is refused by Validate
+// and by Files with its path named, and its target never hashed.
+func TestHostileTaskFileLinks(t *testing.T) {
+	for _, tc := range []struct {
+		name, file, target string
+	}{
+		{"build.sh to /etc/shadow", "sse/scripts/build.sh", "/etc/shadow"},
+		{"build.sh to /proc/kcore", "sse/scripts/build.sh", "/proc/kcore"},
+		{"build.sh to a host file", "sse/scripts/build.sh", "HOST"},
+		{"build.sh into SOURCE_DIR (absent on the host)", "sse/scripts/build.sh", "/src/gjson/build.sh"},
+		{"a helper into /home/model", "sse/lib/helper.sh", "/home/model/helper.sh"},
+		{"a poc climbing out", "sse/pocs/poc.go", "../../../../../../../../etc/passwd"},
+		{"through a link to a folder outside", "sse/lib/x", "OUTDIR"},
+		{"through an inner link that climbs", "sse/lib/y", "../up/passwd"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hostile.Case(t, "task files that point outside")
+			dir := makeTask(t, t.TempDir(), "gjson-196-bf4efcb", nil)
+			os.MkdirAll(filepath.Dir(filepath.Join(dir, tc.file)), 0o755)
+			target := tc.target
+			switch target {
+			case "HOST":
+				target = hostFile(t)
+			case "OUTDIR":
+				out := t.TempDir()
+				os.WriteFile(filepath.Join(out, "f"), []byte(secret), 0o644)
+				relink(t, out, filepath.Join(dir, "sse/lib/out"))
+				target = "out/f"
+			case "../up/passwd":
+				relink(t, "/etc", filepath.Join(dir, "sse/up"))
+			}
+			relink(t, target, filepath.Join(dir, filepath.FromSlash(tc.file)))
+			ps := Validate(dir)
+			found := false
+			for _, p := range ps {
+				found = found || (strings.Contains(p.File, "sse") && strings.Contains(p.Msg, "symlink out of the task folder"))
+			}
+			if !found {
+				t.Errorf("Validate() lacks a problem for %s:\n%s", tc.file, ps.Error())
+			}
+			files, err := Files(dir)
+			if err == nil || !strings.Contains(err.Error(), "sse/") || !strings.Contains(err.Error(), "symlink out of the task folder") {
+				t.Errorf("Files() = %v, want an error naming the link", err)
+			}
+			if _, ok := files[tc.file]; ok {
+				t.Errorf("Files() hashed %s, a link out of the folder", tc.file)
+			}
+		})
+	}
+	t.Run("a link inside the folder is a task file", func(t *testing.T) {
+		hostile.Case(t, "task files that point outside")
+		dir := makeTask(t, t.TempDir(), "gjson-196-bf4efcb", nil)
+		relink(t, "config.yaml", filepath.Join(dir, "sse/alias.yaml"))
+		files, err := Files(dir)
+		if err != nil || files["sse/alias.yaml"] != files["sse/config.yaml"] {
+			t.Errorf("Files() = %v, %v; want the inner link hashed as its target", files["sse/alias.yaml"], err)
+		}
+		relink(t, "/etc/hostname", filepath.Join(dir, "sse/host"))
+		if _, err := Files(dir); err == nil {
+			t.Errorf("Files() hashed sse/host, a link to /etc/hostname")
+		}
+	})
 }

@@ -51,8 +51,17 @@ func ParseLock(path string, data []byte) (*Lock, error) {
 		return nil, fmt.Errorf("%s: not a valid images lock: %w", path, err)
 	}
 	var bad []string
+	if l.Dataset != "" && !ValidID(l.Dataset) {
+		bad = append(bad, CheckID("dataset:", l.Dataset).Error())
+	}
 	for _, id := range sortedKeys(l.Images) {
 		img := l.Images[id]
+		if err := CheckID("images: task id", id); err != nil {
+			// The same grammar as a task folder's name: a lock names
+			// the images of tasks.
+			bad = append(bad, err.Error())
+			continue
+		}
 		if !sha256Digest.MatchString(img.Digest) {
 			bad = append(bad, fmt.Sprintf("images[%s].digest: %q is not a sha256 digest", id, img.Digest))
 		}

@@ -168,11 +168,27 @@ func (m *Manifest) check() error {
 	var errs []error
 	if m.Dataset == "" {
 		errs = append(errs, errors.New("dataset: is required"))
+	} else if err := CheckID("dataset:", m.Dataset); err != nil {
+		// The dataset becomes a path component of image names.
+		errs = append(errs, err)
 	}
 	if !ValidVersion(m.Version) {
 		errs = append(errs, fmt.Errorf("version: %q is not a valid dataset version", m.Version))
 	}
 	for i, t := range m.Tasks {
+		// An id from a catalog is a task folder's name to the rest of
+		// ssebench (an image name's component, a results folder, a line
+		// on a terminal): the same grammar, or the catalog is refused
+		// before any of its other messages prints the id.
+		if err := CheckID(fmt.Sprintf("tasks[%d].id:", i), t.ID); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		// The image is the one the id and dataset name, nothing else: a
+		// catalog cannot send a pull to another repository.
+		if want := CaseImage(m.Dataset, t.ID); t.Image != want {
+			errs = append(errs, fmt.Errorf("tasks[%s].image: %q is not the task's case image %s", t.ID, t.Image, want))
+		}
 		if i > 0 && m.Tasks[i-1].ID >= t.ID {
 			errs = append(errs, fmt.Errorf("tasks: not sorted by id, or %s appears twice", t.ID))
 		}

@@ -228,7 +228,7 @@ func TestCheckManifest(t *testing.T) {
 	m, _ = d.Manifest()
 	m.Tasks[0].Project = "edited"
 	m.Tasks[1].Metadata.Sanitizer = ptr("address")
-	m.Tasks = append(m.Tasks, ManifestTask{ID: "zzz-gone", Arch: []string{"amd64"}})
+	m.Tasks = append(m.Tasks, ManifestTask{ID: "zzz-gone", Image: "case/pilot/zzz-gone", Arch: []string{"amd64"}})
 	if err := WriteManifest(dir, m); err != nil {
 		t.Fatal(err)
 	}
@@ -386,7 +386,7 @@ func TestLoadDatasetEmpty(t *testing.T) {
 func TestReadManifestErrors(t *testing.T) {
 	sum := strings.Repeat("a", 64)
 	entry := func(id, arch, files string) string {
-		return `{"id":"` + id + `","language":"go","project":"p","repository":"r","base":"b","image":"i","arch":` + arch +
+		return `{"id":"` + id + `","language":"go","project":"p","repository":"r","base":"b","image":"case/d/` + id + `","arch":` + arch +
 			`,"checks":[],"files":` + files + `,"metadata":{}}`
 	}
 	tests := []struct {

@@ -70,7 +70,7 @@ func TestTaskArches(t *testing.T) {
 	if diff := cmp.Diff([]string{"amd64", "arm64"}, got); diff != "" {
 		t.Errorf("TaskArches(no manifest) mismatch (-want +got):\n%s", diff)
 	}
-	writeFiles(t, dir, map[string]string{ManifestFile: `{"dataset":"pilot","version":"pilot-v1","tasks":[{"id":"gjson-196-bf4efcb","language":"go","project":"p","repository":"r","base":"b","image":"i","arch":["arm64"],"checks":[],"files":{},"metadata":{}}]}`})
+	writeFiles(t, dir, map[string]string{ManifestFile: `{"dataset":"pilot","version":"pilot-v1","tasks":[{"id":"gjson-196-bf4efcb","language":"go","project":"p","repository":"r","base":"b","image":"case/pilot/gjson-196-bf4efcb","arch":["arm64"],"checks":[],"files":{},"metadata":{}}]}`})
 	got, err = TaskArches(dir, "gjson-196-bf4efcb")
 	if err != nil {
 		t.Fatal(err)

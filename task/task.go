@@ -115,6 +115,9 @@ func load(dir string) (*Task, Problems) {
 		t.Base = base
 		ps = append(ps, dps...)
 	}
+	// A task file that is a symlink out of the folder would be hashed
+	// from the host and, copied into the case image, read there.
+	ps = append(ps, outsideLinks(dir)...)
 	return t, ps
 }
 

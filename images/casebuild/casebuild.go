@@ -29,6 +29,11 @@ import (
 // of its task folder when it was built.
 const LabelTaskFiles = "ssebench.task-files"
 
+// LabelTaskSSE is the label of the digest of the task folder's sse/ files
+// (task.TaskFilesDigest): the tool layer checks the case image's /ssebench
+// against it.
+const LabelTaskSSE = "ssebench.task-sse"
+
 // Builder builds base and case images with BuildKit and records them in the
 // local store, or pushes them.
 type Builder struct {
@@ -332,11 +337,12 @@ func sortedIDs[V any](m map[string]V) []string {
 func (b *Builder) buildCase(ctx context.Context, ds *task.Dataset, t *task.Task, o CaseOptions) CaseOutcome {
 	imgName := b.Names.Case(ds.Name, t.ID)
 	oc := CaseOutcome{Task: t.ID, Image: imgName}
-	digest, err := t.FilesDigest()
+	files, err := t.Files()
 	if err != nil {
 		oc.Action, oc.Err = "failed", err
 		return oc
 	}
+	digest, sseDigest := task.DigestFiles(files), task.TaskFilesDigest(files)
 	action := "built"
 	if !o.Force {
 		label, found := b.existingLabel(ctx, imgName)
@@ -367,7 +373,7 @@ func (b *Builder) buildCase(ctx context.Context, ds *task.Dataset, t *task.Task,
 		ContextDir: t.Dir,
 		Platform:   task.Platform(arch),
 		BuildArgs:  map[string]string{task.RegistryArg: b.Names.Registry},
-		Labels:     map[string]string{LabelTaskFiles: digest},
+		Labels:     map[string]string{LabelTaskFiles: digest, LabelTaskSSE: sseDigest},
 	}
 	// The base comes to BuildKit from the store, under the name the
 	// Dockerfile uses: a base built locally is only there, and one from a

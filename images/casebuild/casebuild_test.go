@@ -27,10 +27,10 @@ func TestBaseNames(t *testing.T) {
 	}
 	os.MkdirAll(filepath.Join(home, "datasets", "pilot"), 0o755)
 	manifest := `{"dataset":"pilot","version":"pilot-v1","tasks":[
- {"id":"a","base":"base-generic-go:0.9.0","arch":["amd64"]},
- {"id":"b","base":"base-generic-go:1.0.0","arch":["amd64"]},
- {"id":"c","base":"base-generic-rust:1.0.0","arch":["amd64"]},
- {"id":"d","base":"base-generic-go@sha256:0000000000000000000000000000000000000000000000000000000000000000","arch":["amd64"]}]}`
+ {"id":"a","image":"case/pilot/a","base":"base-generic-go:0.9.0","arch":["amd64"]},
+ {"id":"b","image":"case/pilot/b","base":"base-generic-go:1.0.0","arch":["amd64"]},
+ {"id":"c","image":"case/pilot/c","base":"base-generic-rust:1.0.0","arch":["amd64"]},
+ {"id":"d","image":"case/pilot/d","base":"base-generic-go@sha256:0000000000000000000000000000000000000000000000000000000000000000","arch":["amd64"]}]}`
 	os.WriteFile(filepath.Join(home, "datasets", "pilot", "manifest.json"), []byte(manifest), 0o644)
 
 	b := &Builder{Names: naming.NewNames("localhost:5000/sse", "1.0.0")}

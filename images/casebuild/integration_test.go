@@ -138,6 +138,13 @@ func TestBaseAndCaseImages(t *testing.T) {
 		if got := cf.Config.Labels[casebuild.LabelTaskFiles]; got != want {
 			t.Errorf("%s: label %s = %q, want the folder digest %q", tk.ID, casebuild.LabelTaskFiles, got, want)
 		}
+		files, err := tk.Files()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := cf.Config.Labels[casebuild.LabelTaskSSE], task.TaskFilesDigest(files); got != want {
+			t.Errorf("%s: label %s = %q, want the digest of sse/ %q", tk.ID, casebuild.LabelTaskSSE, got, want)
+		}
 	}
 
 	check("second build", build(false), all("skipped"))

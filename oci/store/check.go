@@ -72,6 +72,7 @@ func (s *Store) Usage() (*Usage, error) {
 	}
 	users := map[v1.Hash]int{}
 	per := make([]map[v1.Hash]int64, len(es))
+	budget := oci.NewBudget(oci.MaxStoreNodes)
 	for i, e := range es {
 		per[i] = map[v1.Hash]int64{}
 		err := s.walk(s.ctx, e.Descriptor, e.Name, func(d v1.Descriptor) error {
@@ -80,7 +81,7 @@ func (s *Store) Usage() (*Usage, error) {
 				users[d.Digest]++
 			}
 			return nil
-		})
+		}, oci.WithBudget(budget))
 		if err != nil {
 			return nil, err
 		}
@@ -136,6 +137,7 @@ func (s *Store) Verify(ctx context.Context) ([]Problem, error) {
 	if err != nil {
 		return nil, err
 	}
+	budget := oci.NewBudget(oci.MaxStoreNodes)
 	for _, e := range es {
 		image := e.Name // the entry a problem is in
 		err := s.walk(ctx, e.Descriptor, image, func(d v1.Descriptor) error {
@@ -155,7 +157,7 @@ func (s *Store) Verify(ctx context.Context) ([]Problem, error) {
 				return errSkip
 			}
 			return nil
-		})
+		}, oci.WithBudget(budget))
 		if err != nil && err != errSkip {
 			probs = append(probs, Problem{Image: e.Name, Digest: e.Descriptor.Digest.String(), What: err.Error()})
 		}

@@ -158,9 +158,9 @@ func (s *Store) Complete(ctx context.Context, desc v1.Descriptor) error {
 // configs, distributable layers), parents before children, each digest
 // once (see oci.WalkManifests). Manifests are read under ctx; one that
 // cannot be read stops the walk with its error.
-func (s *Store) walk(ctx context.Context, desc v1.Descriptor, image string, f func(d v1.Descriptor) error) error {
+func (s *Store) walk(ctx context.Context, desc v1.Descriptor, image string, f func(d v1.Descriptor) error, opts ...oci.WalkOption) error {
 	read := func(d v1.Descriptor) ([]byte, error) { return s.readBlob(ctx, d.Digest, d.Size, image) }
-	return oci.WalkManifests(ctx, desc, image, read, func(d v1.Descriptor, _ bool) error { return f(d) })
+	return oci.WalkManifests(ctx, desc, image, read, func(d v1.Descriptor, _ bool) error { return f(d) }, opts...)
 }
 
 // sourcesLine is the hint of a missing blob's error: where it was

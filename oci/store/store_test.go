@@ -307,3 +307,32 @@ func TestReadOnly(t *testing.T) {
 		t.Errorf("a read-only store claimed a temporary directory: %v", ents)
 	}
 }
+
+// TestSweepOfARemovedLockKeepsALiveDirectory: a sweep that listed a lock
+// file another sweep removed since (the window where a new command has made
+// its lock file but not yet locked it) does not make the file again and
+// take the live command's directory.
+func TestSweepOfARemovedLockKeepsALiveDirectory(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	live, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+	other, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	lock := live.temp.dir + ".lock"
+	if err := os.Remove(lock); err != nil {
+		t.Fatal(err)
+	}
+	other.sweepLock(lock)
+	if _, err := os.Stat(live.temp.dir); err != nil {
+		t.Fatalf("the live command's temporary directory: %v", err)
+	}
+	if _, err := os.Stat(lock); err == nil {
+		t.Errorf("the sweep made the removed lock file %s again", lock)
+	}
+}

@@ -37,6 +37,15 @@ func (s *Store) claimTemp() error {
 		l := flock.New(dir + ".lock")
 		var ok bool
 		if ok, err = l.TryLock(); err != nil || !ok {
+			l.Close()
+			continue
+		}
+		if !lockedAt(l) {
+			// A sweep took the lock file between its creation and
+			// our lock, and removed it: our lock is on a file no
+			// other command can see, so take the next name.
+			l.Close()
+			err = fmt.Errorf("the lock file %s was removed while it was taken", l.Path())
 			continue
 		}
 		if err = os.MkdirAll(dir, 0o755); err != nil {
@@ -67,16 +76,7 @@ func (s *Store) sweepTemp() {
 		p := filepath.Join(s.tmpRoot(), n)
 		switch {
 		case strings.HasSuffix(n, ".lock"):
-			dir := strings.TrimSuffix(p, ".lock")
-			if s.temp != nil && dir == s.temp.dir {
-				continue
-			}
-			l := flock.New(p)
-			if ok, err := l.TryLock(); err == nil && ok {
-				os.RemoveAll(dir)
-				os.Remove(p)
-				l.Close()
-			}
+			s.sweepLock(p)
 		case e.IsDir() && strings.HasPrefix(n, "p"):
 			// Removed with its lock above; a directory whose lock file
 			// is gone was half made or half removed.
@@ -91,4 +91,33 @@ func (s *Store) sweepTemp() {
 			}
 		}
 	}
+}
+
+// sweepLock removes the lock file p and its directory when no live
+// command holds p. p was listed a moment ago: another sweep may have
+// removed it since.
+func (s *Store) sweepLock(p string) {
+	dir := strings.TrimSuffix(p, ".lock")
+	if s.temp != nil && dir == s.temp.dir {
+		return
+	}
+	// Opened without O_CREATE, and checked to be still the file at p
+	// once locked: a sweep must not make a new lock file and take a
+	// directory a live command claimed meanwhile.
+	l := flock.New(p, flock.SetFlag(os.O_RDONLY))
+	if ok, err := l.TryLock(); err == nil && ok && lockedAt(l) {
+		os.RemoveAll(dir)
+		os.Remove(p)
+	}
+	l.Close()
+}
+
+// lockedAt reports whether the file l holds is still the one at its path.
+func lockedAt(l *flock.Flock) bool {
+	held, err := l.Stat()
+	if err != nil {
+		return false
+	}
+	now, err := os.Stat(l.Path())
+	return err == nil && os.SameFile(held, now)
 }

@@ -10,6 +10,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/partial"
 	"github.com/google/go-containerregistry/pkg/v1/stream"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/42-b3yond-6ug/ssebench/oci"
 )
 
 // Write stores img under ref, replacing any entry ref had. It writes each
@@ -113,38 +115,30 @@ func (s *Store) writeImageBlobs(ctx context.Context, img v1.Image) (v1.Descripto
 	return s.putManifest(ctx, img)
 }
 
+// writeIndexBlobs writes idx and what it reaches, each image and index
+// once however many indexes list it (see oci.WalkContentChildrenFirst).
 func (s *Store) writeIndexBlobs(ctx context.Context, idx v1.ImageIndex) (v1.Descriptor, error) {
-	im, err := idx.IndexManifest()
-	if err != nil {
-		return v1.Descriptor{}, err
-	}
-	for _, child := range im.Manifests {
+	var root v1.Descriptor
+	err := oci.WalkContentChildrenFirst(ctx, idx, func(c oci.Content, listed *v1.Descriptor) error {
 		var desc v1.Descriptor
-		switch {
-		case child.MediaType.IsIndex():
-			sub, err := idx.ImageIndex(child.Digest)
-			if err != nil {
-				return v1.Descriptor{}, err
-			}
-			if desc, err = s.writeIndexBlobs(ctx, sub); err != nil {
-				return v1.Descriptor{}, err
-			}
-		case child.MediaType.IsImage():
-			img, err := idx.Image(child.Digest)
-			if err != nil {
-				return v1.Descriptor{}, err
-			}
-			if desc, err = s.writeImageBlobs(ctx, img); err != nil {
-				return v1.Descriptor{}, err
-			}
-		default:
-			return v1.Descriptor{}, fmt.Errorf("index child %s has media type %q, which is neither an image nor an index", child.Digest, child.MediaType)
+		var err error
+		switch c := c.(type) {
+		case v1.ImageIndex:
+			desc, err = s.putManifest(ctx, c)
+		case v1.Image:
+			desc, err = s.writeImageBlobs(ctx, c)
 		}
-		if desc.Digest != child.Digest {
-			return v1.Descriptor{}, fmt.Errorf("index child %s has digest %s when read", child.Digest, desc.Digest)
+		if err != nil {
+			return err
 		}
-	}
-	return s.putManifest(ctx, idx)
+		if listed == nil {
+			root = desc
+		} else if desc.Digest != listed.Digest {
+			return fmt.Errorf("index child %s has digest %s when read", listed.Digest, desc.Digest)
+		}
+		return nil
+	})
+	return root, err
 }
 
 type manifestBlob interface {

@@ -482,6 +482,9 @@ func Load(ctx context.Context, r io.Reader, opts ...Option) (*ArchiveReport, err
 		desc v1.Descriptor
 	}
 	var entries []entry
+	// The entries' walks share what they visited: entries that name one
+	// graph (or each other's) read it once, under one cap.
+	seen, budget := map[string]bool{}, oci.NewBudget(oci.MaxStoreNodes)
 	for _, d := range index.Manifests {
 		n := store.EntryName(d)
 		if n == "" {
@@ -496,7 +499,7 @@ func Load(ctx context.Context, r io.Reader, opts ...Option) (*ArchiveReport, err
 		if err != nil {
 			return nil, fmt.Errorf("index.json entry %s: %w", d.Digest, err)
 		}
-		if err := checkComplete(ctx, s, d, ref.Name(), omitted); err != nil {
+		if err := checkComplete(ctx, s, d, ref.Name(), omitted, oci.WithSeen(seen), oci.WithBudget(budget)); err != nil {
 			return nil, err
 		}
 		if old, err := s.Descriptor(ref); err == nil && old.Digest != d.Digest {
@@ -507,13 +510,15 @@ func Load(ctx context.Context, r io.Reader, opts ...Option) (*ArchiveReport, err
 		}
 		entries = append(entries, entry{ref: ref, desc: d})
 	}
+	refs, descs := make([]name.Reference, 0, len(entries)), make([]v1.Descriptor, 0, len(entries))
 	for _, e := range entries {
 		d := e.desc
 		d.Annotations = nil
-		if err := s.SetEntry(ctx, e.ref, d); err != nil {
-			return nil, err
-		}
+		refs, descs = append(refs, e.ref), append(descs, d)
 		rep.Images = append(rep.Images, ArchivedImage{Name: e.ref.Name(), Descriptor: d})
+	}
+	if err := s.SetEntries(ctx, refs, descs); err != nil {
+		return nil, err
 	}
 	sort.SliceStable(rep.Images, func(i, j int) bool { return rep.Images[i].Name < rep.Images[j].Name })
 	return rep, nil
@@ -552,7 +557,7 @@ func archiveBlobError(h v1.Hash, err error) error {
 }
 
 // checkComplete makes sure every blob the entry d needs is in the store.
-func checkComplete(ctx context.Context, s *store.Store, d v1.Descriptor, image string, omitted map[string]bool) error {
+func checkComplete(ctx context.Context, s *store.Store, d v1.Descriptor, image string, omitted map[string]bool, opts ...oci.WalkOption) error {
 	read := func(d v1.Descriptor) ([]byte, error) { return s.ReadBlob(d.Digest, d.Size, image) }
 	return oci.WalkManifests(ctx, d, image, read, func(d v1.Descriptor, manifest bool) error {
 		if !s.HasBlob(d.Digest) {
@@ -565,7 +570,7 @@ func checkComplete(ctx context.Context, s *store.Store, d v1.Descriptor, image s
 			return fmt.Errorf("entry %s of %s has media type %q, which is neither an image nor an index", d.Digest, image, d.MediaType)
 		}
 		return nil
-	})
+	}, opts...)
 }
 
 // PushLoaded pushes the images of a loaded archive from the store of

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"sync"
 
+	"github.com/42-b3yond-6ug/ssebench/oci"
 	"github.com/42-b3yond-6ug/ssebench/oci/store"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -317,44 +318,30 @@ func (p *pusher) mountCandidates(dst name.Repository, b blob) []name.Repository 
 }
 
 // pushManifests writes the manifests of content: for an index its
-// children first, by digest, then content itself at ref.
+// children first, by digest, each once however many indexes list it, then
+// content itself at ref.
 func (p *pusher) pushManifests(ctx context.Context, ref name.Reference, content remote.Taggable) error {
-	if idx, ok := content.(v1.ImageIndex); ok {
-		im, err := idx.IndexManifest()
+	return oci.WalkContentChildrenFirst(ctx, content, func(c oci.Content, listed *v1.Descriptor) error {
+		at := ref
+		if listed != nil {
+			at = ref.Context().Digest(listed.Digest.String())
+		}
+		raw, err := c.RawManifest()
 		if err != nil {
 			return err
 		}
-		for _, d := range im.Manifests {
-			var child remote.Taggable
-			var err error
-			if d.MediaType.IsIndex() {
-				child, err = idx.ImageIndex(d.Digest)
-			} else {
-				child, err = idx.Image(d.Digest)
-			}
-			if err != nil {
-				return err
-			}
-			if err := p.pushManifests(ctx, ref.Context().Digest(d.Digest.String()), child); err != nil {
-				return err
-			}
+		mt, err := mediaTypeOf(c, raw)
+		if err != nil {
+			return err
 		}
-	}
-	raw, err := content.RawManifest()
-	if err != nil {
-		return err
-	}
-	mt, err := mediaTypeOf(content, raw)
-	if err != nil {
-		return err
-	}
-	if err := p.putManifest(ctx, ref, raw, mt); err != nil {
-		return err
-	}
-	p.mu.Lock()
-	p.rep.Manifests++
-	p.mu.Unlock()
-	return nil
+		if err := p.putManifest(ctx, at, raw, mt); err != nil {
+			return err
+		}
+		p.mu.Lock()
+		p.rep.Manifests++
+		p.mu.Unlock()
+		return nil
+	})
 }
 
 // remember records in the store which repository holds the blobs.

@@ -2,7 +2,9 @@ package commands_test
 
 import (
 	"archive/tar"
+	"encoding/json"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/42-b3yond-6ug/ssebench/internal/hostile"
 	"github.com/42-b3yond-6ug/ssebench/oci/store"
+	"github.com/42-b3yond-6ug/ssebench/task"
 )
 
 // TestHostileTaskFlag: a --task that is not an id is refused before it
@@ -123,4 +126,61 @@ func snapshot(t *testing.T, root string) []string {
 	})
 	slices.Sort(out)
 	return out
+}
+
+// TestHostileCatalogList: `tasks list` of a catalog whose ids are not ids
+// fails in one line and prints no task; free text of a catalog (language,
+// project) that holds a newline, an escape or a right-to-left override is
+// printed escaped, not as given.
+func TestHostileCatalogList(t *testing.T) {
+	edit := func(t *testing.T, c *cli, f func(m map[string]any)) string {
+		t.Helper()
+		dir := exampleDataset(t, c)
+		p := filepath.Join(dir, task.ManifestFile)
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		f(m)
+		if b, err = json.Marshal(m); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	first := func(m map[string]any) map[string]any { return m["tasks"].([]any)[0].(map[string]any) }
+	for _, id := range []string{"../../../../x", "a/b", "a\nb", "a\u202eb", strings.Repeat("a", 200)} {
+		t.Run("id "+id, func(t *testing.T) {
+			hostile.Case(t, "names: catalog ids")
+			c := newCLI(t)
+			dir := edit(t, c, func(m map[string]any) {
+				first(m)["id"] = id
+				first(m)["image"] = "case/examples/" + strings.ToLower(id)
+			})
+			out, _, err := c.run(t, "tasks", "list", "--catalog", dir)
+			if err == nil || strings.ContainsAny(err.Error(), "\n\u202e") || !strings.Contains(err.Error(), "is not a valid id") {
+				t.Errorf("tasks list = %v, want one escaped line refusing the id", err)
+			}
+			if strings.Contains(out, "case/examples") {
+				t.Errorf("tasks list printed tasks of a refused catalog:\n%s", out)
+			}
+		})
+	}
+	for _, text := range []string{"go\nkvconf-12-afb9ee1  examples examples-v1  go  amd64  forged", "go\u202e", "go\x1b]0;title\x07"} {
+		t.Run("language "+text, func(t *testing.T) {
+			hostile.Case(t, "names: catalog ids")
+			c := newCLI(t)
+			dir := edit(t, c, func(m map[string]any) { first(m)["language"] = text })
+			out, _ := c.mustRun(t, "tasks", "list", "--catalog", dir)
+			if strings.Contains(out, text) || strings.ContainsAny(out, "\u202e\x1b\x07") || strings.Count(out, "\n") != 4 {
+				t.Errorf("tasks list printed the catalog's language as given:\n%s", out)
+			}
+		})
+	}
 }

@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +13,7 @@ import (
 	ggremote "github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/42-b3yond-6ug/ssebench/internal/units"
+	"github.com/42-b3yond-6ug/ssebench/oci"
 	"github.com/42-b3yond-6ug/ssebench/registry/remote"
 )
 
@@ -244,42 +246,24 @@ func blobTotal(content ggremote.Taggable) (int64, int) {
 			size += d.Size
 		}
 	}
-	var addImage func(img v1.Image)
-	addImage = func(img v1.Image) {
+	// The one manifest walk: each image once, under its caps, however
+	// many indexes list it (a hostile index would otherwise take minutes
+	// before the push starts).
+	_ = oci.WalkContent(context.Background(), content, func(c oci.Content) error {
+		img, ok := c.(v1.Image)
+		if !ok {
+			return nil
+		}
 		m, err := img.Manifest()
 		if err != nil {
-			return
+			return nil
 		}
 		add(m.Config)
 		for _, l := range m.Layers {
 			add(l)
 		}
-	}
-	var addIndex func(idx v1.ImageIndex)
-	addIndex = func(idx v1.ImageIndex) {
-		im, err := idx.IndexManifest()
-		if err != nil {
-			return
-		}
-		for _, d := range im.Manifests {
-			switch {
-			case d.MediaType.IsIndex():
-				if child, err := idx.ImageIndex(d.Digest); err == nil {
-					addIndex(child)
-				}
-			case d.MediaType.IsImage():
-				if img, err := idx.Image(d.Digest); err == nil {
-					addImage(img)
-				}
-			}
-		}
-	}
-	switch c := content.(type) {
-	case v1.Image:
-		addImage(c)
-	case v1.ImageIndex:
-		addIndex(c)
-	}
+		return nil
+	})
 	return size, len(seen)
 }
 

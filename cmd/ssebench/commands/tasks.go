@@ -120,7 +120,9 @@ stale or missing is a warning on stderr.`,
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "TASK\tDATASET\tLANGUAGE\tARCH\tCASE IMAGE")
 			for _, e := range entries {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", e.ID, e.Dataset+" "+e.Version, e.Language, strings.Join(e.Arch, ","), e.Image)
+				// Every field is a catalog's: the ids and names are
+				// checked when it is opened, the free text is escaped.
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", printable(e.ID), printable(e.Dataset+" "+e.Version), printable(e.Language), printable(strings.Join(e.Arch, ",")), printable(e.Image))
 			}
 			return tw.Flush()
 		},
