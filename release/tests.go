@@ -14,7 +14,6 @@ import (
 	"github.com/42-b3yond-6ug/ssebench/evaluate"
 	"github.com/42-b3yond-6ug/ssebench/internal/safefile"
 	"github.com/42-b3yond-6ug/ssebench/results"
-	"github.com/42-b3yond-6ug/ssebench/sserun"
 	"github.com/42-b3yond-6ug/ssebench/task"
 )
 
@@ -23,7 +22,7 @@ import (
 // the buggy tree (the dummy agent) and the patched tree (the reference
 // agent), each without and with the hidden tests.
 type testRuns struct {
-	plainBefore, before, plainAfter, after []sserun.TestResult
+	plainBefore, before, plainAfter, after []contract.TestResult
 }
 
 // split derives a task's lists from its runs, SWE-bench style:
@@ -35,7 +34,7 @@ type testRuns struct {
 // of that name: then it is GROUP.NAME. Both lists are sorted.
 func (r testRuns) split() (failToPass, passToPass []string) {
 	groups := map[string]map[string]bool{}
-	for _, run := range [][]sserun.TestResult{r.plainBefore, r.before, r.plainAfter, r.after} {
+	for _, run := range [][]contract.TestResult{r.plainBefore, r.before, r.plainAfter, r.after} {
 		for _, t := range run {
 			if groups[t.Name] == nil {
 				groups[t.Name] = map[string]bool{}
@@ -43,7 +42,7 @@ func (r testRuns) split() (failToPass, passToPass []string) {
 			groups[t.Name][t.Group] = true
 		}
 	}
-	name := func(t sserun.TestResult) string {
+	name := func(t contract.TestResult) string {
 		if len(groups[t.Name]) > 1 {
 			return t.ID()
 		}
@@ -68,11 +67,11 @@ func (r testRuns) split() (failToPass, passToPass []string) {
 
 // passes reports whether the listed name has a result in run, and every
 // result it has is a pass: the grade's own rule.
-func passes(run []sserun.TestResult, listed string) bool {
+func passes(run []contract.TestResult, listed string) bool {
 	n := 0
 	for _, t := range run {
 		if t.Matches(listed) {
-			if t.Outcome != sserun.TestPass {
+			if t.Outcome != contract.TestPass {
 				return false
 			}
 			n++
@@ -86,7 +85,7 @@ func readTestRuns(t *task.Task, done map[string]*results.Run) (testRuns, error) 
 	var r testRuns
 	for _, x := range []struct {
 		agent, check string
-		into         *[]sserun.TestResult
+		into         *[]contract.TestResult
 	}{
 		{DummyAgent, "test", &r.plainBefore}, {DummyAgent, "intent_test", &r.before},
 		{ReferenceAgent, "test", &r.plainAfter}, {ReferenceAgent, "intent_test", &r.after},
@@ -100,7 +99,7 @@ func readTestRuns(t *task.Task, done map[string]*results.Run) (testRuns, error) 
 		if err != nil {
 			return r, fmt.Errorf("the %s run has no %s: %w", x.agent, contract.CheckLog(x.check), err)
 		}
-		tests, ok, err := sserun.ParseOutcomes(f)
+		tests, ok, err := contract.ReadTestOutcomes(f)
 		f.Close()
 		if err != nil {
 			return r, fmt.Errorf("reading %s: %w", log, err)
@@ -178,7 +177,7 @@ func (r *Report) judgeTests(t *task.Task, done map[string]*results.Run, write bo
 }
 
 // sameTest reports whether two names name the same tests of run.
-func sameTest(run []sserun.TestResult, a, b string) bool {
+func sameTest(run []contract.TestResult, a, b string) bool {
 	if a == b {
 		return true
 	}
@@ -187,7 +186,7 @@ func sameTest(run []sserun.TestResult, a, b string) bool {
 			return false
 		}
 	}
-	return slices.ContainsFunc(run, func(t sserun.TestResult) bool { return t.Matches(a) })
+	return slices.ContainsFunc(run, func(t contract.TestResult) bool { return t.Matches(a) })
 }
 
 // WriteTests sets tests.fail_to_pass and tests.pass_to_pass in the config

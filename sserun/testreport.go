@@ -31,36 +31,17 @@ const DefaultReportLimit = 64 << 20
 // maxTests bounds how many test results a report may hold.
 const maxTests = 200000
 
-// Test outcomes, as a report gives them. A test that started but has no
-// end (its binary crashed) is "unfinished".
+// Test outcomes, as a report gives them (contract.TestPass, ...).
 const (
-	TestPass       = "pass"
-	TestFail       = "fail"
-	TestSkip       = "skip"
-	TestUnfinished = "unfinished"
+	TestPass       = contract.TestPass
+	TestFail       = contract.TestFail
+	TestSkip       = contract.TestSkip
+	TestUnfinished = contract.TestUnfinished
 )
 
-// TestResult is one test's outcome in a report. Group is what qualifies the
-// name: the Go package's import path, the JUnit classname; empty for
-// libtest.
-type TestResult struct {
-	Group, Name, Outcome string
-}
-
-// ID is how a task's lists name the test when it must be qualified:
-// "group.name".
-func (t TestResult) ID() string {
-	if t.Group == "" {
-		return t.Name
-	}
-	return t.Group + "." + t.Name
-}
-
-// Matches reports whether the listed name names t: the bare name in any
-// group, or group.name.
-func (t TestResult) Matches(listed string) bool {
-	return listed == t.Name || (t.Group != "" && listed == t.Group+"."+t.Name)
-}
+// TestResult is one test's outcome in a report (contract.TestResult: the
+// host reads the outcomes back from the checks' logs).
+type TestResult = contract.TestResult
 
 // TestReport is a parsed report, in the order the tests ended.
 type TestReport struct {
@@ -363,48 +344,14 @@ type NamedList struct {
 	Names []string
 }
 
-// reportHeader starts the block of every test's outcome that the daemon
-// appends to a judged check's output; ParseOutcomeBlock reads it back.
-const reportHeader = "[ssebench: test report"
-
-// WriteOutcomes writes the block of every test's outcome, one line each:
-// "=== test pass: NAME\t(GROUP)".
+// WriteOutcomes writes the block of every test's outcome that the daemon
+// appends to a judged check's output (contract.WriteTestOutcomes).
 func (rep *TestReport) WriteOutcomes(w io.Writer) {
-	fmt.Fprintf(w, "%s (%s): %d test result(s)]\n", reportHeader, rep.Format, len(rep.Tests))
-	for _, t := range rep.Tests {
-		name := strings.ReplaceAll(t.Name, "\t", " ")
-		if t.Group != "" {
-			fmt.Fprintf(w, "=== test %s: %s\t(%s)\n", t.Outcome, name, strings.ReplaceAll(t.Group, "\t", " "))
-		} else {
-			fmt.Fprintf(w, "=== test %s: %s\n", t.Outcome, name)
-		}
-	}
+	contract.WriteTestOutcomes(w, rep.Format, rep.Tests)
 }
 
-// ParseOutcomes reads the last outcome block of a check's log, as
-// WriteOutcomes wrote it; ok is false when the log has none.
+// ParseOutcomes reads the last outcome block of a check's log
+// (contract.ReadTestOutcomes).
 func ParseOutcomes(r io.Reader) (tests []TestResult, ok bool, err error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, reportHeader) {
-			tests, ok = nil, true
-			continue
-		}
-		rest, found := strings.CutPrefix(line, "=== test ")
-		if !found || !ok {
-			continue
-		}
-		outcome, name, found := strings.Cut(rest, ": ")
-		if !found {
-			continue
-		}
-		t := TestResult{Name: name, Outcome: outcome}
-		if i := strings.LastIndex(name, "\t("); i >= 0 && strings.HasSuffix(name, ")") {
-			t.Name, t.Group = name[:i], name[i+2:len(name)-1]
-		}
-		tests = append(tests, t)
-	}
-	return tests, ok, sc.Err()
+	return contract.ReadTestOutcomes(r)
 }

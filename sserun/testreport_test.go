@@ -32,11 +32,11 @@ func TestParseGoTestJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []TestResult{
-		{"example.com/kv", "TestParse/empty", TestPass},
-		{"example.com/kv", "TestParse", TestPass},
-		{"example.com/kv", "TestSkipped", TestSkip},
-		{"example.com/kv/internal/io", "TestParse", TestFail},
-		{"example.com/kv", "TestPanics", TestUnfinished},
+		{Group: "example.com/kv", Name: "TestParse/empty", Outcome: TestPass},
+		{Group: "example.com/kv", Name: "TestParse", Outcome: TestPass},
+		{Group: "example.com/kv", Name: "TestSkipped", Outcome: TestSkip},
+		{Group: "example.com/kv/internal/io", Name: "TestParse", Outcome: TestFail},
+		{Group: "example.com/kv", Name: "TestPanics", Outcome: TestUnfinished},
 	}
 	if diff := cmp.Diff(want, rep.Tests); diff != "" {
 		t.Errorf("tests (-want +got):\n%s", diff)
@@ -79,10 +79,10 @@ func TestParseJUnit(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []TestResult{
-		{"qs", "decode_plain", TestPass},
-		{"qs", "decode_truncated", TestFail},
-		{"qs", "decode_later", TestSkip},
-		{"other", "decode_plain", TestFail},
+		{Group: "qs", Name: "decode_plain", Outcome: TestPass},
+		{Group: "qs", Name: "decode_truncated", Outcome: TestFail},
+		{Group: "qs", Name: "decode_later", Outcome: TestSkip},
+		{Group: "other", Name: "decode_plain", Outcome: TestFail},
 	}
 	if diff := cmp.Diff(want, rep.Tests); diff != "" {
 		t.Errorf("tests (-want +got):\n%s", diff)
@@ -110,11 +110,11 @@ func TestParseLibtest(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []TestResult{
-		{"", "tests::decode_ok", TestPass},
-		{"", "tests::decode_huge", TestFail},
-		{"", "tests::slow", TestSkip},
-		{"", "src/lib.rs - decode (line 10)", TestPass},
-		{"", "decode_ok", TestPass},
+		{Group: "", Name: "tests::decode_ok", Outcome: TestPass},
+		{Group: "", Name: "tests::decode_huge", Outcome: TestFail},
+		{Group: "", Name: "tests::slow", Outcome: TestSkip},
+		{Group: "", Name: "src/lib.rs - decode (line 10)", Outcome: TestPass},
+		{Group: "", Name: "decode_ok", Outcome: TestPass},
 	}
 	if diff := cmp.Diff(want, rep.Tests); diff != "" {
 		t.Errorf("tests (-want +got):\n%s", diff)
