@@ -113,6 +113,10 @@ type Result struct {
 	// Skipped says why a check did not run (in a grade, checks after a
 	// failed build).
 	Skipped string `json:"skipped,omitempty"`
+	// Sandbox says how the script ran: SandboxOn ("namespaces": a private
+	// /tmp and loopback), or "none: " and why the kernel or the container
+	// runtime refused it.
+	Sandbox string `json:"sandbox,omitempty"`
 }
 
 // Response is one line the daemon sends back. For build, test, poc and
