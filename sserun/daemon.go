@@ -481,13 +481,17 @@ func (d *Daemon) pocs(ctx context.Context, s *scratch) (Result, []PoCResult) {
 // script runs one task script in the copy of the tree.
 func (d *Daemon) script(ctx context.Context, s *scratch, script string, args ...string) Result {
 	out := newTailBuffer(d.o.outputLimit)
-	// A private /tmp and loopback: the agent's code in the script hands
-	// nothing to the agent's processes that way. Only root can set one up
-	// for another user; a daemon that is not root runs everything as one
-	// user anyway.
+	// A private /tmp and loopback, and none of the agent's folders (the
+	// script works on the scratch's copy): the agent's code in the script
+	// hands nothing to the agent's processes that way. Only root can set
+	// one up for another user; a daemon that is not root runs everything
+	// as one user anyway.
 	var sandbox *Sandbox
 	if d.o.runner != nil {
-		sandbox = &Sandbox{Keep: []string{s.top, s.home, s.tmp}}
+		sandbox = &Sandbox{Keep: []string{s.top, s.home, s.tmp}, Hide: []string{d.o.sourceDir}}
+		if d.o.agentUser != nil {
+			sandbox.Hide = append(sandbox.Hide, d.o.agentUser.Home)
+		}
 	}
 	p := &Process{
 		Args:    append([]string{Shell, filepath.Join(s.sse, filepath.FromSlash(script))}, args...),

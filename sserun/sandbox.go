@@ -31,10 +31,16 @@ import (
 // namespaces (a seccomp profile that blocks them, user namespaces turned
 // off), the command runs without them and Exit.Sandbox says why.
 type Sandbox struct {
-	// Keep are directories that lie under /tmp, /var/tmp or /dev/shm and
-	// that the command needs (its scratch tree, its HOME and TMPDIR): they
-	// stay visible at the same path on top of the fresh tmpfs.
+	// Keep are directories that lie under a directory the sandbox
+	// replaces and that the command needs (its scratch tree, its HOME and
+	// TMPDIR): they stay visible at the same path on top of it.
 	Keep []string
+	// Hide are directories the command must not reach at all, covered
+	// with an empty read-only tmpfs: the agent's own (its SOURCE_DIR and
+	// home), where it could leave a world-writable file, a FIFO or a
+	// socket for the agent's code in a script to hand things to. A
+	// directory that is not there is skipped.
+	Hide []string
 }
 
 // SandboxOn is what Exit.Sandbox says when the command ran in the sandbox.
@@ -53,21 +59,29 @@ const sandboxArg0 = "ssebench-sandbox"
 const sandboxFailed = 127
 
 // privateDirs are the directories every user may write that the sandbox
-// replaces with a tmpfs of its own, and the size each gets. Memory spent
-// in a tmpfs counts against the container's memory limit too.
+// replaces with a file system of its own: a tmpfs of a capped size, and
+// for POSIX message queues the new IPC namespace's own. Memory spent in a
+// tmpfs counts against the container's memory limit too.
 var privateDirs = []struct {
-	path, opts string
+	path, fstype, opts string
 }{
-	{"/tmp", "mode=1777,size=1g"},
-	{"/var/tmp", "mode=1777,size=1g"},
-	{"/dev/shm", "mode=1777,size=64m"},
+	{"/tmp", "tmpfs", "mode=1777,size=1g"},
+	{"/var/tmp", "tmpfs", "mode=1777,size=1g"},
+	{"/dev/shm", "tmpfs", "mode=1777,size=64m"},
+	{"/run/lock", "tmpfs", "mode=1777,size=16m"},
+	{"/dev/mqueue", "mqueue", ""},
 }
+
+// hiddenOpts is the tmpfs that covers a hidden directory, mounted
+// read-only: empty for good.
+const hiddenOpts = "mode=0755,size=4k"
 
 // sandboxSpec is what the parent tells the helper, as JSON in argv[1].
 type sandboxSpec struct {
 	UID, GID int
 	Dir      string
 	Keep     []string
+	Hide     []string
 	Args     []string
 }
 
@@ -130,10 +144,18 @@ func setupSandbox(spec *sandboxSpec) error {
 		path string
 		fd   int
 	}
+	var hide []string
+	for _, h := range spec.Hide {
+		h = filepath.Clean(h)
+		// One under /tmp is gone with the rest of it.
+		if fi, err := os.Lstat(h); err == nil && fi.IsDir() && filepath.IsAbs(h) && h != "/" && !covered(h, nil) {
+			hide = append(hide, h)
+		}
+	}
 	var keep []kept
 	for _, k := range spec.Keep {
 		k = filepath.Clean(k)
-		if !filepath.IsAbs(k) || !underPrivate(k) || keptUnder(k, spec.Keep) {
+		if !filepath.IsAbs(k) || !covered(k, hide) || keptUnder(k, spec.Keep) {
 			continue
 		}
 		fd, err := unix.Open(k, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
@@ -146,8 +168,14 @@ func setupSandbox(spec *sandboxSpec) error {
 		if fi, err := os.Lstat(d.path); err != nil || !fi.IsDir() {
 			continue // the image has none: nothing to share either
 		}
-		if err := unix.Mount("tmpfs", d.path, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, d.opts); err != nil {
-			return fmt.Errorf("mounting a tmpfs on %s: %w", d.path, err)
+		if err := unix.Mount(d.fstype, d.path, d.fstype, unix.MS_NOSUID|unix.MS_NODEV, d.opts); err != nil {
+			return fmt.Errorf("mounting a %s on %s: %w", d.fstype, d.path, err)
+		}
+	}
+	for _, h := range hide {
+		flags := uintptr(unix.MS_RDONLY | unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC)
+		if err := unix.Mount("tmpfs", h, "tmpfs", flags, hiddenOpts); err != nil {
+			return fmt.Errorf("hiding %s: %w", h, err)
 		}
 	}
 	for _, k := range keep {
@@ -172,11 +200,16 @@ func setupSandbox(spec *sandboxSpec) error {
 	return nil
 }
 
-// underPrivate tells whether p lies under a directory the sandbox
-// replaces.
-func underPrivate(p string) bool {
+// covered tells whether p lies under a directory the sandbox replaces or
+// hides.
+func covered(p string, hide []string) bool {
 	for _, d := range privateDirs {
 		if strings.HasPrefix(p, d.path+"/") {
+			return true
+		}
+	}
+	for _, h := range hide {
+		if strings.HasPrefix(p, h+"/") {
 			return true
 		}
 	}
@@ -234,7 +267,7 @@ func (p *Process) sandboxAttr(attr *syscall.SysProcAttr) ([]string, error) {
 	attr.Cloneflags = syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWNET | syscall.CLONE_NEWIPC
 	attr.UidMappings, attr.GidMappings = uids, gids
 	attr.GidMappingsEnableSetgroups = true
-	spec, err := json.Marshal(sandboxSpec{UID: p.User.UID, GID: p.User.GID, Dir: p.Dir, Keep: p.Sandbox.Keep, Args: p.Args})
+	spec, err := json.Marshal(sandboxSpec{UID: p.User.UID, GID: p.User.GID, Dir: p.Dir, Keep: p.Sandbox.Keep, Hide: p.Sandbox.Hide, Args: p.Args})
 	if err != nil {
 		return nil, err
 	}
@@ -273,4 +306,23 @@ func identityMap(file string) ([]syscall.SysProcIDMap, error) {
 func readReport(r io.Reader) string {
 	b, _ := io.ReadAll(io.LimitReader(r, 4096))
 	return strings.TrimSpace(string(b))
+}
+
+// Sandbox returns how the grade's scripts ran, for result.json: the first
+// refusal (SandboxNone and why) when a check ran without its sandbox,
+// else SandboxOn when one ran in it, else "" (nothing ran, or the daemon
+// is not root). A proof-of-concept check sums its runs and has no say of
+// its own; its runs are sandboxed as the build's are.
+func (g *Grade) Sandbox() string {
+	got := ""
+	for _, r := range []*Result{g.Build, g.Test, g.PoC, g.IntentTest} {
+		switch {
+		case r == nil:
+		case strings.HasPrefix(r.Sandbox, SandboxNone):
+			return r.Sandbox
+		case r.Sandbox != "":
+			got = r.Sandbox
+		}
+	}
+	return got
 }

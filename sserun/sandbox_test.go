@@ -41,6 +41,13 @@ func TestSandboxProbe(t *testing.T) {
 	_, err := os.ReadFile(os.Getenv("SECRET_FILE"))
 	fmt.Printf("secret=%v\n", err == nil)
 	fmt.Printf("wrote=%v\n", os.WriteFile("/tmp/left-by-the-script", []byte("x"), 0o644) == nil)
+	// The agent's world-writable file in a folder of its own.
+	drop, err := os.OpenFile(os.Getenv("DROP_FILE"), os.O_WRONLY, 0)
+	if err == nil {
+		_, err = drop.WriteString("the proof of concept")
+		drop.Close()
+	}
+	fmt.Printf("drop=%v\n", err == nil)
 
 	// The agent's listener on the container's loopback.
 	if c, err := net.DialTimeout("tcp", addr, 2*time.Second); err == nil {
@@ -133,6 +140,24 @@ func TestSandbox(t *testing.T) {
 		got <- string(b)
 	}()
 
+	// A folder of the agent's, outside /tmp, with a file every user may
+	// write.
+	agentDir, err := os.MkdirTemp("/run", "ssebench-agent-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(agentDir)
+	dropFile := filepath.Join(agentDir, "drop")
+	if err := os.WriteFile(dropFile, nil, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dropFile, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(agentDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+
 	// The scratch tree: under /tmp, as the daemon's is by default.
 	scratch := sharedTempDir(t)
 	probe := filepath.Join(scratch, "probe")
@@ -144,10 +169,10 @@ func TestSandbox(t *testing.T) {
 	p := &Process{
 		Args:    []string{probe, "-test.run=^TestSandboxProbe$"},
 		Dir:     scratch,
-		Env:     []string{sandboxProbeEnv + "=" + l.Addr().String(), "SECRET_FILE=" + secret.Name()},
+		Env:     []string{sandboxProbeEnv + "=" + l.Addr().String(), "SECRET_FILE=" + secret.Name(), "DROP_FILE=" + dropFile},
 		User:    &u,
 		Output:  &out,
-		Sandbox: &Sandbox{Keep: []string{scratch}},
+		Sandbox: &Sandbox{Keep: []string{scratch}, Hide: []string{agentDir}},
 	}
 	ex, err := p.Run(context.Background())
 	if err != nil || ex.Code != 0 {
@@ -161,6 +186,7 @@ func TestSandbox(t *testing.T) {
 		"tmp":        "/tmp:" + strings.TrimPrefix(scratch, "/tmp/")[:strings.Index(strings.TrimPrefix(scratch, "/tmp/"), "/")] + " /var/tmp: /dev/shm:",
 		"secret":     "false",
 		"wrote":      "true",
+		"drop":       "false",
 		"dial":       "refused",
 		"lo":         "works",
 		"cwd":        scratch,
@@ -183,6 +209,9 @@ func TestSandbox(t *testing.T) {
 	case s := <-got:
 		t.Errorf("the listener on the container's loopback got %q", s)
 	default:
+	}
+	if b, _ := os.ReadFile(dropFile); len(b) > 0 {
+		t.Errorf("the script wrote %q into a file of the agent's", b)
 	}
 	if _, err := os.Stat("/tmp/left-by-the-script"); err == nil {
 		t.Errorf("a file the script wrote in its /tmp is in the container's /tmp")
@@ -285,4 +314,24 @@ func copyFile(src, dst string) error {
 		return err
 	}
 	return os.WriteFile(dst, b, 0o755)
+}
+
+func TestGradeSandbox(t *testing.T) {
+	on, none := &Result{Sandbox: SandboxOn}, &Result{Sandbox: SandboxNone + "clone: operation not permitted"}
+	tests := []struct {
+		name string
+		g    Grade
+		want string
+	}{
+		{"all in", Grade{Build: on, Test: on, PoC: &Result{}, IntentTest: on}, SandboxOn},
+		{"one refused", Grade{Build: on, Test: none}, none.Sandbox},
+		{"nothing ran", Grade{Build: &Result{}}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.g.Sandbox(); got != tt.want {
+				t.Errorf("Grade.Sandbox() = %q, want %q", got, tt.want)
+			}
+		})
+	}
 }
