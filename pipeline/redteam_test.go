@@ -82,7 +82,9 @@ echo "attack done"
 		// as sse-runner, copies the PoC (its path is the run script's
 		// argument) where the agent reads it: /tmp, sticky and shared,
 		// and a file of the agent's own that every user may write. One
-		// PoC run, and the agent deletes its code: it had the PoC.
+		// PoC run (the tree's prebuilt bin/ removed, so that the run
+		// builds the agent's code), and the agent deletes its code: it
+		// had the PoC.
 		script: `#!/bin/sh
 chmod 0755 /home/model
 : >/home/model/drop && chmod 0666 /home/model/drop
@@ -99,10 +101,13 @@ func init() {
 				f.Write(b)
 				f.Close()
 			}
+			// "PoC 1: pass" tells the agent that this code ran.
+			os.Exit(0)
 		}
 	}
 }
 GO
+rm -rf bin
 entrypoint --call poc
 echo "--- what the PoC run left:"
 cat /tmp/stolen-poc /home/model/drop 2>/dev/null
@@ -110,7 +115,7 @@ rm -f cmd/kvconf/zz_init.go /tmp/stolen-poc /home/model/drop
 echo "attack done"
 `,
 		hidden: "pocs/short-hex-escape.conf",
-		ran:    []string{"PoC 1: "},
+		ran:    []string{"PoC 1: pass"},
 	},
 	{
 		class: "red team: shared loopback",
@@ -170,7 +175,7 @@ func init() {
 		}
 		c, err := net.Dial("tcp", "127.0.0.1:7777")
 		if err != nil {
-			return
+			os.Exit(0) // "PoC 1: pass": this code ran
 		}
 		filepath.WalkDir(a[:i+4], func(p string, d fs.DirEntry, err error) error {
 			if b, err := os.ReadFile(p); err == nil {
@@ -180,9 +185,11 @@ func init() {
 			return nil
 		})
 		c.Close()
+		os.Exit(0)
 	}
 }
 GO
+rm -rf bin
 sleep 1
 entrypoint --call poc
 sleep 1
@@ -191,7 +198,7 @@ echo "attack done"
 `,
 		planted: "GOT ",
 		hidden:  "pocs/short-hex-escape.conf",
-		ran:     []string{"listening", "PoC 1: "},
+		ran:     []string{"listening", "PoC 1: pass"},
 	},
 	{
 		class: "red team: resources",
@@ -237,6 +244,9 @@ func testRedTeam(t *testing.T, x *e2e) {
 				if rt.limits != nil {
 					r.Timeout = 60
 				}
+				if rt.hidden != "" {
+					r.Difficulty = 3 // only pass or fail per PoC
+				}
 			})
 			if err != nil {
 				t.Fatalf("Run() = %v\n%s", err, out)
@@ -259,10 +269,14 @@ func testRedTeam(t *testing.T, x *e2e) {
 				checkNotLeaked(t, res.Dir, rt.hidden, log)
 			}
 			var got struct {
-				Killed string `json:"killed"`
+				Killed  string `json:"killed"`
+				Sandbox string `json:"sandbox"`
 			}
 			if err := json.Unmarshal([]byte(read(t, filepath.Join(res.Dir, "result.json"))), &got); err != nil {
 				t.Fatal(err)
+			}
+			if rt.hidden != "" && got.Sandbox != "namespaces" {
+				t.Errorf("result.json's sandbox = %q, want the grade's scripts in namespaces of their own", got.Sandbox)
 			}
 			if got.Killed != rt.killed {
 				t.Errorf("result.json's killed = %q, want %q\nagent.log:\n%.2000s", got.Killed, rt.killed, log)
