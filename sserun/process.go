@@ -89,9 +89,12 @@ func (p *Process) Run(ctx context.Context) (Exit, error) {
 		return ex, err
 	}
 	ex, refused, err := p.run(ctx, true)
-	if err != nil || refused == "" {
-		ex.Sandbox = SandboxOn
+	if err != nil {
 		return ex, err
+	}
+	if refused == "" {
+		ex.Sandbox = SandboxOn
+		return ex, nil
 	}
 	// None of the command ran: the helper failed before its exec. A
 	// refusal is the kernel's or the runtime's, made before any of the
