@@ -64,6 +64,11 @@ type RunResult struct {
 	// to a copy of the agent's tree, and the test script run there; absent
 	// when the task has no future_test.
 	IntentTest *Check `json:"intent_test,omitempty"`
+	// Sandbox is how the grade's scripts ran: "namespaces" (each in
+	// namespaces of its own: a private /tmp and loopback), or "none: "
+	// and why the kernel or the container runtime refused them. Empty
+	// when nothing was graded or the daemon is not root.
+	Sandbox string `json:"sandbox,omitempty"`
 	// Passed is true when every check that applies passed.
 	Passed     bool   `json:"passed"`
 	GradeError string `json:"grade_error,omitempty"`

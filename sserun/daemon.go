@@ -486,6 +486,18 @@ func (d *Daemon) pocs(ctx context.Context, s *scratch) (Result, []PoCResult) {
 // script runs one task script in the copy of the tree.
 func (d *Daemon) script(ctx context.Context, s *scratch, script string, args ...string) Result {
 	out := newTailBuffer(d.o.outputLimit)
+	// A private /tmp and loopback, and none of the agent's folders (the
+	// script works on the scratch's copy): the agent's code in the script
+	// hands nothing to the agent's processes that way. Only root can set
+	// one up for another user; a daemon that is not root runs everything
+	// as one user anyway.
+	var sandbox *Sandbox
+	if d.o.runner != nil {
+		sandbox = &Sandbox{Keep: []string{s.top, s.home, s.tmp}, Hide: []string{d.o.sourceDir}}
+		if d.o.agentUser != nil {
+			sandbox.Hide = append(sandbox.Hide, d.o.agentUser.Home)
+		}
+	}
 	p := &Process{
 		Args:    append([]string{Shell, filepath.Join(s.sse, filepath.FromSlash(script))}, args...),
 		Dir:     s.src,
@@ -493,6 +505,7 @@ func (d *Daemon) script(ctx context.Context, s *scratch, script string, args ...
 		User:    d.o.runner,
 		Output:  out,
 		Timeout: d.o.scriptTimeout,
+		Sandbox: sandbox,
 	}
 	ex, err := p.Run(ctx)
 	if err != nil {
@@ -505,6 +518,7 @@ func (d *Daemon) script(ctx context.Context, s *scratch, script string, args ...
 		OutputCut:  out.cut(),
 		DurationMS: ex.Duration.Milliseconds(),
 		TimedOut:   ex.TimedOut,
+		Sandbox:    ex.Sandbox,
 	}
 	if ex.TimedOut {
 		r.Output += fmt.Sprintf("\n[ssebench: %s was killed after %s]\n", script, d.o.scriptTimeout)

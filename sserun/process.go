@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // TimeoutExit is the exit status of a process killed at its time limit,
@@ -53,6 +55,9 @@ type Process struct {
 	// the agent's runaway allocation is what dies, not the entrypoint
 	// that reports it.
 	OOMFirst bool
+	// Sandbox, when set, runs the command in namespaces of its own (see
+	// Sandbox); User must be set. Exit.Sandbox says whether it did.
+	Sandbox *Sandbox
 }
 
 // Exit is how a Process ended.
@@ -62,23 +67,73 @@ type Exit struct {
 	Code     int
 	TimedOut bool
 	Duration time.Duration
+	// Sandbox is, for a Process with Sandbox set, SandboxOn when the
+	// command ran in its sandbox, or SandboxNone and the reason the
+	// kernel or the container runtime refused it, when it ran without.
+	Sandbox string
 }
 
 // Run runs the process and waits for it. The error is about starting it;
 // how it ended is in Exit. When ctx ends first the group is killed and
 // Code says so (137).
+//
+// Every process that does not run as root gets no_new_privs: no setuid
+// program of the image can make the agent, or the agent's code in a
+// script, root again.
 func (p *Process) Run(ctx context.Context) (Exit, error) {
 	if len(p.Args) == 0 {
 		return Exit{Code: -1}, errors.New("running a process: no command")
 	}
+	if p.Sandbox == nil {
+		ex, _, err := p.run(ctx, false)
+		return ex, err
+	}
+	ex, refused, err := p.run(ctx, true)
+	if err != nil {
+		return ex, err
+	}
+	if refused == "" {
+		ex.Sandbox = SandboxOn
+		return ex, nil
+	}
+	// None of the command ran: the helper failed before its exec. A
+	// refusal is the kernel's or the runtime's, made before any of the
+	// agent's code runs, so the agent cannot bring it about; the command
+	// runs as it would without a sandbox, and the caller records why.
+	ex, _, err = p.run(ctx, false)
+	ex.Sandbox = SandboxNone + refused
+	return ex, err
+}
+
+// run runs the process once, in its sandbox when sandboxed is true. It
+// returns, in refused, why the sandbox could not be set up; the command
+// did not run then.
+func (p *Process) run(ctx context.Context, sandboxed bool) (_ Exit, refused string, _ error) {
 	cmd := exec.Command(p.Args[0], p.Args[1:]...)
 	cmd.Dir = p.Dir
 	cmd.Env = p.Env
 	attr := &syscall.SysProcAttr{Setpgid: true}
-	if p.User != nil {
+	var report *os.File
+	if sandboxed {
+		args, err := p.sandboxAttr(attr)
+		if err != nil {
+			return Exit{Code: -1}, err.Error(), nil
+		}
+		// The helper is this very binary, run again: it sets the
+		// sandbox up as root inside it, then becomes User.
+		cmd.Path, cmd.Args = "/proc/self/exe", args
+		r, w, err := os.Pipe()
+		if err != nil {
+			return Exit{Code: -1}, "", fmt.Errorf("making the sandbox's report pipe: %w", err)
+		}
+		defer r.Close()
+		defer w.Close()
+		report = r
+		cmd.ExtraFiles = []*os.File{w}
+	} else if p.User != nil {
 		cred, err := credential(p.User)
 		if err != nil {
-			return Exit{Code: -1}, err
+			return Exit{Code: -1}, "", err
 		}
 		attr.Credential = cred
 	}
@@ -86,7 +141,7 @@ func (p *Process) Run(ctx context.Context) (Exit, error) {
 
 	out, err := attach(p.Output)
 	if err != nil {
-		return Exit{Code: -1}, err
+		return Exit{Code: -1}, "", err
 	}
 	cmd.Stdout, cmd.Stderr = out.writer(), out.writer()
 	sinks := []*sink{out}
@@ -94,14 +149,14 @@ func (p *Process) Run(ctx context.Context) (Exit, error) {
 		errOut, err := attach(p.Stderr)
 		if err != nil {
 			out.abort()
-			return Exit{Code: -1}, err
+			return Exit{Code: -1}, "", err
 		}
 		cmd.Stderr = errOut.writer()
 		sinks = append(sinks, errOut)
 	}
 
 	start := time.Now()
-	err = cmd.Start()
+	err = p.start(cmd, sandboxed)
 	for _, s := range sinks {
 		// The child has its copy of the pipe's write end; ours must go,
 		// or the pipe never ends.
@@ -111,9 +166,24 @@ func (p *Process) Run(ctx context.Context) (Exit, error) {
 		for _, s := range sinks {
 			s.abort()
 		}
-		return Exit{Code: -1}, fmt.Errorf("starting %s: %w", p.Args[0], err)
+		if sandboxed {
+			// clone or the id maps refused: no namespaces here.
+			return Exit{Code: -1}, "creating namespaces: " + err.Error(), nil
+		}
+		return Exit{Code: -1}, "", fmt.Errorf("starting %s: %w", p.Args[0], err)
 	}
 	pgid := cmd.Process.Pid
+	if report != nil {
+		cmd.ExtraFiles[0].Close()
+		if why := readReport(report); why != "" {
+			_ = cmd.Wait()
+			killGroup(pgid)
+			for _, s := range sinks {
+				s.drain()
+			}
+			return Exit{Code: -1}, why, nil
+		}
+	}
 	if p.OOMFirst {
 		// Raising a score needs no privilege; a child can never lower
 		// it again without CAP_SYS_RESOURCE.
@@ -152,7 +222,29 @@ func (p *Process) Run(ctx context.Context) (Exit, error) {
 	if timedOut {
 		ex.Code = TimeoutExit
 	}
-	return ex, nil
+	return ex, "", nil
+}
+
+// start starts cmd; with no_new_privs unless the command runs as root.
+// The flag is set on a locked thread that forks the child and then dies
+// with its goroutine: the child inherits the flag, and no thread of this
+// (root) process keeps it. The sandbox's helper sets it itself, after it
+// set the sandbox up as root.
+func (p *Process) start(cmd *exec.Cmd, sandboxed bool) error {
+	root := os.Geteuid() == 0 && (p.User == nil || p.User.UID == 0)
+	if sandboxed || root {
+		return cmd.Start()
+	}
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+			errc <- fmt.Errorf("setting no_new_privs: %w", err)
+			return
+		}
+		errc <- cmd.Start()
+	}()
+	return <-errc
 }
 
 // sink connects a writer to a child's output: an *os.File directly, any

@@ -116,6 +116,10 @@ type Result struct {
 	// Failed says why a check whose script exited 0 failed: tests the
 	// task lists did not pass, or the test report was missing.
 	Failed string `json:"failed,omitempty"`
+	// Sandbox says how the script ran: SandboxOn ("namespaces": a private
+	// /tmp and loopback), or "none: " and why the kernel or the container
+	// runtime refused it.
+	Sandbox string `json:"sandbox,omitempty"`
 }
 
 // Response is one line the daemon sends back. For build, test, poc and

@@ -547,5 +547,9 @@ func (e *entrypoint) grade(ctx context.Context, tree string, res *contract.RunRe
 	res.Test = check(sserun.OpTest, resp.Grade.Test)
 	res.PoC = check(sserun.OpPoC, resp.Grade.PoC)
 	res.IntentTest = check("intent_test", resp.Grade.IntentTest)
+	res.Sandbox = resp.Grade.Sandbox()
+	if strings.HasPrefix(res.Sandbox, sserun.SandboxNone) {
+		note("the grade's scripts ran without a sandbox (no private /tmp or loopback): %s", strings.TrimPrefix(res.Sandbox, sserun.SandboxNone))
+	}
 	res.Passed = resp.OK
 }
