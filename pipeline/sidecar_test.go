@@ -402,7 +402,7 @@ func testSidecarAttacks(t *testing.T, x *e2e, fixed string) {
 		map[string]string{"attack": read(t, bin), "unquote.go": fixed})
 	for _, a := range sidecarAttacks {
 		t.Run(a.name, func(t *testing.T) {
-			hostile.Case(t, "red team: sidecar "+a.name)
+			hostile.Attack(t, "sidecar "+a.name, "the agent container gets only the agent socket, read-only; the task container alone holds the admin socket and the hand-over files")
 			ep := []string{"/usr/local/bin/entrypoint", "--mode", "sidecar", "--", a.agent}
 			if a.root != "" {
 				ep = append([]string{"/opt/attack", "root", a.root, "--"}, ep...)

@@ -104,7 +104,7 @@ func probeLines(out string) map[string]string {
 // container's /tmp and a listener on its 127.0.0.1 that the agent would
 // have put there.
 func TestSandbox(t *testing.T) {
-	hostile.Case(t, "red team: grader sandbox")
+	hostile.Attack(t, "grader sandbox", "each script in user, mount, network and IPC namespaces of its own")
 	if os.Geteuid() != 0 {
 		t.Skip("needs root")
 	}

@@ -69,7 +69,7 @@ func TestDaemonJudgesTestsByName(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if tt.init != "" {
-				hostile.Case(t, "red team: hidden tests forged")
+				hostile.Attack(t, "hidden tests forged", "the report is read by name, where the grader put it, and must be the runner's regular file")
 			}
 			ft := newFakeTask(t, tt.main)
 			ft.withTestLists(t)

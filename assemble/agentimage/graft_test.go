@@ -236,7 +236,7 @@ CMD ["sh", "-c", "cd $SOURCE_DIR && patch -p1 < /opt/stolen"]
 		{"USER root", "FROM ssebench-agent\nRUN true\nUSER root\n", nil, "the config: USER root"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			hostile.Case(t, "red team: agent folder")
+			hostile.Attack(t, "agent folder", "the graft policy: every entry and the config of the agent's layers")
 			home, dir := answersHome(t, tc.dockerfile, tc.files)
 			img, err := graftBuild(t, client, s, tool, home, dir)
 			if tc.want == "" {
@@ -301,7 +301,7 @@ func TestHostileAgentLayersHoldNoAnswers(t *testing.T) {
 	for _, a := range []string{"dummy", "files-demo", "patcher", "reference", "mcp-probe", "apt-demo", "run-thief", "copy-thief"} {
 		t.Run(a, func(t *testing.T) {
 			if strings.HasSuffix(a, "-thief") {
-				hostile.Case(t, "red team: agent folder")
+				hostile.Attack(t, "agent folder", "the blind build: no /ssebench, no /ssebench-repo, a workspace of the agent's own folder")
 			}
 			dir := filepath.Join(home, "agents", a)
 			if _, err := os.Stat(dir); err != nil {

@@ -348,7 +348,7 @@ func TestModes(t *testing.T) {
 // the daemon, whose scripts run the agent's code (on Kubernetes that code
 // could print a block of its own with it).
 func TestDaemonEnvHasNoStreamToken(t *testing.T) {
-	hostile.Case(t, "red team: forged results")
+	hostile.Attack(t, "forged results", "the results stream's token never reaches the daemon or its scripts")
 	e := &entrypoint{environ: []string{"PATH=/usr/bin", contract.EnvResultsStream + "=s3cr3ts3cr3ts3cr3t", "KEEP=1"}}
 	env := e.daemonEnv()
 	for _, kv := range env {

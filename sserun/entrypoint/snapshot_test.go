@@ -135,7 +135,7 @@ git config include.path /tmp/ssebench-agent-gitconfig; echo '* filter=x' > .gita
 		{"eol attributes", `echo '* text eol=crlf' > .gitattributes`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			hostile.Case(t, "red team: after the phase")
+			hostile.Attack(t, "after the phase", "one snapshot by root with none of the agent's git configuration")
 			os.Remove("/tmp/ssebench-snapshot-filter-ran")
 			c := newSnapshotCase(t)
 			c.agent(t, `printf 'package main // fixed\n' > main.go`)
