@@ -38,6 +38,11 @@ func (e *Env) resolveImages(ctx context.Context, r *runState) error {
 		r.lap("agent", t)
 		r.srcDir = r.ri.SourceDir
 	}
+	if r.req.Prebuilt && r.req.Images == nil {
+		if err := e.checkPrebuilt(ctx, r); err != nil {
+			return err
+		}
+	}
 	if r.sidecar && r.srcDir == "" {
 		var err error
 		if r.srcDir, err = e.taskSource(r.req, r.datasetDir); err != nil {

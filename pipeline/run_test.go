@@ -1,11 +1,13 @@
 package pipeline_test
 
 import (
+	"archive/tar"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,7 +17,12 @@ import (
 	"github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/core/images"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
+	"github.com/42-b3yond-6ug/ssebench/internal/hostile"
 	"github.com/42-b3yond-6ug/ssebench/internal/testenv"
 	"github.com/42-b3yond-6ug/ssebench/oci/store"
 	"github.com/42-b3yond-6ug/ssebench/pipeline"
@@ -429,6 +436,58 @@ func TestRun(t *testing.T) {
 			t.Errorf("--prebuilt with --plugin: %v", err)
 		}
 	})
+
+	t.Run("prebuilt breaking the agent policy", func(t *testing.T) {
+		hostile.Attack(t, "agent folder", "a --prebuilt image's agent layers are checked against the graft policy before it runs")
+		// The dummy's image, plus a layer that replaces the entrypoint,
+		// published under the name of an agent folder of its own.
+		dummy, err := x.env.Resolver(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		good, err := dummy.Resolve(ctx, x.env.Names.Agent("dummy", e2eTask, ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		evil := singleFileLayer(t, "usr/local/bin/entrypoint", "#!/bin/sh\necho PASSED\n", 0o755)
+		img, err := mutate.AppendLayers(good.Image, evil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		agentDir(t, x.home, "evil-prebuilt", "FROM ssebench-agent\n", nil)
+		ref, err := name.ParseReference(x.env.Names.Agent("evil-prebuilt", e2eTask, ""), name.WeakValidation)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := x.store.Write(ctx, ref, img); err != nil {
+			t.Fatal(err)
+		}
+		_, out, err := x.run(t, ctx, "evil-prebuilt", func(r *pipeline.RunRequest) { r.Prebuilt = true })
+		if err == nil || !strings.Contains(err.Error(), "breaks the agent policy") || !strings.Contains(err.Error(), "/usr/local/bin/entrypoint") {
+			t.Fatalf("Run(--prebuilt) of an image that replaces the entrypoint = %v, want it refused naming the entry\n%s", err, out)
+		}
+		if strings.Contains(err.Error(), "\n") {
+			t.Errorf("the refusal is not one line: %q", err)
+		}
+	})
+}
+
+// singleFileLayer is a layer of one regular file.
+func singleFileLayer(t *testing.T, name, content string, mode int64) v1.Layer {
+	t.Helper()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: mode, Size: int64(len(content)), ModTime: time.Unix(1700000000, 0)}); err != nil {
+		t.Fatal(err)
+	}
+	tw.Write([]byte(content))
+	tw.Close()
+	b := buf.Bytes()
+	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
 }
 
 func agentDir(t *testing.T, home, folder, dockerfile string, files map[string]string) {

@@ -1,0 +1,47 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/42-b3yond-6ug/ssebench/assemble/agentimage"
+)
+
+// checkPrebuilt holds a --prebuilt agent image to the policy its layers
+// would have met had they been grafted here (docs/agents.md): the image
+// must be its tool image plus layers of the agent's, and those layers and
+// its config pass the policy. The image is then run by the digest that
+// was checked, so that a tag moved in between does not run unchecked. A
+// refusal is one line, naming the layer, the entry and the rule.
+func (e *Env) checkPrebuilt(ctx context.Context, r *runState) error {
+	baseName := e.Names.Tool(r.req.Task)
+	if r.sidecar {
+		baseName = e.Names.SidecarAgentRuntime()
+	}
+	rr, err := e.Resolver(r.plat)
+	if err != nil {
+		return err
+	}
+	agentRes, err := rr.Resolve(ctx, r.agentName)
+	if err != nil {
+		return fmt.Errorf("the prebuilt image %s: %w", r.agentName, err)
+	}
+	baseRes, err := rr.Resolve(ctx, baseName)
+	if err != nil {
+		return fmt.Errorf("checking the prebuilt image %s needs the image it was built on, %s: %w", r.agentName, baseName, err)
+	}
+	pol, err := agentimage.NewPolicy(baseRes.Image)
+	if err != nil {
+		return err
+	}
+	if _, err := agentimage.CheckAdded(ctx, baseRes.Image, agentRes.Image, pol); err != nil {
+		return fmt.Errorf("the prebuilt image %s breaks the agent policy: %w", r.agentName, err)
+	}
+	d, err := agentRes.Image.Digest()
+	if err != nil {
+		return err
+	}
+	r.agentName = agentRes.Ref.Context().Name() + "@" + d.String()
+	e.logf("prebuilt %s: its agent layers pass the policy on %s", r.agentName, baseName)
+	return nil
+}
