@@ -68,14 +68,16 @@ func TestToolMemory(t *testing.T) {
 		files, size int
 		limitMB     int64
 	}{
-		// Issue 30's target for a large case: 64 MB.
-		{"150 MB in 10,000 files", 10000, 15000, 64},
-		// Issue 27's target is 100 MB; the per-file state (the view of
-		// the case, the new repository's entries) still takes about 150
-		// MB live here, 300 MB with the collector's slack, down from
-		// 376 MB before ReadFiles and the layer writers stopped keeping
-		// a record per file. A guard against growing, not the target.
-		{"200,000 small files", 200000, 200, 320},
+		// Guards, not targets: peak RSS depends on how much CPU the
+		// collector gets, and in the full suite on two cores it doubles.
+		// Alone, the 150 MB tree peaks at 55-58 MiB (issue 30's target is
+		// 64 MB); a held layer would pass 150 MB.
+		{"150 MB in 10,000 files", 10000, 15000, 140},
+		// Alone: 302 MiB, from 376 MiB before ReadFiles and the layer
+		// writers stopped keeping a record per file (issue 27's target,
+		// 100 MB, needs the view and the new repository's entries to
+		// shrink too).
+		{"200,000 small files", 200000, 200, 480},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if !hostile.InChild(t) {
