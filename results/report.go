@@ -135,8 +135,12 @@ func NewReport(title string, runs []*Run) *Report {
 			agents[k] = a
 			checks[k] = map[string]*CheckRate{}
 		}
-		a.Attempts++
-		if r.Passed() {
+		// A run stopped before its grade is no attempt: the user ended
+		// it, not the agent.
+		if !r.Stopped() {
+			a.Attempts++
+		}
+		if r.Passed() && r.Graded() {
 			a.Passed++
 		}
 		if !r.Graded() {

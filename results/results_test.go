@@ -78,14 +78,28 @@ func TestGrade(t *testing.T) {
 		{"failed", bugged, "FAILED: poc, intent_test (build ✓ test ✓)"},
 		{"nobuild", map[string]bool{"build": false, "test": false, "poc": false}, "FAILED: build, test, poc"},
 		{"nograde", nil, "NOT GRADED: the container wrote no result.json (status ok, exit 0)"},
+		// Ctrl-C: the entrypoint wrote result.json without a check.
+		{"stopped", map[string]bool{}, "NOT GRADED: stopped before its grade"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r, err := Load(fakeRun(t, root, tc.name, "task", "agent", 0, tc.checks, 2))
+			dir := fakeRun(t, root, tc.name, "task", "agent", 0, tc.checks, 2)
+			if tc.name == "stopped" {
+				s := readSummary(t, dir)
+				s.Status = "stopped"
+				writeSummary(t, dir, s)
+			}
+			r, err := Load(dir)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if got := r.Grade(); got != tc.want {
 				t.Errorf("Grade() = %q, want %q", got, tc.want)
+			}
+			if tc.name == "stopped" {
+				rep := NewReport("x", []*Run{r})
+				if a := rep.Agents[0]; a.Attempts != 0 || a.NotGraded != 1 || a.Passed != 0 {
+					t.Errorf("a stopped run in the report: %+v, want no attempt, 1 not graded", a)
+				}
 			}
 		})
 	}

@@ -173,8 +173,15 @@ func (r *Run) Task() string  { return r.Summary.Task }
 func (r *Run) Agent() string { return r.Summary.Agent }
 func (r *Run) Model() string { return r.Summary.Config.Model }
 
-// Graded says the container wrote a grade.
-func (r *Run) Graded() bool { return r.Result != nil && r.Result.GradeError == "" }
+// Graded says the container wrote a grade. A run stopped before its grade
+// (Ctrl-C, a stopped evaluation) was not graded, whatever result.json it
+// left: its checks never ran.
+func (r *Run) Graded() bool {
+	return r.Result != nil && r.Result.GradeError == "" && !r.Stopped()
+}
+
+// Stopped says the run was cancelled (summary.json's status "stopped").
+func (r *Run) Stopped() bool { return r.Summary != nil && r.Summary.Status == "stopped" }
 
 // Passed says every check passed.
 func (r *Run) Passed() bool { return r.Result != nil && r.Result.Passed }
@@ -268,10 +275,14 @@ func (r *Run) FailedChecks() []string {
 // (build ✓ test ✓)", or "NOT GRADED: why".
 func (r *Run) Grade() string {
 	switch {
+	case r.Result == nil && r.Stopped():
+		return "NOT GRADED: stopped before its grade"
 	case r.Result == nil:
 		return fmt.Sprintf("NOT GRADED: the container wrote no %s (status %s, exit %d)", contract.ResultFile, r.Summary.Status, r.Summary.ExitCode)
 	case r.Result.GradeError != "":
 		return "NOT GRADED: " + r.Result.GradeError
+	case r.Stopped():
+		return "NOT GRADED: stopped before its grade"
 	case r.Result.Passed:
 		return "PASSED"
 	}

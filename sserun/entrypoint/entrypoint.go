@@ -185,6 +185,7 @@ func (e *entrypoint) Sandbox(ctx context.Context) int {
 
 	if ctx.Err() != nil {
 		note("stopped by a signal: not grading")
+		res.GradeError = "stopped by a signal before the grade"
 	} else if tree, ok := e.writePatch(ctx, sourceDir, base, snap, res, note); ok {
 		e.grade(ctx, tree, res, note)
 	}
