@@ -404,7 +404,11 @@ func rewriteResultsPath(runDir, final string) error {
 	if err := json.Unmarshal(b, &s); err != nil {
 		return fmt.Errorf("reading the run's summary: %w", err)
 	}
-	s.Results = final
+	// Absolute, as a single run's is (docs/results.md): the evaluation's
+	// folder may have been named relative to where eval ran.
+	if s.Results, err = filepath.Abs(final); err != nil {
+		return err
+	}
 	nb, err := json.MarshalIndent(&s, "", "  ")
 	if err != nil {
 		return err

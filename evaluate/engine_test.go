@@ -2,6 +2,7 @@ package evaluate
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -270,5 +271,32 @@ func TestEvaluateOrder(t *testing.T) {
 	}
 	if want[0] != "t1/good/1" || want[6] != "t1/good/2" {
 		t.Errorf("plan order %v: want the attempts outermost", want)
+	}
+}
+
+// TestResultsPathAbsolute: summary.json's results is the run folder's
+// absolute path in an evaluation too, however the folder was named.
+func TestResultsPathAbsolute(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	if err := os.MkdirAll("eval/run1", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile("eval/run1/"+results.SummaryFile, []byte(`{"run_id":"run1","results":"x"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := rewriteResultsPath("eval/run1", "eval/run1"); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile("eval/run1/" + results.SummaryFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s results.Summary
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(dir, "eval/run1"); s.Results != want {
+		t.Errorf("results = %q, want %q", s.Results, want)
 	}
 }
