@@ -241,7 +241,8 @@ pushed. Published tags are never deleted or rewritten.
 The digests are merged into DIR/images.lock.json, and manifest.json and the
 lock are pushed as the catalog artifact PREFIX/catalog/<dataset>:<version>:
 "ssebench tasks list --catalog oci://PREFIX/catalog/<dataset>:<version>"
-reads it, and a mirror of the prefix carries it with the images.`,
+reads it. A mirror does not carry it unless named: add
+PREFIX/catalog/<dataset>:<version> to "ssebench mirror"'s arguments.`,
 		Example: `  ssebench dataset publish datasets/examples --registry localhost:5000/ssebench
   ssebench dataset publish datasets/examples --registry localhost:5000/ssebench --revision 0123abc`,
 		Args: cobra.ExactArgs(1),
