@@ -17,6 +17,7 @@ import (
 	ggremote "github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/42-b3yond-6ug/ssebench/internal/testenv"
+	"github.com/42-b3yond-6ug/ssebench/registry/remote"
 	"github.com/42-b3yond-6ug/ssebench/task"
 	"github.com/42-b3yond-6ug/ssebench/task/catalog"
 )
@@ -222,5 +223,34 @@ func TestOpenOCI(t *testing.T) {
 	}
 	if _, err := catalog.Open(context.Background(), "oci://"+host+"/no-catalog-path:v1"); err == nil || !strings.Contains(err.Error(), "want oci://REGISTRY/catalog/") {
 		t.Errorf("Open(a path without /catalog/) = %v", err)
+	}
+}
+
+// TestCatalogMirrors: the catalog artifact, named to `ssebench mirror`,
+// arrives under the target prefix byte for byte and opens there (what
+// `dataset publish --help` tells an operator to do).
+func TestCatalogMirrors(t *testing.T) {
+	mdata, _, lock := examples(t)
+	srv := httptest.NewServer(registry.New())
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	art, err := catalog.Artifact(mdata, lock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, _ := name.ParseReference(host+"/pub/ssebench/catalog/examples:examples-v1", name.Insecure)
+	if err := ggremote.Write(src, art); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := remote.Mirror(context.Background(), []string{src.String()}, host+"/pub/ssebench", host+"/mirror/ssebench", remote.WithInsecureRegistries(host))
+	if err != nil {
+		t.Fatalf("Mirror(catalog) = %v", err)
+	}
+	want, _ := art.Digest()
+	if len(rep.Images) != 1 || rep.Images[0].Digest != want {
+		t.Errorf("mirrored %+v, want the artifact %s", rep.Images, want)
+	}
+	if _, err := catalog.Open(context.Background(), "oci://"+host+"/mirror/ssebench/catalog/examples:examples-v1"); err != nil {
+		t.Errorf("the mirrored catalog does not open: %v", err)
 	}
 }
