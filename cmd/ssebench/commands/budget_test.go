@@ -13,9 +13,10 @@ import (
 func TestEvalBudgetChecked(t *testing.T) {
 	c := newCLI(t)
 	writeFiles(t, c.home, map[string]string{
-		"agents/dummy/agent.yaml": "name: dummy\n",
-		"agents/dummy/Dockerfile": "FROM ssebench-agent\nCMD [\"echo dummy_QAQ\"]\n",
-		"models/m.yaml":           "base_url: https://api.example.invalid/v1\napi_key_env: none\n",
+		"agents/dummy/agent.yaml":                        "name: dummy\n",
+		"agents/dummy/Dockerfile":                        "FROM ssebench-agent\nCMD [\"echo dummy_QAQ\"]\n",
+		"datasets/examples/kvconf-12-afb9ee1/Dockerfile": "FROM scratch\n",
+		"models/m.yaml":                                  "base_url: https://api.example.invalid/v1\napi_key_env: none\n",
 	})
 	eval := []string{"eval", "--agents", "dummy", "--tasks", "kvconf-12-afb9ee1"}
 	for _, tc := range []struct {

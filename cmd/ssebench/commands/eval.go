@@ -245,6 +245,11 @@ func evalPlan(g *options.Global, e *pipeline.Env, cmd *cobra.Command, o *evalOpt
 			return nil, "", err
 		}
 	}
+	// Names last, once every flag was accepted: each refusal says one
+	// thing to fix.
+	if err := checkNames(e.Home, agents, tasks, local, o.Catalog); err != nil {
+		return nil, "", err
+	}
 	dir := filepath.Join(o.RunsDir, p.FolderName())
 	if err := evaluate.WritePlan(dir, p); err != nil {
 		return nil, "", err

@@ -129,6 +129,9 @@ end. Sidecar mode runs in containerd only.`,
 			if o.Catalog == "" && o.Local == "" {
 				o.Catalog = g.Lookup(catalog.CatalogEnv)
 			}
+			if err := checkNames(e.Home, []string{o.Agent}, []string{o.Task}, o.Local, o.Catalog); err != nil {
+				return err
+			}
 			cluster, err := o.cluster(cmd.Context(), g, cmd, prebuilt)
 			if err != nil {
 				return err

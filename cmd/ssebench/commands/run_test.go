@@ -27,13 +27,16 @@ func TestRunArgumentErrors(t *testing.T) {
 		{"difficulty out of range", nil, []string{"--difficulty", "5"}, "--difficulty 5 is not 0–4"},
 		{"negative timeout", nil, []string{"--timeout", "-1"}, "--timeout -1 is negative"},
 		{"bad egress", nil, []string{"--egress", "wide"}, `--egress: unknown network "wide"`},
+		{"task typo", nil, []string{"--task", "kvconf-12-afb9ee2"}, `unknown task "kvconf-12-afb9ee2": did you mean "kvconf-12-afb9ee1"?`},
+		{"agent typo", nil, []string{"--agent", "dumy"}, `unknown agent "dumy": did you mean "dummy"?`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := newCLI(t)
 			writeFiles(t, c.home, map[string]string{
-				"agents/dummy/agent.yaml": "name: dummy\n",
-				"agents/dummy/Dockerfile": "FROM ssebench-agent\nCMD [\"echo dummy_QAQ\"]\n",
+				"agents/dummy/agent.yaml":                        "name: dummy\n",
+				"agents/dummy/Dockerfile":                        "FROM ssebench-agent\nCMD [\"echo dummy_QAQ\"]\n",
+				"datasets/examples/kvconf-12-afb9ee1/Dockerfile": "FROM scratch\n",
 			})
 			for k, v := range tt.env {
 				t.Setenv(k, v)
@@ -63,13 +66,38 @@ func TestRunArgumentErrors(t *testing.T) {
 func TestEvalMode(t *testing.T) {
 	c := newCLI(t)
 	writeFiles(t, c.home, map[string]string{
-		"agents/dummy/agent.yaml": "name: dummy\n",
-		"agents/dummy/Dockerfile": "FROM ssebench-agent\nCMD [\"echo dummy_QAQ\"]\n",
+		"agents/dummy/agent.yaml":                        "name: dummy\n",
+		"agents/dummy/Dockerfile":                        "FROM ssebench-agent\nCMD [\"echo dummy_QAQ\"]\n",
+		"datasets/examples/kvconf-12-afb9ee1/Dockerfile": "FROM scratch\n",
 	})
 	_, _, err := c.run(t, "eval", "--agents", "dummy", "--tasks", "kvconf-12-afb9ee1", "--mode", "vm")
 	oneLine(t, err)
 	if err == nil || !strings.Contains(err.Error(), `unknown --mode "vm": use sandbox or sidecar`) {
 		t.Errorf("eval --mode vm = %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(c.wd, "runs")); !os.IsNotExist(err) {
+		t.Errorf("eval made %s/runs (stat: %v)", c.wd, err)
+	}
+}
+
+// TestEvalNames: a typo in an agent or a task is refused before the plan,
+// with the closest name, not retried as an infrastructure failure.
+func TestEvalNames(t *testing.T) {
+	c := newCLI(t)
+	writeFiles(t, c.home, map[string]string{
+		"agents/dummy/agent.yaml":                        "name: dummy\n",
+		"agents/dummy/Dockerfile":                        "FROM ssebench-agent\nCMD [\"echo dummy_QAQ\"]\n",
+		"datasets/examples/kvconf-12-afb9ee1/Dockerfile": "FROM scratch\n",
+	})
+	for _, tc := range []struct{ agents, tasks, want string }{
+		{"dumy", "kvconf-12-afb9ee1", `unknown agent "dumy": did you mean "dummy"?`},
+		{"dummy", "kvconf-12-afb9ee2", `unknown task "kvconf-12-afb9ee2": did you mean "kvconf-12-afb9ee1"?`},
+	} {
+		_, _, err := c.run(t, "eval", "--agents", tc.agents, "--tasks", tc.tasks)
+		oneLine(t, err)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("eval --agents %s --tasks %s = %v, want %q", tc.agents, tc.tasks, err, tc.want)
+		}
 	}
 	if _, err := os.Stat(filepath.Join(c.wd, "runs")); !os.IsNotExist(err) {
 		t.Errorf("eval made %s/runs (stat: %v)", c.wd, err)

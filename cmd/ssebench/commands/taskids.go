@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
+	"github.com/42-b3yond-6ug/ssebench/agent"
 	"github.com/42-b3yond-6ug/ssebench/internal/suggest"
 	"github.com/42-b3yond-6ug/ssebench/task"
 )
@@ -77,4 +79,38 @@ func checkTask(home, dataset, id string) error {
 		return fmt.Errorf("unknown task %q: %s has no task folders (pass --home or run from a checkout)", id, where)
 	}
 	return fmt.Errorf("unknown task %q: did you mean %q? (no folder for it under %s)", id, suggest.Closest(id, ids), where)
+}
+
+// checkNames refuses, before anything is built, agent folders and task ids
+// that do not exist, each with the closest name there is: a typo must not
+// reach an evaluation as an infrastructure failure retried three times.
+// Tasks are looked up in local (a dataset folder) when set, else in the
+// home's datasets; a catalog's tasks (catalog set) are checked when the
+// catalog is read.
+func checkNames(home string, agents, tasks []string, local, catalog string) error {
+	for _, a := range agents {
+		if _, err := agent.Load(home, a); err != nil {
+			return err
+		}
+	}
+	if catalog != "" && local == "" {
+		return nil
+	}
+	for _, id := range tasks {
+		if local == "" {
+			if err := checkTask(home, "", id); err != nil {
+				return err
+			}
+			continue
+		}
+		ids := tasksIn(local)
+		if slices.Contains(ids, id) {
+			continue
+		}
+		if len(ids) == 0 {
+			return fmt.Errorf("unknown task %q: %s has no task folders", id, local)
+		}
+		return fmt.Errorf("unknown task %q: did you mean %q? (no folder for it in %s)", id, suggest.Closest(id, ids), local)
+	}
+	return nil
 }
