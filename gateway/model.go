@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/42-b3yond-6ug/ssebench/internal/suggest"
 )
 
 // Flavour is an upstream's API flavour: how it authenticates and where the
@@ -238,4 +240,39 @@ func firstNonEmpty(s ...string) string {
 		}
 	}
 	return ""
+}
+
+// ModelNames lists the model files of dir by name (without .yaml or
+// .yml), sorted; none when dir has none or cannot be read.
+func ModelNames(dir string) []string {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var names []string
+	for _, e := range ents {
+		n := e.Name()
+		for _, ext := range []string{".yaml", ".yml"} {
+			if base, ok := strings.CutSuffix(n, ext); ok && e.Type().IsRegular() && !slices.Contains(names, base) {
+				names = append(names, base)
+			}
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// CheckModel refuses, before a run builds anything, a model name that
+// names nothing it could reach: modelsDir has model files but none of that
+// name, and no SSE_BASE_URL would serve it. Without model files a name is
+// only passed to the agent (SSE_MODEL_NAME), as before.
+func CheckModel(model, modelsDir string, lookup func(string) string) error {
+	if model == "" || FindModelFile(modelsDir, model) != "" || strings.TrimSpace(lookup(DefaultBaseURLEnv)) != "" {
+		return nil
+	}
+	names := ModelNames(modelsDir)
+	if len(names) == 0 {
+		return nil
+	}
+	return fmt.Errorf("unknown model %q: did you mean %q? (%s has %s; or set %s to serve it)", model, suggest.Closest(model, names), modelsDir, strings.Join(names, ", "), DefaultBaseURLEnv)
 }

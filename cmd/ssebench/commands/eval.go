@@ -250,6 +250,9 @@ func evalPlan(g *options.Global, e *pipeline.Env, cmd *cobra.Command, o *evalOpt
 	if err := checkNames(e.Home, agents, tasks, local, o.Catalog); err != nil {
 		return nil, "", err
 	}
+	if err := gateway.CheckModel(p.Model, filepath.Join(e.Home, "models"), g.Lookup); err != nil {
+		return nil, "", err
+	}
 	dir := filepath.Join(o.RunsDir, p.FolderName())
 	if err := evaluate.WritePlan(dir, p); err != nil {
 		return nil, "", err

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"io"
 	"strings"
 
@@ -131,6 +132,11 @@ end. Sidecar mode runs in containerd only.`,
 			}
 			if err := checkNames(e.Home, []string{o.Agent}, []string{o.Task}, o.Local, o.Catalog); err != nil {
 				return err
+			}
+			if o.ModelFile == "" {
+				if err := gateway.CheckModel(model, firstSet(o.ModelsDir, filepath.Join(e.Home, "models")), g.Lookup); err != nil {
+					return err
+				}
 			}
 			cluster, err := o.cluster(cmd.Context(), g, cmd, prebuilt)
 			if err != nil {

@@ -29,6 +29,7 @@ func TestRunArgumentErrors(t *testing.T) {
 		{"bad egress", nil, []string{"--egress", "wide"}, `--egress: unknown network "wide"`},
 		{"task typo", nil, []string{"--task", "kvconf-12-afb9ee2"}, `unknown task "kvconf-12-afb9ee2": did you mean "kvconf-12-afb9ee1"?`},
 		{"agent typo", nil, []string{"--agent", "dumy"}, `unknown agent "dumy": did you mean "dummy"?`},
+		{"model typo", nil, []string{"--model", "claud"}, `unknown model "claud": did you mean "claude"?`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -37,7 +38,9 @@ func TestRunArgumentErrors(t *testing.T) {
 				"agents/dummy/agent.yaml":                        "name: dummy\n",
 				"agents/dummy/Dockerfile":                        "FROM ssebench-agent\nCMD [\"echo dummy_QAQ\"]\n",
 				"datasets/examples/kvconf-12-afb9ee1/Dockerfile": "FROM scratch\n",
+				"models/claude.yaml":                             "base_url: https://api.example.invalid/v1\napi_key_env: none\n",
 			})
+			t.Setenv("SSE_BASE_URL", "")
 			for k, v := range tt.env {
 				t.Setenv(k, v)
 			}
@@ -89,11 +92,14 @@ func TestEvalNames(t *testing.T) {
 		"agents/dummy/Dockerfile":                        "FROM ssebench-agent\nCMD [\"echo dummy_QAQ\"]\n",
 		"datasets/examples/kvconf-12-afb9ee1/Dockerfile": "FROM scratch\n",
 	})
-	for _, tc := range []struct{ agents, tasks, want string }{
-		{"dumy", "kvconf-12-afb9ee1", `unknown agent "dumy": did you mean "dummy"?`},
-		{"dummy", "kvconf-12-afb9ee2", `unknown task "kvconf-12-afb9ee2": did you mean "kvconf-12-afb9ee1"?`},
+	writeFiles(t, c.home, map[string]string{"models/claude.yaml": "base_url: https://api.example.invalid/v1\napi_key_env: none\n"})
+	t.Setenv("SSE_BASE_URL", "")
+	for _, tc := range []struct{ agents, tasks, model, want string }{
+		{"dumy", "kvconf-12-afb9ee1", "", `unknown agent "dumy": did you mean "dummy"?`},
+		{"dummy", "kvconf-12-afb9ee2", "", `unknown task "kvconf-12-afb9ee2": did you mean "kvconf-12-afb9ee1"?`},
+		{"dummy", "kvconf-12-afb9ee1", "claud", `unknown model "claud": did you mean "claude"?`},
 	} {
-		_, _, err := c.run(t, "eval", "--agents", tc.agents, "--tasks", tc.tasks)
+		_, _, err := c.run(t, "eval", "--agents", tc.agents, "--tasks", tc.tasks, "--model", tc.model)
 		oneLine(t, err)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("eval --agents %s --tasks %s = %v, want %q", tc.agents, tc.tasks, err, tc.want)

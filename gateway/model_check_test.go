@@ -1,0 +1,28 @@
+package gateway
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestCheckModel(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "claude.yaml"), []byte("base_url: https://x.invalid/v1\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "gpt.yml"), []byte("base_url: https://x.invalid/v1\n"), 0o644)
+	none := func(string) string { return "" }
+	if err := CheckModel("claude", dir, none); err != nil {
+		t.Errorf("a model with a file: %v", err)
+	}
+	err := CheckModel("claud", dir, none)
+	if err == nil || !strings.Contains(err.Error(), `unknown model "claud": did you mean "claude"? (`+dir+` has claude, gpt;`) {
+		t.Errorf("a typo: %v", err)
+	}
+	if err := CheckModel("claud", dir, func(k string) string { return map[string]string{DefaultBaseURLEnv: "http://127.0.0.1:1/v1"}[k] }); err != nil {
+		t.Errorf("a name SSE_BASE_URL serves: %v", err)
+	}
+	if err := CheckModel("anything", t.TempDir(), none); err != nil {
+		t.Errorf("no model files (the name is only passed on): %v", err)
+	}
+}
