@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"io"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
