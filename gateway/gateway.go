@@ -97,6 +97,21 @@ type Record struct {
 	Error  string `json:"error,omitempty"`
 }
 
+// CheckPrices refuses a set-up where what (a cost limit, "--max-cost")
+// cannot be kept: a model the run allows has no price. orElse ends the
+// message with another way out (", or ...").
+func (c *Config) CheckPrices(what, orElse string) error {
+	if len(c.Allowed) == 0 {
+		return fmt.Errorf("%s needs the run's models and their prices: pass --model with a model file that has prices%s", what, orElse)
+	}
+	for _, m := range c.Allowed {
+		if _, ok := c.Prices[m]; !ok {
+			return fmt.Errorf("%s needs the price of model %s: add it under prices: in %s%s", what, m, c.Source, orElse)
+		}
+	}
+	return nil
+}
+
 // New returns the gateway of a run on cfg's upstream. --max-cost needs a
 // price for every model the run allows.
 func New(cfg *Config, opts ...Option) (*Gateway, error) {
@@ -108,23 +123,13 @@ func New(cfg *Config, opts ...Option) (*Gateway, error) {
 		return nil, err
 	}
 	if o.limits.MaxCost > 0 {
-		if len(cfg.Allowed) == 0 {
-			return nil, errors.New("--max-cost needs the run's models and their prices: pass --model with a model file that has prices")
-		}
-		for _, m := range cfg.Allowed {
-			if _, ok := cfg.Prices[m]; !ok {
-				return nil, fmt.Errorf("--max-cost needs the price of model %s: add it under prices: in %s", m, cfg.Source)
-			}
+		if err := cfg.CheckPrices("--max-cost", ""); err != nil {
+			return nil, err
 		}
 	}
 	if o.ledger != nil && o.ledger.budget.USD > 0 {
-		if len(cfg.Allowed) == 0 {
-			return nil, errors.New("a budget in dollars needs the run's models and their prices: pass --model with a model file that has prices, or give --budget in tokens")
-		}
-		for _, m := range cfg.Allowed {
-			if _, ok := cfg.Prices[m]; !ok {
-				return nil, fmt.Errorf("a budget in dollars needs the price of model %s: add it under prices: in %s, or give --budget in tokens", m, cfg.Source)
-			}
+		if err := cfg.CheckPrices("a budget in dollars", ", or give --budget in tokens"); err != nil {
+			return nil, err
 		}
 	}
 	f, err := ParseFlavour(string(cfg.Upstream.Flavour))

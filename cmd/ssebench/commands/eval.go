@@ -320,13 +320,8 @@ func evalBudget(g *options.Global, e *pipeline.Env, cmd *cobra.Command, o *evalO
 		return nil, err
 	}
 	if b.USD > 0 {
-		if len(cfg.Allowed) == 0 {
-			return nil, errors.New("--budget in dollars needs the price of the runs' models: pass --model with a model file that has prices, or give --budget in tokens")
-		}
-		for _, m := range cfg.Allowed {
-			if _, ok := cfg.Prices[m]; !ok {
-				return nil, fmt.Errorf("--budget in dollars needs the price of model %s: add it under prices: in %s, or give --budget in tokens", m, cfg.Source)
-			}
+		if err := cfg.CheckPrices("--budget in dollars", ", or give --budget in tokens"); err != nil {
+			return nil, err
 		}
 	}
 	return &b, nil

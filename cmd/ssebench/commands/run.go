@@ -133,8 +133,19 @@ end. Sidecar mode runs in containerd only.`,
 			if err := checkNames(e.Home, []string{o.Agent}, []string{o.Task}, o.Local, o.Catalog); err != nil {
 				return err
 			}
+			modelsDir := firstSet(o.ModelsDir, filepath.Join(e.Home, "models"))
 			if o.ModelFile == "" {
-				if err := gateway.CheckModel(model, firstSet(o.ModelsDir, filepath.Join(e.Home, "models")), g.Lookup); err != nil {
+				if err := gateway.CheckModel(model, modelsDir, g.Lookup); err != nil {
+					return err
+				}
+			}
+			if o.Limits.MaxCost > 0 {
+				// The gateway would refuse it too, after the images.
+				cfg, err := gateway.Resolve(model, o.ModelFile, modelsDir, g.Lookup)
+				if err != nil {
+					return fmt.Errorf("--max-cost: %w", err)
+				}
+				if err := cfg.CheckPrices("--max-cost", ""); err != nil {
 					return err
 				}
 			}

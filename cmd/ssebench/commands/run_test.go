@@ -29,7 +29,8 @@ func TestRunArgumentErrors(t *testing.T) {
 		{"bad egress", nil, []string{"--egress", "wide"}, `--egress: unknown network "wide"`},
 		{"task typo", nil, []string{"--task", "kvconf-12-afb9ee2"}, `unknown task "kvconf-12-afb9ee2": did you mean "kvconf-12-afb9ee1"?`},
 		{"agent typo", nil, []string{"--agent", "dumy"}, `unknown agent "dumy": did you mean "dummy"?`},
-		{"model typo", nil, []string{"--model", "claud"}, `unknown model "claud": did you mean "claude"?`},
+		{"model typo", nil, []string{"--model", "claude-x"}, `unknown model "claude-x": did you mean "claude"?`},
+		{"max-cost without a price", nil, []string{"--model", "claude", "--max-cost", "2"}, "--max-cost needs the price of model claude: add it under prices: in "},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
