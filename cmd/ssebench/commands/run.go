@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/spf13/cobra"
 
 	"github.com/42-b3yond-6ug/ssebench/cmd/ssebench/commands/options"
@@ -132,6 +133,17 @@ end. Sidecar mode runs in containerd only.`,
 			}
 			if err := checkNames(e.Home, []string{o.Agent}, []string{o.Task}, o.Local, o.Catalog); err != nil {
 				return err
+			}
+			if o.Mode == pipeline.ModeSidecar && !prebuilt && firstSet(o.OSImage, g.Lookup(pipeline.OSImageEnv)) == "" {
+				// tool-sidecar-agent is made from the OS image when the
+				// store lacks it: say so now, not after the task's images.
+				ref, err := name.ParseReference(e.Names.SidecarAgentRuntime(), name.WeakValidation)
+				if err != nil {
+					return err
+				}
+				if _, err := e.Store.Descriptor(ref); err != nil {
+					return fmt.Errorf("--mode sidecar needs %s, which the store lacks, or the OS image to make it from: pass --os-image (the image the base images start from) or set %s", e.Names.SidecarAgentRuntime(), pipeline.OSImageEnv)
+				}
 			}
 			modelsDir := firstSet(o.ModelsDir, filepath.Join(e.Home, "models"))
 			if o.ModelFile == "" {

@@ -30,6 +30,7 @@ func TestRunArgumentErrors(t *testing.T) {
 		{"task typo", nil, []string{"--task", "kvconf-12-afb9ee2"}, `unknown task "kvconf-12-afb9ee2": did you mean "kvconf-12-afb9ee1"?`},
 		{"agent typo", nil, []string{"--agent", "dumy"}, `unknown agent "dumy": did you mean "dummy"?`},
 		{"model typo", nil, []string{"--model", "claude-x"}, `unknown model "claude-x": did you mean "claude"?`},
+		{"sidecar without an OS image", map[string]string{"SSEBENCH_OS_IMAGE": ""}, []string{"--mode", "sidecar"}, "--mode sidecar needs "},
 		{"max-cost without a price", nil, []string{"--model", "claude", "--max-cost", "2"}, "--max-cost needs the price of model claude: add it under prices: in "},
 	}
 	for _, tt := range tests {
