@@ -2,12 +2,15 @@ package commands
 
 import (
 	"fmt"
+	"io"
 	"path"
 	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/42-b3yond-6ug/ssebench/agent"
+	"github.com/42-b3yond-6ug/ssebench/assemble/agentimage"
 	"github.com/42-b3yond-6ug/ssebench/cmd/ssebench/commands/options"
 	"github.com/42-b3yond-6ug/ssebench/pipeline"
 	"github.com/42-b3yond-6ug/ssebench/task"
@@ -124,12 +127,33 @@ as lowercase(REGISTRY/agent-<name>/<task>:<version>).`,
   ssebench assemble agent --tool localhost:5000/ssebench/tool/kvconf-12-afb9ee1:0.1.0-dev --agent apt-demo --explain`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.Tool == "" || o.Agent == "" {
-				return fmt.Errorf("--tool and --agent are required: pass the tool image and an agent folder under agents/")
-			}
 			args, err := parseBuildArgs(o.BuildArgs)
 			if err != nil {
 				return err
+			}
+			if o.Explain {
+				// A plan, as --explain promises: read the Dockerfile, say
+				// which path a build takes and why, and build nothing.
+				if o.Agent == "" {
+					return fmt.Errorf("--agent is required: pass an agent folder under agents/")
+				}
+				home, err := g.HomeDir()
+				if err != nil {
+					return err
+				}
+				a, err := agent.Load(home, o.Agent)
+				if err != nil {
+					return err
+				}
+				plan, err := agentimage.LoadPlan(a.Dir, args)
+				if err != nil {
+					return err
+				}
+				_, err = io.WriteString(cmd.OutOrStdout(), plan.Explain())
+				return err
+			}
+			if o.Tool == "" || o.Agent == "" {
+				return fmt.Errorf("--tool and --agent are required: pass the tool image and an agent folder under agents/")
 			}
 			p, err := options.ParsePlatform(o.Platform)
 			if err != nil {
@@ -148,9 +172,6 @@ as lowercase(REGISTRY/agent-<name>/<task>:<version>).`,
 				return err
 			}
 			req := pipeline.AgentRequest{Tool: o.Tool, Folder: o.Agent, Task: id, BuildArgs: args, Platform: p, Push: o.Push}
-			if o.Explain {
-				req.Explain = cmd.ErrOrStderr()
-			}
 			b, err := e.Agent(cmd.Context(), req)
 			if err != nil {
 				return err
@@ -165,7 +186,7 @@ as lowercase(REGISTRY/agent-<name>/<task>:<version>).`,
 	f.StringVar(&o.Task, "task", "", "task id (default: the last part of the tool image's name)")
 	f.StringArrayVar(&o.BuildArgs, "build-arg", nil, "build argument K=V (repeatable)")
 	f.StringVar(&o.Platform, "platform", "", "platform (default: the tool image's)")
-	f.BoolVar(&o.Explain, "explain", false, "print which path was taken (native or BuildKit) and why")
+	f.BoolVar(&o.Explain, "explain", false, "print which path a build takes (native or BuildKit) and why, and build nothing")
 	f.BoolVar(&o.Push, "push", false, "push the agent image to its registry too")
 	return cmd
 }

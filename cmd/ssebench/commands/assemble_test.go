@@ -28,9 +28,10 @@ func layerDigests(t *testing.T, img v1.Image) []string {
 	return out
 }
 
-// TestAssembleAgentExplain builds the checkout's dummy agent on a tool image
-// of the store: natively (no BuildKit is configured, so any other path
-// fails), with the agent's CMD and no layer of its own.
+// TestAssembleAgentExplain explains the checkout's dummy agent (the plan,
+// nothing built), then builds it on a tool image of the store: natively
+// (no BuildKit is configured, so any other path fails), with the agent's
+// CMD and no layer of its own.
 func TestAssembleAgentExplain(t *testing.T) {
 	c := newCLI(t)
 	copyTree(t, "agents/dummy", filepath.Join(c.home, "agents", "dummy"))
@@ -38,17 +39,22 @@ func TestAssembleAgentExplain(t *testing.T) {
 	toolImg := toolImage(t)
 	c.storeImage(t, tool, toolImg)
 
-	out, stderr := c.mustRun(t, "assemble", "agent", "--tool", tool, "--agent", "dummy", "--explain",
+	plan, _ := c.mustRun(t, "assemble", "agent", "--tool", tool, "--agent", "dummy", "--explain",
 		"--pull=never", "--registry", "localhost:5000/ssebench")
-
-	if !strings.Contains(stderr, "Dockerfile: assembled natively (no instruction needs a container)") {
-		t.Errorf("--explain does not say the native path was taken:\n%s", stderr)
+	if !strings.Contains(plan, "Dockerfile: assembled natively (no instruction needs a container)") {
+		t.Errorf("--explain does not say the native path is taken:\n%s", plan)
 	}
 	for _, want := range []string{"FROM ssebench-agent", "-> the tool image", `CMD ["echo dummy_QAQ"]`, "-> image config"} {
-		if !strings.Contains(stderr, want) {
-			t.Errorf("--explain lacks %q:\n%s", want, stderr)
+		if !strings.Contains(plan, want) {
+			t.Errorf("--explain lacks %q:\n%s", want, plan)
 		}
 	}
+	if strings.Contains(plan, "sha256:") {
+		t.Errorf("--explain built an image:\n%s", plan)
+	}
+
+	out, _ := c.mustRun(t, "assemble", "agent", "--tool", tool, "--agent", "dummy",
+		"--pull=never", "--registry", "localhost:5000/ssebench")
 	name := "localhost:5000/ssebench/agent-dummy/proj-1:" + strings.ToLower(ssebench.Version())
 	gotName, digest, ok := strings.Cut(strings.TrimSpace(out), "@")
 	if !ok || gotName != name || !strings.HasPrefix(digest, "sha256:") {
