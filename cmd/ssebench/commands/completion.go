@@ -1,6 +1,8 @@
 package commands
 
 import (
+	"fmt"
+	"io"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -169,4 +171,84 @@ func storeNames(g *options.Global, skip []string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// bashShim is what the bash script needs of the bash-completion package,
+// defined only when that package is not loaded: cobra's script calls
+// _get_comp_words_by_ref, so without the package (a minimal Debian or
+// container image) every <TAB> printed "command not found". It splits the
+// line as bash did (COMP_WORDS), which is all ssebench's words need.
+const bashShim = `# Without the bash-completion package: the one function of it this
+# script uses, minimal (words as bash split them).
+if ! declare -F _get_comp_words_by_ref >/dev/null 2>&1; then
+_get_comp_words_by_ref() {
+    while [[ $# -gt 0 && $1 == -* ]]; do
+        case $1 in -n|-i|-c) shift ;; esac
+        shift
+    done
+    local __v
+    for __v in "$@"; do
+        case $__v in
+        cur) cur=${COMP_WORDS[COMP_CWORD]} ;;
+        prev) prev=${COMP_WORDS[COMP_CWORD-1]} ;;
+        words) words=("${COMP_WORDS[@]}") ;;
+        cword) cword=$COMP_CWORD ;;
+        esac
+    done
+}
+fi
+`
+
+// withBashShim replaces cobra's completion command by one whose bash
+// script works without the bash-completion package (see bashShim); zsh,
+// fish and PowerShell are cobra's scripts as they are.
+func withBashShim(root *cobra.Command) {
+	root.CompletionOptions.DisableDefaultCmd = true
+	var noDesc bool
+	gen := map[string]func(*cobra.Command, io.Writer) error{
+		"bash": func(c *cobra.Command, w io.Writer) error {
+			if _, err := io.WriteString(w, bashShim); err != nil {
+				return err
+			}
+			return c.Root().GenBashCompletionV2(w, !noDesc)
+		},
+		"zsh": func(c *cobra.Command, w io.Writer) error {
+			if noDesc {
+				return c.Root().GenZshCompletionNoDesc(w)
+			}
+			return c.Root().GenZshCompletion(w)
+		},
+		"fish": func(c *cobra.Command, w io.Writer) error { return c.Root().GenFishCompletion(w, !noDesc) },
+		"powershell": func(c *cobra.Command, w io.Writer) error {
+			if noDesc {
+				return c.Root().GenPowerShellCompletion(w)
+			}
+			return c.Root().GenPowerShellCompletionWithDesc(w)
+		},
+	}
+	cmd := &cobra.Command{
+		Use:   "completion bash|zsh|fish|powershell",
+		Short: "Print the shell completion script",
+		Long: `Print the completion script of a shell. Load it in the current shell with
+
+  source <(ssebench completion bash)
+
+or write it where the shell reads completions. The bash script works with
+or without the bash-completion package.`,
+		Example: `  ssebench completion bash > ~/.local/share/bash-completion/completions/ssebench
+  ssebench completion zsh > "${fpath[1]}/_ssebench"
+  ssebench completion fish > ~/.config/fish/completions/ssebench.fish`,
+		Args:                  cobra.ExactArgs(1),
+		ValidArgs:             []string{"bash", "zsh", "fish", "powershell"},
+		DisableFlagsInUseLine: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			g, ok := gen[args[0]]
+			if !ok {
+				return fmt.Errorf("no completion for shell %q: use bash, zsh, fish or powershell", args[0])
+			}
+			return g(cmd, cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().BoolVar(&noDesc, "no-descriptions", false, "leave out the descriptions of the candidates")
+	root.AddCommand(cmd)
 }

@@ -2,6 +2,7 @@ package commands_test
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -78,5 +79,40 @@ func TestCompletionCreatesNoStore(t *testing.T) {
 	}
 	if _, err := os.Stat(c.store); err == nil {
 		t.Errorf("completing created the store %s", c.store)
+	}
+}
+
+// TestBashCompletionWithoutPackage: the bash script completes in a bash
+// without the bash-completion package (a plain `bash --norc`), where
+// cobra's script alone failed on _get_comp_words_by_ref at every <TAB>.
+func TestBashCompletionWithoutPackage(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	script, _, err := runRoot(t, "completion", "bash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(t.TempDir(), "ssebench.bash")
+	if err := os.WriteFile(f, []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// ssebench stands for the binary: it answers __complete as ssebench
+	// would, with one agent folder.
+	prog := `source "$1"
+ssebench() { printf 'dummy\n:4\n'; }
+COMP_WORDS=(ssebench run --agent d); COMP_CWORD=3
+COMP_LINE="ssebench run --agent d"; COMP_POINT=${#COMP_LINE}
+__start_ssebench ssebench d --agent 2>/dev/null
+echo "reply=${COMPREPLY[*]}"
+`
+	cmd := exec.Command(bash, "--norc", "--noprofile", "-c", prog, "bash", f)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("bash: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "reply=dummy") {
+		t.Errorf("the completion in a bash without bash-completion gave:\n%s", out)
 	}
 }

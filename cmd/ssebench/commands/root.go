@@ -54,6 +54,7 @@ pushed to a registry, and run with containerd.`,
 		newCmdLogout(),
 	)
 	addCompletions(root, g)
+	withBashShim(root)
 	return root
 }
 
