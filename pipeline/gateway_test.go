@@ -276,6 +276,6 @@ func testCodexRun(t *testing.T, x *e2e) {
 		t.Errorf("codex did not run the script to its end (exit %d)", res.Summary.ExitCode)
 	}
 	if u := res.Summary.ModelUsage; u == nil || u.Requests < 2 || u.InputTokens < 8500 || u.OutputTokens < 42 || u.Failed != 0 {
-		t.Errorf("model_usage = %+v, want the two scripted replies' 8500+42 tokens at least", u)
+		t.Errorf("model_usage = %+v, want the two scripted replies' 8500+42 tokens at least\nmodel.jsonl:\n%s", u, read(t, filepath.Join(res.Dir, pipeline.ModelLog)))
 	}
 }

@@ -15,7 +15,7 @@ import (
 
 // leftover runs as the agent. It checks, as model, that the MCP server's
 // files, the daemon's admin socket and /ssebench are out of reach, and
-// that the MCP server runs as root; then it leaves behind a sleep and a
+// that the MCP server runs as nobody; then it leaves behind a sleep and a
 // loop that rewrites stamp.txt every 100 ms, both out of its process
 // group, and a test file that reports, when the grade runs it, the stamp
 // it sees and how many processes of model are alive.
@@ -35,7 +35,7 @@ for d in /proc/[0-9]*; do
 	[ "$(cat "$d/comm" 2>/dev/null)" = ssebench-mcp ] && mcp=$d
 done
 [ -n "$mcp" ] || bad "no MCP server process"
-[ "$(stat -c %u "$mcp")" = 0 ] || bad "the MCP server runs as $(stat -c %u "$mcp")"
+[ "$(stat -c %u "$mcp")" = 65534 ] || bad "the MCP server runs as $(stat -c %u "$mcp"), not nobody"
 cat "$mcp/environ" >/dev/null 2>&1 && bad "can read the MCP server's environment"
 cat "$mcp/exe" >/dev/null 2>&1 && bad "can read the MCP server's program"
 curl -sf -o /dev/null http://127.0.0.1:3000/mcp -X POST -H 'Content-Type: application/json' -d '{' ; [ $? = 22 ] || bad "the MCP server does not answer on 127.0.0.1:3000"

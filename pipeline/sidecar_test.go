@@ -382,10 +382,6 @@ var sidecarAttacks = []struct {
 	// agent-exit before the agent has fixed anything: the tree is graded
 	// while the agent still works on it.
 	{name: "early agent-exit", root: "exit", agent: "cat /tmp/attack.log; cp /opt/fix/unquote.go unquote.go; echo attack done", passed: true},
-	// A setuid-root program of the agent's image, run by model: stopped
-	// by no_new_privs, which containerd's spec sets and the entrypoint
-	// sets again (TestSidecarAgentNoNewPrivs checks the entrypoint's).
-	{name: "setuid", agent: "/opt/attack-suid euid; echo attack done"},
 }
 
 // testSidecarAttacks runs each of sidecarAttacks in containerd.
@@ -398,8 +394,23 @@ func testSidecarAttacks(t *testing.T, x *e2e, fixed string) {
 		t.Fatalf("building the attack: %v\n%s", err, out)
 	}
 	agentDir(t, x.home, "sidecar-attacker", "FROM ssebench-agent\n"+
-		"COPY --chmod=0755 attack /opt/attack\nCOPY --chmod=4755 attack /opt/attack-suid\nCOPY unquote.go /opt/fix/unquote.go\nCMD [\"true\"]\n",
+		"COPY --chmod=0755 attack /opt/attack\nCOPY unquote.go /opt/fix/unquote.go\nCMD [\"true\"]\n",
 		map[string]string{"attack": read(t, bin), "unquote.go": fixed})
+	// A setuid-root program in the agent's image never gets there: the
+	// graft refuses the layer (and, were it there, no_new_privs, which
+	// containerd's spec sets and the entrypoint sets again, would keep it
+	// model's: TestSidecarAgentNoNewPrivs checks the entrypoint's).
+	t.Run("setuid", func(t *testing.T) {
+		hostile.Attack(t, "sidecar setuid", "the graft policy refuses set-id files; no_new_privs besides")
+		agentDir(t, x.home, "sidecar-suid", "FROM ssebench-agent\nCOPY --chmod=4755 attack /opt/attack-suid\nCMD [\"/opt/attack-suid euid\"]\n",
+			map[string]string{"attack": read(t, bin)})
+		_, out, err := x.run(t, ctx, "sidecar-suid", func(r *pipeline.RunRequest) {
+			r.Mode, r.OSImage = pipeline.ModeSidecar, testenv.OSImage(t)
+		})
+		if err == nil || !strings.Contains(err.Error(), "/opt/attack-suid: a setuid or setgid file") {
+			t.Errorf("Run() of an agent with a setuid program = %v, want the graft's refusal\n%s", err, out)
+		}
+	})
 	for _, a := range sidecarAttacks {
 		t.Run(a.name, func(t *testing.T) {
 			hostile.Attack(t, "sidecar "+a.name, "the agent container gets only the agent socket, read-only; the task container alone holds the admin socket and the hand-over files")
@@ -422,9 +433,6 @@ func testSidecarAttacks(t *testing.T, x *e2e, fixed string) {
 				if strings.Contains(log, got) {
 					t.Errorf("the attack got through (%s):\n%s", got, log)
 				}
-			}
-			if a.root == "" && !strings.Contains(log, "euid=1000") {
-				t.Errorf("the setuid program did not run as model:\n%s", log)
 			}
 			if r := readResult(t, res.Dir); r.Passed != a.passed {
 				t.Errorf("passed = %v, want the honest grade %v (run error %v)\nagent.log:\n%s\nresult.json:\n%s", r.Passed, a.passed, err, log, read(t, filepath.Join(res.Dir, "result.json")))
