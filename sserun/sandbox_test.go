@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/42-b3yond-6ug/ssebench/internal/testenv"
+
 	"github.com/42-b3yond-6ug/ssebench/internal/hostile"
 )
 
@@ -105,13 +107,9 @@ func probeLines(out string) map[string]string {
 // have put there.
 func TestSandbox(t *testing.T) {
 	hostile.Attack(t, "grader sandbox", "each script in user, mount, network and IPC namespaces of its own")
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
+	testenv.Need(t, os.Geteuid() == 0, "the sandbox test needs root")
 	u, err := LookupUser(PasswdFile, "nobody")
-	if err != nil {
-		t.Skip(err)
-	}
+	testenv.Need(t, err == nil, fmt.Sprintf("the sandbox test needs the account nobody: %v", err))
 	requireIdle(t, u.UID)
 
 	// The agent's file in /tmp, readable by all.
@@ -221,13 +219,9 @@ func TestSandbox(t *testing.T) {
 // TestSandboxKillsLeftovers checks that what a sandboxed command leaves
 // running dies with it.
 func TestSandboxKillsLeftovers(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
+	testenv.Need(t, os.Geteuid() == 0, "the sandbox test needs root")
 	u, err := LookupUser(PasswdFile, "nobody")
-	if err != nil {
-		t.Skip(err)
-	}
+	testenv.Need(t, err == nil, fmt.Sprintf("the sandbox test needs the account nobody: %v", err))
 	requireIdle(t, u.UID)
 	dir := sharedTempDir(t)
 	pidFile := filepath.Join(dir, "pid")
@@ -251,13 +245,9 @@ func TestSandboxKillsLeftovers(t *testing.T) {
 // TestSandboxRefused checks that a sandbox that cannot be set up runs the
 // command without it and says why.
 func TestSandboxRefused(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
+	testenv.Need(t, os.Geteuid() == 0, "the sandbox test needs root")
 	u, err := LookupUser(PasswdFile, "nobody")
-	if err != nil {
-		t.Skip(err)
-	}
+	testenv.Need(t, err == nil, fmt.Sprintf("the sandbox test needs the account nobody: %v", err))
 	requireIdle(t, u.UID)
 	var out bytes.Buffer
 	p := &Process{
@@ -281,13 +271,9 @@ func TestSandboxRefused(t *testing.T) {
 // TestProcessNoNewPrivs checks that a process run as another user cannot
 // gain privileges through a setuid program.
 func TestProcessNoNewPrivs(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
+	testenv.Need(t, os.Geteuid() == 0, "the sandbox test needs root")
 	u, err := LookupUser(PasswdFile, "nobody")
-	if err != nil {
-		t.Skip(err)
-	}
+	testenv.Need(t, err == nil, fmt.Sprintf("the sandbox test needs the account nobody: %v", err))
 	requireIdle(t, u.UID)
 	var out bytes.Buffer
 	p := &Process{Args: []string{Shell, "-c", "grep NoNewPrivs /proc/self/status"}, Dir: "/", User: &u, Output: &out}

@@ -75,3 +75,17 @@ func hasHost(hosts []byte, name string) bool {
 }
 
 func inCI() bool { return os.Getenv(ciEnv) == "true" }
+
+// Need skips t when ok is false, for the reason why (what the machine
+// lacks and how to get it), except under CI=true, where a missing
+// prerequisite fails the test: CI must run everything.
+func Need(t testing.TB, ok bool, why string) {
+	t.Helper()
+	if ok {
+		return
+	}
+	if inCI() {
+		t.Fatalf("CI=true and %s", why)
+	}
+	t.Skip(why)
+}

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/42-b3yond-6ug/ssebench/internal/testenv"
+
 	"github.com/42-b3yond-6ug/ssebench/contract"
 )
 
@@ -14,9 +16,7 @@ import (
 // server writes stays root's.
 func TestFlowMCPUnprivileged(t *testing.T) {
 	f := newFlow(t)
-	if !f.root {
-		t.Skip("dropping to another account needs root")
-	}
+	testenv.Need(t, f.root, "dropping to another account needs root")
 	mcp := filepath.Join(f.task, "mcp", "ssebench-mcp")
 	// The agent (model) sees every process's status; only this flow's
 	// server has this path in its command line.

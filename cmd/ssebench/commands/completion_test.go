@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/42-b3yond-6ug/ssebench/internal/testenv"
 )
 
 // complete runs `ssebench __complete ARGS...` as a shell does and returns
@@ -87,9 +89,7 @@ func TestCompletionCreatesNoStore(t *testing.T) {
 // cobra's script alone failed on _get_comp_words_by_ref at every <TAB>.
 func TestBashCompletionWithoutPackage(t *testing.T) {
 	bash, err := exec.LookPath("bash")
-	if err != nil {
-		t.Skip("no bash")
-	}
+	testenv.Need(t, err == nil, "the completion test needs bash on PATH")
 	script, _, err := runRoot(t, "completion", "bash")
 	if err != nil {
 		t.Fatal(err)
