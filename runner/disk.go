@@ -175,6 +175,10 @@ func procUID(pid int) (int, bool) {
 	return 0, false
 }
 
+// minEntryBytes is what the disk limit charges a file or directory at the
+// least.
+const minEntryBytes = 4096
+
 // allocated sums the disk blocks of the files under dir, stopping once the
 // sum passes budget (the rest would not change the answer) or ctx ends.
 // Hard links are counted once per name: an agent gains nothing by them,
@@ -193,10 +197,13 @@ func allocated(ctx context.Context, dir string, budget int64) int64 {
 		if err != nil {
 			return nil
 		}
+		// Every entry costs an inode and a directory entry whatever its
+		// size: a million empty files is charged 4 GiB, so that an inode
+		// bomb hits the limit as a byte bomb does.
 		if s, ok := fi.Sys().(*syscall.Stat_t); ok {
-			n += s.Blocks * 512
+			n += max(s.Blocks*512, minEntryBytes)
 		} else {
-			n += fi.Size()
+			n += max(fi.Size(), minEntryBytes)
 		}
 		return nil
 	})

@@ -249,6 +249,20 @@ func TestIntegration(t *testing.T) {
 		})
 	}
 
+	// An inode bomb: empty files cost no blocks, but each is charged as
+	// a small file, so 40,000 of them pass a 64 MiB limit.
+	t.Run("disk limit counts empty files", func(t *testing.T) {
+		script := `setpriv --reuid 1000 --regid 1000 --clear-groups sh -c 'mkdir /tmp/b && cd /tmp/b && i=0; while [ $i -lt 400 ]; do touch $(seq -f "f$i-%g" 1 100) || exit 3; i=$((i+1)); done; sleep 5'; echo "writer exit $?"`
+		var stdout bytes.Buffer
+		res, err := r.Run(ctx, RunSpec{Image: osImage, Args: []string{"sh", "-c", script}, Output: &stdout, Limits: contract.Limits{DiskBytes: 64 << 20}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Killed != contract.KilledDisk {
+			t.Errorf("Killed = %q, want %q; output %q", res.Killed, contract.KilledDisk, stdout.String())
+		}
+	})
+
 	t.Run("user", func(t *testing.T) {
 		out := run(t, r, RunSpec{Image: osImage, User: "1000:1000", Args: []string{"id", "-u"}}, 0)
 		if out != "1000\n" {
