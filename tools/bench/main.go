@@ -62,6 +62,15 @@
 // grade times the example Go task's build and test scripts in a run (as
 // sse-runner, through the daemon) against the same scripts as root in the
 // case image, and prints both and the ratio (goal: at most 2).
+//
+//	go run ./tools/bench dataset [-dataset datasets/govuln] [-tasks N] [-json results.json]
+//
+// dataset measures a whole dataset: its case images; the tool and
+// dummy-agent images of every task, ssebench (empty store) against BuildKit
+// (reference Dockerfile and the agent's Dockerfile, fresh daemon), cold and
+// after a runtime bump; the store's bytes against the sum of the images'
+// sizes and a save archive's weight; and eval of dummy and reference over
+// it (wall time, per run, ssebench's own part).
 package main
 
 import (
@@ -83,7 +92,7 @@ func main() {
 
 func run(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("usage: bench tool|rebuild|mirror|gateway|eval|eval-build|grade [flags] (see go doc ./tools/bench)")
+		return fmt.Errorf("usage: bench tool|rebuild|mirror|gateway|eval|eval-build|grade|dataset [flags] (see go doc ./tools/bench)")
 	}
 	switch args[0] {
 	case "tool":
@@ -104,6 +113,8 @@ func run(ctx context.Context, args []string) error {
 		return runEvalBuild(ctx, args[1:])
 	case "grade":
 		return runGrade(ctx, args[1:])
+	case "dataset":
+		return runDataset(ctx, args[1:])
 	}
-	return fmt.Errorf("unknown subcommand %q: want tool, rebuild, mirror, gateway, eval, eval-build or grade", args[0])
+	return fmt.Errorf("unknown subcommand %q: want tool, rebuild, mirror, gateway, eval, eval-build, grade or dataset", args[0])
 }
