@@ -11,9 +11,10 @@
 #   SSEBENCH_REGISTRY       the prefix the dataset is published under (its case
 #                           images are PREFIX/case/<dataset>/<task>:<version>);
 #                           the tool images go to PREFIX/tool/<task>:VERSION. Required.
-#   SSEBENCH_SIGN_KEY       the PEM file of the CI's ECDSA P-256 private key
-#                           (cosign.key, unencrypted). Required: machines that
-#                           hold the public key believe what CI pushed.
+#   SSEBENCH_SIGN_KEY       the PEM file of the CI's ECDSA P-256 private key,
+#                           unencrypted (docs/ci.md shows how to make one).
+#                           Required: machines that hold the public half
+#                           believe what CI pushed (--verify-key).
 #   SSEBENCH_RUNTIME_IMAGE  a runtime image already pushed (a custom runtime).
 #                           Unset: this checkout's runtime is built and pushed
 #                           as PREFIX/runtime:VERSION (needs Go).

@@ -81,7 +81,7 @@ func TestRebuildToolsScript(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	keyFile := filepath.Join(work, "cosign.key")
+	keyFile := filepath.Join(work, "ci-sign.pem")
 	if err := os.WriteFile(keyFile, priv, 0o600); err != nil {
 		t.Fatal(err)
 	}

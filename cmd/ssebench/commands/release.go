@@ -328,7 +328,7 @@ pushed, moving only the blobs the registry lacks, and signed with
 
 One line per task, then the figures: tool images rebuilt and unchanged,
 bytes uploaded, mounted and skipped, and the time taken.`,
-		Example: `  ssebench dataset tools datasets/examples --registry localhost:5000/ssebench --push --sign-key cosign.key
+		Example: `  ssebench dataset tools datasets/examples --registry localhost:5000/ssebench --push --sign-key ci-sign.pem
   ssebench dataset tools datasets/examples --runtime localhost:5000/ssebench/runtime:0.2.0 --push --json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -392,6 +392,18 @@ func runDatasetTools(cmd *cobra.Command, g *options.Global, o *datasetToolsOptio
 	acc, err := g.Access()
 	if err != nil {
 		return err
+	}
+	// Every case image is found before anything is assembled or pushed: a
+	// dataset that is not published fails at once, saying so.
+	r, err := e.Resolver(p)
+	if err != nil {
+		return err
+	}
+	for _, t := range tasks {
+		caseRef := e.Names.CaseTagged(ds.Name, t.ID, tag)
+		if _, err := r.Resolve(ctx, caseRef); err != nil {
+			return fmt.Errorf("the case image of %s, %s, cannot be had: publish the dataset first (`ssebench dataset publish %s`) or name its tag with --case-tag (%w)", t.ID, caseRef, dir, err)
+		}
 	}
 	out := toolsJSON{Dataset: ds.Name, Images: []toolsImageJSON{}}
 	total := &remote.PushReport{}
