@@ -21,7 +21,7 @@ source "$here/lib.sh"
 # so the second compile finds most of its packages in Go's build cache.
 # --main: only what the main job needs; the tests' own packages (chromium,
 # xmllint, skopeo, umoci) wait for the first scripts/test.sh.
-cli= main=
+cli="" main=""
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--cli)

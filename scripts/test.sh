@@ -31,7 +31,7 @@ print_phases() {
 
 t=$(ms)
 bash "$here/setup.sh"
-phase "setup (packages, buildkitd, services, OS image)" "$t"
+phase "setup (packages, buildkitd, services, OS)" "$t"
 # SSEBENCH_K8S=0 leaves the cluster out (its tests then skip, or fail
 # under CI=true).
 k8s=${SSEBENCH_K8S:-1}
@@ -57,6 +57,7 @@ if [ $# -gt 0 ] || [ "$k8s" = 0 ]; then
 		t=$(ms)
 		bash "$here/k8s-up.sh"
 		phase "test cluster (k8s-up.sh)" "$t"
+		# shellcheck source=scripts/env.sh
 		source "$here/env.sh"
 	fi
 	[ $# -gt 0 ] || set -- ./...
@@ -88,6 +89,7 @@ else
 	t_build=$(ms)
 	build_log="$SSEBENCH_DEV_STATE/logs/k8s-build.log" build_end="$summary/k8s-build.end"
 	mkdir -p "$(dirname "$build_log")"
+	# shellcheck disable=SC2016 # the inner shell expands them
 	setsid bash -c 'rc=0; bash "$1" >"$2" 2>&1 || rc=$?; date +%s%3N >"$3"; exit $rc' _ \
 		"$here/k8s-build.sh" "$build_log" "$build_end" &
 	build_pid=$!
@@ -113,6 +115,7 @@ else
 	t=$(ms)
 	bash "$here/k8s-up.sh"
 	phase "test cluster up (k8s-up.sh)" "$t"
+	# shellcheck source=scripts/env.sh
 	source "$here/env.sh"
 	echo "== tests of the cluster: ${kube_tests[*]}"
 	t=$(ms)
