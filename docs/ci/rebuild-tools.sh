@@ -5,7 +5,8 @@
 # uploaded, mounted and skipped, time). docs/ci.md explains it; the GitHub
 # Actions workflow next to it (rebuild-tools.yml) runs exactly this script.
 #
-# Usage: docs/ci/rebuild-tools.sh DATASET_DIR
+# Usage: docs/ci/rebuild-tools.sh DATASET_DIR [FLAGS of `ssebench dataset tools`]
+#        (--tasks a,b, --case-tag TAG, --json, ...)
 #
 # Environment:
 #   SSEBENCH_REGISTRY       the prefix the dataset is published under (its case
@@ -25,7 +26,8 @@
 # gives its system and source layers, so no case layer is downloaded.
 set -euo pipefail
 
-dataset=${1:?usage: rebuild-tools.sh DATASET_DIR}
+dataset=${1:?usage: rebuild-tools.sh DATASET_DIR [FLAGS of ssebench dataset tools]}
+shift
 ssebench=${SSEBENCH:-ssebench}
 : "${SSEBENCH_REGISTRY:?set SSEBENCH_REGISTRY to the registry prefix the dataset is published under}"
 : "${SSEBENCH_SIGN_KEY:?set SSEBENCH_SIGN_KEY to the PEM file of the key that signs the tool images}"
@@ -44,4 +46,4 @@ fi
 #    alone, the others pushed (missing blobs only) and signed. The last
 #    lines are the figures.
 echo "== tool images of $dataset" >&2
-"$ssebench" dataset tools "$dataset" --push
+"$ssebench" dataset tools "$dataset" --push "$@"

@@ -24,6 +24,7 @@ import (
 	"github.com/42-b3yond-6ug/ssebench/registry/trust"
 	"github.com/42-b3yond-6ug/ssebench/release"
 	"github.com/42-b3yond-6ug/ssebench/runner"
+	"github.com/42-b3yond-6ug/ssebench/runtimebin"
 	"github.com/42-b3yond-6ug/ssebench/task"
 )
 
@@ -503,13 +504,16 @@ func pushChangedTool(ctx context.Context, e *pipeline.Env, acc *remote.Access, b
 			return rep, false, err
 		}
 	}
-	cref, err := name.ParseReference(caseRef, name.WeakValidation)
-	if err != nil {
-		return nil, false, err
+	// The case layers are in the case image's repository and the runtime's
+	// in the runtime's (`runtime build --push` just put them there): on the
+	// same registry they are mounted from there, not uploaded again.
+	var from []string
+	for _, r := range []string{caseRef, runtimebin.Ref(e.RuntimeRef, "", e.Names.Runtime())} {
+		if ref, err := name.ParseReference(r, name.WeakValidation); err == nil {
+			from = append(from, ref.Context().Name())
+		}
 	}
-	// The case layers are in the case image's repository: on the same
-	// registry they are mounted from there, not uploaded again.
-	popts := append([]remote.Option{remote.WithStore(e.Store), remote.WithMountFrom(cref.Context().Name())}, e.RegistryOptions...)
+	popts := append([]remote.Option{remote.WithStore(e.Store), remote.WithMountFrom(from...)}, e.RegistryOptions...)
 	if rep, err = remote.Push(ctx, b.Name, img, popts...); err != nil {
 		return nil, false, err
 	}
