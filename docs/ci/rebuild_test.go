@@ -146,6 +146,12 @@ func TestRebuildToolsScript(t *testing.T) {
 	if first.rebuilt != len(ds.Tasks) || first.unchanged != 0 {
 		t.Errorf("first run: %d rebuilt, %d unchanged; want %d rebuilt, 0 unchanged", first.rebuilt, first.unchanged, len(ds.Tasks))
 	}
+	// What the first run learnt from the case layers is published, signed,
+	// for the next machine that assembles a tool image without one.
+	facts, err := ggremote.List(mustRef(t, prefix+"/layer-facts:x").Context(), ggremote.WithContext(t.Context()))
+	if err != nil || len(facts) == 0 {
+		t.Errorf("first run: no layer facts in %s/layer-facts (%v)", prefix, err)
+	}
 	sigs := map[string]string{}
 	for _, tk := range ds.Tasks {
 		ref := toolRef(prefix, tk.ID)

@@ -406,19 +406,36 @@ func runDatasetTools(cmd *cobra.Command, g *options.Global, o *datasetToolsOptio
 			return fmt.Errorf("the case image of %s, %s, cannot be had: publish the dataset first (`ssebench dataset publish %s`) or name its tag with --case-tag (%w)", t.ID, caseRef, dir, err)
 		}
 	}
+	// The runtime's layers are in its repository (`runtime build --push`
+	// just put them there): every push mounts them from there rather than
+	// upload them into each tool repository.
+	if ref, err := name.ParseReference(runtimebin.Ref(e.RuntimeRef, "", e.Names.Runtime()), name.WeakValidation); err == nil {
+		e.RegistryOptions = append(e.RegistryOptions, remote.WithMountFrom(ref.Context().Name()))
+	}
 	out := toolsJSON{Dataset: ds.Name, Images: []toolsImageJSON{}}
 	total := &remote.PushReport{}
 	for _, t := range tasks {
 		caseRef := e.Names.CaseTagged(ds.Name, t.ID, tag)
-		b, err := e.Tool(ctx, pipeline.ToolRequest{Case: caseRef, Task: t.ID, SourceDir: t.Config.Source, Platform: p})
+		req := pipeline.ToolRequest{Case: caseRef, Task: t.ID, SourceDir: t.Config.Source, Platform: p}
+		// A tool image the registry does not have yet is pushed (and
+		// signed) as `assemble tool --push` does, which also publishes the
+		// facts of the case layers it read; the others are compared first.
+		known := false
+		if o.Push {
+			_, known = registryDigest(ctx, acc, e.Names.Tool(t.ID))
+			req.Push = !known
+		}
+		b, err := e.Tool(ctx, req)
 		if err != nil {
 			return fmt.Errorf("the tool image of %s: %w", t.ID, err)
 		}
 		img := toolsImageJSON{Task: t.ID, Name: b.Name, Digest: b.Digest.String(), Result: "assembled"}
 		if o.Push {
-			rep, pushed, err := pushChangedTool(ctx, e, acc, b, caseRef)
-			if err != nil {
-				return err
+			rep, pushed := b.Push, true
+			if known {
+				if rep, pushed, err = pushChangedTool(ctx, e, acc, b, caseRef); err != nil {
+					return err
+				}
 			}
 			img.Signed = e.Trust != nil && e.Trust.Signer != nil
 			img.Push = pushReportJSON(rep)
@@ -476,6 +493,24 @@ func pickTasks(ds *task.Dataset, ids []string) ([]*task.Task, error) {
 	return out, nil
 }
 
+// registryDigest returns the digest the registry holds under ref, and
+// whether it holds one.
+func registryDigest(ctx context.Context, acc *remote.Access, ref string) (v1.Hash, bool) {
+	r, err := name.ParseReference(ref, name.WeakValidation)
+	if err != nil {
+		return v1.Hash{}, false
+	}
+	repo, ropts, err := acc.Repository(ctx, r.Context().Name())
+	if err != nil {
+		return v1.Hash{}, false
+	}
+	desc, err := ggremote.Head(repo.Tag(r.Identifier()), ropts...)
+	if err != nil {
+		return v1.Hash{}, false
+	}
+	return desc.Digest, true
+}
+
 // pushChangedTool pushes the tool image b from the store and signs it,
 // unless the registry already holds it under its tag (and, when this
 // machine signs, with a signature its key verifies): then it moves nothing
@@ -496,7 +531,7 @@ func pushChangedTool(ctx context.Context, e *pipeline.Env, acc *remote.Access, b
 		return nil, false, err
 	}
 	signer := e.Trust != nil && e.Trust.Signer != nil
-	if desc, err := ggremote.Head(repo.Tag(ref.Identifier()), ropts...); err == nil && desc.Digest == b.Digest {
+	if d, ok := registryDigest(ctx, acc, b.Name); ok && d == b.Digest {
 		// Our own key, not the policy's trusted registries: an image
 		// there unsigned still needs our signature.
 		if !signer || (&trust.Policy{Key: &e.Trust.Signer.PublicKey}).Check(ctx, repo, b.Digest, ropts...) == nil {
@@ -504,16 +539,14 @@ func pushChangedTool(ctx context.Context, e *pipeline.Env, acc *remote.Access, b
 			return rep, false, err
 		}
 	}
-	// The case layers are in the case image's repository and the runtime's
-	// in the runtime's (`runtime build --push` just put them there): on the
-	// same registry they are mounted from there, not uploaded again.
-	var from []string
-	for _, r := range []string{caseRef, runtimebin.Ref(e.RuntimeRef, "", e.Names.Runtime())} {
-		if ref, err := name.ParseReference(r, name.WeakValidation); err == nil {
-			from = append(from, ref.Context().Name())
-		}
+	// The case layers are in the case image's repository (and the
+	// runtime's in its own, see runDatasetTools): on the same registry
+	// they are mounted from there, not uploaded again.
+	popts := []remote.Option{remote.WithStore(e.Store)}
+	if cref, err := name.ParseReference(caseRef, name.WeakValidation); err == nil {
+		popts = append(popts, remote.WithMountFrom(cref.Context().Name()))
 	}
-	popts := append([]remote.Option{remote.WithStore(e.Store), remote.WithMountFrom(from...)}, e.RegistryOptions...)
+	popts = append(popts, e.RegistryOptions...)
 	if rep, err = remote.Push(ctx, b.Name, img, popts...); err != nil {
 		return nil, false, err
 	}
