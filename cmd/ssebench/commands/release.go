@@ -324,8 +324,11 @@ its system and source layers, so no case layer is read.
 With --push, a tool image the registry already holds under its tag, with a
 signature that --sign-key's key verifies when one is set, is left alone:
 nothing of it is pushed or signed again ("unchanged"). The others are
-pushed, moving only the blobs the registry lacks, and signed with
---sign-key. This is the CI job of a runtime bump (docs/ci.md).
+pushed, moving only the blobs the registry lacks (the case and runtime
+layers are mounted from their repositories), and signed with --sign-key;
+a task's first tool image also publishes the facts of the case layers it
+read, as "assemble tool --push" does. This is the CI job of a runtime bump
+(docs/ci.md).
 
 One line per task, then the figures: tool images rebuilt and unchanged,
 bytes uploaded, mounted and skipped, and the time taken.`,
