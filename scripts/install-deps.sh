@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # install-deps.sh installs what the tests and the development daemons need on
 # a Debian 12 machine, as root:
-#   - Debian packages: containerd, runc, the registry, mmdebstrap and friends,
-#     chromium (the HTML report test) and libxml2-utils (xmllint, the JUnit one)
-#     (apt is skipped entirely when they are all present);
+#   - Debian packages: containerd, runc, the registry, mmdebstrap and friends;
+#     for tests only, chromium (the HTML report test), libxml2-utils (xmllint,
+#     the JUnit one), skopeo and umoci (apt is skipped entirely when they are
+#     all present);
 #   - buildkitd, built from the pinned tools/buildkit module
 #     into $SSEBENCH_DEV_CACHE/buildkit-<version>/bin (skipped when cached).
 set -euo pipefail
@@ -13,20 +14,31 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 require_root
 take_lock
 
+# Three groups, so that the first run waits for no more than it needs:
+# BUILD_PACKAGES are what buildkitd's compile needs (cgo), installed first
+# so that the compile starts at once; APT_PACKAGES what the services, the
+# OS image and the main job need; TEST_PACKAGES what only tests use (the
+# HTML report's browser, xmllint for JUnit, skopeo and umoci reading the
+# store), left out of main.sh's set-up.
+BUILD_PACKAGES=(
+	gcc
+	libc6-dev
+)
 APT_PACKAGES=(
+	"${BUILD_PACKAGES[@]}"
 	ca-certificates
-	chromium
 	containerd
 	curl
 	debootstrap
 	docker-registry
-	gcc
-	libc6-dev
-	libxml2-utils
 	mmdebstrap
 	runc
-	skopeo
 	uidmap
+)
+TEST_PACKAGES=(
+	chromium
+	libxml2-utils
+	skopeo
 	umoci
 )
 
@@ -65,14 +77,16 @@ build_buildkit() {
 	log "buildkit $BUILDKIT_VERSION: built in $(($(now_s) - start))s"
 }
 
-# With an argument, only that part: apt or buildkit (setup.sh runs the
-# BuildKit compile alongside the OS image).
+# With an argument, only that part: build (the compile's packages), apt
+# (the services' and main job's), test (the tests' own), buildkit.
 case "${1:-all}" in
+build) install_apt_packages "${BUILD_PACKAGES[@]}" ;;
 apt) install_apt_packages "${APT_PACKAGES[@]}" ;;
+test) install_apt_packages "${TEST_PACKAGES[@]}" ;;
 buildkit) build_buildkit ;;
 all)
-	install_apt_packages "${APT_PACKAGES[@]}"
+	install_apt_packages "${APT_PACKAGES[@]}" "${TEST_PACKAGES[@]}"
 	build_buildkit
 	;;
-*) die "usage: install-deps.sh [all|apt|buildkit]" ;;
+*) die "usage: install-deps.sh [all|build|apt|test|buildkit]" ;;
 esac

@@ -21,6 +21,7 @@ func newCmdDataset(g *options.Global) *cobra.Command {
   ssebench dataset publish datasets/examples --registry localhost:5000/ssebench`,
 	}
 	cmd.AddCommand(newCmdDatasetManifest(), newCmdDatasetValidate(), newCmdDatasetVerify(g), newCmdDatasetLock(g), newCmdDatasetPublish(g))
+	cmd.AddCommand(newCmdDatasetTools(g)) // the CI job of a runtime bump (docs/ci.md)
 	return groupCommand(cmd)
 }
 
