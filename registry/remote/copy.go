@@ -136,3 +136,7 @@ func (o *options) storeContent(ref name.Reference, desc v1.Descriptor) (remote.T
 	}
 	return idx.Image(child.Digest)
 }
+
+// IsNotFound reports whether err says an image does not exist in its
+// registry.
+func IsNotFound(err error) bool { return isNotFound(err) }
