@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -187,6 +188,17 @@ func checkPlan(home string, names naming.Names, args, agentNames []string) ([]im
 	}
 	for _, a := range args {
 		found := false
+		if st, err := os.Stat(filepath.Join(a, task.DatasetFile)); err == nil && !st.IsDir() {
+			// A dataset folder outside the home (eval --local DIR).
+			d, err := task.LoadDataset(a)
+			if err != nil {
+				return nil, fmt.Errorf("reading dataset %s: %w", a, err)
+			}
+			for _, t := range d.Tasks {
+				add(d, t)
+			}
+			continue
+		}
 		for _, d := range datasets {
 			if d.Name == a || filepath.Base(filepath.Clean(a)) == d.Name {
 				found = true

@@ -85,6 +85,15 @@ func TestTasksCheck(t *testing.T) {
 	if !strings.Contains(text, "0 of 4 images must be built") {
 		t.Errorf("eval --check printed:\n%s", text)
 	}
+	// A dataset folder outside the home, as eval --local names it.
+	copyTree(t, "datasets/examples", c.root+"/elsewhere")
+	text, _, err = c.run(t, "--registry", p, "eval", "--check", "--local", c.root+"/elsewhere", "--agents", "dummy")
+	if !errors.As(err, &exit) || exit.Code != commands.ExitMustBuild {
+		t.Errorf("eval --check --local with unbuilt tasks: err %v, want exit %d", err, commands.ExitMustBuild)
+	}
+	if !strings.Contains(text, id) || !strings.Contains(text, "libqs-3-b2a739e") {
+		t.Errorf("eval --check --local DIR did not check the folder's tasks:\n%s", text)
+	}
 	_, _, err = c.run(t, "--registry", p, "tasks", "check", "no-such-task")
 	oneLine(t, err)
 }
