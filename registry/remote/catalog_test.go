@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/42-b3yond-6ug/ssebench/internal/hostile"
 )
 
 // fakeCatalog serves a catalog in pages and the tags of each repository;
@@ -103,6 +105,7 @@ func TestListAllHostile(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			hostile.Case(t, "registry: catalog of mirror --all")
 			host := fakeRegistry(t, tt.pages)
 			got, err := ListAll(context.Background(), host+"/team", withRetries(1, 0))
 			if err == nil {
