@@ -57,14 +57,10 @@ func ListAll(ctx context.Context, prefix string, opts ...Option) ([]string, erro
 		return nil, err
 	}
 	prefix = strings.TrimRight(prefix, "/")
-	host, path, _ := strings.Cut(prefix, "/")
-	if path != "" {
-		for _, c := range strings.Split(path, "/") {
-			if !pathComponent.MatchString(c) {
-				return nil, fmt.Errorf("prefix %q is not a registry host and repository path: %q is not a valid path component", prefix, c)
-			}
-		}
+	if err := CheckPrefix(prefix); err != nil {
+		return nil, err
 	}
+	host, path, _ := strings.Cut(prefix, "/")
 	repo, err := o.parseRepository(host + "/probe")
 	if err != nil {
 		return nil, fmt.Errorf("prefix %q does not start with a registry host: %w", prefix, err)
@@ -108,6 +104,25 @@ func ListAll(ctx context.Context, prefix string, opts ...Option) ([]string, erro
 	}
 	sort.Strings(out)
 	return out, nil
+}
+
+// CheckPrefix refuses a registry prefix (a host, or a host and a
+// repository path) whose path breaks the distribution grammar, before any
+// request is made for it.
+func CheckPrefix(prefix string) error {
+	host, path, _ := strings.Cut(strings.TrimRight(prefix, "/"), "/")
+	if _, err := name.NewRegistry(host); err != nil || host == "" || strings.ContainsAny(host, " @") {
+		return fmt.Errorf("prefix %q does not start with a registry host (as in localhost:5000/team)", prefix)
+	}
+	if path == "" {
+		return nil
+	}
+	for _, c := range strings.Split(path, "/") {
+		if !pathComponent.MatchString(c) {
+			return fmt.Errorf("prefix %q is not a registry host and repository path: %q is not a valid path component (lower-case letters and digits, joined by '.', '_', '__' or '-')", prefix, c)
+		}
+	}
+	return nil
 }
 
 // list reads a paginated listing at path of reg: the strings under key of

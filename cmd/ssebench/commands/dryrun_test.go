@@ -107,6 +107,16 @@ func TestMirrorAllAndDryRun(t *testing.T) {
 		t.Error("mirror --all copied a repository beside the prefix")
 	}
 
-	_, _, err := c.run(t, "mirror", "--all", p+"/src", "--to", p+"/dst", "--tasks", "x")
-	oneLine(t, err)
+	for _, args := range [][]string{
+		{"mirror", "--all", p + "/src", "--to", p + "/dst", "--tasks", "x"},
+		{"mirror", "--all", p + "/src", "--to", p + "/src/copy"},
+		{"mirror", "--all", p + "/src", "--to", p + "/-dst"},
+		{"mirror", "--all", p + "/../src", "--to", p + "/dst"},
+	} {
+		_, _, err := c.run(t, args...)
+		oneLine(t, err)
+	}
+	if digestAt(t, p+"/src/copy/a:v1") != "" {
+		t.Error("mirror --all copied into its own prefix")
+	}
 }

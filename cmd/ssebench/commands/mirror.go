@@ -65,6 +65,15 @@ mounted and which uploaded, and whether the tag is new, unchanged or moves;
 			if o.All != "" && (len(o.Datasets) > 0 || len(o.Tasks) > 0 || len(o.Agents) > 0 || len(args) > 0 || o.NoTaskImages) {
 				return fmt.Errorf("--all copies every image under its prefix: drop --dataset, --tasks, --agents, --only-args and the image arguments")
 			}
+			if err := remote.CheckPrefix(o.To); err != nil {
+				return fmt.Errorf("--to: %w", err)
+			}
+			if o.All != "" {
+				all, to := strings.TrimRight(o.All, "/"), strings.TrimRight(o.To, "/")
+				if to == all || strings.HasPrefix(to, all+"/") {
+					return fmt.Errorf("--to %s is under --all %s: the copy would be copied again by the next run; name a prefix beside it", o.To, o.All)
+				}
+			}
 			p, err := options.ParsePlatform(o.Platform)
 			if err != nil {
 				return err
