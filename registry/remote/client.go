@@ -54,7 +54,7 @@ func (p *pusher) client(ctx context.Context, dst name.Repository) (*http.Client,
 	var rt http.RoundTripper
 	err = p.retry(ctx, func() error {
 		var err error
-		rt, err = transport.NewWithContext(ctx, dst.Registry, auth, transport.NewUserAgent(logRequests(p.o.guardedTransport()), p.o.userAgent), scopes)
+		rt, err = transport.NewWithContext(ctx, dst.Registry, auth, transport.NewUserAgent(plainLoopback{logRequests(p.o.guardedTransport())}, p.o.userAgent), scopes)
 		return err
 	})
 	if err != nil {

@@ -110,38 +110,10 @@ func Mirror(ctx context.Context, refs []string, fromPrefix, toPrefix string, opt
 	defer p.close()
 	rep := &MirrorReport{}
 
-	type job struct {
-		src, dst name.Reference
-		content  remote.Taggable
-	}
-	var jobs []job
-	seen := map[string]bool{}
-	for _, s := range refs {
-		src, err := o.parseReference(s)
-		if err != nil {
-			return rep, err
-		}
-		if seen[src.Name()] {
-			continue
-		}
-		seen[src.Name()] = true
-		t, err := Retarget(s, fromPrefix, toPrefix)
-		if err != nil {
-			return rep, err
-		}
-		dst, err := o.parseReference(t)
-		if err != nil {
-			return rep, err
-		}
-		content, err := o.fetch(ctx, src)
-		if isNotFound(err) {
-			rep.Missing = append(rep.Missing, src.Name())
-			continue
-		}
-		if err != nil {
-			return rep, err
-		}
-		jobs = append(jobs, job{src: src, dst: dst, content: content})
+	jobs, missing, err := o.mirrorJobs(ctx, refs, fromPrefix, toPrefix)
+	rep.Missing = missing
+	if err != nil {
+		return rep, err
 	}
 
 	unique := map[v1.Hash]int64{}
@@ -209,4 +181,46 @@ func isNotFound(err error) bool {
 		}
 	}
 	return false
+}
+
+// mirrorJob is one image of a Mirror: where it comes from and goes to.
+type mirrorJob struct {
+	src, dst name.Reference
+	content  remote.Taggable
+}
+
+// mirrorJobs finds each image of refs (once each) and where it goes under
+// toPrefix; images that do not exist are returned apart.
+func (o *options) mirrorJobs(ctx context.Context, refs []string, fromPrefix, toPrefix string) ([]mirrorJob, []string, error) {
+	var jobs []mirrorJob
+	var missing []string
+	seen := map[string]bool{}
+	for _, s := range refs {
+		src, err := o.parseReference(s)
+		if err != nil {
+			return nil, missing, err
+		}
+		if seen[src.Name()] {
+			continue
+		}
+		seen[src.Name()] = true
+		t, err := Retarget(s, fromPrefix, toPrefix)
+		if err != nil {
+			return nil, missing, err
+		}
+		dst, err := o.parseReference(t)
+		if err != nil {
+			return nil, missing, err
+		}
+		content, err := o.fetch(ctx, src)
+		if isNotFound(err) {
+			missing = append(missing, src.Name())
+			continue
+		}
+		if err != nil {
+			return nil, missing, err
+		}
+		jobs = append(jobs, mirrorJob{src: src, dst: dst, content: content})
+	}
+	return jobs, missing, nil
 }

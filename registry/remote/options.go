@@ -350,7 +350,7 @@ func (o *options) remoteOptions(ctx context.Context) []remote.Option {
 }
 
 func (o *options) guardedTransport() http.RoundTripper {
-	g := &httpGuard{base: manifestCheck{base: stallTransport(o.transport, o.stall)}, opts: o}
+	g := &httpGuard{base: plainLoopback{manifestCheck{base: stallTransport(o.transport, o.stall)}}, opts: o}
 	// Insecure registries may use self-signed certificates, as Docker's
 	// insecure-registries setting allows; everyone else is verified.
 	if t, ok := o.transport.(*http.Transport); ok && len(o.insecure) > 0 {

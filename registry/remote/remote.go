@@ -90,7 +90,7 @@ func (a *Access) FetchBlob(ctx context.Context, repo string, d v1.Descriptor) (i
 	var rt http.RoundTripper
 	err = retry(ctx, a.o.move.attempts, a.o.move.backoff, func() error {
 		var err error
-		rt, err = transport.NewWithContext(ctx, r.Registry, auth, transport.NewUserAgent(logRequests(a.o.guardedTransport()), a.o.userAgent), []string{r.Scope(transport.PullScope)})
+		rt, err = transport.NewWithContext(ctx, r.Registry, auth, transport.NewUserAgent(plainLoopback{logRequests(a.o.guardedTransport())}, a.o.userAgent), []string{r.Scope(transport.PullScope)})
 		return err
 	})
 	if err != nil {

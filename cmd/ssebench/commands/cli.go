@@ -18,7 +18,7 @@ import (
 // SSEBench home. Outside a home they fail at once with options.ErrNoHome
 // instead of looking in the working directory and reporting a task or agent
 // as missing. "assemble tool" needs one only without --source and "mirror"
-// only without --only-args.
+// only without --only-args or --all.
 var needsHome = map[string]func(*cobra.Command) bool{
 	"names":          always,
 	"run":            always,
@@ -27,7 +27,7 @@ var needsHome = map[string]func(*cobra.Command) bool{
 	"base-images":    always,
 	"runtime build":  always,
 	"assemble tool":  func(c *cobra.Command) bool { return !c.Flags().Changed("source") },
-	"mirror":         func(c *cobra.Command) bool { return !c.Flags().Changed("only-args") },
+	"mirror":         func(c *cobra.Command) bool { return !c.Flags().Changed("only-args") && !c.Flags().Changed("all") },
 }
 
 func always(*cobra.Command) bool { return true }

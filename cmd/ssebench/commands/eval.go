@@ -31,6 +31,8 @@ type evalOptions struct {
 	Resources                                    contract.Limits
 	Jobs, Attempts, Timeout, Difficulty, Retries int
 	Prebuilt, BuildOnly                          bool
+	// Check is --check: the preflight of `tasks check`, then exit.
+	Check bool
 	backendOptions
 }
 
@@ -55,7 +57,9 @@ One line is printed per finished run (task, agent, attempt, checks,
 duration, tokens), and on a terminal a status line with an estimate. At the
 end stdout gets the report ("ssebench runs report DIR" makes it again, in
 other formats). Exit status: 0 when every run of the plan is done, whatever
-the grades; 1 otherwise.
+the grades; 1 otherwise. --check runs nothing: it says which images of the
+plan exist and which must be built (see "ssebench tasks check") and exits 0,
+or 2 when something must be built.
 
 --budget bounds what all the runs together spend on the model: tokens
 (input plus output: 2000000, 500k, 2m) or US dollars ($5, 5usd; needs a
@@ -72,6 +76,17 @@ on this machine: not --backend kubernetes, not --egress open.`,
   ssebench eval --agents dummy,patcher --backend kubernetes --registry localhost:5000/ssebench --jobs 3`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.Check {
+				// Before anything is built or a model is called.
+				if o.Catalog != "" || o.Resume != "" {
+					return errors.New("--check reads the home's datasets: use --local or --tasks, not --catalog or --resume")
+				}
+				args := evaluate.SplitList(o.Tasks)
+				if len(args) == 0 && o.Local != "" {
+					args = []string{o.Local}
+				}
+				return runTasksCheck(cmd, g, args, evaluate.SplitList(o.Agents), "", false)
+			}
 			if err := o.Resources.Validate(); err != nil {
 				return err
 			}
@@ -176,6 +191,7 @@ on this machine: not --backend kubernetes, not --egress open.`,
 	f.StringVar(&o.Mode, "mode", pipeline.ModeSandbox, "sandbox or sidecar (two containers per run: the task's and the agent's)")
 	f.StringVar(&o.OSImage, "os-image", "", "sidecar mode: the OS image tool-sidecar-agent starts from (default $"+pipeline.OSImageEnv+")")
 	f.BoolVar(&o.BuildOnly, "build-only", false, "build every image the plan needs and run nothing")
+	f.BoolVar(&o.Check, "check", false, "say which images of the plan exist and which must be built (as tasks check), exit 0 or 2, and run nothing")
 	f.StringVar(&o.RunsDir, "runs-dir", "runs", "where the evaluation folder eval-<id>/ goes")
 	f.StringVar(&o.Resume, "resume", "", "finish the evaluation in this folder: run what is missing, keep what is done")
 	f.IntVar(&o.Retries, "retries", evaluate.DefaultRetries, "times a run that failed for an infrastructure reason is tried again")

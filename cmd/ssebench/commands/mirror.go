@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -22,12 +23,14 @@ type mirrorOptions struct {
 	Tasks, Agents []string
 	Jobs          int
 	NoTaskImages  bool
+	All           string
+	DryRun, JSON  bool
 }
 
 func newCmdMirror(g *options.Global) *cobra.Command {
 	o := &mirrorOptions{}
 	cmd := &cobra.Command{
-		Use:   "mirror --to PREFIX [--dataset DIR]... [--tasks a,b] [--agents x,y] [--platform OS/ARCH] [REF...]",
+		Use:   "mirror --to PREFIX [--dataset DIR]... [--tasks a,b] [--agents x,y] [--platform OS/ARCH] [--dry-run] [REF...] | mirror --all SRCPREFIX --to PREFIX",
 		Short: "Copy the images of tasks and agents from REGISTRY to another prefix, each blob once",
 		Long: `Copy every image a set of tasks needs (base, case, tool, agent and runtime,
 named from REGISTRY and VERSION) to the same names under PREFIX, keeping
@@ -39,45 +42,100 @@ The tasks are those of --dataset (a folder, or a name under the home's
 datasets/; default: every dataset), narrowed by --tasks; agent images are
 made for each --agents folder. The case image is tagged with the dataset
 version. More images may be named as arguments. Source images that do not
-exist are listed together at the end, and the command then fails.`,
+exist are listed together at the end, and the command then fails.
+
+--all SRCPREFIX copies, as skopeo sync does, every tag of every repository
+at or below SRCPREFIX (a registry host, or a host and a path), found in the
+registry's catalog (/v2/_catalog) and tag lists: SRCPREFIX/a/b:t goes to
+PREFIX/a/b:t. A catalog or tag list that names an invalid repository or tag
+(such as "..") or leaves the registry, or pages beyond the limits, is
+refused; a registry that hides its catalog cannot be mirrored this way.
+
+--dry-run writes nothing: it prints each image's target and digest, its
+blobs (count and bytes), which the target already has, which would be
+mounted and which uploaded, and whether the tag is new, unchanged or moves;
+--json prints the same as one document.`,
 		Example: `  ssebench mirror --registry localhost:5000/ssebench --to mirror.lan:5000/ssebench --dataset examples --agents dummy
-  ssebench mirror --to localhost:5000/ssebench-archive --tasks kvconf-12-afb9ee1 --platform linux/amd64`,
+  ssebench mirror --to localhost:5000/ssebench-archive --tasks kvconf-12-afb9ee1 --platform linux/amd64
+  ssebench mirror --all localhost:5000/ssebench --to mirror.lan:5000/ssebench --dry-run`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.To == "" {
 				return fmt.Errorf("--to is required: name the target prefix, e.g. --to mirror.lan:5000/ssebench")
 			}
-			names, err := g.Names()
-			if err != nil {
-				return err
+			if o.All != "" && (len(o.Datasets) > 0 || len(o.Tasks) > 0 || len(o.Agents) > 0 || len(args) > 0 || o.NoTaskImages) {
+				return fmt.Errorf("--all copies every image under its prefix: drop --dataset, --tasks, --agents, --only-args and the image arguments")
 			}
-			home, err := g.HomeDir()
-			if err != nil {
-				return err
+			if err := remote.CheckPrefix(o.To); err != nil {
+				return fmt.Errorf("--to: %w", err)
 			}
-			refs, err := mirrorSet(home, names, o)
-			if err != nil {
-				return err
-			}
-			refs = append(refs, args...)
-			if len(refs) == 0 {
-				return fmt.Errorf("no images to mirror: name a dataset with tasks (--dataset) or images as arguments")
+			if o.All != "" {
+				all, to := strings.TrimRight(o.All, "/"), strings.TrimRight(o.To, "/")
+				if to == all || strings.HasPrefix(to, all+"/") {
+					return fmt.Errorf("--to %s is under --all %s: the copy would be copied again by the next run; name a prefix beside it", o.To, o.All)
+				}
 			}
 			p, err := options.ParsePlatform(o.Platform)
 			if err != nil {
 				return err
+			}
+			var refs []string
+			from := ""
+			if o.All == "" {
+				names, err := g.Names()
+				if err != nil {
+					return err
+				}
+				home, err := g.HomeDir()
+				if err != nil {
+					return err
+				}
+				if refs, err = mirrorSet(home, names, o); err != nil {
+					return err
+				}
+				refs = append(refs, args...)
+				if len(refs) == 0 {
+					return fmt.Errorf("no images to mirror: name a dataset with tasks (--dataset) or images as arguments")
+				}
+				from = names.Registry
 			}
 			s, ropts, err := g.StoreOptions(nil)
 			if err != nil {
 				return err
 			}
 			defer s.Close()
+			if o.All != "" {
+				from = strings.TrimRight(o.All, "/")
+				if refs, err = remote.ListAll(cmd.Context(), from, ropts...); err != nil {
+					return err
+				}
+				if len(refs) == 0 {
+					return fmt.Errorf("no images under %s: the registry's catalog lists no repository with a tag there", from)
+				}
+			}
+			if o.DryRun {
+				plan, err := remote.PlanMirror(cmd.Context(), refs, from, o.To, append(ropts, remote.WithIndexPlatform(p))...)
+				if err != nil {
+					return err
+				}
+				return printPlan(cmd.OutOrStdout(), plan, o.JSON)
+			}
 			pp := NewProgressPrinter(cmd.ErrOrStderr(), ProgressQuiet(g.Quiet))
 			ropts = append(ropts, remote.WithJobs(o.Jobs), remote.WithBlobProgress(pp), remote.WithIndexPlatform(p))
-			rep, err := remote.Mirror(cmd.Context(), refs, names.Registry, o.To, ropts...)
+			rep, err := remote.Mirror(cmd.Context(), refs, from, o.To, ropts...)
 			pp.Finish(nil)
 			if rep != nil {
-				for _, im := range rep.Images {
-					fmt.Fprintf(cmd.OutOrStdout(), "%s@%s\n", im.Target, im.Digest)
+				if o.JSON {
+					out := mirrorOutput{Images: []mirroredJSON{}, Missing: rep.Missing, Push: pushReportJSON(&rep.Push)}
+					for _, im := range rep.Images {
+						out.Images = append(out.Images, mirroredJSON{Source: im.Source, Target: im.Target, Digest: im.Digest.String()})
+					}
+					if jerr := writeJSONTo(cmd.OutOrStdout(), out); jerr != nil && err == nil {
+						err = jerr
+					}
+				} else {
+					for _, im := range rep.Images {
+						fmt.Fprintf(cmd.OutOrStdout(), "%s@%s\n", im.Target, im.Digest)
+					}
 				}
 				fmt.Fprintln(cmd.ErrOrStderr(), rep.String())
 			}
@@ -96,6 +154,9 @@ exist are listed together at the end, and the command then fails.`,
 	f.StringVar(&o.Platform, "platform", "", "take only this platform's image out of image indexes (default: whole indexes)")
 	f.IntVar(&o.Jobs, "jobs", 4, "blobs copied at once")
 	f.BoolVar(&o.NoTaskImages, "only-args", false, "copy only the images named as arguments")
+	f.StringVar(&o.All, "all", "", "copy every tag of every repository under this registry prefix (from the registry's catalog), as skopeo sync")
+	f.BoolVar(&o.DryRun, "dry-run", false, "print what would be copied, mounted and tagged (HEAD requests only) and write nothing")
+	addJSONFlag(cmd, &o.JSON)
 	return cmd
 }
 
@@ -182,4 +243,17 @@ func mirrorSet(home string, names naming.Names, o *mirrorOptions) ([]string, err
 	}
 	sort.Strings(out)
 	return out, nil
+}
+
+// mirrorOutput is `mirror --json`.
+type mirrorOutput struct {
+	Images  []mirroredJSON `json:"images"`
+	Missing []string       `json:"missing,omitempty"`
+	Push    *pushJSON      `json:"push"`
+}
+
+type mirroredJSON struct {
+	Source string `json:"source"`
+	Target string `json:"target"`
+	Digest string `json:"digest"`
 }

@@ -17,6 +17,7 @@ type pushOptions struct {
 	Jobs      int
 	MountFrom []string
 	JSON      bool
+	DryRun    bool
 }
 
 func newCmdPush(g *options.Global) *cobra.Command {
@@ -31,8 +32,14 @@ else mounted from another repository of that registry known to have it
 pushes and pulls); else uploaded, large blobs in chunks so that a rerun
 resumes an interrupted upload. The manifest goes last, so a tag never names
 an incomplete image. One line per blob, then a summary: bytes uploaded,
-mounted and skipped.`,
+mounted and skipped.
+
+--dry-run writes nothing: it prints, per image, the target, its digest,
+its blobs (count and bytes), which the repository already has, which would
+be mounted and which uploaded, and whether the tag is new, unchanged or
+moves (--json: the same as one document).`,
 		Example: `  ssebench push localhost:5000/ssebench/tool/kvconf-12-afb9ee1:0.1.0-dev
+  ssebench push --dry-run --json localhost:5000/ssebench/tool/kvconf-12-afb9ee1:0.1.0-dev
   ssebench push localhost:5000/ssebench/tool/kvconf-12-afb9ee1:0.1.0-dev --mount-from localhost:5000/ssebench/case/examples/kvconf-12-afb9ee1`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -42,11 +49,15 @@ mounted and skipped.`,
 				return err
 			}
 			defer s.Close()
-			pp := NewProgressPrinter(cmd.ErrOrStderr(), ProgressQuiet(g.Quiet))
+			pp := NewProgressPrinter(cmd.ErrOrStderr(), ProgressQuiet(g.Quiet || o.DryRun))
 			ropts = append(ropts, remote.WithJobs(o.Jobs), remote.WithMountFrom(o.MountFrom...), remote.WithBlobProgress(pp))
 			total := &remote.PushReport{}
 			pushed := []imageJSON{}
-			defer func() { pp.Finish(total) }()
+			defer func() {
+				if !o.DryRun {
+					pp.Finish(total)
+				}
+			}()
 			// Every image is found before anything moves: a typo in the
 			// last name fails at once, and the totals cover them all.
 			refs := make([]name.Reference, len(args))
@@ -61,6 +72,17 @@ mounted and skipped.`,
 				}
 				refs[i] = ref
 				pp.Expect(contents[i])
+			}
+			if o.DryRun {
+				targets := make([]remote.Target, len(refs))
+				for i, ref := range refs {
+					targets[i] = remote.Target{Ref: ref.Name(), Content: contents[i]}
+				}
+				plan, err := remote.PlanPush(ctx, targets, ropts...)
+				if err != nil {
+					return err
+				}
+				return printPlan(cmd.OutOrStdout(), plan, o.JSON)
 			}
 			for i, ref := range refs {
 				content := contents[i]
@@ -87,6 +109,7 @@ mounted and skipped.`,
 	f := cmd.Flags()
 	f.IntVar(&o.Jobs, "jobs", 4, "blobs uploaded at once")
 	f.StringSliceVar(&o.MountFrom, "mount-from", nil, "repository of the same registry that may hold some blobs (repeatable)")
+	f.BoolVar(&o.DryRun, "dry-run", false, "print what would be uploaded, mounted and tagged (HEAD requests only) and write nothing")
 	addJSONFlag(cmd, &o.JSON)
 	return cmd
 }

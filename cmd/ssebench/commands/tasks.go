@@ -19,7 +19,7 @@ func newCmdTasks(g *options.Global) *cobra.Command {
 		Short:   "List the tasks of catalogs and datasets",
 		Example: `  ssebench tasks list --catalog oci://localhost:5000/ssebench/catalog/examples:examples-v1`,
 	}
-	cmd.AddCommand(newCmdTasksList(g))
+	cmd.AddCommand(newCmdTasksList(g), newCmdTasksCheck(g))
 	return groupCommand(cmd)
 }
 
