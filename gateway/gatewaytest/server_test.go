@@ -41,7 +41,7 @@ func TestAsides(t *testing.T) {
 		want string
 	}{
 		{"side request by system prompt", map[string]any{"model": "m", "max_tokens": 50,
-			"system": []any{map[string]any{"type": "text", "text": "Write a 5-10 word title for the conversation."}},
+			"system":   []any{map[string]any{"type": "text", "text": "Write a 5-10 word title for the conversation."}},
 			"messages": []any{user("fix the bug")}}, `Fix the parser`},
 		{"loop, step 0", map[string]any{"model": "m", "max_tokens": 50, "system": "You are a coding agent.",
 			"messages": []any{user("fix the bug")}}, `"name":"Bash"`},
