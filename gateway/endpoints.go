@@ -86,6 +86,19 @@ func route(f Flavour, r *http.Request) (endpoint, string, string) {
 	return endpoint{}, "", fmt.Sprintf("%s %s is not an endpoint this run may use: the %s gateway forwards only %s", cut(r.Method, 20), cut(fmt.Sprintf("%q", p), 200), f, describeEndpoints(f))
 }
 
+// upstreamPath is the path forwarded for the agent's clean path p: p
+// without its /v1 when the upstream's base URL already ends in /v1. An
+// SDK that was given the gateway as its base URL adds /v1 itself
+// (Anthropic's, so Claude Code: /v1/messages), and a provider's base URL
+// is usually written with it (https://api.example.com/v1): joined as
+// they are, the upstream would get /v1/v1/messages and answer 404.
+func upstreamPath(base *url.URL, p string) string {
+	if strings.HasSuffix(strings.TrimSuffix(base.Path, "/"), "/v1") && strings.HasPrefix(p, "/v1/") {
+		return p[len("/v1"):]
+	}
+	return p
+}
+
 // describeEndpoints lists a flavour's endpoints for a refusal message.
 func describeEndpoints(f Flavour) string {
 	var s []string

@@ -225,6 +225,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	x.rec.Path = path
+	path = upstreamPath(g.cfg.Upstream.BaseURL, path)
 	// A body that says it is too big is refused unread; one that does
 	// not say is read up to the cap.
 	var body []byte

@@ -231,6 +231,9 @@ func (a *answer) messageEvents() []event {
 		delete(start, "usage")
 	}
 	emit("message_start", obj{"message": start})
+	// Anthropic's streams carry pings (one after the start here): a
+	// client must pass over them.
+	emit("ping", obj{})
 	idx := 0
 	if a.Text != "" {
 		emit("content_block_start", obj{"index": idx, "content_block": obj{"type": "text", "text": ""}})

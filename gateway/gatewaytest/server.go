@@ -7,6 +7,11 @@
 // many assistant turns the conversation already holds: the first request
 // of a tool-use loop gets step 0, the request carrying the results of its
 // tool calls step 1, and so on. A retried request gets the same reply.
+//
+// Besides the agent's loop, a CLI may send side requests (a small model
+// asked for a title or a summary: SetAsides answers those apart from the
+// script) and, in the messages flavour, token counts
+// (POST /v1/messages/count_tokens, answered with an estimate).
 package gatewaytest
 
 import (
@@ -85,6 +90,24 @@ type Received struct {
 	Turn    int
 	Stream  bool
 	Model   string
+	// Aside is the Match of the side reply that answered the request
+	// (SetAsides), empty for a step of the script.
+	Aside string
+	// CountTokens marks a messages token count (POST
+	// .../messages/count_tokens): no step of the script, no usage.
+	CountTokens bool
+}
+
+// Aside is a reply for a client's side requests: those a CLI sends next
+// to its loop, such as a small model asked for a session title or a
+// summary. They hold no assistant turn of the loop, so the script would
+// answer them with its first step.
+type Aside struct {
+	// Match must occur in the request's system prompt (the messages
+	// flavour's system, the responses flavour's instructions, the chat
+	// flavour's system messages) or its last message.
+	Match string
+	Reply Reply
 }
 
 // Server is a running scripted model server.
@@ -101,6 +124,7 @@ type Server struct {
 	srv    *http.Server
 
 	mu       sync.Mutex
+	asides   []Aside
 	received []Received
 	reported [2]int64       // input and output tokens the replies reported
 	resp     map[string]int // response id → turn, for previous_response_id
@@ -128,6 +152,28 @@ func Listen(addr string, script []Reply, key string) (*Server, error) {
 
 // Close stops the server.
 func (s *Server) Close() { s.srv.Close() }
+
+// SetAsides replaces the server's side replies: a request that matches one
+// (the first in order) gets its reply, whatever the conversation holds,
+// and the script is not consulted.
+func (s *Server) SetAsides(asides ...Aside) {
+	s.mu.Lock()
+	s.asides = append([]Aside(nil), asides...)
+	s.mu.Unlock()
+}
+
+// aside returns the side reply for a request's system prompt and last
+// message, if one matches.
+func (s *Server) aside(system, last string) (Aside, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, a := range s.asides {
+		if a.Match != "" && (strings.Contains(system, a.Match) || strings.Contains(last, a.Match)) {
+			return a, true
+		}
+	}
+	return Aside{}, false
+}
 
 // Received returns the requests so far, oldest first.
 func (s *Server) Received() []Received {
@@ -197,6 +243,19 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	var flavour string
 	switch {
+	case strings.HasSuffix(p, "/messages/count_tokens"):
+		// Anthropic's token count: free, no reply from the model. The
+		// estimate is the gateway's rule, a token per 3 bytes.
+		rec.Flavour, rec.CountTokens = Messages, true
+		var req request
+		if r.Method != http.MethodPost || readExactly(body, &req) != nil {
+			httpError(w, http.StatusBadRequest, "count_tokens takes a POST of a JSON messages request")
+			return
+		}
+		rec.Model = req.Model
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]int{"input_tokens": (len(body) + 2) / 3})
+		return
 	case strings.HasSuffix(p, "/chat/completions"):
 		flavour = Chat
 	case strings.HasSuffix(p, "/responses"):
@@ -217,16 +276,22 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	turn, last := s.conversation(flavour, &req)
-	rec.Flavour, rec.Turn, rec.Stream, rec.Model = flavour, turn, req.Stream, req.Model
+	side, isAside := s.aside(req.systemText(), last)
+	rec.Flavour, rec.Turn, rec.Stream, rec.Model, rec.Aside = flavour, turn, req.Stream, req.Model, side.Match
 	s.mu.Lock()
 	s.received = append(s.received, rec)
 	recorded = true
 	s.mu.Unlock()
-	if turn >= len(s.script) {
+	var reply Reply
+	switch {
+	case isAside:
+		reply = side.Reply
+	case turn >= len(s.script):
 		httpError(w, http.StatusBadRequest, fmt.Sprintf("the script has %d steps and the conversation already has %d assistant turns", len(s.script), turn))
 		return
+	default:
+		reply = s.script[turn]
 	}
-	reply := s.script[turn]
 	if reply.Match != "" && !strings.Contains(last, reply.Match) {
 		httpError(w, http.StatusBadRequest, fmt.Sprintf("step %d expects the last message to contain %q; it is %q", turn, reply.Match, cut(last, 300)))
 		return
@@ -315,7 +380,7 @@ func readExactly(body []byte, req *request) error {
 		return err
 	}
 	exact := map[string]json.RawMessage{}
-	for _, k := range []string{"model", "stream", "stream_options", "messages", "input", "previous_response_id"} {
+	for _, k := range []string{"model", "stream", "stream_options", "messages", "input", "previous_response_id", "system", "instructions"} {
 		if v, ok := m[k]; ok {
 			exact[k] = v
 		}
@@ -337,6 +402,23 @@ type request struct {
 	Messages           []json.RawMessage `json:"messages"`
 	Input              json.RawMessage   `json:"input"`
 	PreviousResponseID string            `json:"previous_response_id"`
+	// System is the messages flavour's system prompt (text or blocks);
+	// Instructions the responses flavour's.
+	System       json.RawMessage `json:"system"`
+	Instructions json.RawMessage `json:"instructions"`
+}
+
+// systemText is a request's system prompt as text, in any flavour: the
+// chat flavour's system and developer messages included.
+func (req *request) systemText() string {
+	text := textOf(req.System) + textOf(req.Instructions)
+	for _, raw := range req.Messages {
+		var m message
+		if json.Unmarshal(raw, &m) == nil && (m.Role == "system" || m.Role == "developer") {
+			text += textOf(m.Content)
+		}
+	}
+	return text
 }
 
 type message struct {
