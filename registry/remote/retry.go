@@ -172,7 +172,7 @@ func withRetryAfter(err error, resp *http.Response) error {
 		if resp.Request != nil && resp.Request.URL != nil {
 			host = resp.Request.URL.Host
 		}
-		return permanent(fmt.Errorf("%w; %s asks to wait %s (Retry-After) before trying again, more than the %s ssebench waits: try again later", err, host, d.Round(time.Second), maxRetryAfter))
+		return permanent(fmt.Errorf("%w; %s asks to wait %s (Retry-After) before trying again, more than the %s ssebench waits: try again later", err, host, (d + time.Second - 1).Truncate(time.Second), maxRetryAfter))
 	}
 	return &retryAfter{error: err, wait: d}
 }
