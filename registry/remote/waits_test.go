@@ -371,6 +371,8 @@ func TestHostileMirrorFlakySource(t *testing.T) {
 		{"one blob in five reset before any byte", []faultproxy.Rule{{Method: "GET", Path: blobPath, Every: 5, Fault: faultproxy.Fault{Kind: faultproxy.Reset}}}},
 		{"one blob in five truncated", []faultproxy.Rule{{Method: "GET", Path: blobPath, Every: 5, Fault: faultproxy.Fault{Kind: faultproxy.Truncate, After: 100}}}},
 		{"one read in three reset, manifests too", []faultproxy.Rule{{Method: "GET", Path: "/v2/", Every: 3, Fault: faultproxy.Fault{Kind: faultproxy.Reset, After: 20}}}},
+		{"one blob in two reset", []faultproxy.Rule{{Method: "GET", Path: blobPath, Every: 2, Fault: faultproxy.Fault{Kind: faultproxy.Reset, After: 20}}}},
+		{"one blob in four truncated", []faultproxy.Rule{{Method: "GET", Path: blobPath, Every: 4, Fault: faultproxy.Fault{Kind: faultproxy.Truncate, After: 10}}}},
 		{"one blob in five 503 with Retry-After", []faultproxy.Rule{{Method: "GET", Path: blobPath, Every: 5, Fault: waitFault(503, "1")}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
