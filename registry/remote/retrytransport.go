@@ -12,11 +12,15 @@ package remote
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -118,13 +122,50 @@ func statusError(resp *http.Response) error {
 	return withRetryAfter(err, resp)
 }
 
+// maxCheckedBody bounds the bodies resumeBody hashes itself: configs,
+// manifests and small layers. A larger blob is a layer, which its reader
+// verifies anyway (go-containerregistry, the store).
+const maxCheckedBody = 16 << 20
+
+// digestPath finds the digest a blob or manifest request names.
+var digestPath = regexp.MustCompile(`/(blobs|manifests)/(sha256:[0-9a-f]{64})$`)
+
 // withResume makes the body of a whole-body GET resume where it broke.
 func withResume(t *retryTransport, req *http.Request, resp *http.Response) *http.Response {
 	if req.Method != http.MethodGet || resp.StatusCode != http.StatusOK || resp.ContentLength <= 0 || req.Header.Get("Range") != "" {
 		return resp
 	}
-	resp.Body = &resumeBody{t: t, req: req, rc: resp.Body, size: resp.ContentLength, digest: resp.Header.Get("Docker-Content-Digest")}
+	b := &resumeBody{t: t, req: req, rc: resp.Body, size: resp.ContentLength, digest: resp.Header.Get("Docker-Content-Digest")}
+	b.want = wantDigest(req, b.digest)
+	if b.want == "" && manifestPath.MatchString(req.URL.Path) {
+		// A manifest by tag with no digest to check: two halves of
+		// two versions of the tag must not be stitched together.
+		return resp
+	}
+	if b.want != "" && b.size <= maxCheckedBody {
+		b.h = sha256.New()
+	}
+	resp.Body = b
 	return resp
+}
+
+// wantDigest is the digest the body of req must have: the one its path
+// names (or the path of the request that redirected to it), else the one
+// the registry announced.
+func wantDigest(req *http.Request, announced string) string {
+	paths := []string{req.URL.Path}
+	if req.Response != nil && req.Response.Request != nil {
+		paths = append(paths, req.Response.Request.URL.Path)
+	}
+	for _, p := range paths {
+		if m := digestPath.FindStringSubmatch(p); m != nil {
+			return m[2]
+		}
+	}
+	if strings.HasPrefix(announced, "sha256:") {
+		return announced
+	}
+	return ""
 }
 
 // resumeBody is a GET's body that, when the connection breaks or closes
@@ -140,8 +181,10 @@ type resumeBody struct {
 	rc      io.ReadCloser
 	size    int64
 	digest  string // Docker-Content-Digest of the first answer
-	n       int64  // bytes handed out
-	pending error  // the error met after the last bytes handed out
+	want    string // the digest the body must have, "" when unknown
+	h       hash.Hash
+	n       int64 // bytes handed out
+	pending error // the error met after the last bytes handed out
 	resumes int
 }
 
@@ -153,11 +196,21 @@ func (b *resumeBody) Read(p []byte) (int, error) {
 			var n int
 			n, err = b.rc.Read(p)
 			b.n += int64(n)
+			if b.h != nil {
+				b.h.Write(p[:n])
+			}
 			if err == io.EOF && b.n < b.size {
 				err = io.ErrUnexpectedEOF
 			}
-			if err == nil || err == io.EOF {
+			if err == io.EOF || err == nil && b.n >= b.size {
+				// The whole body: it must be the right one.
+				if cerr := b.check(); cerr != nil {
+					return n, cerr
+				}
 				return n, err
+			}
+			if err == nil {
+				return n, nil
 			}
 			if n > 0 {
 				b.pending = err
@@ -170,11 +223,26 @@ func (b *resumeBody) Read(p []byte) (int, error) {
 	}
 }
 
+// check compares what was read with the digest the body must have, once,
+// when the body was hashed and resumed.
+func (b *resumeBody) check() error {
+	if b.h == nil || b.resumes == 0 {
+		return nil
+	}
+	got := "sha256:" + hex.EncodeToString(b.h.Sum(nil))
+	b.h = nil
+	if got != b.want {
+		return fmt.Errorf("%s from %s has digest %s after a resumed read, not %s: it was damaged on the way; try again", redactURL(b.req.URL.Path), b.req.URL.Host, got, b.want)
+	}
+	return nil
+}
+
 // resume opens the rest of the body after cause broke it.
 func (b *resumeBody) resume(cause error) error {
 	ctx := b.req.Context()
 	what := fmt.Sprintf("reading %s after %d of %d bytes", redactURL(b.req.URL.String()), b.n, b.size)
-	if !retryable(cause) || ctx.Err() != nil {
+	if !retryable(cause) || ctx.Err() != nil || b.want == "" {
+		// Without a digest a stitched body could not be checked.
 		return fmt.Errorf("%s: %w", what, cause)
 	}
 	if b.resumes >= maxResumes {

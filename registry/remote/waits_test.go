@@ -301,7 +301,11 @@ func TestHostileRegistryCutSmallBlobs(t *testing.T) {
 		{"resumed config with other bytes", opInspect, []faultproxy.Rule{
 			{Method: "GET", Path: s.config, Times: 1, Fault: reset(40)},
 			{Method: "GET", Path: s.config, Times: 1, Fault: faultproxy.Fault{Kind: faultproxy.Corrupt, After: 0}},
-		}, "sha256"},
+		}, "damaged on the way"},
+		{"resumed config with other bytes on mirror", opMirror, []faultproxy.Rule{
+			{Method: "GET", Path: s.config, Times: 1, Fault: reset(40)},
+			{Method: "GET", Path: s.config, Times: 1, Fault: faultproxy.Fault{Kind: faultproxy.Corrupt, After: 5}},
+		}, "damaged on the way"},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
