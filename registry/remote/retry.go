@@ -1,9 +1,11 @@
 package remote
 
-// The retry rules of every request this package sends itself (pushes,
-// blob fetches): which errors are temporary, how long to wait between
-// attempts (a doubling backoff, or longer when the registry's Retry-After
-// asks for it) and when to give up. How long one attempt may take is
+// The retry rules of every registry request: which errors are temporary,
+// how long to wait between attempts (a doubling backoff, or longer when the
+// registry's Retry-After asks for it, up to a cap and never past the
+// deadline) and when to give up. The requests this package sends itself
+// (pushes, blob fetches) retry with retry; everything else is retried by
+// retrytransport.go under every request. How long one attempt may take is
 // deadline.go's job; what is sent is upload.go's and manifest.go's.
 
 import (
@@ -70,7 +72,7 @@ func pause(ctx context.Context, err error, backoff time.Duration) error {
 	}
 	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d {
 		if ra != nil && ra.wait >= d {
-			return fmt.Errorf("%w; its Retry-After asks to wait %s, past this command's deadline (in %s): try again later or allow more time", err, ra.wait, time.Until(dl).Round(time.Millisecond))
+			return fmt.Errorf("%w; %s asks to wait %s (Retry-After), past this command's deadline (in %s): try again later or allow more time", err, ra.host, ra.wait, time.Until(dl).Round(time.Millisecond))
 		}
 		return fmt.Errorf("%w (no time left to try again before this command's deadline)", err)
 	}
@@ -140,6 +142,7 @@ func retryable(err error) bool {
 // retryAfter is an answer (429, 503) that said how long to wait.
 type retryAfter struct {
 	error
+	host string
 	wait time.Duration
 }
 
@@ -167,14 +170,14 @@ func withRetryAfter(err error, resp *http.Response) error {
 	if !ok {
 		return err
 	}
+	host := "the registry"
+	if resp.Request != nil && resp.Request.URL != nil {
+		host = resp.Request.URL.Host
+	}
 	if d > maxRetryAfter {
-		host := "the registry"
-		if resp.Request != nil && resp.Request.URL != nil {
-			host = resp.Request.URL.Host
-		}
 		return permanent(fmt.Errorf("%w; %s asks to wait %s (Retry-After) before trying again, more than the %s ssebench waits: try again later", err, host, (d + time.Second - 1).Truncate(time.Second), maxRetryAfter))
 	}
-	return &retryAfter{error: err, wait: d}
+	return &retryAfter{error: err, host: host, wait: d}
 }
 
 // parseRetryAfter reads a Retry-After value: seconds, or an HTTP date

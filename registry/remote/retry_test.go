@@ -66,9 +66,9 @@ func TestPauseKeepsTheDeadline(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	start := time.Now()
-	err := pause(ctx, &retryAfter{error: errors.New("429 Too Many Requests"), wait: 20 * time.Second}, time.Millisecond)
-	if err == nil || !strings.Contains(err.Error(), "20s") || !strings.Contains(err.Error(), "deadline") || strings.Contains(err.Error(), "\n") {
-		t.Fatalf("pause = %v, want one line naming the 20s wait and the deadline", err)
+	err := pause(ctx, &retryAfter{error: errors.New("429 Too Many Requests"), host: "127.0.0.1:5000", wait: 20 * time.Second}, time.Millisecond)
+	if err == nil || !strings.Contains(err.Error(), "127.0.0.1:5000 asks to wait 20s") || !strings.Contains(err.Error(), "deadline") || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("pause = %v, want one line naming the registry, the 20s wait and the deadline", err)
 	}
 	if took := time.Since(start); took > 500*time.Millisecond {
 		t.Errorf("pause took %s: it started a wait it could not finish", took)
