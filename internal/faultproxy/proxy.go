@@ -61,15 +61,21 @@ type Fault struct {
 	Code       int
 	Body       string
 	RetryAfter time.Duration
-	After      int64
+	// RetryAfterHeader, when set, is sent as the Retry-After header as
+	// it is (an HTTP date, say) instead of RetryAfter in seconds.
+	RetryAfterHeader string
+	After            int64
 }
 
 // Rule says which requests get a fault: those whose method is Method
-// (any when empty) and whose path contains Path, the first Times of them
-// (every one when Times is 0).
+// (any when empty) and whose path contains Path (is Path, with Exact),
+// the first Times of them (every one when Times is 0); with Every, only
+// every Every-th of the matching requests (the 5th, 10th, … for 5).
 type Rule struct {
 	Method string
 	Path   string
+	Exact  bool
+	Every  int
 	Times  int
 	Fault  Fault
 }
@@ -79,17 +85,35 @@ type Proxy struct {
 	// Host is the proxy's host:port on 127.0.0.1.
 	Host string
 
-	srv   *httptest.Server
-	rp    *httputil.ReverseProxy
-	mu    sync.Mutex
-	rules []*rule
-	log   []string
-	stop  chan struct{}
+	srv    *httptest.Server
+	rp     *httputil.ReverseProxy
+	mu     sync.Mutex
+	rules  []*rule
+	log    []string
+	stop   chan struct{}
+	tokens bool
+}
+
+// TokenPath is the path of the proxy's token endpoint (see RequireTokens).
+const TokenPath = "/token"
+
+// token is the one bearer token the proxy hands out.
+const token = "faultproxy"
+
+// RequireTokens makes the proxy answer 401 with a Bearer challenge to any
+// request without its token, and hand the token out at TokenPath, as a
+// registry with a token service does; rules apply to the token endpoint
+// too (a 429 there, say). Call it before the proxy is used.
+func (p *Proxy) RequireTokens() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.tokens = true
 }
 
 type rule struct {
 	Rule
 	fired int
+	seen  int
 }
 
 // New starts a proxy to upstream (host:port, plain HTTP). Close stops it.
@@ -151,10 +175,13 @@ func (p *Proxy) match(r *http.Request) *Fault {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, ru := range p.rules {
-		if ru.Method != "" && ru.Method != r.Method || !strings.Contains(r.URL.Path, ru.Path) {
+		if ru.Method != "" && ru.Method != r.Method || !strings.Contains(r.URL.Path, ru.Path) || ru.Exact && r.URL.Path != ru.Path {
 			continue
 		}
 		if ru.Times > 0 && ru.fired >= ru.Times {
+			continue
+		}
+		if ru.seen++; ru.Every > 1 && ru.seen%ru.Every != 0 {
 			continue
 		}
 		ru.fired++
@@ -167,12 +194,25 @@ func (p *Proxy) match(r *http.Request) *Fault {
 
 func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	f := p.match(r)
+	p.mu.Lock()
+	tokens := p.tokens
+	p.mu.Unlock()
 	switch {
+	case f == nil && tokens && r.URL.Path == TokenPath:
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"token":"`+token+`","access_token":"`+token+`","expires_in":300}`)
+	case f == nil && tokens && r.Header.Get("Authorization") != "Bearer "+token:
+		w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer realm="http://%s%s",service="faultproxy"`, p.Host, TokenPath))
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		io.WriteString(w, `{"errors":[{"code":"UNAUTHORIZED","message":"a token is needed"}]}`)
 	case f == nil:
 		p.rp.ServeHTTP(w, r)
 	case f.Kind == Status:
 		io.Copy(io.Discard, r.Body)
-		if f.RetryAfter > 0 {
+		if f.RetryAfterHeader != "" {
+			w.Header().Set("Retry-After", f.RetryAfterHeader)
+		} else if f.RetryAfter > 0 {
 			w.Header().Set("Retry-After", strconv.Itoa(int((f.RetryAfter+time.Second-1)/time.Second)))
 		}
 		w.Header().Set("Content-Type", "application/json")

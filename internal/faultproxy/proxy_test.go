@@ -2,6 +2,8 @@ package faultproxy
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -104,5 +106,68 @@ func TestLieHead(t *testing.T) {
 	resp, err := http.Head("http://" + p.Host + "/v2/r/blobs/sha256:x")
 	if err != nil || resp.StatusCode != 200 || resp.ContentLength != 42 {
 		t.Fatalf("HEAD = %v, %v; want 200 with length 42", resp, err)
+	}
+}
+
+// TestRuleMatching: Exact matches the path itself only, Every fires on
+// every Nth matching request, RetryAfterHeader is sent as given.
+func TestRuleMatching(t *testing.T) {
+	p := New(upstream(t, bytes.Repeat([]byte("x"), 1000)))
+	defer p.Close()
+	date := "Thu, 03 Dec 2026 12:00:30 GMT"
+	p.Add(Rule{Path: "/v2/", Exact: true, Fault: Fault{Kind: Status, Code: 429, RetryAfterHeader: date}},
+		Rule{Method: "GET", Path: "/blobs/", Every: 3, Fault: Fault{Kind: Status, Code: 503}})
+	resp, err := http.Get("http://" + p.Host + "/v2/")
+	if err != nil || resp.StatusCode != 429 || resp.Header.Get("Retry-After") != date {
+		t.Fatalf("GET /v2/ = %v, %v; want 429 with Retry-After %q", resp, err, date)
+	}
+	resp.Body.Close()
+	var codes []int
+	for range 6 {
+		_, resp, err := get(t, http.DefaultClient, p.Host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		codes = append(codes, resp.StatusCode)
+	}
+	if want := []int{200, 200, 503, 200, 200, 503}; fmt.Sprint(codes) != fmt.Sprint(want) {
+		t.Errorf("blob answers %v, want %v (the exact /v2/ rule must not match them)", codes, want)
+	}
+	if f := p.Fired(); f[0] != 1 || f[1] != 2 {
+		t.Errorf("fired %v, want [1 2]", f)
+	}
+}
+
+// TestRequireTokens: without the token a request gets a Bearer challenge
+// naming the proxy's token endpoint; with it, upstream answers.
+func TestRequireTokens(t *testing.T) {
+	p := New(upstream(t, bytes.Repeat([]byte("x"), 1000)))
+	defer p.Close()
+	p.RequireTokens()
+	resp, err := http.Get("http://" + p.Host + "/v2/r/blobs/sha256:x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if ch := resp.Header.Get("WWW-Authenticate"); resp.StatusCode != 401 || !strings.Contains(ch, `realm="http://`+p.Host+TokenPath+`"`) {
+		t.Fatalf("no token: %d %q; want 401 with a Bearer challenge", resp.StatusCode, ch)
+	}
+	resp, err = http.Get("http://" + p.Host + TokenPath + "?scope=repository:r:pull")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tok struct{ Token string }
+	json.NewDecoder(resp.Body).Decode(&tok)
+	resp.Body.Close()
+	req, _ := http.NewRequest("GET", "http://"+p.Host+"/v2/r/blobs/sha256:x", nil)
+	req.Header.Set("Authorization", "Bearer "+tok.Token)
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || len(b) != 1000 {
+		t.Errorf("with the token: %d, %d bytes; want upstream's 1000", resp.StatusCode, len(b))
 	}
 }

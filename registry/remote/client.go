@@ -51,12 +51,9 @@ func (p *pusher) client(ctx context.Context, dst name.Repository) (*http.Client,
 	if err != nil {
 		return nil, fmt.Errorf("finding credentials for %s: %w", dst.RegistryStr(), err)
 	}
-	var rt http.RoundTripper
-	err = p.retry(ctx, func() error {
-		var err error
-		rt, err = transport.NewWithContext(ctx, dst.Registry, auth, transport.NewUserAgent(plainLoopback{logRequests(p.o.guardedTransport())}, p.o.userAgent), scopes)
-		return err
-	})
+	// The ping and the token are retried by the transport (see
+	// retryTransport), as the registry's Retry-After asks.
+	rt, err := transport.NewWithContext(ctx, dst.Registry, auth, transport.NewUserAgent(plainLoopback{logRequests(p.o.guardedTransport())}, p.o.userAgent), scopes)
 	if err != nil {
 		return nil, fmt.Errorf("connecting to %s: %w", dst.RegistryStr(), err)
 	}
@@ -116,6 +113,9 @@ func do(ctx context.Context, c *http.Client, method, u string, body io.Reader, s
 	if err != nil {
 		return nil, err
 	}
+	// Our callers retry this request (see retry.go); the transport only
+	// retries what it needs, such as a token.
+	req = req.WithContext(callerRetries(ctx, req.URL))
 	for k, v := range hdr {
 		req.Header[k] = v
 	}

@@ -342,6 +342,12 @@ func (o *options) remoteOptions(ctx context.Context) []remote.Option {
 		remote.WithTransport(o.guardedTransport()),
 		remote.WithUserAgent(o.userAgent),
 		remote.WithJobs(o.jobs),
+		// One retry loop per request, ours (see retryTransport): theirs
+		// would wait 1 s and 3 s whatever the Retry-After, and multiply
+		// our attempts.
+		remote.WithRetryBackoff(remote.Backoff{Steps: 1}),
+		remote.WithRetryStatusCodes(),
+		remote.WithRetryPredicate(func(error) bool { return false }),
 	}
 	if o.progress != nil {
 		ro = append(ro, remote.WithProgress(o.progress))
@@ -350,7 +356,7 @@ func (o *options) remoteOptions(ctx context.Context) []remote.Option {
 }
 
 func (o *options) guardedTransport() http.RoundTripper {
-	g := &httpGuard{base: plainLoopback{manifestCheck{base: stallTransport(o.transport, o.stall)}}, opts: o}
+	g := &httpGuard{base: plainLoopback{o.retrying(manifestCheck{base: stallTransport(o.transport, o.stall)})}, opts: o}
 	// Insecure registries may use self-signed certificates, as Docker's
 	// insecure-registries setting allows; everyone else is verified.
 	if t, ok := o.transport.(*http.Transport); ok && len(o.insecure) > 0 {
@@ -359,9 +365,14 @@ func (o *options) guardedTransport() http.RoundTripper {
 			c.TLSClientConfig = &tls.Config{}
 		}
 		c.TLSClientConfig.InsecureSkipVerify = true //nolint:gosec // only for registries the user named insecure
-		g.skipVerify = manifestCheck{base: stallTransport(c, o.stall)}
+		g.skipVerify = o.retrying(manifestCheck{base: stallTransport(c, o.stall)})
 	}
 	return g
+}
+
+// retrying wraps base in the retries of retryTransport.
+func (o *options) retrying(base http.RoundTripper) http.RoundTripper {
+	return &retryTransport{base: base, attempts: o.move.attempts, backoff: o.move.backoff}
 }
 
 // httpGuard refuses plain HTTP to hosts that are neither loopback nor named

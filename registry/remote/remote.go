@@ -87,12 +87,9 @@ func (a *Access) FetchBlob(ctx context.Context, repo string, d v1.Descriptor) (i
 	if err != nil {
 		return nil, fmt.Errorf("finding credentials for %s: %w", r.RegistryStr(), err)
 	}
-	var rt http.RoundTripper
-	err = retry(ctx, a.o.move.attempts, a.o.move.backoff, func() error {
-		var err error
-		rt, err = transport.NewWithContext(ctx, r.Registry, auth, transport.NewUserAgent(plainLoopback{logRequests(a.o.guardedTransport())}, a.o.userAgent), []string{r.Scope(transport.PullScope)})
-		return err
-	})
+	// The ping and the token are retried by the transport (see
+	// retryTransport).
+	rt, err := transport.NewWithContext(ctx, r.Registry, auth, transport.NewUserAgent(plainLoopback{logRequests(a.o.guardedTransport())}, a.o.userAgent), []string{r.Scope(transport.PullScope)})
 	if err != nil {
 		return nil, fmt.Errorf("connecting to %s: %w", r.RegistryStr(), err)
 	}
@@ -126,6 +123,8 @@ func (b *rangeReader) open() error {
 		if err != nil {
 			return permanent(err)
 		}
+		// This loop retries and resumes the blob itself.
+		req = req.WithContext(callerRetries(b.ctx, req.URL))
 		want := []int{http.StatusOK}
 		if b.n > 0 {
 			// Both ends: some registries read no open range.

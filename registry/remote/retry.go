@@ -1,9 +1,11 @@
 package remote
 
-// The retry rules of every request this package sends itself (pushes,
-// blob fetches): which errors are temporary, how long to wait between
-// attempts (a doubling backoff, or longer when the registry's Retry-After
-// asks for it) and when to give up. How long one attempt may take is
+// The retry rules of every registry request: which errors are temporary,
+// how long to wait between attempts (a doubling backoff, or longer when the
+// registry's Retry-After asks for it, up to a cap and never past the
+// deadline) and when to give up. The requests this package sends itself
+// (pushes, blob fetches) retry with retry; everything else is retried by
+// retrytransport.go under every request. How long one attempt may take is
 // deadline.go's job; what is sent is upload.go's and manifest.go's.
 
 import (
@@ -14,6 +16,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -46,18 +49,8 @@ func retry(ctx context.Context, attempts int, backoff time.Duration, f func() er
 		if i == attempts-1 {
 			break
 		}
-		pause := wait
-		var ra *retryAfter
-		if errors.As(err, &ra) {
-			// The registry said how long: at least that long.
-			pause = max(pause, ra.wait)
-		}
-		t := time.NewTimer(pause)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
+		if perr := pause(ctx, err, wait); perr != nil {
+			return perr
 		}
 		wait = min(2*wait, maxBackoff)
 	}
@@ -65,6 +58,32 @@ func retry(ctx context.Context, attempts int, backoff time.Duration, f func() er
 		return fmt.Errorf("%w (gave up after %d attempts)", err, attempts)
 	}
 	return err
+}
+
+// pause waits before the next attempt after err: backoff, or longer when
+// err carries the registry's Retry-After. A wait that would pass ctx's
+// deadline is not started: it could only end in a timeout that hides err.
+func pause(ctx context.Context, err error, backoff time.Duration) error {
+	d := backoff
+	var ra *retryAfter
+	if errors.As(err, &ra) {
+		// The registry said how long: at least that long.
+		d = max(d, ra.wait)
+	}
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d {
+		if ra != nil && ra.wait >= d {
+			return fmt.Errorf("%w; %s asks to wait %s (Retry-After), past this command's deadline (in %s): try again later or allow more time", err, ra.host, ra.wait, time.Until(dl).Round(time.Millisecond))
+		}
+		return fmt.Errorf("%w (no time left to try again before this command's deadline)", err)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return fmt.Errorf("%w (stopped waiting to try again: %w)", err, ctx.Err())
+	case <-t.C:
+		return nil
+	}
 }
 
 type permanentError struct{ error }
@@ -94,7 +113,8 @@ func retryable(err error) bool {
 		return true
 	}
 	var pe permanentError
-	if errors.As(err, &pe) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	var gu *gaveUp
+	if errors.As(err, &pe) || errors.As(err, &gu) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return false
 	}
 	var te *transport.Error
@@ -122,25 +142,61 @@ func retryable(err error) bool {
 // retryAfter is an answer (429, 503) that said how long to wait.
 type retryAfter struct {
 	error
+	host string
 	wait time.Duration
 }
 
 func (e *retryAfter) Unwrap() error { return e.error }
 
+// gaveUp is a request the transport already tried attempts times (see
+// retryTransport): no caller tries it again.
+type gaveUp struct {
+	error
+	attempts int
+}
+
+func (e *gaveUp) Error() string {
+	return fmt.Sprintf("%s (gave up after %d attempts)", e.error, e.attempts)
+}
+
+func (e *gaveUp) Unwrap() error { return e.error }
+
 // withRetryAfter wraps err with the wait resp's Retry-After asks for (in
-// seconds or as an HTTP date), when it has one.
+// seconds or as an HTTP date), when it has one. A wait longer than
+// maxRetryAfter fails at once: a registry that asks for an hour is down
+// for longer than a command should hang, and the user should know.
 func withRetryAfter(err error, resp *http.Response) error {
-	v := resp.Header.Get("Retry-After")
+	d, ok := parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+	if !ok {
+		return err
+	}
+	host := "the registry"
+	if resp.Request != nil && resp.Request.URL != nil {
+		host = resp.Request.URL.Host
+	}
+	if d > maxRetryAfter {
+		return permanent(fmt.Errorf("%w; %s asks to wait %s (Retry-After) before trying again, more than the %s ssebench waits: try again later", err, host, (d + time.Second - 1).Truncate(time.Second), maxRetryAfter))
+	}
+	return &retryAfter{error: err, host: host, wait: d}
+}
+
+// parseRetryAfter reads a Retry-After value: seconds, or an HTTP date
+// (RFC 9110 section 10.2.3). A date in the past means no wait.
+func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
+	v = strings.TrimSpace(v)
 	if v == "" {
-		return err
+		return 0, false
 	}
-	var d time.Duration
-	if s, perr := strconv.Atoi(v); perr == nil && s >= 0 {
-		d = time.Duration(s) * time.Second
-	} else if t, perr := http.ParseTime(v); perr == nil {
-		d = time.Until(t)
-	} else {
-		return err
+	if s, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if s < 0 {
+			return 0, false
+		}
+		// Past any sane cap; keeps the multiplication from overflowing.
+		return time.Duration(min(s, 1<<31)) * time.Second, true
 	}
-	return &retryAfter{error: err, wait: min(max(d, 0), maxRetryAfter)}
+	t, err := http.ParseTime(v)
+	if err != nil {
+		return 0, false
+	}
+	return max(t.Sub(now), 0), true
 }
