@@ -150,13 +150,17 @@ func TestHostileRegistryRetryAfter(t *testing.T) {
 		op     op
 		tokens bool
 		rule   faultproxy.Rule
-		wait   time.Duration // at least; less than all the waits where two jobs meet a fault at once
+		// wait is the least time the operation must take: less than all
+		// the waits where two requests meet a fault at once (two jobs;
+		// go-containerregistry pings a loopback registry's https and
+		// http at once, both sent over http by plainLoopback).
+		wait time.Duration
 	}{
-		{"ping 429 on push", opPush, false, faultproxy.Rule{Path: "/v2/", Exact: true, Fault: waitFault(429, "1")}, 2 * time.Second},
-		{"ping 503 on pull", opPull, false, faultproxy.Rule{Path: "/v2/", Exact: true, Fault: waitFault(503, "1")}, 3 * time.Second},
-		{"ping 503 on inspect", opInspect, false, faultproxy.Rule{Path: "/v2/", Exact: true, Fault: waitFault(503, "1")}, 3 * time.Second},
-		{"ping 429 with an HTTP date on inspect", opInspect, false, faultproxy.Rule{Path: "/v2/", Exact: true, Times: 1, Fault: waitFault(429, inSeconds(3))}, 1 * time.Second},
-		{"ping 503 on mirror", opMirror, false, faultproxy.Rule{Path: "/v2/", Exact: true, Fault: waitFault(503, "1")}, 3 * time.Second},
+		{"ping 429 on push", opPush, false, faultproxy.Rule{Path: "/v2/", Exact: true, Fault: waitFault(429, "1")}, time.Second},
+		{"ping 503 on pull", opPull, false, faultproxy.Rule{Path: "/v2/", Exact: true, Fault: waitFault(503, "1")}, time.Second},
+		{"ping 503 on inspect", opInspect, false, faultproxy.Rule{Path: "/v2/", Exact: true, Fault: waitFault(503, "1")}, time.Second},
+		{"ping 429 with an HTTP date on inspect", opInspect, false, faultproxy.Rule{Path: "/v2/", Exact: true, Times: 2, Fault: waitFault(429, inSeconds(3))}, 1 * time.Second},
+		{"ping 503 on mirror", opMirror, false, faultproxy.Rule{Path: "/v2/", Exact: true, Fault: waitFault(503, "1")}, time.Second},
 		{"token 429 on push", opPush, true, faultproxy.Rule{Path: faultproxy.TokenPath, Exact: true, Fault: waitFault(429, "1")}, 2 * time.Second},
 		{"token 429 on pull", opPull, true, faultproxy.Rule{Path: faultproxy.TokenPath, Exact: true, Fault: waitFault(429, "1")}, 3 * time.Second},
 		{"config 503 on pull", opPull, false, faultproxy.Rule{Method: "GET", Path: s.config, Fault: waitFault(503, "1")}, 3 * time.Second},
