@@ -18,6 +18,7 @@ import (
 
 	"github.com/42-b3yond-6ug/ssebench/oci"
 	"github.com/42-b3yond-6ug/ssebench/oci/store"
+	"github.com/42-b3yond-6ug/ssebench/registry/remote"
 )
 
 // sourceLayer writes a case layer of a source tree under src/proj: files
@@ -66,7 +67,8 @@ func sourceLayer(t *testing.T, files, size int) v1.Layer {
 // peak resident memory: "assemble FILES SIZE DIR" assembles a tool image
 // of a case with a source tree of FILES files of SIZE bytes, with a fresh
 // facts cache in DIR/facts, into a fresh store in DIR/store (what
-// `ssebench assemble tool` does); "verify DIR" verifies that image.
+// `ssebench assemble tool` does); "verify DIR" verifies that image;
+// "push DIR REF" pushes it to REF.
 const memoryStepEnv = "SSEBENCH_MEMORY_STEP"
 
 const memoryRef = "localhost:5000/ssebench/tool/proj-1:1.0.0"
@@ -131,8 +133,23 @@ func TestMemoryStep(t *testing.T) {
 		if len(fails) > 0 {
 			t.Fatalf("Verify() = %v", fails)
 		}
+	case spec[0] == "push" && len(spec) == 3:
+		st, err := store.Open(filepath.Join(spec[1], "store"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		img, err := st.Image(ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		if _, err := remote.Push(ctx, spec[2], img); err != nil {
+			t.Fatal(err)
+		}
+		fmt.Printf("step-seconds %.2f\n", time.Since(start).Seconds())
 	default:
-		t.Fatalf("%s=%q: want \"assemble FILES SIZE DIR\" or \"verify DIR\"", memoryStepEnv, spec)
+		t.Fatalf("%s=%q: want \"assemble FILES SIZE DIR\", \"verify DIR\" or \"push DIR REF\"", memoryStepEnv, spec)
 	}
 }
 
@@ -199,8 +216,9 @@ func TestToolMemory(t *testing.T) {
 // BenchmarkToolMemory prints, against the case's size and file count, the
 // peak memory and time of assembling a tool image into a fresh store (with
 // a fresh facts cache, as `ssebench assemble tool` does), then of verifying
-// it, each step in a child process of its own (issue 27: near flat with
-// the number of files; issue 30: at most 64 MB for the large case).
+// it, and (when SSEBENCH_TEST_REGISTRY is set) of pushing it, each step in
+// a child process of its own (issue 27: near flat with the number of
+// files; issue 30: at most 64 MB for the large case).
 //
 //	go test ./assemble -run '^$' -bench ToolMemory -benchtime 1x
 func BenchmarkToolMemory(b *testing.B) {
@@ -214,14 +232,23 @@ func BenchmarkToolMemory(b *testing.B) {
 		{"files=10000,MB=150", 10000, 15000},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			var aPeak, vPeak float64
-			var aTook, vTook time.Duration
+			reg := os.Getenv("SSEBENCH_TEST_REGISTRY")
+			var aPeak, vPeak, pPeak float64
+			var aTook, vTook, pTook time.Duration
 			for i := 0; i < b.N; i++ {
 				dir := b.TempDir()
 				p, d := runMemoryStep(b, fmt.Sprintf("assemble %d %d %s", c.files, c.size, dir))
 				aPeak, aTook = max(aPeak, p), aTook+d
 				p, d = runMemoryStep(b, "verify "+dir)
 				vPeak, vTook = max(vPeak, p), vTook+d
+				if reg != "" {
+					p, d = runMemoryStep(b, fmt.Sprintf("push %s %s/ssebench-memory/tool:bench-%d-%d-%d", dir, reg, c.files, c.size, i))
+					pPeak, pTook = max(pPeak, p), pTook+d
+				}
+			}
+			if reg != "" {
+				b.ReportMetric(pPeak, "push-peak-MiB")
+				b.ReportMetric(pTook.Seconds()/float64(b.N), "push-s")
 			}
 			b.ReportMetric(aPeak, "assemble-peak-MiB")
 			b.ReportMetric(aTook.Seconds()/float64(b.N), "assemble-s")
