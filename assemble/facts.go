@@ -199,6 +199,9 @@ func (f *Facts) ReadSmall(ctx context.Context, layers []v1.Layer, nodes []oci.No
 			return fmt.Errorf("/%s is larger than %d bytes: it cannot be an account, ignore or attributes file", n.Path, maxSmallFile)
 		}
 		out[n.Path] = b
+		if f == nil {
+			return nil // nothing to cache
+		}
 		if read[n.Layer] == nil {
 			read[n.Layer] = map[string]string{}
 		}
