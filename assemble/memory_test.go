@@ -192,16 +192,18 @@ func TestToolMemory(t *testing.T) {
 		limitMiB    float64
 	}{
 		// Guards, not targets: peak RSS depends on how much CPU the
-		// collector gets. Alone, the 150 MB tree peaks at 55-62 MiB
-		// (issue 30's target is 64 MB); a held layer would pass 150 MB.
-		{"150 MB in 10,000 files", 10000, 15000, 100},
-		// Alone: 150-165 MiB, from 330-440 MiB before the files to copy
+		// collector gets, and with the other packages' tests on two
+		// cores it doubles. Alone, the 150 MB tree peaks at 48-57 MiB
+		// (issue 30's target is 64 MB; 115 MiB seen in the full run); a
+		// held layer would pass 150 MB.
+		{"150 MB in 10,000 files", 10000, 15000, 140},
+		// Alone: 150-165 MiB, from 316 MiB before the files to copy
 		// became view refs, the repository's records went to disk, the
 		// view was let go before the repository is written and the
 		// facts cache's index stopped being encoded whole in memory
 		// (issue 27's target, 100 MB, needs the layer indexes and the
 		// view, ~50 MB live, to shrink too).
-		{"200,000 small files", 200000, 200, 230},
+		{"200,000 small files", 200000, 200, 250},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			peak, took := runMemoryStep(t, fmt.Sprintf("assemble %d %d %s", c.files, c.size, t.TempDir()))
