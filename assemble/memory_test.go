@@ -68,7 +68,8 @@ func sourceLayer(t *testing.T, files, size int) v1.Layer {
 // of a case with a source tree of FILES files of SIZE bytes, with a fresh
 // facts cache in DIR/facts, into a fresh store in DIR/store (what
 // `ssebench assemble tool` does); "verify DIR" verifies that image;
-// "push DIR REF" pushes it to REF.
+// "push DIR REF" pushes it to REF; "push-case FILES SIZE REF" pushes the
+// case image to REF, and "assemble-from REF DIR" assembles from it there.
 const memoryStepEnv = "SSEBENCH_MEMORY_STEP"
 
 const memoryRef = "localhost:5000/ssebench/tool/proj-1:1.0.0"
@@ -85,26 +86,41 @@ func TestMemoryStep(t *testing.T) {
 		t.Fatal(err)
 	}
 	switch {
-	case spec[0] == "assemble" && len(spec) == 4:
+	case spec[0] == "push-case" && len(spec) == 4:
 		files, _ := strconv.Atoi(spec[1])
 		size, _ := strconv.Atoi(spec[2])
-		dir := spec[3]
-		base := caseImage(t)
-		ls, err := base.Layers()
-		if err != nil {
+		if _, err := remote.Push(ctx, spec[3], memoryCase(t, files, size)); err != nil {
 			t.Fatal(err)
 		}
-		caseImg := image(t, []string{"PATH=/usr/bin", "GOPATH=/go"}, append(ls, sourceLayer(t, files, size))...)
-		facts, err := NewFacts(filepath.Join(dir, "facts"))
-		if err != nil {
-			t.Fatal(err)
-		}
+	case (spec[0] == "assemble" && len(spec) == 4) || (spec[0] == "assemble-from" && len(spec) == 3):
+		var caseImg v1.Image
+		dir := spec[len(spec)-1]
 		st, err := store.Open(filepath.Join(dir, "store"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer st.Close()
+		if spec[0] == "assemble" {
+			files, _ := strconv.Atoi(spec[1])
+			size, _ := strconv.Atoi(spec[2])
+			caseImg = memoryCase(t, files, size)
+		}
 		start := time.Now()
+		if spec[0] == "assemble-from" {
+			// As the CLI does: the case image from the registry, by
+			// way of the store.
+			res, err := remote.NewResolver(remote.WithStore(st))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if caseImg, err = res.Image(ctx, spec[1]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		facts, err := NewFacts(filepath.Join(dir, "facts"))
+		if err != nil {
+			t.Fatal(err)
+		}
 		ti, err := Tool(ctx, caseImg, runtimeImage(t), WithSourceDir("/src/proj"), WithTempDir(st.TempDir()), WithFacts(facts))
 		if err != nil {
 			t.Fatal(err)
@@ -151,6 +167,17 @@ func TestMemoryStep(t *testing.T) {
 	default:
 		t.Fatalf("%s=%q: want \"assemble FILES SIZE DIR\", \"verify DIR\" or \"push DIR REF\"", memoryStepEnv, spec)
 	}
+}
+
+// memoryCase is the case image of the memory steps: the test case image
+// and a source tree of files files of size bytes under /src/proj.
+func memoryCase(t *testing.T, files, size int) v1.Image {
+	base := caseImage(t)
+	ls, err := base.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return image(t, []string{"PATH=/usr/bin", "GOPATH=/go"}, append(ls, sourceLayer(t, files, size))...)
 }
 
 // runMemoryStep runs one step in a child process and returns its peak
@@ -218,7 +245,8 @@ func TestToolMemory(t *testing.T) {
 // BenchmarkToolMemory prints, against the case's size and file count, the
 // peak memory and time of assembling a tool image into a fresh store (with
 // a fresh facts cache, as `ssebench assemble tool` does), then of verifying
-// it, and (when SSEBENCH_TEST_REGISTRY is set) of pushing it, each step in
+// it, and (when SSEBENCH_TEST_REGISTRY is set) of pushing it and of
+// assembling from the case image in the registry (cold), each step in
 // a child process of its own (issue 27: near flat with the number of
 // files; issue 30: at most 64 MB for the large case).
 //
@@ -235,8 +263,8 @@ func BenchmarkToolMemory(b *testing.B) {
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			reg := os.Getenv("SSEBENCH_TEST_REGISTRY")
-			var aPeak, vPeak, pPeak float64
-			var aTook, vTook, pTook time.Duration
+			var aPeak, vPeak, pPeak, rPeak float64
+			var aTook, vTook, pTook, rTook time.Duration
 			for i := 0; i < b.N; i++ {
 				dir := b.TempDir()
 				p, d := runMemoryStep(b, fmt.Sprintf("assemble %d %d %s", c.files, c.size, dir))
@@ -244,13 +272,20 @@ func BenchmarkToolMemory(b *testing.B) {
 				p, d = runMemoryStep(b, "verify "+dir)
 				vPeak, vTook = max(vPeak, p), vTook+d
 				if reg != "" {
-					p, d = runMemoryStep(b, fmt.Sprintf("push %s %s/ssebench-memory/tool:bench-%d-%d-%d", dir, reg, c.files, c.size, i))
+					tag := fmt.Sprintf("bench-%d-%d-%d", c.files, c.size, i)
+					p, d = runMemoryStep(b, fmt.Sprintf("push %s %s/ssebench-memory/tool:%s", dir, reg, tag))
 					pPeak, pTook = max(pPeak, p), pTook+d
+					caseRef := reg + "/ssebench-memory/case:" + tag
+					runMemoryStep(b, fmt.Sprintf("push-case %d %d %s", c.files, c.size, caseRef))
+					p, d = runMemoryStep(b, fmt.Sprintf("assemble-from %s %s", caseRef, b.TempDir()))
+					rPeak, rTook = max(rPeak, p), rTook+d
 				}
 			}
 			if reg != "" {
 				b.ReportMetric(pPeak, "push-peak-MiB")
 				b.ReportMetric(pTook.Seconds()/float64(b.N), "push-s")
+				b.ReportMetric(rPeak, "from-registry-peak-MiB")
+				b.ReportMetric(rTook.Seconds()/float64(b.N), "from-registry-s")
 			}
 			b.ReportMetric(aPeak, "assemble-peak-MiB")
 			b.ReportMetric(aTook.Seconds()/float64(b.N), "assemble-s")
