@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 )
 
 // records keeps what the Builder learns of each file and blob in a
@@ -21,7 +22,7 @@ type records struct {
 }
 
 func newRecords(dir, name string) (*records, error) {
-	f, err := os.Create(dir + "/" + name)
+	f, err := os.Create(filepath.Join(dir, name))
 	if err != nil {
 		return nil, fmt.Errorf("creating %s: %w", name, err)
 	}
