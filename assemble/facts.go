@@ -199,6 +199,9 @@ func (f *Facts) ReadSmall(ctx context.Context, layers []v1.Layer, nodes []oci.No
 			return fmt.Errorf("/%s is larger than %d bytes: it cannot be an account, ignore or attributes file", n.Path, maxSmallFile)
 		}
 		out[n.Path] = b
+		if f == nil {
+			return nil // nothing to cache
+		}
 		if read[n.Layer] == nil {
 			read[n.Layer] = map[string]string{}
 		}
@@ -250,6 +253,15 @@ func (f *Facts) load(p string, v any) bool {
 	if err != nil {
 		return false
 	}
+	if idx, ok := v.(*oci.LayerIndex); ok {
+		// An entry at a time: a decoder holds the whole document.
+		got, err := oci.ReadLayerIndexJSON(zr)
+		if err != nil {
+			return false
+		}
+		*idx = *got
+		return true
+	}
 	return json.NewDecoder(zr).Decode(v) == nil
 }
 
@@ -261,7 +273,14 @@ func (f *Facts) store(p string, v any) {
 	// Mode 0600, the mode cache entries have always had (CreateTemp's).
 	_ = safefile.WriteFile(p, 0o600, func(f *os.File) error {
 		zw := gzip.NewWriter(f)
-		err := json.NewEncoder(zw).Encode(v)
+		var err error
+		if idx, ok := v.(*oci.LayerIndex); ok {
+			// An entry at a time: an encoder builds the whole
+			// document in memory first (40 MB for 200,000 files).
+			err = idx.WriteJSON(zw)
+		} else {
+			err = json.NewEncoder(zw).Encode(v)
+		}
 		if cerr := zw.Close(); err == nil {
 			err = cerr
 		}

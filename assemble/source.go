@@ -26,7 +26,7 @@ func inGitDir(rel string, gitDirs []string) bool {
 
 // planSource adds the header-only entries of node n (inside SOURCE_DIR) to
 // the repo and source layers, and queues its content.
-func (b *toolBuild) planSource(n oci.Node, root oci.Node, git *gitrepo.Builder, gitDirs *[]string, repoHdrs, srcHdrs *[]*tar.Header, content *[]oci.Node) error {
+func (b *toolBuild) planSource(n oci.Node, ref oci.Ref, root oci.Node, git *gitrepo.Builder, gitDirs *[]string, repoHdrs, srcHdrs *[]*tar.Header, content *[]oci.Ref) error {
 	src := b.o.sourceDir
 	rel := strings.TrimPrefix(strings.TrimPrefix(n.Path, src), "/")
 	repoPath := repoDir
@@ -44,7 +44,7 @@ func (b *toolBuild) planSource(n oci.Node, root oci.Node, git *gitrepo.Builder, 
 	hidden := rel != "" && inGitDir(rel, *gitDirs)
 
 	if h.Typeflag == tar.TypeReg {
-		*content = append(*content, n)
+		*content = append(*content, ref)
 		return nil
 	}
 	rh := h.TarHeader(repoPath)

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -412,11 +413,13 @@ func (b *toolBuild) build(ctx context.Context, t *ToolImage) (sys, repo, src *oc
 	}
 
 	var sysHdrs, repoHdrs, srcHdrs []*tar.Header
-	var content []oci.Node
-	sysFiles := map[string]bool{}
+	// The files whose content a new layer copies, a word each: a case of
+	// 200,000 files held 45 MB of Nodes here. Those outside SOURCE_DIR
+	// go to the system layer.
+	var content []oci.Ref
 	srcRoot, _ := b.view.Lookup(o.sourceDir)
 	var gitDirs []string // .git directories under SOURCE_DIR, left out of the copy
-	err = b.view.Walk(func(n oci.Node) error {
+	err = b.view.WalkRefs(func(n oci.Node, ref oci.Ref) error {
 		if acct.removed[n.Path] {
 			// SkipDir on a file would skip the rest of its directory.
 			if n.Header.IsDir() {
@@ -425,7 +428,7 @@ func (b *toolBuild) build(ctx context.Context, t *ToolImage) (sys, repo, src *oc
 			return nil
 		}
 		if under(n.Path, o.sourceDir) {
-			return b.planSource(n, srcRoot, git, &gitDirs, &repoHdrs, &srcHdrs, &content)
+			return b.planSource(n, ref, srcRoot, git, &gitDirs, &repoHdrs, &srcHdrs, &content)
 		}
 		if acct.files[n.Path] != nil || n.Path == modelHome {
 			return nil // rewritten below
@@ -445,8 +448,7 @@ func (b *toolBuild) build(ctx context.Context, t *ToolImage) (sys, repo, src *oc
 			return nil
 		}
 		if h.Typeflag == tar.TypeReg {
-			content = append(content, n)
-			sysFiles[n.Path] = true
+			content = append(content, ref)
 			return nil
 		}
 		th := h.TarHeader(n.Path)
@@ -485,8 +487,8 @@ func (b *toolBuild) build(ctx context.Context, t *ToolImage) (sys, repo, src *oc
 	}
 
 	// One pass over the case layers for every byte the new layers copy.
-	err = oci.ReadFiles(ctx, b.layers, content, func(n oci.Node, r io.Reader) error {
-		if sysFiles[n.Path] {
+	err = b.view.ReadFiles(ctx, b.layers, content, func(n oci.Node, r io.Reader) error {
+		if !under(n.Path, o.sourceDir) {
 			w, err := sysOut.file(n, n.Path, b.mode(n.Path, &n.Header), n.Header.Uid, n.Header.Gid)
 			if err != nil || w == nil {
 				return err
@@ -499,6 +501,15 @@ func (b *toolBuild) build(ctx context.Context, t *ToolImage) (sys, repo, src *oc
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("copying from %s: %w", o.caseRef, err)
 	}
+	// The case's view and its layer indexes (40 MB for 200,000 files)
+	// are not needed past this point: let them go before the
+	// repository's trees and pack take their memory.
+	content, b.view = nil, nil
+	// Collect them now, so that the repository's records reuse their
+	// memory: left to the next collection, which the heap goal of the
+	// indexes puts far off, both are resident at once (180 MB where
+	// 150 MB suffice for 200,000 files).
+	runtime.GC()
 
 	o.phasef("committing /%s", o.sourceDir)
 	entries, tree, commit, err := git.Finish()

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"path"
 	"slices"
 	"sort"
@@ -233,6 +234,7 @@ type verifier struct {
 	src      string
 	failures []Failure
 	users    map[int]string // uid → name, from /etc/passwd
+	packIdx  []string       // the pack indexes of SOURCE_DIR's repository
 }
 
 func (v *verifier) fail(check, p, format string, args ...any) {
@@ -354,10 +356,39 @@ func lines(b []byte) [][]string {
 // a fresh repository has them.
 func (v *verifier) oneCommit(ctx context.Context, layers []v1.Layer, gitDir string) error {
 	facts := (*Facts)(nil)
+	// HEAD, the refs and the pack indexes are read in one pass over the
+	// layers: read one at a time, they took a pass each over the source
+	// layer, whose repository the tool layer holds last (and a download
+	// each, for an image in a registry).
+	var batch []oci.Node
+	if n, ok := v.view.Resolve(gitDir + "/HEAD"); ok && n.Header.Typeflag == tar.TypeReg {
+		batch = append(batch, n)
+	}
+	var idxPaths []string
+	if err := walkUnder(v.view, gitDir, func(n oci.Node) {
+		rel := strings.TrimPrefix(n.Path, gitDir+"/")
+		if strings.HasPrefix(rel, "objects/pack/") && strings.HasSuffix(rel, ".idx") {
+			idxPaths = append(idxPaths, n.Path) // read resolves a link
+		} else if !strings.HasPrefix(rel, "refs/") {
+			return
+		}
+		if n.Header.Typeflag == tar.TypeReg {
+			batch = append(batch, n)
+		}
+	}); err != nil {
+		return err
+	}
+	small, err := facts.ReadSmall(ctx, layers, batch)
+	if err != nil {
+		return err
+	}
 	read := func(p string) ([]byte, error) {
 		n, ok := v.view.Resolve(p)
 		if !ok || n.Header.Typeflag != tar.TypeReg {
 			return nil, fmt.Errorf("/%s is missing", p)
+		}
+		if b, ok := small[n.Path]; ok {
+			return b, nil
 		}
 		m, err := facts.ReadSmall(ctx, layers, []oci.Node{n})
 		if err != nil {
@@ -365,6 +396,7 @@ func (v *verifier) oneCommit(ctx context.Context, layers []v1.Layer, gitDir stri
 		}
 		return m[n.Path], nil
 	}
+	v.packIdx = idxPaths
 	head, err := read(gitDir + "/HEAD")
 	if err != nil {
 		return err
@@ -415,22 +447,22 @@ func (v *verifier) object(ctx context.Context, layers []v1.Layer, gitDir, id str
 	}
 	var found []byte
 	var packErr error = errors.New("not found in loose objects or packs")
-	v.view.Walk(func(n oci.Node) error {
-		if !strings.HasPrefix(n.Path, gitDir+"/objects/pack/") || !strings.HasSuffix(n.Path, ".idx") || found != nil {
-			return nil
+	for _, p := range v.packIdx {
+		if found != nil {
+			break
 		}
-		idx, err := read(n.Path)
+		idx, err := read(p)
 		if err != nil {
-			return nil
+			continue
 		}
 		off, ok := idxOffset(idx, raw)
 		if !ok {
-			return nil
+			continue
 		}
-		pn, ok := v.view.Resolve(strings.TrimSuffix(n.Path, ".idx") + ".pack")
+		pn, ok := v.view.Resolve(strings.TrimSuffix(p, ".idx") + ".pack")
 		if !ok {
-			packErr = fmt.Errorf("/%s has no pack", n.Path)
-			return nil
+			packErr = fmt.Errorf("/%s has no pack", p)
+			continue
 		}
 		packErr = oci.ReadFiles(ctx, layers, []oci.Node{pn}, func(_ oci.Node, r io.Reader) error {
 			if _, err := io.CopyN(io.Discard, r, off); err != nil {
@@ -456,12 +488,27 @@ func (v *verifier) object(ctx context.Context, layers []v1.Layer, gitDir, id str
 			found, err = io.ReadAll(io.LimitReader(zr, 1<<20))
 			return err
 		})
-		return nil
-	})
+	}
 	if found != nil {
 		return found, nil
 	}
 	return nil, packErr
+}
+
+// walkUnder calls fn for every node under dir (not dir itself), in path
+// order, without visiting the rest of the view.
+func walkUnder(view *oci.View, dir string, fn func(oci.Node)) error {
+	return view.Walk(func(n oci.Node) error {
+		switch {
+		case strings.HasPrefix(n.Path, dir+"/"):
+			fn(n)
+		case n.Path == dir || strings.HasPrefix(dir, n.Path+"/"):
+		case n.Header.IsDir():
+			return fs.SkipDir
+		}
+		// SkipDir on a file would skip the rest of its directory.
+		return nil
+	})
 }
 
 // idxOffset finds id in a version 2 pack index.

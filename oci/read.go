@@ -27,36 +27,89 @@ import (
 // error even if fn has already seen some of its content, so callers must
 // discard what fn produced when ReadFiles fails.
 func ReadFiles(ctx context.Context, layers []v1.Layer, nodes []Node, fn func(Node, io.Reader) error) error {
+	return readFiles(ctx, layers, nodeList(nodes), fn)
+}
+
+// ReadFiles is oci.ReadFiles for nodes of v named by refs: the list the
+// caller keeps is a word per file, and each Node is made (its path rebuilt)
+// only when fn gets it.
+func (v *View) ReadFiles(ctx context.Context, layers []v1.Layer, refs []Ref, fn func(Node, io.Reader) error) error {
+	return readFiles(ctx, layers, refList{v, refs}, fn)
+}
+
+// fileList is what readFiles needs of the files it reads.
+type fileList interface {
+	len() int
+	// at returns what locates the content of file i.
+	at(i int) fileAt
+	// node makes the Node of file i, which fn gets.
+	node(i int) Node
+}
+
+// fileAt locates the content of one file.
+type fileAt struct {
+	layer, entry int
+	regular      bool
+	layerDigest  string
+	contentPath  string
+	size         int64
+}
+
+type nodeList []Node
+
+func (l nodeList) len() int        { return len(l) }
+func (l nodeList) node(i int) Node { return l[i] }
+func (l nodeList) at(i int) fileAt {
+	n := &l[i]
+	return fileAt{n.Layer, n.Entry, n.Header.Typeflag == tar.TypeReg, n.LayerDigest, n.ContentPath, n.Header.Size}
+}
+
+type refList struct {
+	v    *View
+	refs []Ref
+}
+
+func (l refList) len() int        { return len(l.refs) }
+func (l refList) node(i int) Node { return l.v.Node(l.refs[i]) }
+func (l refList) at(i int) fileAt {
+	n := l.refs[i].n
+	if n == nil || n.content == nil {
+		return fileAt{layer: -1, entry: -1}
+	}
+	return fileAt{int(n.layer), int(n.entry), n.content.Typeflag == tar.TypeReg, l.v.digests[n.layer], n.content.Name, n.content.Size}
+}
+
+func readFiles(ctx context.Context, layers []v1.Layer, nodes fileList, fn func(Node, io.Reader) error) error {
 	// order holds the nodes' positions sorted by layer, then entry, then
 	// position: the order their bytes come in. A slice of int32, not a
 	// map of copies: a case of 200,000 files keeps 800 KB here.
-	if len(nodes) > math.MaxInt32 {
-		return fmt.Errorf("reading %d files at once: more than this reader takes", len(nodes))
+	if nodes.len() > math.MaxInt32 {
+		return fmt.Errorf("reading %d files at once: more than this reader takes", nodes.len())
 	}
-	order := make([]int32, len(nodes))
-	for i, n := range nodes {
-		switch {
-		case n.Layer < 0 || n.Layer >= len(layers):
-			return fmt.Errorf("reading %q: its layer %d is not among the %d layers given", n.Path, n.Layer, len(layers))
-		case n.Header.Typeflag != tar.TypeReg || n.Entry < 0:
-			return fmt.Errorf("reading %q: not a regular file", n.Path)
+	order := make([]int32, nodes.len())
+	for i := range order {
+		switch n := nodes.at(i); {
+		case n.layer < 0 || n.layer >= len(layers):
+			return fmt.Errorf("reading %q: its layer %d is not among the %d layers given", nodes.node(i).Path, n.layer, len(layers))
+		case !n.regular || n.entry < 0:
+			return fmt.Errorf("reading %q: not a regular file", nodes.node(i).Path)
 		}
 		order[i] = int32(i)
 	}
 	slices.SortFunc(order, func(a, b int32) int {
-		na, nb := &nodes[a], &nodes[b]
-		if c := cmp.Compare(na.Layer, nb.Layer); c != 0 {
+		na, nb := nodes.at(int(a)), nodes.at(int(b))
+		if c := cmp.Compare(na.layer, nb.layer); c != 0 {
 			return c
 		}
-		if c := cmp.Compare(na.Entry, nb.Entry); c != 0 {
+		if c := cmp.Compare(na.entry, nb.entry); c != 0 {
 			return c
 		}
 		return cmp.Compare(a, b)
 	})
 	for len(order) > 0 {
-		li := nodes[order[0]].Layer
+		li := nodes.at(int(order[0])).layer
 		end := 1
-		for end < len(order) && nodes[order[end]].Layer == li {
+		for end < len(order) && nodes.at(int(order[end])).layer == li {
 			end++
 		}
 		if err := readLayerFiles(ctx, layers[li], li, nodes, order[:end], fn); err != nil {
@@ -69,15 +122,15 @@ func ReadFiles(ctx context.Context, layers []v1.Layer, nodes []Node, fn func(Nod
 
 // readLayerFiles reads layer li once and passes fn the content of the
 // nodes that want, positions in nodes sorted by entry.
-func readLayerFiles(ctx context.Context, l v1.Layer, li int, nodes []Node, want []int32, fn func(Node, io.Reader) error) error {
+func readLayerFiles(ctx context.Context, l v1.Layer, li int, nodes fileList, want []int32, fn func(Node, io.Reader) error) error {
 	s, err := openLayerStream(ctx, l)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
 	for _, i := range want {
-		if d := nodes[i].LayerDigest; d != s.digest.String() {
-			return fmt.Errorf("reading %q: layer %d is %s, but the view has %s there: pass the layers the view was merged from", nodes[i].Path, li, s.digest, d)
+		if d := nodes.at(int(i)).layerDigest; d != s.digest.String() {
+			return fmt.Errorf("reading %q: layer %d is %s, but the view has %s there: pass the layers the view was merged from", nodes.node(int(i)).Path, li, s.digest, d)
 		}
 	}
 	ordinal := -1
@@ -97,21 +150,21 @@ func readLayerFiles(ctx context.Context, l v1.Layer, li int, nodes []Node, want 
 			continue
 		}
 		ordinal++
-		first := &nodes[want[0]]
-		if first.Entry != ordinal {
+		first := nodes.at(int(want[0]))
+		if first.entry != ordinal {
 			continue
 		}
 		same := 1
-		for same < len(want) && nodes[want[same]].Entry == ordinal {
+		for same < len(want) && nodes.at(int(want[same])).entry == ordinal {
 			same++
 		}
 		ns := want[:same]
 		want = want[same:]
-		if e.Marker != NotMarker || e.Typeflag != tar.TypeReg || e.Name != first.ContentPath || e.Size != first.Header.Size {
-			return fmt.Errorf("layer %d (%s): entry %d is %q, not the file %q its index recorded: the view was not built from these layers", li, s.digest, ordinal, e.TarName(), first.ContentPath)
+		if e.Marker != NotMarker || e.Typeflag != tar.TypeReg || e.Name != first.contentPath || e.Size != first.size {
+			return fmt.Errorf("layer %d (%s): entry %d is %q, not the file %q its index recorded: the view was not built from these layers", li, s.digest, ordinal, e.TarName(), first.contentPath)
 		}
 		if len(ns) == 1 {
-			if err := fn(*first, s.tr); err != nil {
+			if err := fn(nodes.node(int(ns[0])), s.tr); err != nil {
 				return err
 			}
 			continue
@@ -128,20 +181,20 @@ func readLayerFiles(ctx context.Context, l v1.Layer, li int, nodes []Node, want 
 // fanOut gives one entry's content to several nodes. A tar stream can be
 // read once, so the content is spooled to a temporary file rather than
 // held in memory.
-func fanOut(r io.Reader, nodes []Node, ns []int32, fn func(Node, io.Reader) error) error {
-	first := &nodes[ns[0]]
+func fanOut(r io.Reader, nodes fileList, ns []int32, fn func(Node, io.Reader) error) error {
+	first := nodes.at(int(ns[0]))
 	f, err := os.CreateTemp("", "ssebench-content-*")
 	if err != nil {
-		return fmt.Errorf("spooling content of %q: %w", first.ContentPath, err)
+		return fmt.Errorf("spooling content of %q: %w", first.contentPath, err)
 	}
 	defer os.Remove(f.Name())
 	defer f.Close()
 	size, err := io.Copy(f, r)
 	if err != nil {
-		return fmt.Errorf("spooling content of %q: %w", first.ContentPath, err)
+		return fmt.Errorf("spooling content of %q: %w", first.contentPath, err)
 	}
 	for _, i := range ns {
-		if err := fn(nodes[i], io.NewSectionReader(f, 0, size)); err != nil {
+		if err := fn(nodes.node(int(i)), io.NewSectionReader(f, 0, size)); err != nil {
 			return err
 		}
 	}

@@ -58,6 +58,14 @@ type Node struct {
 	Implicit bool
 }
 
+// Ref names a node of a View in one word, where a Node takes about 200
+// bytes and its path: a list of every file of a large tree (the files
+// whose content a tool layer copies) stays small (1.6 MB for 200,000
+// files, where the Nodes took 45 MB). WalkRefs hands them out; View.Node
+// turns one back into a Node. A Ref keeps its View in memory; a Node
+// does not.
+type Ref struct{ n *node }
+
 // node is the in-memory form of a Node. Its metadata lives in the layer
 // indexes; a node only points at the entries, which keeps a view of a
 // 100,000-file root filesystem to a few megabytes beyond the indexes.
@@ -432,6 +440,34 @@ func (viewTree) Child(parent *node, name string) (*node, PathEntry, error) {
 	return n, e, nil
 }
 
+// Node returns the node r names, its Path rebuilt from the tree. r must
+// come from a Node of v.
+func (v *View) Node(r Ref) Node {
+	return v.export(r.n, v.pathOf(r.n))
+}
+
+// pathOf rebuilds the path of an attached node from its parents.
+func (v *View) pathOf(n *node) string {
+	size := -1
+	for c := n; c != nil && c != v.root; c = c.parent {
+		size += len(c.name) + 1
+	}
+	if size <= 0 {
+		return ""
+	}
+	b := make([]byte, size)
+	end := size
+	for c := n; c != nil && c != v.root; c = c.parent {
+		copy(b[end-len(c.name):end], c.name)
+		end -= len(c.name)
+		if end > 0 {
+			end--
+			b[end] = '/'
+		}
+	}
+	return string(b)
+}
+
 // Len returns the number of nodes in the view (the root not included).
 func (v *View) Len() int { return v.n }
 
@@ -476,6 +512,15 @@ func (v *View) Resolve(p string) (Node, bool) {
 // returned.
 func (v *View) Walk(fn func(Node) error) error {
 	err := v.walk(v.root, "", func(n *node, p string) error { return fn(v.export(n, p)) })
+	if errors.Is(err, fs.SkipAll) {
+		return nil
+	}
+	return err
+}
+
+// WalkRefs is Walk that also passes each node's Ref.
+func (v *View) WalkRefs(fn func(Node, Ref) error) error {
+	err := v.walk(v.root, "", func(n *node, p string) error { return fn(v.export(n, p), Ref{n}) })
 	if errors.Is(err, fs.SkipAll) {
 		return nil
 	}

@@ -283,6 +283,15 @@ func TestEmptyTree(t *testing.T) {
 	}
 }
 
+// addThenFinish is err, or Finish's error when err is nil.
+func addThenFinish(b *Builder, err error) error {
+	if err != nil {
+		return err
+	}
+	_, _, _, err = b.Finish()
+	return err
+}
+
 func TestAddErrors(t *testing.T) {
 	tests := []struct {
 		name string
@@ -296,17 +305,19 @@ func TestAddErrors(t *testing.T) {
 		{"short content", func(b *Builder) error { return b.AddFile("a", 0o644, 5, strings.NewReader("x")) }, errSizeMismatch},
 		{"long content", func(b *Builder) error { return b.AddFile("a", 0o644, 1, strings.NewReader("xy")) }, errSizeMismatch},
 		{"unclean path", func(b *Builder) error { return b.AddFile("a/../b", 0o644, 1, strings.NewReader("x")) }, nil},
+		// A path added twice, or a file where a directory is, is refused
+		// by Finish: the files wait on disk until then.
 		{"twice", func(b *Builder) error {
 			b.AddFile("a", 0o644, 1, strings.NewReader("x"))
-			return b.AddFile("a", 0o644, 1, strings.NewReader("x"))
+			return addThenFinish(b, b.AddFile("a", 0o644, 1, strings.NewReader("x")))
 		}, nil},
 		{"file then dir", func(b *Builder) error {
 			b.AddFile("a", 0o644, 1, strings.NewReader("x"))
-			return b.AddFile("a/b", 0o644, 1, strings.NewReader("x"))
+			return addThenFinish(b, b.AddFile("a/b", 0o644, 1, strings.NewReader("x")))
 		}, nil},
 		{"dir then file", func(b *Builder) error {
 			b.AddFile("a/b", 0o644, 1, strings.NewReader("x"))
-			return b.AddSymlink("a", "x")
+			return addThenFinish(b, b.AddSymlink("a", "x"))
 		}, nil},
 		{"ignore rules after files", func(b *Builder) error {
 			b.AddFile("a", 0o644, 1, strings.NewReader("x"))

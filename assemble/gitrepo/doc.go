@@ -15,7 +15,10 @@
 // The repository is the minimum git needs, plus reflogs: HEAD, config,
 // index, refs/heads/<branch>, logs, and one pack with its idx holding every
 // object. Blob content is streamed once, compressed to a spool file, and
-// copied into the pack at Finish, so memory does not grow with file sizes.
+// copied into the pack at Finish, so memory does not grow with file sizes;
+// what is known of each file and blob (path, mode, id, where its stream is)
+// waits in record files until Finish too, so that it does not add to what
+// the caller holds while it adds the files.
 // The same files and options give the same bytes (for one Go version: zlib
 // output is Go's).
 //

@@ -167,8 +167,11 @@ func feed(t *testing.T, tree string, seed int64, opts ...Option) *Builder {
 // builderFiles lists what the Builder holds in the shape of realGit.
 func builderFiles(b *Builder) map[string]string {
 	got := map[string]string{}
-	for p, f := range b.files {
-		got[p] = modeString(f.mode) + " " + f.id.String()
+	if err := b.files.files(func(f fileEntry) bool {
+		got[f.path] = modeString(f.mode) + " " + f.id.String()
+		return true
+	}); err != nil {
+		panic(err)
 	}
 	return got
 }

@@ -129,22 +129,6 @@ func (s *spool) reAdd(off, n, size int64) (objectID, int64, int64, error) {
 	return s.addBlob(size, &crlfToLF{r: zr}, nil)
 }
 
-// rewind drops what was written since off: a blob that turned out to be a
-// duplicate is stored once.
-func (s *spool) rewind(off int64) error {
-	if err := s.w.Flush(); err != nil {
-		return err
-	}
-	if err := s.f.Truncate(off); err != nil {
-		return err
-	}
-	if _, err := s.f.Seek(off, io.SeekStart); err != nil {
-		return err
-	}
-	s.n = off
-	return nil
-}
-
 // memCompressor compresses the objects held in memory (trees and the
 // commit), reusing one zlib writer: a new one costs most of a megabyte.
 type memCompressor struct {
@@ -209,23 +193,30 @@ type packed struct {
 	off int64
 }
 
-// writePack writes a version 2 pack of objs, in that order, to w, taking
-// blob streams from src. It returns the pack's checksum (its trailer, and
-// its name) and the index entries of the objects.
-func writePack(w io.Writer, src io.ReaderAt, objs []*object) (objectID, []packed, error) {
+// writePack writes a version 2 pack of objs then blobs, in that order, to
+// w, taking blob streams from src. It returns the pack's checksum (its
+// trailer, and its name) and the index entries of the objects.
+func writePack(w io.Writer, src io.ReaderAt, objs []*object, blobs []blobRec) (objectID, []packed, error) {
 	var sum objectID
 	h := sha1.New()
 	cw := &countingWriter{w: io.MultiWriter(w, h)}
 	var hdr [12]byte
 	copy(hdr[:], "PACK")
 	binary.BigEndian.PutUint32(hdr[4:], 2)
-	binary.BigEndian.PutUint32(hdr[8:], uint32(len(objs)))
+	binary.BigEndian.PutUint32(hdr[8:], uint32(len(objs)+len(blobs)))
 	if _, err := cw.Write(hdr[:]); err != nil {
 		return sum, nil, err
 	}
-	out := make([]packed, 0, len(objs))
+	out := make([]packed, 0, len(objs)+len(blobs))
 	buf := make([]byte, 1<<16)
-	for _, o := range objs {
+	for i := range len(objs) + len(blobs) {
+		o := &object{typ: typeBlob}
+		if i < len(objs) {
+			o = objs[i]
+		} else {
+			r := &blobs[i-len(objs)]
+			o.id, o.size, o.off, o.n = r.id, r.size, r.off, r.n
+		}
 		crc := crc32.NewIEEE()
 		ew := io.MultiWriter(cw, crc)
 		off := cw.n
