@@ -21,6 +21,16 @@ const gradeTask = "kvconf-12-afb9ee1"
 // prefix of the test's own.
 func gradeWorld(t *testing.T) (*cli, []string) {
 	t.Helper()
+	c, daemons := runWorld(t)
+	copyTree(t, "agents/prediction", filepath.Join(c.home, "agents", "prediction"))
+	return c, daemons
+}
+
+// runWorld is a home with the example task, and the base and runtime
+// images a run of it needs, built under a registry prefix of the test's
+// own; it returns the flags that name the daemons.
+func runWorld(t *testing.T) (*cli, []string) {
+	t.Helper()
 	bk := testenv.RequireBuildKit(t)
 	ctrd := testenv.RequireContainerd(t)
 	reg := testenv.RequireRegistry(t)
@@ -29,7 +39,6 @@ func gradeWorld(t *testing.T) (*cli, []string) {
 	ds := filepath.Join(c.home, "datasets", "examples")
 	writeFiles(t, ds, map[string]string{"dataset.yaml": "version: examples-v1\n"})
 	copyTree(t, "datasets/examples/"+gradeTask, filepath.Join(ds, gradeTask))
-	copyTree(t, "agents/prediction", filepath.Join(c.home, "agents", "prediction"))
 	copyTree(t, "images", filepath.Join(c.home, "images"))
 	writeFiles(t, c.home, map[string]string{"VERSION": "0.1.0-dev\n"})
 	t.Setenv("SSEBENCH_REGISTRY", reg+"/ssebench-grade28-"+randomHex(4))
@@ -64,7 +73,12 @@ func TestGradePredictions(t *testing.T) {
 		jsonLine(t, map[string]any{"instance_id": gradeTask, "model_name_or_path": "empty-model", "model_patch": ""}) +
 		jsonLine(t, map[string]any{"instance_id": gradeTask, "model_name_or_path": "garbage-model", "model_patch": "this is no diff at all\n@@ nor this\n"}) +
 		jsonLine(t, map[string]any{"instance_id": "kvconf-12-afb9ee", "model_name_or_path": "org/good-model", "model_patch": string(ref)}) +
-		jsonLine(t, map[string]any{"instance_id": gradeTask, "model_name_or_path": "org/good-model", "model_patch": "dup"}),
+		jsonLine(t, map[string]any{"instance_id": gradeTask, "model_name_or_path": "org/good-model", "model_patch": "dup"}) +
+		// Hostile diffs: out of the source tree, and a symlink to the
+		// task's files next to the fix. Applied as model, they reach
+		// nothing the grade reads.
+		jsonLine(t, map[string]any{"instance_id": gradeTask, "model_name_or_path": "../../traversal", "model_patch": "--- a/../../../../ssebench/scripts/run\n+++ b/../../../../ssebench/scripts/run\n@@ -1 +1 @@\n-#!/bin/sh\n+exit 0\n"}) +
+		jsonLine(t, map[string]any{"instance_id": gradeTask, "model_name_or_path": "symlink-model", "model_patch": "diff --git a/sse-link b/sse-link\nnew file mode 120000\n--- /dev/null\n+++ b/sse-link\n@@ -0,0 +1 @@\n+/ssebench\n\\ No newline at end of file\n"}),
 	})
 	runs := filepath.Join(c.root, "runs")
 	out, stderr, err := c.run(t, append([]string{"grade", "--predictions", preds, "--runs-dir", runs, "--jobs", "2", "--json"}, daemons...)...)
@@ -79,8 +93,8 @@ func TestGradePredictions(t *testing.T) {
 		Reason     string `json:"reason"`
 		RunID      string `json:"run_id"`
 	}
-	if err := json.Unmarshal([]byte(out), &got); err != nil || len(got) != 5 {
-		t.Fatalf("grade --json printed %d outcomes (%v), want 5:\n%s", len(got), err, out)
+	if err := json.Unmarshal([]byte(out), &got); err != nil || len(got) != 7 {
+		t.Fatalf("grade --json printed %d outcomes (%v), want 7:\n%s", len(got), err, out)
 	}
 	want := []struct{ status, reason string }{
 		{"PASSED", ""},
@@ -88,6 +102,8 @@ func TestGradePredictions(t *testing.T) {
 		{"FAILED", "not a diff: not applied"},
 		{"refused", `unknown instance_id "kvconf-12-afb9ee": did you mean "kvconf-12-afb9ee1"?`},
 		{"refused", "duplicate: line 1"},
+		{"FAILED", "the patch does not apply"},
+		{"FAILED", ""},
 	}
 	for i, w := range want {
 		if got[i].Status != w.status || !strings.Contains(got[i].Reason, w.reason) {
@@ -102,12 +118,15 @@ func TestGradePredictions(t *testing.T) {
 		}
 	}
 	all, err := results.List(runs)
-	if err != nil || len(all) != 3 {
-		t.Fatalf("runs under %s: %d (%v), want 3", runs, len(all), err)
+	if err != nil || len(all) != 5 {
+		t.Fatalf("runs under %s: %d (%v), want 5", runs, len(all), err)
 	}
 	for _, r := range all {
 		if r.Agent() == "org/good-model" && !r.Passed() {
 			t.Errorf("the reference patch's run did not pass: %s", r.Grade())
+		}
+		if !strings.HasPrefix(r.Dir, runs+string(filepath.Separator)) {
+			t.Errorf("a run folder outside %s: %s", runs, r.Dir)
 		}
 		if r.Agent() == "garbage-model" && (r.Result == nil || !strings.Contains(strings.Join(r.Result.Notes, "\n"), "not applied")) {
 			t.Errorf("the garbage run's result.json has no note that it was not applied")

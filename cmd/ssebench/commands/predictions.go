@@ -68,6 +68,12 @@ type rawPrediction struct {
 // predictions is an error naming the line; a prediction that cannot be
 // graded is one with Refused set.
 func readPredictions(path, dir string, known []string) ([]prediction, error) {
+	// Checked before it is opened: opening a FIFO waits for a writer.
+	if fi, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("reading the predictions: %w", err)
+	} else if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("--predictions %s is not a regular file: pass a JSON Lines file or a JSON array of predictions", path)
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading the predictions: %w", err)
