@@ -99,9 +99,9 @@ type gradeOutcome struct {
 	InstanceID string `json:"instance_id"`
 	Model      string `json:"model_name_or_path"`
 	Where      string `json:"where"`
-	// Status is PASSED, FAILED, refused (not graded: Reason says why) or
-	// error (an infrastructure failure: --resume does not apply, grade
-	// again).
+	// Status is PASSED, FAILED, "not graded" (the run left no grade),
+	// refused (not graded: Reason says why), error (an infrastructure
+	// failure: grade again) or "not run" (interrupted first).
 	Status string `json:"status"`
 	Reason string `json:"reason,omitempty"`
 	RunID  string `json:"run_id,omitempty"`
@@ -173,6 +173,7 @@ func runGrade(cmd *cobra.Command, g *options.Global, o *gradeOptions) error {
 			ev.NotStarted = append(ev.NotStarted, results.NotStarted{Task: clip(p.ID), Agent: clip(p.Model), Attempt: 1, Reason: p.Where + ": " + p.Refused})
 			continue
 		}
+		out.Status = "not run"
 		j := evaluate.Job{Task: p.ID, Agent: p.Model, Attempt: 1}
 		jobs = append(jobs, j)
 		patches[j.Key()] = p
@@ -236,6 +237,10 @@ func runGrade(cmd *cobra.Command, g *options.Global, o *gradeOptions) error {
 		if err := results.Write(cmd.OutOrStdout(), rep, "md"); err != nil && runErr == nil {
 			runErr = err
 		}
+	}
+	if ctx.Err() != nil {
+		// Interrupted: main says so and exits 130; what finished stays.
+		return ctx.Err()
 	}
 	if runErr != nil {
 		// Eval's words would point to `eval --resume`, which cannot run

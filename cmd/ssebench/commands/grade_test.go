@@ -7,6 +7,7 @@ import (
 	goruntime "runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/42-b3yond-6ug/ssebench/contract"
 	"github.com/42-b3yond-6ug/ssebench/internal/testenv"
@@ -31,11 +32,17 @@ func gradeWorld(t *testing.T) (*cli, []string) {
 // own; it returns the flags that name the daemons.
 func runWorld(t *testing.T) (*cli, []string) {
 	t.Helper()
+	c := newCLI(t)
+	return c, buildWorld(t, c)
+}
+
+// buildWorld is runWorld in c.
+func buildWorld(t *testing.T, c *cli) []string {
+	t.Helper()
 	bk := testenv.RequireBuildKit(t)
 	ctrd := testenv.RequireContainerd(t)
 	reg := testenv.RequireRegistry(t)
 	osImage := testenv.OSImage(t)
-	c := newCLI(t)
 	ds := filepath.Join(c.home, "datasets", "examples")
 	writeFiles(t, ds, map[string]string{"dataset.yaml": "version: examples-v1\n"})
 	copyTree(t, "datasets/examples/"+gradeTask, filepath.Join(ds, gradeTask))
@@ -45,7 +52,7 @@ func runWorld(t *testing.T) (*cli, []string) {
 	daemons := []string{"--buildkit-addr", bk, "--containerd-addr", ctrd}
 	c.mustRun(t, append([]string{"base-images", "go", "--os-image", osImage}, daemons...)...)
 	c.mustRun(t, append([]string{"runtime", "build", "--platform", "linux/" + goruntime.GOARCH, "--push", "--home", repoRoot}, daemons...)...)
-	return c, daemons
+	return daemons
 }
 
 func jsonLine(t *testing.T, v map[string]any) string {
@@ -122,6 +129,8 @@ func TestGradePredictions(t *testing.T) {
 		t.Fatalf("runs under %s: %d (%v), want 5", runs, len(all), err)
 	}
 	for _, r := range all {
+		t.Logf("%s: %s in %s (agent %s, grade %s)", r.Agent(), r.Grade(), r.Duration().Round(100*time.Millisecond),
+			r.AgentTime().Round(100*time.Millisecond), r.GradeTime().Round(100*time.Millisecond))
 		if r.Agent() == "org/good-model" && !r.Passed() {
 			t.Errorf("the reference patch's run did not pass: %s", r.Grade())
 		}

@@ -50,7 +50,7 @@ func docCommands(t *testing.T, doc, marker string) [][]string {
 // in the server's --listen and the copied model file), so that the test
 // takes no fixed port of the machine.
 func TestModelServerFlow(t *testing.T) {
-	c, daemons := runWorld(t)
+	c := newCLI(t)
 	// The folder as it is in the repository: ssebench compiles its
 	// go_build program, which needs the module around it.
 	if err := os.MkdirAll(filepath.Join(c.home, "agents"), 0o755); err != nil {
@@ -111,6 +111,8 @@ func TestModelServerFlow(t *testing.T) {
 			t.Fatalf("model-server does not listen on %s", addr)
 		}
 	}
+	// The images the run needs, while the server waits.
+	daemons := buildWorld(t, c)
 	runs := filepath.Join(c.root, "runs")
 	out, stderr, err := c.run(t, append(cmds[1], append([]string{"--runs-dir", runs, "--timeout", "600"}, daemons...)...)...)
 	cancel()
