@@ -392,7 +392,12 @@ func (p *gradeProgress) Finish(j evaluate.Job, r *results.Run) {
 		if n := appliedNote(r.Result.AgentExit, p.patches[j.Key()]); n != "" {
 			out.Reason = strings.TrimPrefix(n, "prediction: ")
 		} else if !r.Passed() {
-			out.Reason = r.Grade()
+			// The verdict without the status the line already gives.
+			g := r.Grade()
+			if i := strings.Index(g, ": "); i >= 0 {
+				g = g[i+2:]
+			}
+			out.Reason = g
 		}
 	}
 	fmt.Fprintln(p.w, out.line())

@@ -32,17 +32,24 @@ func gradeWorld(t *testing.T) (*cli, []string) {
 // own; it returns the flags that name the daemons.
 func runWorld(t *testing.T) (*cli, []string) {
 	t.Helper()
+	s := requireServices(t)
 	c := newCLI(t)
-	return c, buildWorld(t, c)
+	return c, buildWorld(t, c, s)
+}
+
+// services are the addresses of the shared services, read before newCLI
+// clears the environment.
+type services struct{ bk, ctrd, reg, osImage string }
+
+func requireServices(t *testing.T) services {
+	t.Helper()
+	return services{bk: testenv.RequireBuildKit(t), ctrd: testenv.RequireContainerd(t), reg: testenv.RequireRegistry(t), osImage: testenv.OSImage(t)}
 }
 
 // buildWorld is runWorld in c.
-func buildWorld(t *testing.T, c *cli) []string {
+func buildWorld(t *testing.T, c *cli, s services) []string {
 	t.Helper()
-	bk := testenv.RequireBuildKit(t)
-	ctrd := testenv.RequireContainerd(t)
-	reg := testenv.RequireRegistry(t)
-	osImage := testenv.OSImage(t)
+	bk, ctrd, reg, osImage := s.bk, s.ctrd, s.reg, s.osImage
 	ds := filepath.Join(c.home, "datasets", "examples")
 	writeFiles(t, ds, map[string]string{"dataset.yaml": "version: examples-v1\n"})
 	copyTree(t, "datasets/examples/"+gradeTask, filepath.Join(ds, gradeTask))

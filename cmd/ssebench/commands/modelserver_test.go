@@ -50,6 +50,7 @@ func docCommands(t *testing.T, doc, marker string) [][]string {
 // in the server's --listen and the copied model file), so that the test
 // takes no fixed port of the machine.
 func TestModelServerFlow(t *testing.T) {
+	s := requireServices(t)
 	c := newCLI(t)
 	// The folder as it is in the repository: ssebench compiles its
 	// go_build program, which needs the module around it.
@@ -112,7 +113,7 @@ func TestModelServerFlow(t *testing.T) {
 		}
 	}
 	// The images the run needs, while the server waits.
-	daemons := buildWorld(t, c)
+	daemons := buildWorld(t, c, s)
 	runs := filepath.Join(c.root, "runs")
 	out, stderr, err := c.run(t, append(cmds[1], append([]string{"--runs-dir", runs, "--timeout", "600"}, daemons...)...)...)
 	cancel()
