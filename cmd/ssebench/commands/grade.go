@@ -393,11 +393,9 @@ func (p *gradeProgress) Finish(j evaluate.Job, r *results.Run) {
 			out.Reason = strings.TrimPrefix(n, "prediction: ")
 		} else if !r.Passed() {
 			// The verdict without the status the line already gives.
-			g := r.Grade()
-			if i := strings.Index(g, ": "); i >= 0 {
-				g = g[i+2:]
+			if _, why, ok := strings.Cut(r.Grade(), ": "); ok {
+				out.Reason = why
 			}
-			out.Reason = g
 		}
 	}
 	fmt.Fprintln(p.w, out.line())
