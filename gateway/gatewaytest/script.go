@@ -61,7 +61,7 @@ type ScriptToolCall struct {
 func LoadScript(path string) ([]Reply, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("reading the script: %w", err)
+		return nil, fmt.Errorf("reading the script: %w (pass a script file, e.g. examples/models/loop-kvconf.script.yaml)", err)
 	}
 	defer f.Close()
 	b, err := io.ReadAll(io.LimitReader(f, maxScriptFile+1))

@@ -70,7 +70,7 @@ type rawPrediction struct {
 func readPredictions(path, dir string, known []string) ([]prediction, error) {
 	// Checked before it is opened: opening a FIFO waits for a writer.
 	if fi, err := os.Stat(path); err != nil {
-		return nil, fmt.Errorf("reading the predictions: %w", err)
+		return nil, fmt.Errorf("reading the predictions: %w (pass --predictions FILE: JSON Lines of instance_id, model_name_or_path, model_patch)", err)
 	} else if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("--predictions %s is not a regular file: pass a JSON Lines file or a JSON array of predictions", path)
 	}
