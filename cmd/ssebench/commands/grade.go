@@ -114,6 +114,9 @@ func runGrade(cmd *cobra.Command, g *options.Global, o *gradeOptions) error {
 	if err := o.Resources.Validate(); err != nil {
 		return err
 	}
+	if cmd.Flag("jobs").Changed && o.Jobs < 1 {
+		return fmt.Errorf("--jobs %d: want at least 1", o.Jobs)
+	}
 	if o.Dataset != "" && o.Catalog != "" {
 		return errors.New("--dataset and --catalog name two sources of the tasks: pass one")
 	}
@@ -183,6 +186,7 @@ func runGrade(cmd *cobra.Command, g *options.Global, o *gradeOptions) error {
 		os.RemoveAll(dir)
 		return fmt.Errorf("--tasks %s selects none of the predictions of %s", strings.Join(only, ","), o.Predictions)
 	}
+	// The same id: it names the folder the patches are in.
 	id := plan.ID
 	plan = evaluate.PlanOf(jobs)
 	plan.ID = id
