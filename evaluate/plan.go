@@ -87,6 +87,25 @@ func NewPlan(agents, tasks []string, attempts int) (*Plan, error) {
 	return p, nil
 }
 
+// PlanOf plans exactly jobs, in their order: the runs of `ssebench
+// grade`, one per prediction, which are no product of agents and tasks.
+// Agents and Tasks list the names the jobs use, first seen first.
+func PlanOf(jobs []Job) *Plan {
+	p := &Plan{ID: newID(time.Now()), Created: time.Now().UTC().Truncate(time.Second), Attempts: 1, Runs: jobs}
+	seen := map[string]bool{}
+	for _, j := range jobs {
+		if !seen["a"+j.Agent] {
+			seen["a"+j.Agent] = true
+			p.Agents = append(p.Agents, j.Agent)
+		}
+		if !seen["t"+j.Task] {
+			seen["t"+j.Task] = true
+			p.Tasks = append(p.Tasks, j.Task)
+		}
+	}
+	return p
+}
+
 func newID(t time.Time) string {
 	b := make([]byte, 3)
 	rand.Read(b)

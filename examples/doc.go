@@ -7,6 +7,8 @@
 //   - entrypointmode: an entrypoint mode (`--mode example`), and
 //     cmd/ssebench-entrypoint-example, the entrypoint built with it
 //     (`ssebench runtime build --entrypoint ./examples/cmd/ssebench-entrypoint-example`).
+//   - models: scripts for `ssebench model-server` and the model files
+//     that point a run at it (docs/models.md); no Go.
 //
 // The README's "Custom tool layers" and "Entrypoint modes" explain them.
 package examples

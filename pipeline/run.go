@@ -26,6 +26,9 @@ const (
 	ArchivePath = contract.Archive
 )
 
+// PatchPath is where a run with RunRequest.Patch has the patch, read-only.
+const PatchPath = "/prediction/patch.diff"
+
 // Modes of a run (SPEC.md sections 4 and 7).
 const (
 	// ModeSandbox runs the agent in the tool image of its task, with the
@@ -114,6 +117,17 @@ type RunRequest struct {
 	// instead of on this machine's containerd: the image must be in a
 	// registry (ViaRegistry or Prebuilt), and is run pinned by digest.
 	Cluster Cluster
+	// Patch, when set, is a patch file on the host mounted read-only at
+	// PatchPath for the agent to apply: `ssebench grade` grades a
+	// prediction's patch as the change of an agent (agents/prediction)
+	// that applies it as model, so the patch reaches nothing the agent
+	// could not.
+	Patch string
+	// AgentName, when set, is the name the run's results give its agent
+	// in place of Agent (summary.json, result.json, the run id): the
+	// predictor's name of a graded prediction. Agent still names the
+	// folder the image is built from.
+	AgentName string
 	// Entrypoint, when set, replaces the image's ENTRYPOINT for this run
 	// only. Agent images may not change it (the runtime's entrypoint runs
 	// the agent as model); tests use it to probe the container as root
@@ -180,6 +194,9 @@ func (r *RunRequest) Validate() error {
 		return fmt.Errorf("--difficulty %d is not 0–4", r.Difficulty)
 	case r.Timeout < 0:
 		return fmt.Errorf("--timeout %d is negative", r.Timeout)
+	case r.Patch != "" && (r.Cluster != nil || r.Mode == ModeSidecar):
+		// The patch is a file of this machine, mounted into one container.
+		return errors.New("a prediction's patch is graded in one container on this machine: not with --backend kubernetes or --mode sidecar")
 	}
 	return nil
 }
@@ -310,7 +327,11 @@ func (e *Env) newRun(ctx context.Context, req RunRequest) (*runState, error) {
 	}
 	r.runID = req.RunID
 	if r.runID == "" {
-		r.runID = newRunID(req.Task, req.Agent, r.started)
+		part := req.Agent
+		if req.AgentName != "" {
+			part = runIDPart(req.AgentName)
+		}
+		r.runID = newRunID(req.Task, part, r.started)
 	}
 	return r, nil
 }
@@ -362,7 +383,7 @@ func (e *Env) containerSpec(ctx context.Context, r *runState, gw *runGateway) (r
 		},
 		Labels: map[string]string{
 			"ssebench.task-id": req.Task,
-			"ssebench.agent":   req.Agent,
+			"ssebench.agent":   req.agentName(),
 			"ssebench.run-id":  r.runID,
 			"ssebench.model":   modelName(req.Model),
 			"ssebench.results": r.dir,
@@ -383,6 +404,9 @@ func (e *Env) containerSpec(ctx context.Context, r *runState, gw *runGateway) (r
 		spec.Labels[k] = v
 	}
 	delete(spec.Labels, ReferenceRunLabel)
+	if req.Patch != "" {
+		spec.Mounts = append(spec.Mounts, runner.Mount{Source: req.Patch, Target: PatchPath, ReadOnly: true})
+	}
 	if r.refPatch != "" {
 		spec.Mounts = append(spec.Mounts, runner.Mount{Source: r.refPatch, Target: ReferencePatchPath, ReadOnly: true})
 		spec.Labels[ReferenceRunLabel] = "true"
@@ -505,6 +529,30 @@ func (r *RunRequest) env() []string {
 		env = append(env, "SSE_PLUGINS="+strings.Join(r.Plugins, ","))
 	}
 	return env
+}
+
+// agentName is the agent's name in the run's results: AgentName, else
+// the folder.
+func (r *RunRequest) agentName() string { return firstNonEmpty(r.AgentName, r.Agent) }
+
+// runIDPart is name as a part of a run id (and so of a folder name):
+// lowercase letters, digits, '.', '_' and '-', others replaced by '-', at
+// most 48 bytes. A predictor's name ("org/model") is not a safe path.
+func runIDPart(name string) string {
+	b := []byte(strings.ToLower(name))
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			b[i] = '-'
+		}
+	}
+	s := strings.Trim(string(b), ".-")
+	if len(s) > 48 {
+		s = s[:48]
+	}
+	if s == "" {
+		s = "agent"
+	}
+	return s
 }
 
 func modelName(m string) string {

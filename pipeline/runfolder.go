@@ -54,7 +54,7 @@ func annotateResult(dir string, req RunRequest, runID string, ri *RunImages, kil
 		r.Notes = append(r.Notes, fmt.Sprintf("killed: %s: the run's containers hit their %s (see summary.json's config.limits)", killed, killed))
 	}
 	// The difficulty is the container's own (it read SSE_DIFFICULTY).
-	r.RunID, r.Agent, r.Model = runID, req.Agent, modelName(req.Model)
+	r.RunID, r.Agent, r.Model = runID, req.agentName(), modelName(req.Model)
 	if ri != nil {
 		r.CaseImage = ri.Case
 		if ri.CaseDigest != "" {

@@ -36,7 +36,7 @@ func (e *Env) collectResults(r *runState, res *runner.Result, gw *runGateway) (*
 func (r *runState) summary(res *runner.Result) *results.Summary {
 	req := &r.req
 	s := &results.Summary{
-		RunID: r.runID, Task: req.Task, Agent: req.Agent, Platform: r.platform, Images: r.images,
+		RunID: r.runID, Task: req.Task, Agent: req.agentName(), Platform: r.platform, Images: r.images,
 		Timings: r.timings, ExitCode: res.ExitCode, Results: r.dir, Started: r.started.UTC(), Finished: time.Now().UTC(),
 	}
 	if res.Image != nil {

@@ -1,0 +1,406 @@
+package commands
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/42-b3yond-6ug/ssebench/agent"
+	"github.com/42-b3yond-6ug/ssebench/cmd/ssebench/commands/options"
+	"github.com/42-b3yond-6ug/ssebench/contract"
+	"github.com/42-b3yond-6ug/ssebench/evaluate"
+	"github.com/42-b3yond-6ug/ssebench/internal/safefile"
+	"github.com/42-b3yond-6ug/ssebench/internal/suggest"
+	"github.com/42-b3yond-6ug/ssebench/pipeline"
+	"github.com/42-b3yond-6ug/ssebench/results"
+	"github.com/42-b3yond-6ug/ssebench/runner"
+	"github.com/42-b3yond-6ug/ssebench/task/catalog"
+)
+
+// predictionAgent is the agent folder that applies a prediction's patch
+// (agents/prediction): the patch is the agent's change, made as model in
+// the agent phase, and the grade is the one every agent gets.
+const predictionAgent = "prediction"
+
+// Exit statuses of agents/prediction's apply.sh.
+const (
+	applyEmpty    = 3
+	applyRejected = 4
+)
+
+// predictionsDir is the folder of a grade's evaluation folder that keeps
+// the patches graded, one file per prediction.
+const predictionsDir = "predictions"
+
+type gradeOptions struct {
+	Predictions, Dataset, Catalog, RunsDir, Runtime string
+	Tasks                                           []string
+	Jobs, Timeout, Retries                          int
+	JSON                                            bool
+	Resources                                       contract.Limits
+}
+
+func newCmdGrade(g *options.Global) *cobra.Command {
+	o := &gradeOptions{Resources: contract.DefaultLimits}
+	cmd := &cobra.Command{
+		Use:   "grade --predictions FILE [--dataset DIR | --catalog PATH] [--tasks ...] [--jobs N] [--json]",
+		Short: "Grade patches without running an agent: a predictions file as SWE-bench takes it",
+		Long: `Grade the patches of a predictions file, as SWE-bench users submit them:
+JSON Lines (or one JSON array) of objects with instance_id (a task id),
+model_name_or_path (who made the patch) and model_patch (a unified diff).
+
+Each patch is graded by the same grader as an agent's change, into an
+evaluation folder like eval's (runs/eval-<id>/, with plan.json, runs/
+and the report), the model's name where the agent's name goes: "ssebench
+runs ls/show/report" read it. A patch is untrusted input, so it is applied
+as an agent would change the source: by agents/prediction, as the model
+user, in the agent phase of a run of its own.
+
+One line is printed per prediction. An empty patch, one that is not a diff
+and one that does not apply are graded on the unchanged source (FAILED),
+and their result.json notes say why. An unknown instance_id (with the
+closest task id), a duplicate of an earlier prediction by the same model
+and a malformed name are not graded: evaluation.json lists them with the
+reason, and so does every report. Exit status: 0 when every prediction
+that could be graded was, whatever the grades; 1 otherwise.`,
+		Example: `  ssebench grade --predictions preds.jsonl
+  ssebench grade --predictions preds.json --dataset datasets/examples --tasks kvconf-12-afb9ee1 --jobs 2
+  ssebench grade --predictions preds.jsonl --json > grades.json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runGrade(cmd, g, o) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Predictions, "predictions", "", "predictions file: JSON Lines or a JSON array of {instance_id, model_name_or_path, model_patch} (required)")
+	f.StringVar(&o.Dataset, "dataset", "", "dataset folder (default: datasets/examples under the home)")
+	f.StringVar(&o.Catalog, "catalog", "", "catalog to pull the case images from: folder, manifest.json, pinned https:// URL or oci:// artifact (default $"+catalog.CatalogEnv+")")
+	f.StringSliceVar(&o.Tasks, "tasks", nil, "grade only the predictions of these task ids (default: every prediction)")
+	f.IntVar(&o.Jobs, "jobs", 0, "runs at once (default: one per core, at most one per 2 GiB of available memory)")
+	f.IntVar(&o.Retries, "retries", evaluate.DefaultRetries, "times a run that failed for an infrastructure reason is tried again")
+	f.Var(options.Seconds(&o.Timeout), "timeout", "how long applying a patch may take: a duration (10m) or seconds (default 10m)")
+	f.StringVar(&o.RunsDir, "runs-dir", "runs", "where the evaluation folder eval-<id>/ goes")
+	f.BoolVar(&o.JSON, "json", false, "print the predictions' outcomes as JSON on stdout instead of the report")
+	options.AddLimitFlags(f, &o.Resources)
+	f.StringVar(&o.Runtime, "runtime", "", "runtime image (default $SSEBENCH_RUNTIME_IMAGE, else REGISTRY/runtime:VERSION)")
+	return cmd
+}
+
+// gradeOutcome is one prediction's line, and its entry of --json.
+type gradeOutcome struct {
+	InstanceID string `json:"instance_id"`
+	Model      string `json:"model_name_or_path"`
+	Where      string `json:"where"`
+	// Status is PASSED, FAILED, "not graded" (the run left no grade),
+	// refused (not graded: Reason says why), error (an infrastructure
+	// failure: grade again) or "not run" (interrupted first).
+	Status string `json:"status"`
+	Reason string `json:"reason,omitempty"`
+	RunID  string `json:"run_id,omitempty"`
+}
+
+func runGrade(cmd *cobra.Command, g *options.Global, o *gradeOptions) error {
+	if o.Predictions == "" {
+		return errors.New("--predictions is required: pass a JSON Lines file of {instance_id, model_name_or_path, model_patch}")
+	}
+	if err := o.Resources.Validate(); err != nil {
+		return err
+	}
+	if cmd.Flag("jobs").Changed && o.Jobs < 1 {
+		return fmt.Errorf("--jobs %d: want at least 1", o.Jobs)
+	}
+	if o.Dataset != "" && o.Catalog != "" {
+		return errors.New("--dataset and --catalog name two sources of the tasks: pass one")
+	}
+	if o.Catalog == "" && o.Dataset == "" {
+		o.Catalog = g.Lookup(catalog.CatalogEnv)
+	}
+	if o.Timeout == 0 {
+		o.Timeout = 600
+	}
+	e, done, err := newEnv(g, cmd, o.Runtime)
+	if err != nil {
+		return err
+	}
+	defer done()
+	e.Log = nil
+	if _, err := agent.Load(e.Home, predictionAgent); err != nil {
+		return fmt.Errorf("ssebench grade applies patches with the agent folder agents/%s, which %s lacks: copy it there from the ssebench source", predictionAgent, e.Home)
+	}
+	ctx := cmd.Context()
+	known, local, err := allTasks(ctx, e, o.Dataset, o.Catalog)
+	if err != nil {
+		return err
+	}
+	if local != "" {
+		if local, err = filepath.Abs(local); err != nil {
+			return err
+		}
+	}
+	only := evaluate.SplitList(o.Tasks)
+	for _, id := range only {
+		if !slices.Contains(known, id) {
+			return fmt.Errorf("--tasks: %s", unknownTask(id, known))
+		}
+	}
+	// The folder first: the patches are written into it as they are read.
+	plan := evaluate.PlanOf(nil)
+	dir := filepath.Join(o.RunsDir, plan.FolderName())
+	preds, err := readPredictions(o.Predictions, filepath.Join(dir, predictionsDir), known)
+	if err != nil {
+		os.RemoveAll(dir)
+		return err
+	}
+	var jobs []evaluate.Job
+	patches := map[string]*prediction{}
+	var outcomes []*gradeOutcome
+	byKey := map[string]*gradeOutcome{}
+	ev := &results.Evaluation{NotStarted: []results.NotStarted{}}
+	for i := range preds {
+		p := &preds[i]
+		if len(only) > 0 && !slices.Contains(only, p.ID) {
+			continue
+		}
+		out := &gradeOutcome{InstanceID: p.ID, Model: p.Model, Where: p.Where}
+		outcomes = append(outcomes, out)
+		if p.Refused != "" {
+			out.Status, out.Reason = "refused", p.Refused
+			ev.NotStarted = append(ev.NotStarted, results.NotStarted{Task: clip(p.ID), Agent: clip(p.Model), Attempt: 1, Reason: p.Where + ": " + p.Refused})
+			continue
+		}
+		out.Status = "not run"
+		j := evaluate.Job{Task: p.ID, Agent: p.Model, Attempt: 1}
+		jobs = append(jobs, j)
+		patches[j.Key()] = p
+		byKey[j.Key()] = out
+	}
+	if len(outcomes) == 0 {
+		os.RemoveAll(dir)
+		return fmt.Errorf("--tasks %s selects none of the predictions of %s", strings.Join(only, ","), o.Predictions)
+	}
+	// The same id: it names the folder the patches are in.
+	id := plan.ID
+	plan = evaluate.PlanOf(jobs)
+	plan.ID = id
+	plan.Dataset, plan.Catalog, plan.Timeout = local, o.Catalog, o.Timeout
+	if plan.Catalog != "" && !strings.Contains(plan.Catalog, "://") {
+		if plan.Catalog, err = filepath.Abs(plan.Catalog); err != nil {
+			return err
+		}
+	}
+	if err := evaluate.WritePlan(dir, plan); err != nil {
+		return err
+	}
+	if len(ev.NotStarted) > 0 {
+		if err := writeEvaluationFile(dir, ev); err != nil {
+			return err
+		}
+	}
+	stderr := cmd.ErrOrStderr()
+	njobs, why := evaluate.DefaultJobs()
+	if cmd.Flag("jobs").Changed {
+		njobs, why = o.Jobs, "--jobs"
+	}
+	fmt.Fprintf(stderr, "grading %s of %s in %s, %d at once (%s)\n", results.Plural(len(jobs), "prediction", "predictions"),
+		results.Plural(len(outcomes), "prediction", "predictions"), dir, njobs, why)
+	for _, out := range outcomes {
+		if out.Status == "refused" {
+			fmt.Fprintln(stderr, out.line())
+		}
+	}
+	var runErr error
+	if len(jobs) > 0 {
+		b := &gradeBackend{Containerd: evaluate.Containerd{Env: e, EvalID: plan.ID, Request: pipeline.RunRequest{
+			Dataset: plan.Dataset, Catalog: plan.Catalog, Timeout: plan.Timeout,
+			Network: runner.NetworkRestricted, ContainerdAddr: g.ContainerdAddr, Output: discard{},
+			Resources: &o.Resources,
+		}}, patches: patches}
+		var eout *evaluate.Outcome
+		eout, runErr = evaluate.Evaluate(ctx, b, dir, plan, evaluate.WithJobs(njobs), evaluate.WithRetries(o.Retries), evaluate.WithProgress(&gradeProgress{w: stderr, patches: patches, outcomes: byKey}))
+		if eout != nil {
+			for k, err := range eout.Failed {
+				byKey[k].Status, byKey[k].Reason = "error", err.Error()
+			}
+		}
+	}
+	if o.JSON {
+		if err := writeJSONTo(cmd.OutOrStdout(), outcomes); err != nil {
+			return err
+		}
+	} else if runs, lerr := results.List(dir); lerr == nil {
+		rep := results.NewReport(filepath.Base(dir), runs)
+		rep.Evaluation, _ = results.ReadEvaluation(dir)
+		if err := results.Write(cmd.OutOrStdout(), rep, "md"); err != nil && runErr == nil {
+			runErr = err
+		}
+	}
+	if ctx.Err() != nil {
+		// Interrupted: main says so and exits 130; what finished stays.
+		return ctx.Err()
+	}
+	if runErr != nil {
+		// Eval's words would point to `eval --resume`, which cannot run
+		// a grade's plan (its agents are models' names).
+		return fmt.Errorf("grading failed for an infrastructure reason: %w (grade the file again)", unwrapResume(runErr))
+	}
+	fmt.Fprintf(stderr, "results in %s\n", dir)
+	return nil
+}
+
+// unwrapResume drops eval's advice to resume from err.
+func unwrapResume(err error) error {
+	s := err.Error()
+	if i := strings.Index(s, "; `ssebench eval --resume"); i >= 0 {
+		return errors.New(s[:i])
+	}
+	return err
+}
+
+func unknownTask(id string, known []string) string {
+	if s := suggest.Closest(id, known); s != "" {
+		return fmt.Sprintf("unknown task %s: did you mean %q?", quote(id), s)
+	}
+	return fmt.Sprintf("unknown task %s: the dataset has no such task", quote(id))
+}
+
+// clip keeps a refused prediction's name printable and short for the
+// reports.
+func clip(s string) string {
+	if isPrintable(s) && len(s) <= 80 {
+		return s
+	}
+	return strings.Trim(quote(s), `"`)
+}
+
+func writeEvaluationFile(dir string, ev *results.Evaluation) error {
+	b, err := json.MarshalIndent(ev, "", "  ")
+	if err != nil {
+		return err
+	}
+	return safefile.WriteBytes(filepath.Join(dir, results.EvaluationFile), append(b, '\n'), 0o644, safefile.Sync())
+}
+
+// line is the prediction's one line of output.
+func (o *gradeOutcome) line() string {
+	s := fmt.Sprintf("%s %s (%s): %s", quote(o.InstanceID), quote(o.Model), o.Where, o.Status)
+	if o.Reason != "" {
+		s += ": " + o.Reason
+	}
+	return s
+}
+
+// gradeBackend runs each job as agents/prediction applying the job's
+// patch, with the model's name as the agent's.
+type gradeBackend struct {
+	evaluate.Containerd
+	patches map[string]*prediction
+}
+
+// BuildAgent implements evaluate.Backend: every model's patches are
+// applied by the same agent image of the task.
+func (b *gradeBackend) BuildAgent(ctx context.Context, task, _ string, ti *pipeline.TaskImages) (*pipeline.RunImages, error) {
+	return b.Containerd.BuildAgent(ctx, task, predictionAgent, ti)
+}
+
+// Run implements evaluate.Backend.
+func (b *gradeBackend) Run(ctx context.Context, job evaluate.Job, images *pipeline.RunImages, dir string) (string, error) {
+	p := b.patches[job.Key()]
+	r := b.Request
+	r.Task, r.Agent, r.AgentName, r.Patch = job.Task, predictionAgent, job.Agent, p.PatchFile
+	r.Images, r.RunsDir, r.Attempt = images, dir, job.Attempt
+	r.Labels = map[string]string{evaluate.EvalLabel: b.EvalID}
+	res, err := b.Env.Run(ctx, r)
+	if err != nil {
+		return "", err
+	}
+	if res.Summary.Status == "stopped" {
+		return "", fmt.Errorf("run %s was stopped", res.Summary.RunID)
+	}
+	return res.Dir, noteApplied(res.Dir, p)
+}
+
+// noteApplied adds to result.json's notes what became of the patch when
+// it was not applied. The agent's exit status is the entrypoint's record
+// of apply.sh (root's script; the patch is only its input).
+func noteApplied(dir string, p *prediction) error {
+	r, err := contract.ReadRunResult(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	note := appliedNote(r.AgentExit, p)
+	if note == "" {
+		return nil
+	}
+	r.Notes = append(r.Notes, note)
+	return contract.WriteRunResult(dir, r)
+}
+
+func appliedNote(exit int, p *prediction) string {
+	switch {
+	case exit == applyEmpty:
+		return "prediction: " + patchEmpty + ": nothing applied; graded on the unchanged source"
+	case exit == applyRejected && p.Kind == patchNotDiff:
+		return "prediction: " + patchNotDiff + ": not applied; graded on the unchanged source"
+	case exit == applyRejected:
+		return "prediction: the patch does not apply: not applied; graded on the unchanged source (agent.log has patch's output)"
+	case exit != 0:
+		return fmt.Sprintf("prediction: applying the patch ended with status %d: graded on what it left", exit)
+	}
+	return ""
+}
+
+// gradeProgress prints one line per graded prediction, and retries.
+type gradeProgress struct {
+	mu       sync.Mutex
+	w        io.Writer
+	patches  map[string]*prediction
+	outcomes map[string]*gradeOutcome
+}
+
+func (p *gradeProgress) Begin(int, int, int) {}
+func (p *gradeProgress) Start(evaluate.Job)  {}
+func (p *gradeProgress) End()                {}
+
+func (p *gradeProgress) Retry(j evaluate.Job, err error, again bool, _ time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	what := "giving up"
+	if again {
+		what = "trying again"
+	}
+	fmt.Fprintf(p.w, "%s %s: %v (an infrastructure failure: %s)\n", quote(j.Task), quote(j.Agent), err, what)
+}
+
+func (p *gradeProgress) Finish(j evaluate.Job, r *results.Run) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := p.outcomes[j.Key()]
+	out.RunID = r.ID
+	out.Status = "FAILED"
+	if r.Passed() {
+		out.Status = "PASSED"
+	} else if !r.Graded() {
+		out.Status = "not graded"
+	}
+	if r.Result != nil {
+		if n := appliedNote(r.Result.AgentExit, p.patches[j.Key()]); n != "" {
+			out.Reason = strings.TrimPrefix(n, "prediction: ")
+		} else if !r.Passed() {
+			// The verdict without the status the line already gives.
+			if _, why, ok := strings.Cut(r.Grade(), ": "); ok {
+				out.Reason = why
+			}
+		}
+	}
+	fmt.Fprintln(p.w, out.line())
+}

@@ -1,0 +1,29 @@
+package pipeline
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/42-b3yond-6ug/ssebench/internal/hostile"
+)
+
+// TestHostileAgentNameInRunID: a graded prediction's model name becomes
+// part of the run id, and so of a folder name: whatever it is, the run
+// folder is one component under the runs folder.
+func TestHostileAgentNameInRunID(t *testing.T) {
+	for _, name := range []string{"../../x", "org/model-7b", "..", "/etc/passwd", "a\x00b", "m\nFORGED", strings.Repeat("x", 500), "Ünïcode/模型"} {
+		t.Run(name, func(t *testing.T) {
+			hostile.Case(t, "grade: predictions: traversal")
+			id := newRunID("kvconf-12-afb9ee1", runIDPart(name), time.Unix(0, 0))
+			dir := filepath.Join("/runs", id)
+			if filepath.Dir(dir) != "/runs" || strings.ContainsAny(id, "/\\\x00\n") || len(id) > 120 {
+				t.Errorf("run id %q for agent name %q is not one short path component", id, name)
+			}
+		})
+	}
+	if got := runIDPart("org/Model-7b"); got != "org-model-7b" {
+		t.Errorf("runIDPart(org/Model-7b) = %q", got)
+	}
+}
