@@ -401,8 +401,30 @@ func (e *Env) Agent(ctx context.Context, req AgentRequest) (*Built, error) {
 			}
 		}
 	}
+	var memo string
 	if !plan.Native {
 		how = "built with BuildKit"
+		// The same inputs made this image before and the store still
+		// names it: take it (BuildKit would take every step from its
+		// cache, then export and graft the same layers again).
+		cf, err := toolRes.Image.ConfigFile()
+		if err != nil {
+			return nil, err
+		}
+		plat := (&v1.Platform{OS: cf.OS, Architecture: cf.Architecture, Variant: cf.Variant}).String()
+		if memo, err = (agentimage.Inputs{Builder: agentimage.BuilderID(), Tool: toolRes.Descriptor.Digest, Dirs: []string{ws, a.Dir},
+			BuildArgs: req.BuildArgs, Platform: plat, Time: when}).Key(); err != nil {
+			return nil, err
+		}
+		if prev, ok := e.Store.Memo(memo); ok {
+			if desc, err := e.Store.Descriptor(ref); err == nil && desc.Digest == prev {
+				if img, err := e.Store.Image(ref); err == nil && img != nil {
+					d, plan.Native, how = prev, true, "taken from an earlier build with the same inputs"
+				}
+			}
+		}
+	}
+	if !plan.Native {
 		if e.BuildKit == nil {
 			return nil, fmt.Errorf("agent %s needs BuildKit (%s) and none is configured", req.Folder, plan.Reason)
 		}
@@ -434,6 +456,9 @@ func (e *Env) Agent(ctx context.Context, req AgentRequest) (*Built, error) {
 			Platform: plat, Store: e.Store, Ref: ref, Time: when, Graft: g,
 		}); err != nil {
 			return nil, err
+		}
+		if err := e.Store.SetMemo(memo, d); err != nil {
+			e.logf("warning: %v", err)
 		}
 	}
 	var pushed *remote.PushReport
