@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -98,8 +99,8 @@ func TestOpenCodeRun(t *testing.T) {
 	ocLog, _ := os.ReadFile(filepath.Join(res.Dir, entrypoint.OpenCodeLog))
 	models := read(t, filepath.Join(res.Dir, pipeline.ModelLog))
 	t.Logf("agent.log:\n%s\nopencode.log (tail):\n%s\nmodel.jsonl:\n%s", agentLog, tail(string(ocLog), 3000), models)
-	if !strings.Contains(agentLog, "Fixed: a short") {
-		t.Errorf("the agent did not print the script's last reply (exit %d)", res.Summary.ExitCode)
+	if res.Summary.ExitCode != 0 || !strings.Contains(agentLog, "opencode-fix-42") {
+		t.Errorf("the agent did not run the script's bash call (exit %d)", res.Summary.ExitCode)
 	}
 	if r := readResult(t, res.Dir); !r.Passed {
 		t.Errorf("result.json = %+v, want passed", r)
@@ -186,6 +187,62 @@ func TestOpenCodeRun(t *testing.T) {
 			}
 		}
 		return nil
+	})
+
+	// Sidecar mode: the server runs in the agent's container (the agent
+	// image is on tool-sidecar-agent, which takes OpenCode from the
+	// runtime), as model, with the run's MCP server and gateway there.
+	t.Run("sidecar", func(t *testing.T) {
+		probe := strings.SplitN(cmd, "PATCH\n", 2)[1] // the checks, without the fix
+		args, _ := json.Marshal(map[string]any{"command": probe, "description": "Look around"})
+		up, err := gatewaytest.New([]gatewaytest.Reply{
+			{Text: "Looking.", ToolCalls: []gatewaytest.ToolCall{{Name: "ssebench_task_info", Arguments: `{}`}, {Name: "bash", Arguments: string(args)}}},
+			{Match: "opencode-fix-42", Text: "Done looking."},
+		}, hostKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer up.Close()
+		res, out, err := x.run(t, ctx, "opencode", func(r *pipeline.RunRequest) {
+			r.Model, r.BaseURL, r.APIKey = "scripted", up.URL+"/v1", hostKey
+			r.Mode, r.OSImage = pipeline.ModeSidecar, osImage
+		})
+		if err != nil {
+			t.Fatalf("Run() = %v\n%s", err, out)
+		}
+		var agentLog, ocLog string
+		filepath.WalkDir(res.Dir, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || !d.Type().IsRegular() {
+				return nil
+			}
+			data, _ := os.ReadFile(p)
+			switch d.Name() {
+			case "agent.log":
+				agentLog += string(data)
+			case entrypoint.OpenCodeLog:
+				ocLog += string(data)
+			}
+			if strings.Contains(string(data), hostKey) {
+				t.Errorf("the host's key is in %s", p)
+			}
+			return nil
+		})
+		var steps []string
+		for _, rc := range up.Received() {
+			steps = append(steps, fmt.Sprintf("%s turn %d", rc.Path, rc.Turn))
+		}
+		t.Logf("agent.log:\n%s\nexit %d, upstream requests: %v\nmodel.jsonl:\n%s", agentLog, res.Summary.ExitCode, steps, read(t, filepath.Join(res.Dir, pipeline.ModelLog)))
+		// The CLI may exit before it prints the last reply: the second
+		// request's answer is what shows the script ran to its end.
+		if res.Summary.ExitCode != 0 || len(steps) != 2 || !strings.Contains(agentLog, "server-as-model-42") || !strings.Contains(agentLog, "keycheck-42") {
+			t.Errorf("in sidecar mode OpenCode did not run the script to its end as model, or a process environment holds the key")
+		}
+		if !strings.Contains(ocLog, "opencode server listening on http://127.0.0.1:4096") {
+			t.Errorf("no opencode.log in the run folder shows the server listening")
+		}
+		if res.Summary.OpenCode != runtimebin.DefaultOpenCodeVersion {
+			t.Errorf("summary.json opencode = %q, want %s", res.Summary.OpenCode, runtimebin.DefaultOpenCodeVersion)
+		}
 	})
 }
 

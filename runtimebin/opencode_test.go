@@ -323,6 +323,12 @@ func TestOpenCodeRealRegistry(t *testing.T) {
 	if digests[0] != digests[1] {
 		t.Errorf("two builds: %s and %s", digests[0], digests[1])
 	}
+	if ls, err := img.Layers(); err == nil {
+		for i, l := range ls {
+			n, _ := l.Size()
+			t.Logf("layer %d: %.1f MB compressed", i+1, float64(n)/1e6)
+		}
+	}
 
 	// The tarball, checked here against the published integrity.
 	want, _ := sha512Integrity(doc.Dist.Integrity)
