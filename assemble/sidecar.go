@@ -175,6 +175,17 @@ func SidecarAgent(ctx context.Context, osImg, runtimeImg v1.Image, opts ...ToolO
 	if err != nil {
 		return nil, fmt.Errorf("appending layers: %w", err)
 	}
+	// OpenCode, when the runtime carries it: the agent's server goes
+	// with the agent, into this container.
+	ocLayers, err := runtimeOpenCode(runtimeImg, rcf)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", o.runtimeRef, err)
+	}
+	for _, l := range ocLayers {
+		if img, err = mutate.Append(img, mutate.Addendum{Layer: l, History: history(created, fmt.Sprintf("OpenCode of %s", rdig))}); err != nil {
+			return nil, fmt.Errorf("appending layers: %w", err)
+		}
+	}
 	ncf := cf.DeepCopy()
 	ncf.Config.Entrypoint = slices.Clone(SidecarAgentEntrypoint)
 	ncf.Config.Cmd = nil
@@ -377,4 +388,29 @@ func runtimeSubset(ctx context.Context, runtimeImg v1.Image, o *toolOptions, fil
 func mustDiffID(l *oci.SpooledLayer) v1.Hash {
 	d, _ := l.DiffID()
 	return d
+}
+
+// runtimeOpenCode returns the OpenCode layers of a runtime image that
+// carries OpenCode (runtimebin.LabelOpenCodeVersion): those its history
+// names as OpenCode's.
+func runtimeOpenCode(img v1.Image, cf *v1.ConfigFile) ([]v1.Layer, error) {
+	if cf.Config.Labels[runtimebin.LabelOpenCodeVersion] == "" {
+		return nil, nil
+	}
+	layers, err := img.Layers()
+	if err != nil {
+		return nil, err
+	}
+	var out []v1.Layer
+	i := 0
+	for _, h := range cf.History {
+		if h.EmptyLayer {
+			continue
+		}
+		if i < len(layers) && strings.HasPrefix(h.Comment, "OpenCode ") {
+			out = append(out, layers[i])
+		}
+		i++
+	}
+	return out, nil
 }

@@ -153,7 +153,7 @@ func (e *Env) taskImages(ctx context.Context, req RunRequest, datasetDir string,
 }
 
 func (e *Env) agentImage(ctx context.Context, req RunRequest, ti *TaskImages, plat *v1.Platform) (*RunImages, error) {
-	ri := &RunImages{Case: ti.Case, CaseDigest: ti.CaseDigest, Tool: ti.Tool.Name + "@" + ti.Tool.Digest.String(), SourceDir: ti.SourceDir, Patch: ti.Patch}
+	ri := &RunImages{Case: ti.Case, CaseDigest: ti.CaseDigest, Tool: ti.Tool.Name + "@" + ti.Tool.Digest.String(), SourceDir: ti.SourceDir, Patch: ti.Patch, OpenCode: ti.Tool.OpenCode}
 	areq := AgentRequest{Tool: ti.Tool.Name, Folder: req.Agent, Task: req.Task, Platform: plat, Push: req.ViaRegistry}
 	if req.Mode == ModeSidecar {
 		// The agent's side is the same for every task: tool-sidecar-agent,
@@ -163,6 +163,7 @@ func (e *Env) agentImage(ctx context.Context, req RunRequest, ti *TaskImages, pl
 			return nil, err
 		}
 		ri.AgentRuntime = rt.Name + "@" + rt.Digest.String()
+		ri.OpenCode = rt.OpenCode
 		areq.Tool, areq.Sidecar = rt.Name, true
 	}
 	ag, err := e.Agent(ctx, areq)

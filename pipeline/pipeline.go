@@ -121,6 +121,9 @@ type Built struct {
 	Took time.Duration
 	// Push says what pushing the image moved; nil when it was not pushed.
 	Push *remote.PushReport
+	// OpenCode is the OpenCode version a tool image carries from its
+	// runtime image ("" = none).
+	OpenCode string
 }
 
 // FactsRepository is the repository under REGISTRY that holds the layer
@@ -282,7 +285,7 @@ func (e *Env) Tool(ctx context.Context, req ToolRequest) (*Built, error) {
 	if ti.Reused {
 		how = "reassembled (system and source layers reused)"
 	}
-	b := &Built{Name: toolName, Digest: d, How: how, Reused: ti.Reused, Took: time.Since(start), Push: pushed}
+	b := &Built{Name: toolName, Digest: d, How: how, Reused: ti.Reused, Took: time.Since(start), Push: pushed, OpenCode: openCodeOf(rtRes.Image)}
 	e.logf("%s %s in %s (tree %s)", how, toolName, b.Took.Round(time.Millisecond), ti.TreeID)
 	if pushed != nil {
 		e.logf("pushed %s: %s", toolName, pushed)
@@ -567,4 +570,17 @@ func (e *Env) goBuild(ctx context.Context, a *agent.Agent, p v1.Platform) error 
 	}
 	e.goBuilt[key] = true
 	return nil
+}
+
+// openCodeOf is the OpenCode version a runtime image carries (its label),
+// "" when none.
+func openCodeOf(img v1.Image) string {
+	if img == nil {
+		return ""
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return ""
+	}
+	return cf.Config.Labels[runtimebin.LabelOpenCodeVersion]
 }

@@ -150,6 +150,9 @@ type RunImages struct {
 	// SourceDir is the task's SOURCE_DIR, which sidecar mode shares
 	// between its containers.
 	SourceDir string
+	// OpenCode is the OpenCode version the agent's side carries ("" =
+	// none): summary.json's opencode.
+	OpenCode string
 }
 
 // TaskImages are a task's case and tool images, which every agent's image

@@ -84,7 +84,7 @@ func (e *Env) SidecarAgent(ctx context.Context, req SidecarAgentRequest) (*Built
 	if err != nil {
 		return nil, err
 	}
-	b := &Built{Name: out, Digest: d, How: "assembled", Took: time.Since(start), Push: pushed}
+	b := &Built{Name: out, Digest: d, How: "assembled", Took: time.Since(start), Push: pushed, OpenCode: openCodeOf(rtRes.Image)}
 	e.logf("assembled %s in %s", out, b.Took.Round(time.Millisecond))
 	return b, nil
 }

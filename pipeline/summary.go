@@ -58,6 +58,9 @@ func (r *runState) summary(res *runner.Result) *results.Summary {
 	s.Config.Model = modelName(req.Model)
 	s.Config.Plugins = req.Plugins
 	s.Attempt = req.Attempt
+	if r.ri != nil {
+		s.OpenCode = r.ri.OpenCode
+	}
 	s.Status = runStatus(res)
 	return s
 }

@@ -25,6 +25,9 @@ type Summary struct {
 	// LayersUnpacked is how many layers containerd had to unpack: none
 	// when the same images ran before.
 	LayersUnpacked int `json:"layers_unpacked"`
+	// OpenCode is the OpenCode version the agent's image carries from the
+	// runtime image; absent when it carries none.
+	OpenCode string `json:"opencode,omitempty"`
 	// Attempt is the run's attempt number within an evaluation.
 	Attempt  int       `json:"attempt,omitempty"`
 	Status   string    `json:"status"`

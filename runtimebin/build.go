@@ -58,6 +58,10 @@ type buildOptions struct {
 	goTool      string
 	compile     compileFunc
 	entrypoint  string // the entrypoint's main package
+	openCode    string // OpenCode's npm version; "" = none
+	npmRegistry string
+	npmCache    string
+	log         io.Writer
 }
 
 // compileFunc builds the entrypoint, the daemon and the MCP server for p
@@ -73,6 +77,8 @@ func makeBuildOptions(opts ...BuildOption) (*buildOptions, error) {
 		goTool:      "go",
 		compile:     goCompile,
 		entrypoint:  EntrypointPackage,
+		npmRegistry: NPMRegistryURL(os.Getenv),
+		log:         io.Discard,
 	}
 	for _, opt := range opts {
 		if err := opt(o); err != nil {
@@ -84,6 +90,9 @@ func makeBuildOptions(opts ...BuildOption) (*buildOptions, error) {
 	}
 	if o.tempDir == "" {
 		return nil, errors.New("no directory for build files and layer spool files: see runtimebin.WithTempDir")
+	}
+	if o.npmCache == "" {
+		o.npmCache = DefaultNPMCache(os.Getenv)
 	}
 	return o, nil
 }
@@ -185,6 +194,67 @@ func WithGo(path string) BuildOption {
 	return func(o *buildOptions) error { o.goTool = path; return nil }
 }
 
+// WithOpenCode makes the runtime image carry OpenCode of npm version
+// version (see DefaultOpenCodeVersion) for each platform: the server at
+// /usr/local/bin/opencode and its plugin SDK under /home/model/.config/opencode,
+// from the npm registry (see WithNPMRegistry), each tarball checked against
+// the integrity the registry publishes and kept in the cache (see
+// WithNPMCache). When the registry cannot be reached and the cache does not
+// have the version, the image is built without OpenCode and the log (see
+// WithLog) says so. An empty version, the default, means no OpenCode.
+func WithOpenCode(version string) BuildOption {
+	return func(o *buildOptions) error {
+		version = strings.TrimSpace(version)
+		if version == "none" {
+			version = ""
+		}
+		if version != "" && (version == "latest" || strings.ContainsAny(version, "/ ^~<>=*")) {
+			return fmt.Errorf("--opencode-version %q is not an exact version: pass one such as %s (or none)", version, DefaultOpenCodeVersion)
+		}
+		o.openCode = version
+		return nil
+	}
+}
+
+// WithNPMRegistry sets the npm registry OpenCode comes from. The default
+// value is NPMRegistryURL(os.Getenv): the machine's npm configuration.
+func WithNPMRegistry(u string) BuildOption {
+	return func(o *buildOptions) error {
+		if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+			return fmt.Errorf("npm registry %q is not an http(s) URL: fix NPM_CONFIG_REGISTRY or ~/.npmrc", u)
+		}
+		o.npmRegistry = withSlash(u)
+		return nil
+	}
+}
+
+// WithNPMCache sets the directory where downloaded tarballs and resolved
+// versions are kept. The default value is DefaultNPMCache(os.Getenv).
+func WithNPMCache(dir string) BuildOption {
+	return func(o *buildOptions) error { o.npmCache = dir; return nil }
+}
+
+// WithLog sets where Build reports what the user should know (such as
+// OpenCode left out). The default value discards it.
+func WithLog(w io.Writer) BuildOption {
+	return func(o *buildOptions) error { o.log = w; return nil }
+}
+
+// DefaultNPMCache is the npm cache of the runtime build: $SSEBENCH_CACHE/npm,
+// else the development scripts' $SSEBENCH_DEV_CACHE/npm, else the user
+// cache directory's ssebench/npm.
+func DefaultNPMCache(getenv func(string) string) string {
+	for _, k := range []string{"SSEBENCH_CACHE", "SSEBENCH_DEV_CACHE"} {
+		if v := getenv(k); v != "" {
+			return filepath.Join(v, "npm")
+		}
+	}
+	if c, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(c, "ssebench", "npm")
+	}
+	return filepath.Join(os.TempDir(), "ssebench-npm")
+}
+
 // withCompiler replaces the Go toolchain, for tests.
 func withCompiler(c compileFunc) BuildOption {
 	return func(o *buildOptions) error { o.compile = c; return nil }
@@ -232,7 +302,33 @@ func Build(ctx context.Context, opts ...BuildOption) (_ v1.ImageIndex, retErr er
 		return nil, err
 	}
 
+	// OpenCode, when asked for: fetched and checked before any layer is
+	// written, so that an unreachable registry costs nothing.
+	var ocBins map[string]v1.Layer
+	var ocSDK v1.Layer
+	ocVersion := o.openCode
+	if ocVersion != "" {
+		var archs []string
+		for _, p := range o.platforms {
+			archs = append(archs, p.Architecture)
+		}
+		ocBins, ocSDK, err = buildOpenCode(ctx, o, archs, binDir)
+		switch {
+		case errors.Is(err, errNPMUnreachable):
+			fmt.Fprintf(o.log, "building the runtime image without OpenCode %s: %v (reach the npm registry, or set NPM_CONFIG_REGISTRY to a mirror, and build again)\n", ocVersion, firstLine(err))
+			ocVersion = ""
+		case err != nil:
+			return nil, err
+		}
+	}
+
 	var layers []v1.Layer
+	for _, l := range ocBins {
+		layers = append(layers, l)
+	}
+	if ocSDK != nil {
+		layers = append(layers, ocSDK)
+	}
 	defer func() {
 		if retErr != nil {
 			for _, l := range layers {
@@ -254,7 +350,11 @@ func Build(ctx context.Context, opts ...BuildOption) (_ v1.ImageIndex, retErr er
 			return nil, fmt.Errorf("writing the runtime layer for %s: %w", p.String(), err)
 		}
 		layers = append(layers, l)
-		img, err := image(l, p, o.when)
+		ls := []v1.Layer{l}
+		if ocVersion != "" {
+			ls = append(ls, ocBins[p.Architecture], ocSDK)
+		}
+		img, err := image(ls, p, o.when, ocVersion)
 		if err != nil {
 			return nil, fmt.Errorf("assembling the runtime image for %s: %w", p.String(), err)
 		}
@@ -272,8 +372,13 @@ func Build(ctx context.Context, opts ...BuildOption) (_ v1.ImageIndex, retErr er
 	return idx, nil
 }
 
-// image returns the image FROM scratch holding layer l, for p.
-func image(l v1.Layer, p v1.Platform, when time.Time) (v1.Image, error) {
+// image returns the image FROM scratch holding layers ls (the runtime's,
+// then OpenCode's when openCode names its version), for p.
+func image(ls []v1.Layer, p v1.Platform, when time.Time, openCode string) (v1.Image, error) {
+	var labels map[string]string
+	if openCode != "" {
+		labels = map[string]string{LabelOpenCodeVersion: openCode}
+	}
 	cfg := &v1.ConfigFile{
 		Architecture: p.Architecture,
 		OS:           p.OS,
@@ -281,6 +386,7 @@ func image(l v1.Layer, p v1.Platform, when time.Time) (v1.Image, error) {
 		Created:      v1.Time{Time: when},
 		Config: v1.Config{
 			Entrypoint: []string{Entrypoint},
+			Labels:     labels,
 		},
 		RootFS: v1.RootFS{Type: "layers"},
 	}
@@ -290,14 +396,46 @@ func image(l v1.Layer, p v1.Platform, when time.Time) (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	return mutate.Append(img, mutate.Addendum{
-		Layer: l,
-		History: v1.History{
-			Created:   v1.Time{Time: when},
-			CreatedBy: "ssebench runtime build",
-			Comment:   "ssebench entrypoint and daemon",
-		},
-	})
+	comments := []string{"ssebench entrypoint and daemon", "OpenCode " + openCode + " server", "OpenCode " + openCode + " plugin SDK"}
+	for i, l := range ls {
+		img, err = mutate.Append(img, mutate.Addendum{
+			Layer: l,
+			History: v1.History{
+				Created:   v1.Time{Time: when},
+				CreatedBy: "ssebench runtime build",
+				Comment:   comments[i],
+			},
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return img, nil
+}
+
+// buildOpenCode resolves OpenCode o.openCode for archs and writes its
+// layers, staging the unpacked files under dir.
+func buildOpenCode(ctx context.Context, o *buildOptions, archs []string, dir string) (map[string]v1.Layer, v1.Layer, error) {
+	client, err := npmHTTPClient(os.Getenv)
+	if err != nil {
+		return nil, nil, err
+	}
+	reg := &npmRegistry{base: o.npmRegistry, client: client, cache: o.npmCache}
+	lock, err := reg.resolveOpenCode(ctx, o.openCode, archs)
+	if err != nil {
+		return nil, nil, err
+	}
+	stage, err := os.MkdirTemp(dir, "opencode-")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer os.RemoveAll(stage)
+	return openCodeLayers(ctx, reg, lock, archs, stage, o)
+}
+
+func firstLine(err error) string {
+	s, _, _ := strings.Cut(err.Error(), "\n")
+	return s
 }
 
 // layerEntries lists the runtime layer: the binaries of dir and their

@@ -58,6 +58,11 @@ type Process struct {
 	// Sandbox, when set, runs the command in namespaces of its own (see
 	// Sandbox); User must be set. Exit.Sandbox says whether it did.
 	Sandbox *Sandbox
+	// Beside marks a server that runs beside the user's main command
+	// (OpenCode's, beside the agent): its end kills its own process
+	// group only. The user's other processes belong to the command, whose
+	// end (or the end of the agent phase) kills them, this server too.
+	Beside bool
 }
 
 // Exit is how a Process ended.
@@ -211,7 +216,7 @@ func (p *Process) run(ctx context.Context, sandboxed bool) (_ Exit, refused stri
 	}
 	// Whatever the leader did, nothing it started may keep running.
 	killGroup(pgid)
-	if p.User != nil {
+	if p.User != nil && !p.Beside {
 		_ = KillUser(p.User.UID)
 	}
 	for _, s := range sinks {

@@ -173,12 +173,15 @@ func (e *entrypoint) Sandbox(ctx context.Context) int {
 	}
 	defer snap.remove()
 	e.agentPhase(ctx, "start", sserun.Request{Op: sserun.OpAgentStart, TimeoutMS: e.env.Timeout.Milliseconds()}, note)
+	// The OpenCode server is the agent's: it starts in the agent's phase.
+	oc := e.startOpenCode(ctx, svc.mcp != nil, note)
 	code := e.runAgent(ctx, res, note)
 	// The phase ends before anything looks at the tree: no process of
 	// the agent is left to change it, and no tool answers any more.
 	if resp := e.agentPhase(ctx, "end", sserun.Request{Op: sserun.OpAgentEnd}, note); resp != nil && resp.Status != nil {
 		res.ToolCalls = resp.Status.Calls
 	}
+	oc.stop()
 	svc.endAgentPhase()
 	fwd.Close()
 	e.closeArchive(note)

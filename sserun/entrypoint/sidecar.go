@@ -80,6 +80,7 @@ func (e *entrypoint) runSidecarAgent(ctx context.Context) int {
 	fwd := sserun.ForwardGateway(os.Getenv, note)
 	defer fwd.Close()
 
+	oc := e.startOpenCode(ctx, svc.mcp != nil, note)
 	code := e.runAgent(ctx, res, note)
 	// No daemon here to end the phase in this container: every process
 	// of the agent goes before the tree is graded.
@@ -88,6 +89,7 @@ func (e *entrypoint) runSidecarAgent(ctx context.Context) int {
 			note("killing the agent's processes: %v", err)
 		}
 	}
+	oc.stop()
 	svc.endAgentPhase()
 	fwd.Close()
 	e.closeArchive(note)

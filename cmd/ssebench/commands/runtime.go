@@ -29,7 +29,7 @@ func newCmdRuntime(g *options.Global) *cobra.Command {
 func newCmdRuntimeBuild(g *options.Global) *cobra.Command {
 	var platforms []string
 	var push bool
-	var entrypoint string
+	var entrypoint, openCode string
 	cmd := &cobra.Command{
 		Use:   "build [--platform linux/ARCH]... [--push]",
 		Short: "Cross-compile the entrypoint, daemon and MCP server and assemble REGISTRY/runtime:VERSION",
@@ -38,7 +38,17 @@ cmd/ssebench-mcp (static, reproducible) for each platform and assemble the
 runtime image natively as an OCI index, FROM scratch: /ssebench/ssebench-daemon,
 /ssebench/mcp/ssebench-mcp and /usr/local/bin/entrypoint. It needs the ssebench source tree (the home) and
 the Go toolchain. The index goes to the local store (and the registry with
---push) as REGISTRY/runtime:VERSION.`,
+--push) as REGISTRY/runtime:VERSION.
+
+Each platform's image also carries OpenCode (--opencode-version, pinned by
+default; none leaves it out): /usr/local/bin/opencode from the npm package
+opencode-linux-x64 or opencode-linux-arm64 and its plugin SDK under
+/home/model/.config/opencode, downloaded from the machine's npm registry
+(NPM_CONFIG_REGISTRY or ~/.npmrc) over its HTTP API, each tarball checked
+against the registry's sha512 integrity and kept in the cache
+($SSEBENCH_CACHE/npm), so a rebuild works offline and gives the same digest.
+A machine that cannot reach the registry builds the image without OpenCode
+and says so.`,
 		Example: `  ssebench runtime build
   ssebench runtime build --platform linux/arm64 --push --registry localhost:5000/ssebench
   ssebench runtime build --entrypoint ./cmd/my-entrypoint`,
@@ -61,7 +71,8 @@ the Go toolchain. The index goes to the local store (and the registry with
 				return err
 			}
 			defer s.Close()
-			opts := []runtimebin.BuildOption{runtimebin.WithModuleDir(home), runtimebin.WithTempDir(s.TempDir())}
+			opts := []runtimebin.BuildOption{runtimebin.WithModuleDir(home), runtimebin.WithTempDir(s.TempDir()),
+				runtimebin.WithOpenCode(openCode), runtimebin.WithLog(cmd.ErrOrStderr())}
 			if entrypoint != "" {
 				opts = append(opts, runtimebin.WithEntrypointPackage(entrypoint))
 			}
@@ -107,6 +118,7 @@ the Go toolchain. The index goes to the local store (and the registry with
 	}
 	cmd.Flags().StringSliceVar(&platforms, "platform", nil, "platforms to build (default linux/amd64,linux/arm64)")
 	cmd.Flags().BoolVar(&push, "push", false, "push the runtime index to its registry too")
+	cmd.Flags().StringVar(&openCode, "opencode-version", runtimebin.DefaultOpenCodeVersion, "npm version of OpenCode (opencode-ai) to carry, or none")
 	cmd.Flags().StringVar(&entrypoint, "entrypoint", "", "main package of the entrypoint, relative to the home or an import path (default "+runtimebin.EntrypointPackage+"); see package sserun/entrypoint for adding a mode")
 	return cmd
 }
