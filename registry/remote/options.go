@@ -339,7 +339,9 @@ func (o *options) remoteOptions(ctx context.Context) []remote.Option {
 	ro := []remote.Option{
 		remote.WithContext(ctx),
 		remote.WithAuthFromKeychain(o.keychain),
-		remote.WithTransport(o.guardedTransport()),
+		// Logged here, as every other request (log.go), after a
+		// loopback URL became plain HTTP.
+		remote.WithTransport(plainLoopback{logRequests(o.guardedTransport())}),
 		remote.WithUserAgent(o.userAgent),
 		remote.WithJobs(o.jobs),
 		// One retry loop per request, ours (see retryTransport): theirs

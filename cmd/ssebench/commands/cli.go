@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"github.com/42-b3yond-6ug/ssebench/registry/remote"
 	"io"
 	"log"
 	"regexp"
@@ -52,13 +53,17 @@ func preRun(cmd *cobra.Command, g *options.Global) error {
 	return nil
 }
 
-// setLogs sends go-containerregistry's logs (every registry request and
-// answer under logs.Debug) and those of containerd and BuildKit (logrus) to
-// w when verbose, through Redact; else it silences them. It is set on every
-// run, since a process may run several commands (the tests do).
+// setLogs sends the registry request log (one line per request and per
+// answer, remote.SetRequestLog), go-containerregistry's warnings and those
+// of containerd and BuildKit (logrus) to w when verbose, through Redact;
+// else it silences them. go-containerregistry's own request logger
+// (logs.Debug) stays off: it prints a loopback registry's URL as https
+// before the transport sends it over HTTP, and dumps headers. It is set on
+// every run, since a process may run several commands (the tests do).
 func setLogs(w io.Writer, verbose bool) {
+	logs.Debug.SetOutput(io.Discard)
 	if !verbose {
-		logs.Debug.SetOutput(io.Discard)
+		remote.SetRequestLog(nil)
 		logs.Progress.SetOutput(io.Discard)
 		logs.Warn.SetOutput(io.Discard)
 		// containerd's and BuildKit's libraries log through logrus;
@@ -68,7 +73,7 @@ func setLogs(w io.Writer, verbose bool) {
 		return
 	}
 	rw := &redactWriter{w: w}
-	logs.Debug = log.New(rw, "registry: ", 0)
+	remote.SetRequestLog(log.New(rw, "registry: ", 0))
 	logs.Progress = log.New(rw, "", 0)
 	logs.Warn = log.New(rw, "warning: ", 0)
 	logrus.SetOutput(rw)
