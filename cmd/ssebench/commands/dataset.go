@@ -3,11 +3,14 @@ package commands
 import (
 	"errors"
 	"fmt"
+	"os"
+	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"github.com/42-b3yond-6ug/ssebench/cmd/ssebench/commands/options"
 	"github.com/42-b3yond-6ug/ssebench/task"
+	"github.com/42-b3yond-6ug/ssebench/task/importer/govulndb"
 )
 
 func newCmdDataset(g *options.Global) *cobra.Command {
@@ -18,9 +21,10 @@ func newCmdDataset(g *options.Global) *cobra.Command {
   ssebench dataset manifest --check datasets/examples
   ssebench dataset verify datasets/examples
   ssebench dataset lock datasets/examples
-  ssebench dataset publish datasets/examples --registry localhost:5000/ssebench`,
+  ssebench dataset publish datasets/examples --registry localhost:5000/ssebench
+  ssebench dataset import govulndb GO-2023-1989 --into datasets/govuln`,
 	}
-	cmd.AddCommand(newCmdDatasetManifest(), newCmdDatasetValidate(), newCmdDatasetVerify(g), newCmdDatasetLock(g), newCmdDatasetPublish(g))
+	cmd.AddCommand(newCmdDatasetImport(), newCmdDatasetManifest(), newCmdDatasetValidate(), newCmdDatasetVerify(g), newCmdDatasetLock(g), newCmdDatasetPublish(g))
 	return groupCommand(cmd)
 }
 
@@ -120,5 +124,89 @@ a warning says that its test checks are judged by exit code only.`,
 		},
 	}
 	addJSONFlag(cmd, &asJSON)
+	return cmd
+}
+
+func newCmdDatasetImport() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "import SOURCE",
+		Short: "Make task folders from a vulnerability database",
+		Long: `Make task folders from a database of real, fixed vulnerabilities. The one
+source today is govulndb, the Go vulnerability database (docs/tasks.md,
+"Importing from the Go vulnerability database").`,
+	}
+	cmd.AddCommand(newCmdDatasetImportGovulndb())
+	return groupCommand(cmd)
+}
+
+func newCmdDatasetImportGovulndb() *cobra.Command {
+	var into, dbVersion string
+	var all bool
+	cmd := &cobra.Command{
+		Use:   "govulndb [GO-ID...|--all] --into DIR",
+		Short: "Make a task of each Go vulnerability database report that can make a sound one",
+		Long: `Read the reports of the Go vulnerability database (the module
+golang.org/x/vulndb at a pinned version, fetched through the Go module proxy
+and checked against the checksum database, as "go mod download" does: it
+honours GOPROXY, GONOSUMDB and GOFLAGS) and write a task folder DIR/<id> for
+each report that can make a sound task: a Dockerfile that fetches the module
+at the report's vulnerable_at and vendors its dependencies when the case
+image is built, the fix (the non-test changes of the affected packages up to
+the fixed version) as files.patch and its tests as files.future_test.
+
+A report that cannot make a task (the standard library, no test in the fix,
+a fix too large, cgo, no go.mod, a Go newer than the base image's) is
+skipped with the reason. Every report's line goes to DIR/import.tsv. Then
+run "ssebench dataset verify DIR --write-tests" to list the hidden tests,
+and "ssebench dataset verify DIR --reruns 3" to keep the sound tasks.`,
+		Example: `  ssebench dataset import govulndb GO-2023-1989 GO-2024-2937 --into datasets/govuln
+  ssebench dataset import govulndb --all --into /tmp/govuln-all`,
+		Args: cobra.MatchAll(cobra.ArbitraryArgs, func(cmd *cobra.Command, args []string) error {
+			if all == (len(args) > 0) {
+				return errors.New("name the reports to import (GO-YYYY-NNNN ...) or pass --all, not both")
+			}
+			return nil
+		}),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if into == "" {
+				return errors.New("--into DIR is required: the dataset folder to write the tasks to")
+			}
+			rows, err := govulndb.Import(cmd.Context(), govulndb.Options{
+				IDs: args, All: all, Into: into, DBVersion: dbVersion, Log: cmd.ErrOrStderr(),
+			})
+			if err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "REPORT\tMODULE\tSTATUS\tREASON")
+			imported := 0
+			for _, r := range rows {
+				if r.Status == "imported" {
+					imported++
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.ID, r.Module, r.Status, r.Reason)
+			}
+			tw.Flush()
+			// The manifest follows the folders, so that verify and
+			// lock see the tasks just written.
+			if _, err := os.Stat(into); err == nil {
+				if d, err := task.LoadDataset(into); err == nil {
+					if m, err := d.Manifest(); err == nil {
+						if err := task.WriteManifest(into, m); err != nil {
+							return err
+						}
+					}
+				} else {
+					return printProblems(cmd, err, into)
+				}
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "%d of %d report(s) imported into %s (table: %s/%s)\n", imported, len(rows), into, into, govulndb.TableFile)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&into, "into", "", "the dataset folder to write the task folders to")
+	f.BoolVar(&all, "all", false, "import every report of the database")
+	f.StringVar(&dbVersion, "db-version", govulndb.DBVersion, "the version of golang.org/x/vulndb to read")
 	return cmd
 }
