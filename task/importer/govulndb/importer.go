@@ -315,3 +315,63 @@ func MergeTable(dir string, rows []Row) error {
 	}
 	return os.WriteFile(filepath.Join(dir, TableFile), []byte(b.String()), 0o644)
 }
+
+// Keep keeps the imported tasks that verified and drops the others: their
+// folders are removed and their rows say why (reasons by task id, from
+// the verification's table; a generic reason without one). Rows of
+// skipped reports stay as they are. It returns how many were kept and
+// dropped.
+func Keep(dir string, verified func(taskID string) bool, reasons map[string]string) (kept, dropped int, err error) {
+	rows, err := ReadTable(dir)
+	if err != nil {
+		return 0, 0, err
+	}
+	for i, r := range rows {
+		if r.Status != "imported" && r.Status != "verified" {
+			continue
+		}
+		id := TaskID(r.ID)
+		if verified(id) {
+			rows[i].Status, rows[i].Reason = "verified", ""
+			kept++
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(dir, id)); err != nil {
+			return kept, dropped, err
+		}
+		why := reasons[id]
+		if why == "" {
+			why = "did not verify (run `ssebench dataset verify " + dir + " --tasks " + id + "` to see why)"
+		}
+		rows[i].Status, rows[i].Reason = "dropped", "verify: "+why
+		dropped++
+	}
+	return kept, dropped, MergeTable(dir, rows)
+}
+
+// ReadVerifyReasons reads the tables `ssebench dataset verify` printed
+// (TASK AGENT CHECK RESULT WHY) and returns, per task, its failed checks.
+func ReadVerifyReasons(r io.Reader) (map[string]string, error) {
+	out := map[string]string{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 4 || f[3] != "FAILED" {
+			continue
+		}
+		why := strings.Join(f[4:], " ")
+		if len(why) > 300 {
+			why = why[:300] + "…"
+		}
+		line := f[1] + " " + f[2] + ": " + why
+		if prev := out[f[0]]; prev != "" {
+			if strings.Contains(prev, line) {
+				continue
+			}
+			line = prev + "; " + line
+		}
+		out[f[0]] = line
+	}
+	return out, sc.Err()
+}
