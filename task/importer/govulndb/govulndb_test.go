@@ -138,7 +138,7 @@ cves:
 func fixture() fakeProxy {
 	gomod := "module example.com/fixme\n\ngo 1.21\n"
 	db := map[string]string{
-		"go.mod":                        "module golang.org/x/vulndb\n",
+		"go.mod":                         "module golang.org/x/vulndb\n",
 		"data/reports/GO-2099-0001.yaml": report1,
 		"data/reports/GO-2099-0002.yaml": strings.NewReplacer("GO-2099-0001", "GO-2099-0002", "example.com/fixme/parse", "example.com/fixme/other").Replace(report1),
 		"data/reports/GO-2099-0003.yaml": "id: GO-2099-0003\nmodules:\n    - module: std\n      versions:\n        - fixed: 1.22.1\n      vulnerable_at: 1.22.0\n      packages:\n        - package: net/http\nsummary: A standard library bug\n",
@@ -152,7 +152,7 @@ func fixture() fakeProxy {
 		},
 		"example.com/fixme@v1.0.1": {
 			"go.mod": gomod, "parse/parse.go": parseV2,
-			"parse/parse_test.go":   "package parse\n\nimport \"testing\"\n\nfunc TestField(t *testing.T) {\n\tif Field(\"a,b\", 1) != \"b\" {\n\t\tt.Fatal(\"b\")\n\t}\n}\n\nfunc TestFieldPastTheEnd(t *testing.T) {\n\tif Field(\"a,b\", 2) != \"\" {\n\t\tt.Fatal(\"past the end\")\n\t}\n}\n",
+			"parse/parse_test.go":  "package parse\n\nimport \"testing\"\n\nfunc TestField(t *testing.T) {\n\tif Field(\"a,b\", 1) != \"b\" {\n\t\tt.Fatal(\"b\")\n\t}\n}\n\nfunc TestFieldPastTheEnd(t *testing.T) {\n\tif Field(\"a,b\", 2) != \"\" {\n\t\tt.Fatal(\"past the end\")\n\t}\n}\n",
 			"parse/testdata/x.txt": "a,b\n",
 			// An unrelated change of the release: not in the task.
 			"other/other.go": "package other\n\nconst A = 2\n",
