@@ -341,7 +341,7 @@ func Keep(dir string, verified func(taskID string) bool, reasons map[string]stri
 		}
 		why := reasons[id]
 		if why == "" {
-			why = "did not verify (run `ssebench dataset verify " + dir + " --tasks " + id + "` to see why)"
+			why = "not verified (import it again and run `ssebench dataset verify DIR --tasks " + id + "` to see why)"
 		}
 		rows[i].Status, rows[i].Reason = "dropped", "verify: "+why
 		dropped++
