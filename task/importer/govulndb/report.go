@@ -56,7 +56,7 @@ type Package struct {
 const (
 	maxReportBytes = 256 << 10
 	maxTextBytes   = 32 << 10
-	maxListLen     = 200
+	maxListLen     = 2000
 )
 
 var (
