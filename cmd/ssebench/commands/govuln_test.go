@@ -12,7 +12,7 @@ import (
 // govulnSample are three tasks of datasets/govuln, of three modules, whose
 // verify is among the quickest: the case build fetches each module and its
 // dependencies through the Go module proxy.
-var govulnSample = []string{"go-2020-0015", "go-2021-0113", "go-2022-1059"}
+var govulnSample = []string{"go-2020-0016", "go-2026-4503", "go-2026-4815"}
 
 // TestGovulnSample verifies a sample of the imported Go vulnerability
 // database tasks as a dataset author would: the case image is built from
