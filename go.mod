@@ -35,6 +35,8 @@ require golang.org/x/mod v0.41.0
 
 require golang.org/x/crypto/x509roots/fallback v0.0.0-20261030153154-30a33513ff6d
 
+require github.com/aymanbagabas/go-udiff v0.4.2
+
 require (
 	github.com/Microsoft/go-winio v0.6.3-0.20251027160822-ad3df93bed29 // indirect
 	github.com/Microsoft/hcsshim v0.15.0-rc.4 // indirect

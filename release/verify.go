@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -74,6 +75,12 @@ type VerifyOptions struct {
 	// of checking them. The tasks are not recorded as verified: their
 	// case images hold the config as it was.
 	WriteTests bool
+	// Reruns runs the verification this many times (0 and 1: once) and
+	// keeps a task only when every run verified it on the same case
+	// image: a test that passes once and fails the next time (a race, a
+	// timing, a port) would grade agents at random. Ignored with
+	// WriteTests.
+	Reruns int
 }
 
 // Verify grades every task of dataset dir (a task folder with problems is
@@ -87,6 +94,61 @@ type VerifyOptions struct {
 // backend returns the backend of the evaluation whose plan id it gets
 // (the backend labels the runs with it).
 func Verify(ctx context.Context, backend func(planID string) evaluate.Backend, dir string, o VerifyOptions) (*Report, error) {
+	if o.Reruns <= 1 || o.WriteTests {
+		return verifyOnce(ctx, backend, dir, o)
+	}
+	var all *Report
+	for i := 1; i <= o.Reruns; i++ {
+		rep, err := verifyOnce(ctx, backend, dir, o)
+		if err != nil {
+			return nil, err
+		}
+		if all == nil {
+			all = rep
+			all.markRerun(i, o.Reruns)
+			continue
+		}
+		all.mergeRerun(rep, i, o.Reruns)
+	}
+	return all, nil
+}
+
+// markRerun says in each failed finding's why which run it was.
+func (r *Report) markRerun(i, n int) {
+	for k := range r.Findings {
+		if !r.Findings[k].OK {
+			r.Findings[k].Why = fmt.Sprintf("run %d of %d: %s", i, n, r.Findings[k].Why)
+		}
+	}
+}
+
+// mergeRerun adds rerun i's failures to r and keeps verified only the
+// tasks the rerun verified too, on the same case image.
+func (r *Report) mergeRerun(rep *Report, i, n int) {
+	rep.markRerun(i, n)
+	for _, f := range rep.Findings {
+		if !f.OK {
+			r.Findings = append(r.Findings, f)
+		}
+	}
+	sort.SliceStable(r.Findings, func(a, b int) bool { return r.Findings[a].Task < r.Findings[b].Task })
+	for id, v := range r.Verified {
+		if w, ok := rep.Verified[id]; !ok || w.Digest != v.Digest {
+			delete(r.Verified, id)
+		}
+	}
+	seen := map[string]bool{}
+	for _, w := range r.Warnings {
+		seen[w] = true
+	}
+	for _, w := range rep.Warnings {
+		if !seen[w] {
+			r.Warnings = append(r.Warnings, w)
+		}
+	}
+}
+
+func verifyOnce(ctx context.Context, backend func(planID string) evaluate.Backend, dir string, o VerifyOptions) (*Report, error) {
 	ds, broken, err := task.LoadDatasetTolerant(dir)
 	if err != nil {
 		return nil, err

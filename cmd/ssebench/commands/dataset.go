@@ -1,13 +1,18 @@
 package commands
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"os"
+	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"github.com/42-b3yond-6ug/ssebench/cmd/ssebench/commands/options"
+	"github.com/42-b3yond-6ug/ssebench/release"
 	"github.com/42-b3yond-6ug/ssebench/task"
+	"github.com/42-b3yond-6ug/ssebench/task/importer/govulndb"
 )
 
 func newCmdDataset(g *options.Global) *cobra.Command {
@@ -18,9 +23,10 @@ func newCmdDataset(g *options.Global) *cobra.Command {
   ssebench dataset manifest --check datasets/examples
   ssebench dataset verify datasets/examples
   ssebench dataset lock datasets/examples
-  ssebench dataset publish datasets/examples --registry localhost:5000/ssebench`,
+  ssebench dataset publish datasets/examples --registry localhost:5000/ssebench
+  ssebench dataset import govulndb GO-2023-1989 --into datasets/govuln`,
 	}
-	cmd.AddCommand(newCmdDatasetManifest(), newCmdDatasetValidate(), newCmdDatasetVerify(g), newCmdDatasetLock(g), newCmdDatasetPublish(g))
+	cmd.AddCommand(newCmdDatasetImport(g), newCmdDatasetManifest(), newCmdDatasetValidate(), newCmdDatasetVerify(g), newCmdDatasetLock(g), newCmdDatasetPublish(g))
 	cmd.AddCommand(newCmdDatasetTools(g)) // the CI job of a runtime bump (docs/ci.md)
 	return groupCommand(cmd)
 }
@@ -121,5 +127,157 @@ a warning says that its test checks are judged by exit code only.`,
 		},
 	}
 	addJSONFlag(cmd, &asJSON)
+	return cmd
+}
+
+func newCmdDatasetImport(g *options.Global) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "import SOURCE",
+		Short: "Make task folders from a vulnerability database",
+		Long: `Make task folders from a database of real, fixed vulnerabilities. The one
+source today is govulndb, the Go vulnerability database (docs/tasks.md,
+"Importing from the Go vulnerability database").`,
+	}
+	cmd.AddCommand(newCmdDatasetImportGovulndb(g))
+	return groupCommand(cmd)
+}
+
+// rewriteManifest writes DIR/manifest.json from the folders, so that
+// verify and lock see the tasks just written or dropped.
+func rewriteManifest(cmd *cobra.Command, dir string) error {
+	d, err := task.LoadDataset(dir)
+	if err != nil {
+		return printProblems(cmd, err, dir)
+	}
+	m, err := d.Manifest()
+	if err != nil {
+		return err
+	}
+	return task.WriteManifest(dir, m)
+}
+
+// keepVerified keeps the tasks of dir that the local store's record says
+// verified with their folders as they are, and drops the others.
+func keepVerified(cmd *cobra.Command, g *options.Global, dir string, reasonFiles []string) error {
+	ds, err := task.LoadDataset(dir)
+	if err != nil {
+		return printProblems(cmd, err, dir)
+	}
+	st, err := g.OpenStore()
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	rec, err := release.ReadRecord(release.RecordFile(st.Dir(), ds.Name, ds.Version), ds.Name, ds.Version)
+	if err != nil {
+		return err
+	}
+	digests := map[string]string{}
+	for _, t := range ds.Tasks {
+		if d, err := t.FilesDigest(); err == nil {
+			digests[t.ID] = d
+		}
+	}
+	why := map[string]string{}
+	for _, f := range reasonFiles {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return fmt.Errorf("reading the verify table: %w", err)
+		}
+		r, err := govulndb.ReadVerifyReasons(bytes.NewReader(b))
+		if err != nil {
+			return err
+		}
+		for id, w := range r {
+			if why[id] == "" {
+				why[id] = w
+			}
+		}
+	}
+	kept, dropped, err := govulndb.Keep(dir, func(id string) bool {
+		v, ok := rec.Tasks[id]
+		return ok && v.FilesSHA256 != "" && v.FilesSHA256 == digests[id]
+	}, why)
+	if err != nil {
+		return err
+	}
+	if err := rewriteManifest(cmd, dir); err != nil {
+		return err
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "%d task(s) kept, %d dropped (reasons in %s/%s)\n", kept, dropped, dir, govulndb.TableFile)
+	return nil
+}
+
+func newCmdDatasetImportGovulndb(g *options.Global) *cobra.Command {
+	var into, dbVersion string
+	var all, keep bool
+	var reasons []string
+	cmd := &cobra.Command{
+		Use:   "govulndb [GO-ID...|--all] --into DIR",
+		Short: "Make a task of each Go vulnerability database report that can make a sound one",
+		Long: `Read the reports of the Go vulnerability database (the module
+golang.org/x/vulndb at a pinned version, fetched through the Go module proxy
+and checked against the checksum database, as "go mod download" does: it
+honours GOPROXY, GONOSUMDB and GOFLAGS) and write a task folder DIR/<id> for
+each report that can make a sound task: a Dockerfile that fetches the module
+at the report's vulnerable_at and vendors its dependencies when the case
+image is built, the fix (the non-test changes of the affected packages up to
+the fixed version) as files.patch and its tests as files.future_test.
+
+A report that cannot make a task (the standard library, no test in the fix,
+a fix too large, cgo, no go.mod, a Go newer than the base image's) is
+skipped with the reason. Every report's line goes to DIR/import.tsv. Then
+run "ssebench dataset verify DIR --write-tests" to list the hidden tests,
+and "ssebench dataset verify DIR --reruns 3" to keep the sound tasks.`,
+		Example: `  ssebench dataset import govulndb GO-2023-1989 GO-2024-2937 --into datasets/govuln
+  ssebench dataset import govulndb --all --into /tmp/govuln-all`,
+		Args: cobra.MatchAll(cobra.ArbitraryArgs, func(cmd *cobra.Command, args []string) error {
+			if keep {
+				if len(args) > 0 || all {
+					return errors.New("--keep-verified takes no reports: it keeps or drops what DIR holds")
+				}
+				return nil
+			}
+			if all == (len(args) > 0) {
+				return errors.New("name the reports to import (GO-YYYY-NNNN ...) or pass --all, not both")
+			}
+			return nil
+		}),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if into == "" {
+				return errors.New("--into DIR is required: the dataset folder to write the tasks to")
+			}
+			if keep {
+				return keepVerified(cmd, g, into, reasons)
+			}
+			rows, err := govulndb.Import(cmd.Context(), govulndb.Options{
+				IDs: args, All: all, Into: into, DBVersion: dbVersion, Log: cmd.ErrOrStderr(),
+			})
+			if err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "REPORT\tMODULE\tSTATUS\tREASON")
+			imported := 0
+			for _, r := range rows {
+				if r.Status == "imported" {
+					imported++
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.ID, r.Module, r.Status, r.Reason)
+			}
+			tw.Flush()
+			if err := rewriteManifest(cmd, into); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "%d of %d report(s) imported into %s (table: %s/%s)\n", imported, len(rows), into, into, govulndb.TableFile)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&into, "into", "", "the dataset folder to write the task folders to")
+	f.BoolVar(&all, "all", false, "import every report of the database")
+	f.BoolVar(&keep, "keep-verified", false, "keep the tasks of DIR that verified (the local store's record of `dataset verify`) and drop the others, with the reasons in DIR/import.tsv")
+	f.StringSliceVar(&reasons, "reasons", nil, "with --keep-verified: files holding the tables `dataset verify` printed, whose failed checks become the reasons")
+	f.StringVar(&dbVersion, "db-version", govulndb.DBVersion, "the version of golang.org/x/vulndb to read")
 	return cmd
 }

@@ -34,6 +34,7 @@ type verifyDatasetOptions struct {
 	RunsDir       string
 	Runtime       string
 	WriteTests    bool
+	Reruns        int
 }
 
 func newCmdDatasetVerify(g *options.Global) *cobra.Command {
@@ -51,7 +52,9 @@ with problems fails its "validate" check; the other tasks still run.
 A table of every check is printed; the exit status is 1 when any failed,
 with an error naming each failed task and check. The case images of the
 tasks that passed are recorded with the local store, for "dataset lock"
-and "dataset publish". The runs are kept in --runs-dir/verify-<id>/.
+and "dataset publish". The runs are kept in --runs-dir/verify-<id>/. With --reruns N the whole
+verification runs N times, and a task is recorded only when every run
+verified it: a flaky test fails it, with the run that failed named.
 
 The hidden tests are judged by name (docs/tasks.md): from the two runs'
 test reports, a test that fails on the buggy tree with the hidden tests and
@@ -92,7 +95,7 @@ run verify again, which builds the case images with the new config.`,
 				}}
 			}
 			rep, err := release.Verify(cmd.Context(), backend, dir, release.VerifyOptions{
-				Tasks: evaluate.SplitList(o.Tasks), RunsDir: o.RunsDir, Eval: eopts, WriteTests: o.WriteTests,
+				Tasks: evaluate.SplitList(o.Tasks), RunsDir: o.RunsDir, Eval: eopts, WriteTests: o.WriteTests, Reruns: o.Reruns,
 			})
 			if err != nil {
 				return err
@@ -130,6 +133,7 @@ run verify again, which builds the case images with the new config.`,
 	f.StringVar(&o.RunsDir, "runs-dir", "runs", "where the verification's folder verify-<id>/ goes")
 	f.IntVar(&o.Timeout, "timeout", 0, "seconds each agent may run (default 3600)")
 	f.StringVar(&o.Runtime, "runtime", "", "runtime image (default $SSEBENCH_RUNTIME_IMAGE, else REGISTRY/runtime:VERSION)")
+	f.IntVar(&o.Reruns, "reruns", 1, "run the verification N times and keep a task only when every run verified it (catches flaky tests; 3 for a dataset's verify)")
 	f.BoolVar(&o.WriteTests, "write-tests", false, "write each task's tests.fail_to_pass and tests.pass_to_pass, as the runs give them, into its sse/config.yaml instead of checking them")
 	return cmd
 }

@@ -1,0 +1,409 @@
+package govulndb
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/bluekeyes/go-gitdiff/gitdiff"
+	"golang.org/x/mod/module"
+
+	"github.com/42-b3yond-6ug/ssebench/internal/hostile"
+	"github.com/42-b3yond-6ug/ssebench/task"
+)
+
+const testDB = "0.0.0-20990101000000-abcdefabcdef"
+
+// fakeProxy serves module zips as the Go module proxy does: enough of its
+// HTTP API (.info, .mod, .zip) for `go mod download`.
+type fakeProxy map[string]map[string]string // "path@version" -> file -> contents
+
+func (p fakeProxy) zip(modver string) []byte {
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	names := make([]string, 0, len(p[modver]))
+	for n := range p[modver] {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		w, _ := zw.Create(modver + "/" + n)
+		w.Write([]byte(p[modver][n]))
+	}
+	zw.Close()
+	return buf.Bytes()
+}
+
+func (p fakeProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	escPath, rest, ok := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/@v/")
+	modPath, err := module.UnescapePath(escPath)
+	if !ok || err != nil {
+		http.NotFound(w, r)
+		return
+	}
+	ext := filepath.Ext(rest)
+	ver, err := module.UnescapeVersion(strings.TrimSuffix(rest, ext))
+	files, found := p[modPath+"@"+ver]
+	if err != nil || !found {
+		http.NotFound(w, r)
+		return
+	}
+	switch ext {
+	case ".info":
+		fmt.Fprintf(w, `{"Version":%q,"Time":"2024-05-06T07:08:09Z"}`, ver)
+	case ".mod":
+		if m, ok := files["go.mod"]; ok {
+			fmt.Fprint(w, m)
+		} else {
+			fmt.Fprintf(w, "module %s\n", modPath)
+		}
+	case ".zip":
+		w.Write(p.zip(modPath + "@" + ver))
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+const parseV1 = `package parse
+
+// Field returns the n-th comma-separated field of s.
+func Field(s string, n int) string {
+	start := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] == ',' {
+			if n == 0 {
+				return s[start:i]
+			}
+			n--
+			start = i + 1
+		}
+	}
+	return s[start:]
+}
+`
+
+const parseV2 = `package parse
+
+// Field returns the n-th comma-separated field of s, or "" when s has
+// fewer fields.
+func Field(s string, n int) string {
+	start := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] == ',' {
+			if n == 0 {
+				return s[start:i]
+			}
+			n--
+			start = i + 1
+		}
+	}
+	if n > 0 {
+		return ""
+	}
+	return s[start:]
+}
+`
+
+const report1 = `id: GO-2099-0001
+modules:
+    - module: example.com/fixme
+      versions:
+        - introduced: 0.9.0
+        - fixed: 1.0.1
+        - fixed: 2.0.0
+      vulnerable_at: 1.0.0
+      packages:
+        - package: example.com/fixme/parse
+          symbols:
+            - Field
+summary: Wrong field in example.com/fixme/parse
+description: |-
+    Field returns the last field when asked for one past the end.
+cves:
+    - CVE-2099-0001
+`
+
+// fixture is a database of a few reports and the modules they name.
+func fixture() fakeProxy {
+	gomod := "module example.com/fixme\n\ngo 1.21\n"
+	db := map[string]string{
+		"go.mod":                         "module golang.org/x/vulndb\n",
+		"data/reports/GO-2099-0001.yaml": report1,
+		"data/reports/GO-2099-0002.yaml": strings.NewReplacer("GO-2099-0001", "GO-2099-0002", "example.com/fixme/parse", "example.com/fixme/other").Replace(report1),
+		"data/reports/GO-2099-0003.yaml": "id: GO-2099-0003\nmodules:\n    - module: std\n      versions:\n        - fixed: 1.22.1\n      vulnerable_at: 1.22.0\n      packages:\n        - package: net/http\nsummary: A standard library bug\n",
+	}
+	return fakeProxy{
+		"golang.org/x/vulndb@v" + testDB: db,
+		"example.com/fixme@v1.0.0": {
+			"go.mod": gomod, "parse/parse.go": parseV1,
+			"parse/parse_test.go": "package parse\n\nimport \"testing\"\n\nfunc TestField(t *testing.T) {\n\tif Field(\"a,b\", 1) != \"b\" {\n\t\tt.Fatal(\"b\")\n\t}\n}\n",
+			"other/other.go":      "package other\n\nconst A = 1\n",
+		},
+		"example.com/fixme@v1.0.1": {
+			"go.mod": gomod, "parse/parse.go": parseV2,
+			"parse/parse_test.go":  "package parse\n\nimport \"testing\"\n\nfunc TestField(t *testing.T) {\n\tif Field(\"a,b\", 1) != \"b\" {\n\t\tt.Fatal(\"b\")\n\t}\n}\n\nfunc TestFieldPastTheEnd(t *testing.T) {\n\tif Field(\"a,b\", 2) != \"\" {\n\t\tt.Fatal(\"past the end\")\n\t}\n}\n",
+			"parse/testdata/x.txt": "a,b\n",
+			// An unrelated change of the release: not in the task.
+			"other/other.go": "package other\n\nconst A = 2\n",
+		},
+	}
+}
+
+// fetcher fetches from p through the go command, as the importer does for
+// real, into a module cache of the test.
+func fetcher(t *testing.T, p fakeProxy) Fetcher {
+	t.Helper()
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command")
+	}
+	srv := httptest.NewServer(p)
+	t.Cleanup(srv.Close)
+	cache := t.TempDir()
+	return GoFetcher{Env: []string{"GOPROXY=" + srv.URL, "GOSUMDB=off", "GONOSUMDB=", "GOMODCACHE=" + cache, "GOFLAGS=-modcacherw", "GOTOOLCHAIN=local"}}
+}
+
+func importInto(t *testing.T, f Fetcher, dir string, ids ...string) []Row {
+	t.Helper()
+	rows, err := Import(context.Background(), Options{IDs: ids, Into: dir, DBVersion: testDB, Fetch: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
+
+// TestImportReport: a report becomes a task folder whose config is valid,
+// whose patch is the fix of the affected package only and applies to the
+// vulnerable version to give the fixed one, whose hidden tests are the
+// fix's tests, and whose issue text leaves the symbols to the lower
+// difficulty levels.
+func TestImportReport(t *testing.T) {
+	p := fixture()
+	dir := t.TempDir()
+	rows := importInto(t, fetcher(t, p), dir, "GO-2099-0001")
+	if len(rows) != 1 || rows[0].Status != "imported" {
+		t.Fatalf("rows: %+v", rows)
+	}
+	folder := filepath.Join(dir, "go-2099-0001")
+	data, err := os.ReadFile(filepath.Join(folder, "sse/config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, ps := task.ParseConfig("config.yaml", data)
+	if len(ps) > 0 {
+		t.Fatalf("config problems: %v\n%s", ps, data)
+	}
+	if ps := task.Validate(folder); len(ps) > 0 {
+		t.Fatalf("task folder problems: %v", ps)
+	}
+	issue, bug := *cfg.TaskDescription.Issue, *cfg.TaskDescription.BugDescription
+	if !strings.Contains(issue, "one past the end") || !strings.Contains(issue, "CVE-2099-0001") || strings.Contains(issue, "Field") && strings.Contains(issue, "- package") {
+		t.Errorf("issue:\n%s", issue)
+	}
+	if strings.Contains(issue, "example.com/fixme/parse: Field") || !strings.Contains(bug, "example.com/fixme/parse: Field") {
+		t.Errorf("the symbols belong in the bug description only:\nissue:\n%s\nbug:\n%s", issue, bug)
+	}
+	if cfg.Tests == nil || cfg.Tests.Format != "go-test-json" {
+		t.Errorf("tests: %+v", cfg.Tests)
+	}
+
+	patch, _ := os.ReadFile(filepath.Join(folder, "sse/diffs/patch.diff"))
+	test, _ := os.ReadFile(filepath.Join(folder, "sse/diffs/test.diff"))
+	if strings.Contains(string(patch), "other/") || strings.Contains(string(patch), "_test.go") {
+		t.Errorf("the patch holds more than the affected package's fix:\n%s", patch)
+	}
+	if !strings.Contains(string(test), "b/parse/parse_test.go") || !strings.Contains(string(test), "b/parse/testdata/x.txt") {
+		t.Errorf("the hidden tests lack the fix's tests:\n%s", test)
+	}
+	old := p["example.com/fixme@v1.0.0"]
+	if got := apply(t, patch, old)["parse/parse.go"]; got != parseV2 {
+		t.Errorf("the patch applied to v1.0.0 gives\n%s\nwant the fixed version's file", got)
+	}
+	if got := apply(t, test, old)["parse/parse_test.go"]; got != p["example.com/fixme@v1.0.1"]["parse/parse_test.go"] {
+		t.Errorf("the hidden tests applied give\n%s", got)
+	}
+
+	df, _ := os.ReadFile(filepath.Join(folder, "Dockerfile"))
+	for _, want := range []string{"go mod download 'example.com/fixme@v1.0.0'", "go mod vendor", "GOFLAGS=-mod=vendor GOPROXY=off", "go build -o /dev/null './parse'", "COPY sse/ /ssebench/", "2024-05-06T07:08:09Z"} {
+		if !strings.Contains(string(df), want) {
+			t.Errorf("Dockerfile lacks %q:\n%s", want, df)
+		}
+	}
+	env, _ := os.ReadFile(filepath.Join(folder, "sse/scripts/env.sh"))
+	if !strings.Contains(string(env), "GOFLAGS=-mod=vendor GOPROXY=off") {
+		t.Errorf("the run is not offline:\n%s", env)
+	}
+	if tsv, _ := os.ReadFile(filepath.Join(dir, TableFile)); !strings.Contains(string(tsv), "GO-2099-0001\texample.com/fixme\t1.0.0\t1.0.1\timported") {
+		t.Errorf("table:\n%s", tsv)
+	}
+}
+
+// apply applies a diff to files with the grader's diff reader.
+func apply(t *testing.T, diff []byte, files map[string]string) map[string]string {
+	t.Helper()
+	fds, _, err := gitdiff.Parse(bytes.NewReader(diff))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for k, v := range files {
+		out[k] = v
+	}
+	for _, fd := range fds {
+		var b bytes.Buffer
+		if err := gitdiff.Apply(&b, strings.NewReader(files[fd.OldName]), fd); err != nil {
+			t.Fatalf("%s: %v", fd.NewName, err)
+		}
+		out[fd.NewName] = b.String()
+	}
+	return out
+}
+
+// TestImportSkips: a report that cannot make a sound task is skipped, with
+// the reason in the table, and leaves no folder.
+func TestImportSkips(t *testing.T) {
+	dir := t.TempDir()
+	rows := importInto(t, fetcher(t, fixture()), dir, "GO-2099-0002", "GO-2099-0003")
+	want := map[string]string{
+		"GO-2099-0002": "no test in the fix (no _test.go or testdata change in the affected packages)",
+		"GO-2099-0003": "a standard library or toolchain report",
+	}
+	for _, r := range rows {
+		if r.Status != "skipped" || r.Reason != want[r.ID] {
+			t.Errorf("%s: %s %q, want skipped %q", r.ID, r.Status, r.Reason, want[r.ID])
+		}
+		if _, err := os.Stat(filepath.Join(dir, TaskID(r.ID))); err == nil {
+			t.Errorf("%s: a skipped report left a folder", r.ID)
+		}
+	}
+	tsv, _ := os.ReadFile(filepath.Join(dir, TableFile))
+	if !strings.Contains(string(tsv), "GO-2099-0003\t\t\t\tskipped\ta standard library or toolchain report") {
+		t.Errorf("table:\n%s", tsv)
+	}
+}
+
+// TestImportDeterministic: a second import gives byte-identical folders
+// (contents and modes), and keeps the tests an earlier verify listed.
+func TestImportDeterministic(t *testing.T) {
+	f := fetcher(t, fixture())
+	// The same folder name: dataset.yaml's version is made of it.
+	a, b := filepath.Join(t.TempDir(), "govuln"), filepath.Join(t.TempDir(), "govuln")
+	importInto(t, f, a, "GO-2099-0001", "GO-2099-0002", "GO-2099-0003")
+	importInto(t, f, b, "GO-2099-0001", "GO-2099-0002", "GO-2099-0003")
+	if ha, hb := treeHash(t, a), treeHash(t, b); ha != hb {
+		t.Fatalf("two imports differ:\n%s\n---\n%s", ha, hb)
+	}
+	// The lists `dataset verify --write-tests` writes survive a new import.
+	cfg := filepath.Join(a, "go-2099-0001/sse/config.yaml")
+	data, _ := os.ReadFile(cfg)
+	withTests := strings.Replace(string(data), "tests:\n  format: go-test-json\n", "tests:\n  format: go-test-json\n  fail_to_pass:\n    - TestFieldPastTheEnd\n  pass_to_pass:\n    - TestField\n", 1)
+	os.WriteFile(cfg, []byte(withTests), 0o644)
+	before := treeHash(t, a)
+	importInto(t, f, a, "GO-2099-0001")
+	if after := treeHash(t, a); after != before {
+		t.Fatalf("a new import changed the folder:\n%s\n---\n%s", before, after)
+	}
+}
+
+func treeHash(t *testing.T, dir string) string {
+	t.Helper()
+	var lines []string
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, _ := d.Info()
+		rel, _ := filepath.Rel(dir, p)
+		sum := ""
+		if d.Type().IsRegular() {
+			b, _ := os.ReadFile(p)
+			sum = fmt.Sprintf("%x", sha256.Sum256(b))
+		}
+		lines = append(lines, fmt.Sprintf("%s %v %s", rel, info.Mode(), sum))
+		return nil
+	})
+	return strings.Join(lines, "\n")
+}
+
+// TestKeep: after verify, the tasks that verified are kept and the others
+// dropped, their folders removed and the reason in the table.
+func TestKeep(t *testing.T) {
+	dir := t.TempDir()
+	for _, id := range []string{"go-2099-0001", "go-2099-0004"} {
+		os.MkdirAll(filepath.Join(dir, id, "sse"), 0o755)
+	}
+	MergeTable(dir, []Row{
+		{ID: "GO-2099-0001", Module: "m", Status: "imported"},
+		{ID: "GO-2099-0004", Module: "m", Status: "imported"},
+		{ID: "GO-2099-0003", Status: "skipped", Reason: "std"},
+	})
+	reasons, _ := ReadVerifyReasons(strings.NewReader("TASK  AGENT  CHECK  RESULT  WHY\ngo-2099-0004  reference  intent_test  FAILED  fails with the reference patch\ngo-2099-0001  reference  build  ok\n"))
+	kept, dropped, err := Keep(dir, func(id string) bool { return id == "go-2099-0001" }, reasons)
+	if err != nil || kept != 1 || dropped != 1 {
+		t.Fatalf("kept %d dropped %d: %v", kept, dropped, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "go-2099-0004")); err == nil {
+		t.Error("the task that did not verify is still there")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "go-2099-0001")); err != nil {
+		t.Error("the verified task is gone")
+	}
+	tsv, _ := os.ReadFile(filepath.Join(dir, TableFile))
+	for _, want := range []string{"GO-2099-0001\tm\t\t\tverified\t\n", "GO-2099-0004\tm\t\t\tdropped\tverify: reference intent_test: fails with the reference patch\n", "GO-2099-0003\t\t\t\tskipped\tstd\n"} {
+		if !strings.Contains(string(tsv), want) {
+			t.Errorf("table lacks %q:\n%s", want, tsv)
+		}
+	}
+}
+
+// TestHostileReports: a report with a hostile id, module path, version,
+// package, symbol or text is refused whole, in one line, before any of it
+// reaches a file name, a Dockerfile or a script.
+func TestHostileReports(t *testing.T) {
+	mod := func(path, ver, pkg, sym string) string {
+		return "id: GO-2099-0009\nmodules:\n    - module: " + path + "\n      versions:\n        - fixed: 1.0.1\n      vulnerable_at: " + ver + "\n      packages:\n        - package: " + pkg + "\n          symbols:\n            - " + sym + "\nsummary: s\n"
+	}
+	ok := mod("example.com/m", "1.0.0", "example.com/m/p", "F")
+	if _, err := ParseReport("ok.yaml", []byte(ok)); err != nil {
+		t.Fatalf("the plain report is refused: %v", err)
+	}
+	for _, tc := range []struct {
+		name, report, want string
+	}{
+		{"id out of the folder", strings.Replace(ok, "GO-2099-0009", "../x", 1), `id "../x" is not a vulndb id`},
+		{"id with a newline", strings.Replace(ok, "id: GO-2099-0009", `id: "GO-2099-0009\nRUN rm -rf /"`, 1), "is not a vulndb id"},
+		{"module path out of the folder", mod("../x", "1.0.0", "../x/p", "F"), `module "../x" is not a valid module path`},
+		{"module path with a quote", mod(`"example.com/m';x'"`, "1.0.0", "example.com/m/p", "F"), "is not a valid module path"},
+		{"version with a newline", mod("example.com/m", `"1.0.0\nRUN curl x"`, "example.com/m/p", "F"), "is not a canonical semantic version"},
+		{"version out of the folder", mod("example.com/m", "../../1.0.0", "example.com/m/p", "F"), "is not a canonical semantic version"},
+		{"huge version", mod("example.com/m", "1.0.0-"+strings.Repeat("a", 5000), "example.com/m/p", "F"), "is not a canonical semantic version"},
+		{"package outside the module", mod("example.com/m", "1.0.0", "example.com/other", "F"), "is not an import path in the module"},
+		{"package going up", mod("example.com/m", "1.0.0", "example.com/m/../../etc", "F"), "is not an import path in the module"},
+		{"symbol with shell", mod("example.com/m", "1.0.0", "example.com/m/p", `"F$(id)"`), "is not a Go identifier"},
+		{"escape sequence in the summary", strings.Replace(ok, "summary: s", `summary: "s\e]0;pwned\a"`, 1), "control characters"},
+		{"huge description", ok + "description: " + strings.Repeat("x", 40<<10) + "\n", "more than"},
+		{"huge report", ok + "#" + strings.Repeat("x", 300<<10) + "\n", "refusing it"},
+		{"not YAML", "id: [", "not a vulndb report"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hostile.Case(t, "govulndb report: "+tc.name)
+			_, err := ParseReport("GO-2099-0009.yaml", []byte(tc.report))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want an error with %q", err, tc.want)
+			}
+			if msg := err.Error(); strings.Contains(msg, "\n") || len(msg) > 300 {
+				t.Fatalf("not one short line: %q", msg)
+			}
+		})
+	}
+}

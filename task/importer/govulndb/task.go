@@ -1,0 +1,295 @@
+package govulndb
+
+import (
+	"archive/zip"
+	"bytes"
+	"fmt"
+	"io"
+	"path"
+	"slices"
+	"sort"
+	"strings"
+
+	udiff "github.com/aymanbagabas/go-udiff"
+	"golang.org/x/mod/modfile"
+	"golang.org/x/mod/semver"
+
+	"github.com/42-b3yond-6ug/ssebench/task"
+)
+
+// Limits on what makes a sound task. A fix larger than this is no longer
+// one bug's fix; a module with more requirements takes long to fetch and
+// is more likely to break on today's toolchain.
+const (
+	maxPatchLines = 1000
+	maxPatchFiles = 12
+	maxTestLines  = 4000
+	maxFileBytes  = 1 << 20
+	maxRequires   = 60
+	maxZipFiles   = 20000
+	// baseGo is the Go of the generic-go base image: a module that asks
+	// for a newer one cannot build there (GOTOOLCHAIN=local).
+	baseGo = "v1.26.8"
+)
+
+// modZip is a module version's zip, its files by their path in the module.
+type modZip struct {
+	files map[string]*zip.File
+}
+
+func openModZip(r *zip.Reader, modPath, version string) (*modZip, error) {
+	prefix := modPath + "@v" + version + "/"
+	if len(r.File) > maxZipFiles {
+		return nil, skipf("the module has %d files, more than %d", len(r.File), maxZipFiles)
+	}
+	z := &modZip{files: map[string]*zip.File{}}
+	for _, f := range r.File {
+		name, ok := strings.CutPrefix(f.Name, prefix)
+		if !ok || name == "" || strings.HasSuffix(name, "/") {
+			continue
+		}
+		z.files[name] = f
+	}
+	return z, nil
+}
+
+func (z *modZip) read(name string) ([]byte, bool, error) {
+	f, ok := z.files[name]
+	if !ok {
+		return nil, false, nil
+	}
+	if f.UncompressedSize64 > maxFileBytes {
+		return nil, true, skipf("%s is %d bytes, more than a fix's file should be", name, f.UncompressedSize64)
+	}
+	rc, err := f.Open()
+	if err != nil {
+		return nil, true, err
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(io.LimitReader(rc, maxFileBytes+1))
+	return b, true, err
+}
+
+// fileKind says what a file of a package directory is to the task: part of
+// the fix ("patch"), of its tests ("test"), or neither ("").
+func fileKind(pkgDir, name string) string {
+	rel := name
+	if pkgDir != "." {
+		var ok bool
+		if rel, ok = strings.CutPrefix(name, pkgDir+"/"); !ok {
+			return ""
+		}
+	}
+	switch {
+	case rel == "testdata" || strings.HasPrefix(rel, "testdata/"):
+		return "test"
+	case strings.Contains(rel, "/"):
+		return "" // a subdirectory is another package
+	case strings.HasSuffix(rel, "_test.go"):
+		return "test"
+	case rel == "go.mod" || rel == "go.sum":
+		// A fix that needs other dependencies cannot be applied
+		// offline; verify finds out whether it works without.
+		return ""
+	}
+	return "patch"
+}
+
+// plan is what the importer writes for one report.
+type plan struct {
+	report     *Report
+	mod        Module
+	fixed      string
+	pkgDirs    []string // the affected packages' directories, "." for the root
+	patch      string
+	test       string
+	patchLines int
+	time       string     // the vulnerable version's time, for the commit
+	tests      task.Tests // the lists an earlier verify wrote
+}
+
+// makePlan diffs the affected packages between the vulnerable and the
+// fixed zip.
+func makePlan(r *Report, m Module, fixed string, vuln, fix *zip.Reader) (*plan, error) {
+	old, err := openModZip(vuln, m.Module, m.VulnerableAt)
+	if err != nil {
+		return nil, err
+	}
+	nw, err := openModZip(fix, m.Module, fixed)
+	if err != nil {
+		return nil, err
+	}
+	gomod, ok, err := old.read("go.mod")
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, skipf("not a module at v%s: no go.mod (the toolchain cannot vendor it)", m.VulnerableAt)
+	}
+	mf, err := modfile.ParseLax("go.mod", gomod, nil)
+	if err != nil {
+		return nil, skipf("go.mod at v%s does not parse: %s", m.VulnerableAt, oneLine(err.Error()))
+	}
+	if mf.Go != nil && semver.Compare("v"+mf.Go.Version, baseGo) > 0 {
+		return nil, skipf("needs Go %s, newer than the base image's", mf.Go.Version)
+	}
+	if len(mf.Require) > maxRequires {
+		return nil, skipf("%d requirements, more than %d", len(mf.Require), maxRequires)
+	}
+	if _, vendored := old.files["vendor/modules.txt"]; vendored {
+		return nil, skipf("the module zip carries its own vendor directory")
+	}
+
+	p := &plan{report: r, mod: m, fixed: fixed}
+	seen := map[string]bool{}
+	for _, pkg := range m.Packages {
+		dir := "."
+		if pkg.Package != m.Module {
+			dir = strings.TrimPrefix(pkg.Package, m.Module+"/")
+		}
+		if !seen[dir] {
+			seen[dir] = true
+			p.pkgDirs = append(p.pkgDirs, dir)
+		}
+	}
+	sort.Strings(p.pkgDirs)
+
+	names := map[string]bool{}
+	for n := range old.files {
+		names[n] = true
+	}
+	for n := range nw.files {
+		names[n] = true
+	}
+	sorted := make([]string, 0, len(names))
+	for n := range names {
+		sorted = append(sorted, n)
+	}
+	sort.Strings(sorted)
+
+	var patch, test strings.Builder
+	patchFiles, testLines, goFiles := 0, 0, 0
+	for _, name := range sorted {
+		kind := ""
+		for _, d := range p.pkgDirs {
+			if k := fileKind(d, name); k != "" {
+				kind = k
+				break
+			}
+		}
+		if kind == "" {
+			continue
+		}
+		a, inOld, err := old.read(name)
+		if err != nil {
+			return nil, err
+		}
+		b, inNew, err := nw.read(name)
+		if err != nil {
+			return nil, err
+		}
+		if inOld && kind == "patch" && strings.HasSuffix(name, ".go") {
+			goFiles++
+			if bytes.Contains(a, []byte("\nimport \"C\"")) {
+				return nil, skipf("%s uses cgo", name)
+			}
+		}
+		if inOld == inNew && bytes.Equal(a, b) {
+			continue
+		}
+		d, n, err := fileDiff(name, a, b, inOld, inNew)
+		if err != nil {
+			return nil, err
+		}
+		if kind == "patch" {
+			patch.WriteString(d)
+			p.patchLines += n
+			patchFiles++
+		} else {
+			test.WriteString(d)
+			testLines += n
+		}
+	}
+	switch {
+	case goFiles == 0:
+		return nil, skipf("no Go files in the affected packages at v%s", m.VulnerableAt)
+	case patch.Len() == 0:
+		return nil, skipf("the fix changes no non-test file of the affected packages")
+	case test.Len() == 0:
+		return nil, skipf("no test in the fix (no _test.go or testdata change in the affected packages)")
+	case p.patchLines > maxPatchLines || patchFiles > maxPatchFiles:
+		return nil, skipf("the fix is too large: %d changed lines in %d files (at most %d in %d)", p.patchLines, patchFiles, maxPatchLines, maxPatchFiles)
+	case testLines > maxTestLines:
+		return nil, skipf("the fix's tests are too large: %d changed lines (at most %d)", testLines, maxTestLines)
+	}
+	p.patch, p.test = patch.String(), test.String()
+	return p, nil
+}
+
+// fileDiff is one file's diff in git's format, which `patch -p1` and the
+// grader's hidden-test step both read, and the number of changed lines.
+func fileDiff(name string, a, b []byte, inOld, inNew bool) (string, int, error) {
+	if isBinary(a) || isBinary(b) {
+		return "", 0, skipf("%s is a binary file, which a text diff cannot carry", name)
+	}
+	from, to := "a/"+name, "b/"+name
+	var h strings.Builder
+	fmt.Fprintf(&h, "diff --git a/%s b/%s\n", name, name)
+	switch {
+	case !inOld:
+		h.WriteString("new file mode 100644\n")
+		from = "/dev/null"
+	case !inNew:
+		h.WriteString("deleted file mode 100644\n")
+		to = "/dev/null"
+	}
+	edits := udiff.Lines(string(a), string(b))
+	u, err := udiff.ToUnified(from, to, string(a), edits, udiff.DefaultContextLines)
+	if err != nil {
+		return "", 0, fmt.Errorf("diffing %s: %w", name, err)
+	}
+	n := 0
+	for _, l := range strings.Split(u, "\n") {
+		if (strings.HasPrefix(l, "+") || strings.HasPrefix(l, "-")) && !strings.HasPrefix(l, "+++ ") && !strings.HasPrefix(l, "--- ") {
+			n++
+		}
+	}
+	return h.String() + u, n, nil
+}
+
+func isBinary(b []byte) bool {
+	return bytes.IndexByte(b, 0) >= 0 || !slices.Equal([]byte(strings.ToValidUTF8(string(b), "\uFFFD")), b)
+}
+
+// project is the short name of a module: its last element that is not a
+// major-version suffix.
+func project(modPath string) string {
+	elems := strings.Split(modPath, "/")
+	last := elems[len(elems)-1]
+	if len(elems) > 1 && len(last) > 1 && last[0] == 'v' && strings.Trim(last[1:], "0123456789") == "" {
+		last = elems[len(elems)-2]
+	}
+	last = strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.' {
+			return r
+		}
+		return '-'
+	}, last)
+	if strings.Trim(last, ".") == "" {
+		return "module"
+	}
+	return last
+}
+
+// pkgArgs are the affected packages as go command arguments.
+func (p *plan) pkgArgs() []string {
+	var out []string
+	for _, d := range p.pkgDirs {
+		if d == "." {
+			out = append(out, ".")
+		} else {
+			out = append(out, "./"+path.Clean(d))
+		}
+	}
+	return out
+}
