@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/42-b3yond-6ug/ssebench/internal/units"
 	"os"
 	"text/tabwriter"
 
@@ -85,7 +86,7 @@ report every difference from the file on disk (exit 1 if any).`,
 			if err := task.WriteManifest(dir, m); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s/manifest.json (%d tasks)\n", dir, len(m.Tasks))
+			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s/manifest.json (%s)\n", dir, units.Plural(len(m.Tasks), "task"))
 			return nil
 		},
 	}
@@ -122,7 +123,7 @@ a warning says that its test checks are judged by exit code only.`,
 					fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s: %s\n", t.ID, w)
 				}
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "ok %s: %d tasks\n", args[0], len(d.Tasks))
+			fmt.Fprintf(cmd.OutOrStdout(), "ok %s: %s\n", args[0], units.Plural(len(d.Tasks), "task"))
 			return nil
 		},
 	}
@@ -269,7 +270,7 @@ and "ssebench dataset verify DIR --reruns 3" to keep the sound tasks.`,
 			if err := rewriteManifest(cmd, into); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "%d of %d report(s) imported into %s (table: %s/%s)\n", imported, len(rows), into, into, govulndb.TableFile)
+			fmt.Fprintf(cmd.ErrOrStderr(), "%d of %s imported into %s (table: %s/%s)\n", imported, units.Plural(len(rows), "report"), into, into, govulndb.TableFile)
 			return nil
 		},
 	}

@@ -133,3 +133,20 @@ func TestDatasetManifest(t *testing.T) {
 	c.mustRun(t, "dataset", "manifest", dir)
 	c.mustRun(t, "dataset", "manifest", "--check", dir)
 }
+
+// TestDatasetOneTask: a dataset of one task is "1 task", not "1 tasks".
+func TestDatasetOneTask(t *testing.T) {
+	c := newCLI(t)
+	dir := exampleDataset(t, c)
+	for _, id := range []string{"libqs-3-b2a739e", "netstrings-7-bbfbbfe"} {
+		if err := os.RemoveAll(filepath.Join(dir, id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out, _ := c.mustRun(t, "dataset", "manifest", dir); out != "wrote "+dir+"/manifest.json (1 task)\n" {
+		t.Errorf("dataset manifest printed %q", out)
+	}
+	if out, _ := c.mustRun(t, "dataset", "validate", dir); out != "ok "+dir+": 1 task\n" {
+		t.Errorf("dataset validate printed %q", out)
+	}
+}

@@ -223,7 +223,7 @@ pinned to another digest, or pinned from other files (stale); exit 1 if any.`,
 			for _, u := range unverified {
 				fmt.Fprintf(cmd.ErrOrStderr(), "warning: not locked: %s\n", u)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s (%d of %d tasks pinned)\n", name, len(lock.Images), len(ds.Tasks)+len(broken))
+			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s (%d of %s pinned)\n", name, len(lock.Images), units.Plural(len(ds.Tasks)+len(broken), "task"))
 			return nil
 		},
 	}
@@ -297,7 +297,7 @@ PREFIX/catalog/<dataset>:<version> to "ssebench mirror"'s arguments.`,
 				fmt.Fprintf(cmd.OutOrStdout(), "%s@%s\n", p.Immutable, p.Digest)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s\n", release.CatalogRef(names.Registry, ds.Name, ds.Version))
-			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s (%d tasks pinned)\n", filepath.Join(dir, task.LockFile), len(lock.Images))
+			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s (%s pinned)\n", filepath.Join(dir, task.LockFile), units.Plural(len(lock.Images), "task"))
 			return nil
 		},
 	}
