@@ -183,10 +183,10 @@ func memoryCase(t *testing.T, files, size int) v1.Image {
 // runMemoryStep runs one step in a child process and returns its peak
 // resident memory (the kernel's high-water mark) and how long the step
 // took (without the child's set-up: making the case layer).
-func runMemoryStep(tb testing.TB, step string) (peakMiB float64, took time.Duration) {
+func runMemoryStep(tb testing.TB, step string, env ...string) (peakMiB float64, took time.Duration) {
 	tb.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestMemoryStep$", "-test.count=1", "-test.v", "-test.timeout=15m")
-	cmd.Env = append(os.Environ(), memoryStepEnv+"="+step)
+	cmd.Env = append(append(os.Environ(), memoryStepEnv+"="+step), env...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		tb.Fatalf("%s: %v\n%s", step, err, out)
@@ -217,23 +217,31 @@ func TestToolMemory(t *testing.T) {
 		name        string
 		files, size int
 		limitMiB    float64
+		softMiB     int // GOMEMLIMIT of the child
 	}{
 		// Guards, not targets: peak RSS depends on how much CPU the
 		// collector gets, and with the other packages' tests on two
 		// cores it doubles. Alone, the 150 MB tree peaks at 48-57 MiB
 		// (issue 30's target is 64 MB; 115 MiB seen in the full run); a
 		// held layer would pass 150 MB.
-		{"150 MB in 10,000 files", 10000, 15000, 140},
+		{"150 MB in 10,000 files", 10000, 15000, 140, 70},
 		// Alone: 150-165 MiB, from 316 MiB before the files to copy
 		// became view refs, the repository's records went to disk, the
 		// view was let go before the repository is written and the
 		// facts cache's index stopped being encoded whole in memory
 		// (issue 27's target, 100 MB, needs the layer indexes and the
 		// view, ~50 MB live, to shrink too).
-		{"200,000 small files", 200000, 200, 250},
+		{"200,000 small files", 200000, 200, 170, 100},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			peak, took := runMemoryStep(t, fmt.Sprintf("assemble %d %d %s", c.files, c.size, t.TempDir()))
+			// A soft memory limit under the guard makes the collector
+			// keep up however little CPU it gets beside the other
+			// packages' tests, so the peak follows what is live: a held
+			// layer (150 MB), or the old per-file state (~170 MB live
+			// at 200,000 files), still passes the guard; a collector
+			// starved of CPU (140 MiB seen in a full run) no longer does.
+			peak, took := runMemoryStep(t, fmt.Sprintf("assemble %d %d %s", c.files, c.size, t.TempDir()),
+				fmt.Sprintf("GOMEMLIMIT=%dMiB", c.softMiB))
 			t.Logf("child process: peak memory %.0f MiB, assembly %s", peak, took.Round(time.Millisecond))
 			if peak > c.limitMiB {
 				t.Errorf("peak memory of the child process = %.0f MiB, want at most %.0f MiB", peak, c.limitMiB)
