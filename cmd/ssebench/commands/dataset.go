@@ -138,6 +138,8 @@ func newCmdDatasetImport(g *options.Global) *cobra.Command {
 		Long: `Make task folders from a database of real, fixed vulnerabilities. The one
 source today is govulndb, the Go vulnerability database (docs/tasks.md,
 "Importing from the Go vulnerability database").`,
+		Example: `  ssebench dataset import govulndb GO-2022-1144 --into datasets/govuln
+  ssebench dataset import govulndb --keep-verified --reasons verify.txt --into datasets/govuln`,
 	}
 	cmd.AddCommand(newCmdDatasetImportGovulndb(g))
 	return groupCommand(cmd)
@@ -277,8 +279,8 @@ and "ssebench dataset verify DIR --reruns 3" to keep the sound tasks.`,
 	f := cmd.Flags()
 	f.StringVar(&into, "into", "", "the dataset folder to write the task folders to")
 	f.BoolVar(&all, "all", false, "import every report of the database")
-	f.BoolVar(&keep, "keep-verified", false, "keep the tasks of DIR that verified (the local store's record of `dataset verify`) and drop the others, with the reasons in DIR/import.tsv")
-	f.StringSliceVar(&reasons, "reasons", nil, "with --keep-verified: files holding the tables `dataset verify` printed, whose failed checks become the reasons")
+	f.BoolVar(&keep, "keep-verified", false, "keep the tasks of DIR that verified (the local store's record of \"dataset verify\") and drop the others, with the reasons in DIR/import.tsv")
+	f.StringSliceVar(&reasons, "reasons", nil, "with --keep-verified: files holding the tables \"dataset verify\" printed, whose failed checks become the reasons")
 	f.StringVar(&dbVersion, "db-version", govulndb.DBVersion, "the version of golang.org/x/vulndb to read")
 	return cmd
 }
