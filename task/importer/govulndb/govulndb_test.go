@@ -339,18 +339,28 @@ func treeHash(t *testing.T, dir string) string {
 // dropped, their folders removed and the reason in the table.
 func TestKeep(t *testing.T) {
 	dir := t.TempDir()
-	for _, id := range []string{"go-2099-0001", "go-2099-0004"} {
+	for _, id := range []string{"go-2099-0001", "go-2099-0004", "go-2099-0005", "go-2099-0006"} {
 		os.MkdirAll(filepath.Join(dir, id, "sse"), 0o755)
 	}
 	MergeTable(dir, []Row{
 		{ID: "GO-2099-0001", Module: "m", Status: "imported"},
 		{ID: "GO-2099-0004", Module: "m", Status: "imported"},
 		{ID: "GO-2099-0003", Status: "skipped", Reason: "std"},
+		// Verified before, on a machine whose store this one lacks.
+		{ID: "GO-2099-0005", Module: "m", Status: "verified"},
+		// Verified before, and failing now.
+		{ID: "GO-2099-0006", Module: "m", Status: "verified"},
 	})
-	reasons, _ := ReadVerifyReasons(strings.NewReader("TASK  AGENT  CHECK  RESULT  WHY\ngo-2099-0004  reference  intent_test  FAILED  fails with the reference patch\ngo-2099-0001  reference  build  ok\n"))
+	reasons, _ := ReadVerifyReasons(strings.NewReader("TASK  AGENT  CHECK  RESULT  WHY\ngo-2099-0004  reference  intent_test  FAILED  fails with the reference patch\ngo-2099-0001  reference  build  ok\ngo-2099-0006  dummy  intent_test  FAILED  passes without the fix\n"))
 	kept, dropped, err := Keep(dir, func(id string) bool { return id == "go-2099-0001" }, reasons)
-	if err != nil || kept != 1 || dropped != 1 {
+	if err != nil || kept != 2 || dropped != 2 {
 		t.Fatalf("kept %d dropped %d: %v", kept, dropped, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "go-2099-0005")); err != nil {
+		t.Error("a task verified before, with no failed run here, is gone")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "go-2099-0006")); err == nil {
+		t.Error("a task verified before that failed here is still there")
 	}
 	if _, err := os.Stat(filepath.Join(dir, "go-2099-0004")); err == nil {
 		t.Error("the task that did not verify is still there")

@@ -336,6 +336,13 @@ func Keep(dir string, verified func(taskID string) bool, reasons map[string]stri
 			kept++
 			continue
 		}
+		if r.Status == "verified" && reasons[id] == "" {
+			// Verified by an earlier keep, perhaps on another machine
+			// whose store holds the record: without a failed run to
+			// show, it stays.
+			kept++
+			continue
+		}
 		if err := os.RemoveAll(filepath.Join(dir, id)); err != nil {
 			return kept, dropped, err
 		}
