@@ -404,7 +404,7 @@ func (e *Env) Agent(ctx context.Context, req AgentRequest) (*Built, error) {
 			}
 		}
 	}
-	var memo string
+	var memo, plat string
 	if !plan.Native {
 		how = "built with BuildKit"
 		// The same inputs made this image before and the store still
@@ -414,7 +414,7 @@ func (e *Env) Agent(ctx context.Context, req AgentRequest) (*Built, error) {
 		if err != nil {
 			return nil, err
 		}
-		plat := (&v1.Platform{OS: cf.OS, Architecture: cf.Architecture, Variant: cf.Variant}).String()
+		plat = (&v1.Platform{OS: cf.OS, Architecture: cf.Architecture, Variant: cf.Variant}).String()
 		if memo, err = (agentimage.Inputs{Builder: agentimage.BuilderID(), Tool: toolRes.Descriptor.Digest, Dirs: []string{ws, a.Dir},
 			BuildArgs: req.BuildArgs, Platform: plat, Time: when}).Key(); err != nil {
 			return nil, err
@@ -449,11 +449,6 @@ func (e *Env) Agent(ctx context.Context, req AgentRequest) (*Built, error) {
 		if err != nil {
 			return nil, err
 		}
-		cf, err := toolRes.Image.ConfigFile()
-		if err != nil {
-			return nil, err
-		}
-		plat := (&v1.Platform{OS: cf.OS, Architecture: cf.Architecture, Variant: cf.Variant}).String()
 		if d, err = agentimage.BuildKit(ctx, bk, agentimage.BuildRequest{
 			AgentDir: a.Dir, Home: ws, Tool: src, BuildArgs: req.BuildArgs,
 			Platform: plat, Store: e.Store, Ref: ref, Time: when, Graft: g,
