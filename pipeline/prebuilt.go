@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/42-b3yond-6ug/ssebench/assemble/agentimage"
+	"github.com/42-b3yond-6ug/ssebench/registry/remote"
 )
 
 // checkPrebuilt holds a --prebuilt agent image to the policy its layers
@@ -29,6 +30,20 @@ func (e *Env) checkPrebuilt(ctx context.Context, r *runState) error {
 	baseRes, err := rr.Resolve(ctx, baseName)
 	if err != nil {
 		return fmt.Errorf("checking the prebuilt image %s needs the image it was built on, %s: %w", r.agentName, baseName, err)
+	}
+	// The policy holds the agent's layers to the tool image under them, so
+	// that image must be one this machine believes: made here, or pulled
+	// from a trusted registry or signed (docs/registries.md). Otherwise
+	// whoever can push the tag writes the grader the agent is checked
+	// against, and the check proves nothing.
+	if baseRes.PulledFrom != "" {
+		acc, err := remote.New(e.RegistryOptions...)
+		if err != nil {
+			return err
+		}
+		if why := e.untrusted(ctx, acc, baseRes); why != nil {
+			return fmt.Errorf("the prebuilt image %s is built on %s from %s, which cannot be believed: %v; or build the tool image here (drop --prebuilt)", r.agentName, baseName, baseRes.PulledFrom, why)
+		}
 	}
 	pol, err := agentimage.NewPolicy(baseRes.Image)
 	if err != nil {

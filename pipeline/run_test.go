@@ -20,6 +20,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	gremote "github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
 	"github.com/42-b3yond-6ug/ssebench/internal/hostile"
@@ -470,6 +471,70 @@ func TestRun(t *testing.T) {
 			t.Errorf("the refusal is not one line: %q", err)
 		}
 	})
+
+	t.Run("prebuilt on a forged tool image", func(t *testing.T) { prebuiltOnForgedTool(t, ctx, x) })
+}
+
+// TestRun's subtest above shows a --prebuilt agent image's own layers are
+// checked; prebuiltOnForgedTool shows the image under them is not simply
+// believed either.
+func prebuiltOnForgedTool(t *testing.T, ctx context.Context, x *e2e) {
+	hostile.Attack(t, "registry", "a --prebuilt run checks the agent's layers against a tool image only when it was made here, comes from a trusted registry or is signed")
+	reg := testenv.RequireRegistry(t)
+	rr, err := x.env.Resolver(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tool, err := rr.Resolve(ctx, x.env.Names.Tool(e2eTask))
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent, err := rr.Resolve(ctx, x.env.Names.Agent("dummy", e2eTask, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The forger publishes a tool image whose entrypoint (the grader's
+	// side) always passes, and the dummy's layers on top of it: against
+	// that tool image the agent's layers are clean.
+	forged, err := mutate.AppendLayers(tool.Image, singleFileLayer(t, "usr/local/bin/entrypoint", "#!/bin/sh\necho PASSED\n", 0o755))
+	if err != nil {
+		t.Fatal(err)
+	}
+	toolLayers, err := tool.Image.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	agentLayers, err := agent.Image.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	evil, err := mutate.AppendLayers(forged, agentLayers[len(toolLayers):]...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := fmt.Sprintf("%s/ssebench-e2e-forged-%d", reg, time.Now().UnixNano())
+	dir := t.TempDir()
+	e := newEnv(t, x.home, dir, prefix, testenv.RequireBuildKit(t))
+	for n, img := range map[string]v1.Image{e.Names.Tool(e2eTask): forged, e.Names.Agent("dummy", e2eTask, ""): evil} {
+		ref, err := name.ParseReference(n, name.Insecure)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := gremote.Write(ref, img, gremote.WithContext(ctx)); err != nil {
+			t.Fatalf("publishing %s: %v", n, err)
+		}
+	}
+	var out bytes.Buffer
+	_, err = e.Run(ctx, pipeline.RunRequest{Task: e2eTask, Agent: "dummy", RunsDir: filepath.Join(dir, "runs"), Timeout: 300, Output: &out, Prebuilt: true})
+	if err == nil || !strings.Contains(err.Error(), "cannot be believed") || !strings.Contains(err.Error(), "--trust-registry or --verify-key") {
+		t.Fatalf("Run(--prebuilt) on a tool image from an untrusted registry = %v, want it refused\n%s", err, out.String())
+	}
+	if strings.Contains(err.Error(), "\n") {
+		t.Errorf("the refusal is not one line: %q", err)
+	}
+	if runs, _ := filepath.Glob(filepath.Join(dir, "runs", "*", "result.json")); len(runs) > 0 {
+		t.Errorf("the refused run left a result: %v", runs)
+	}
 }
 
 // singleFileLayer is a layer of one regular file.
