@@ -215,12 +215,18 @@ func (r *npmRegistry) tarball(ctx context.Context, v *npmVersion) (string, error
 	}
 	defer os.Remove(tmp.Name())
 	h := sha512.New()
-	_, err = io.Copy(io.MultiWriter(tmp, h), resp.Body)
+	// The integrity is whatever the registry says it is (a dependency's
+	// version is resolved from its metadata), so it bounds nothing: a
+	// hostile or broken registry could stream without end.
+	n, err := io.Copy(io.MultiWriter(tmp, h), io.LimitReader(resp.Body, maxNPMTarball+1))
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
 		return "", fmt.Errorf("%w: downloading %s@%s: %w", errNPMUnreachable, v.Name, v.Version, err)
+	}
+	if n > maxNPMTarball {
+		return "", fmt.Errorf("%s@%s: the registry's tarball is larger than %d MiB, more than any package the runtime image takes: check the npm registry (NPM_CONFIG_REGISTRY or ~/.npmrc)", v.Name, v.Version, maxNPMTarball>>20)
 	}
 	if got := h.Sum(nil); string(got) != string(want) {
 		return "", fmt.Errorf("%s@%s: the tarball's sha512 is %s, the registry publishes %s: the download or the mirror is corrupt", v.Name, v.Version, base64.StdEncoding.EncodeToString(got), v.Dist.Integrity)

@@ -255,6 +255,17 @@ func writeFileAtomic(file string, b []byte) error {
 	return os.Rename(tmp.Name(), file)
 }
 
+// What one npm tarball may hold, compressed and unpacked. The OpenCode
+// binary's package, the largest, is about 64 MB compressed and 150 MB
+// unpacked in a few files; the SDK's are small. A tarball past these is a
+// bomb or the wrong package, and would fill the disk of the staging
+// folder before its layer is written. Variables for the tests.
+var (
+	maxNPMTarball  int64 = 512 << 20
+	maxNPMUnpacked int64 = 2 << 30
+	maxNPMFiles          = 20000
+)
+
 // unpackTarball writes the regular files of an npm tarball into dir,
 // without the tarball's top folder ("package/"), and returns how many it
 // wrote. Modes are npm's: 0755 for a file with any execute bit, else
@@ -271,7 +282,8 @@ func unpackTarball(file, dir string, only func(string) bool) (int, error) {
 		return 0, fmt.Errorf("%s: %w", filepath.Base(file), err)
 	}
 	tr := tar.NewReader(zr)
-	n := 0
+	n, entries := 0, 0
+	var total int64
 	for {
 		h, err := tr.Next()
 		if err == io.EOF {
@@ -280,8 +292,15 @@ func unpackTarball(file, dir string, only func(string) bool) (int, error) {
 		if err != nil {
 			return n, fmt.Errorf("%s: %w", filepath.Base(file), err)
 		}
+		// Skipped entries count too: reading past them costs the same.
+		if entries++; entries > maxNPMFiles {
+			return n, fmt.Errorf("%s: more than %d entries, more than any package the runtime image takes: check the npm registry (NPM_CONFIG_REGISTRY or ~/.npmrc)", filepath.Base(file), maxNPMFiles)
+		}
 		if h.Typeflag != tar.TypeReg {
 			continue
+		}
+		if total += h.Size; h.Size < 0 || total > maxNPMUnpacked {
+			return n, fmt.Errorf("%s: unpacks to more than %d MiB, more than any package the runtime image takes: check the npm registry (NPM_CONFIG_REGISTRY or ~/.npmrc)", filepath.Base(file), maxNPMUnpacked>>20)
 		}
 		name := strings.TrimPrefix(path.Clean("/"+h.Name), "/")
 		_, rel, ok := strings.Cut(name, "/")
