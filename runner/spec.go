@@ -102,6 +102,17 @@ type RunSpec struct {
 	// run (the exited task is always deleted), for inspection with
 	// `ctr -n NAMESPACE containers info ID`.
 	Keep bool
+	// RemoveImage removes Image from containerd once the run is over,
+	// when this process put it there (it was not in containerd when the
+	// first of the process's runs that use it began) and no other run of
+	// the process still uses it: containerd's garbage collector then frees
+	// its content and unpacked layers. Without it the image stays,
+	// labelled LabelKept. The local store and the registry are untouched.
+	RemoveImage bool
+	// ImageNeeded, when set, is asked at that moment: true keeps the
+	// image, unlabelled, for a later run of the same invocation, whose end
+	// removes it.
+	ImageNeeded func() bool
 	// Gateway is a restricted run's model gateway for a backend to start
 	// beside the container, where the container cannot reach one on this
 	// machine (the Kubernetes backend). This runner refuses it: its
