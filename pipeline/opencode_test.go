@@ -44,7 +44,9 @@ func TestOpenCodeRun(t *testing.T) {
 
 	home := exampleHome(t, repo)
 	cp(t, filepath.Join(repo, "agents", "opencode"), filepath.Join(home, "agents", "opencode"))
-	e := newEnv(t, home, home, reg+"/ssebench-e2e-opencode29", bkAddr)
+	prefix := testenv.Unique(reg + "/ssebench-e2e-opencode29")
+	e := newEnv(t, home, home, prefix, bkAddr)
+	testenv.RemoveImagesAfter(t, os.Getenv(testenv.ContainerdAddressEnv), prefix+"/")
 	buildGoBase(t, ctx, e, repo, osImage)
 	var log strings.Builder
 	idx, err := runtimebin.Build(ctx, runtimebin.WithModuleDir(repo), runtimebin.WithTempDir(e.Store.TempDir()),

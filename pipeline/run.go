@@ -388,7 +388,7 @@ func (e *Env) containerSpec(ctx context.Context, r *runState, gw *runGateway) (r
 		Output:  req.Output,
 		// Removed when the run is over unless kept or needed later.
 		RemoveImage: !req.KeepImages,
-		ImageNeeded: imagesNeeded(ctx),
+		ImageNeeded: ImagesNeeded(ctx),
 		Mounts: []runner.Mount{
 			{Source: r.dir, Target: ResultsPath},
 			{Source: filepath.Join(r.dir, "archive"), Target: ArchivePath},
@@ -595,8 +595,8 @@ func WithImagesNeeded(ctx context.Context, needed func() bool) context.Context {
 	return context.WithValue(ctx, imagesNeededKey{}, needed)
 }
 
-// imagesNeeded is the function of WithImagesNeeded on ctx, or nil.
-func imagesNeeded(ctx context.Context) func() bool {
+// ImagesNeeded is the function of WithImagesNeeded on ctx, or nil.
+func ImagesNeeded(ctx context.Context) func() bool {
 	f, _ := ctx.Value(imagesNeededKey{}).(func() bool)
 	return f
 }

@@ -22,15 +22,22 @@ const ssebenchNamespace = "ssebench"
 // cleanupTimeout bounds a test's clean-up of containerd.
 const cleanupTimeout = 2 * time.Minute
 
+// Unique returns prefix-<8 random hex digits>: a name (a registry
+// prefix, a namespace) no other test, here or in another checkout running
+// at the same time, uses, so that a test's clean-up removes only its own.
+func Unique(prefix string) string {
+	b := make([]byte, 4)
+	rand.Read(b)
+	return prefix + "-" + hex.EncodeToString(b)
+}
+
 // ContainerdNamespace returns a fresh containerd namespace named
 // prefix-<8 hex digits>, which is emptied (containers, images, leases) and
 // removed when the test ends: a test that runs images in a namespace of its
 // own leaves nothing behind, even when it fails.
 func ContainerdNamespace(t testing.TB, addr, prefix string) string {
 	t.Helper()
-	b := make([]byte, 4)
-	rand.Read(b)
-	ns := prefix + "-" + hex.EncodeToString(b)
+	ns := Unique(prefix)
 	t.Cleanup(func() {
 		c, err := client.New(addr, client.WithDefaultNamespace(ns))
 		if err != nil {
