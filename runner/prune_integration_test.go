@@ -2,6 +2,9 @@ package runner
 
 import (
 	"context"
+	"os"
+	"os/exec"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -270,5 +273,73 @@ func TestIntegrationPrune(t *testing.T) {
 	check("prune --all", all)
 	if _, err := r.Client().ImageService().Get(ctx, other.Name); err != nil {
 		t.Errorf("prune --all removed another tool's image: %v", err)
+	}
+}
+
+// TestIntegrationKilledUnpack: the snapshot an unpack was extracting when
+// its process was killed is held by the unpack's lease only, so containerd
+// collects it once the lease expires (it used to carry a gc.root label and
+// stay forever).
+func TestIntegrationKilledUnpack(t *testing.T) {
+	if dir := os.Getenv("SSEBENCH_TEST_UNPACK_STORE"); dir != "" {
+		// The child: import until killed.
+		st, err := store.Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := newTestRunner(t, os.Getenv("SSEBENCH_TEST_UNPACK_ADDR"), WithNamespace(os.Getenv("SSEBENCH_TEST_UNPACK_NS")), WithStore(st))
+		r.Import(context.Background(), os.Getenv("SSEBENCH_TEST_UNPACK_REF"))
+		return
+	}
+	addr := testenv.RequireContainerd(t)
+	st, osImage := osImageStore(t)
+	ns := testNamespace(t, addr)
+	r := newTestRunner(t, addr, WithNamespace(ns))
+	ctx := r.withNamespace(context.Background())
+	sn := r.Client().SnapshotService(r.Snapshotter())
+
+	child := exec.Command(os.Args[0], "-test.run=^TestIntegrationKilledUnpack$", "-test.count=1")
+	child.Env = append(os.Environ(), "SSEBENCH_TEST_UNPACK_STORE="+st.Dir(), "SSEBENCH_TEST_UNPACK_ADDR="+addr,
+		"SSEBENCH_TEST_UNPACK_NS="+ns, "SSEBENCH_TEST_UNPACK_REF="+osImage)
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var extract string
+	for deadline := time.Now().Add(2 * time.Minute); extract == "" && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		sn.Walk(ctx, func(_ context.Context, info snapshots.Info) error {
+			if info.Kind == snapshots.KindActive && strings.HasPrefix(info.Name, "extract-") {
+				extract = info.Name
+			}
+			return nil
+		})
+	}
+	child.Process.Kill()
+	child.Wait()
+	if extract == "" {
+		t.Fatal("the child never started extracting a layer")
+	}
+	if _, err := sn.Stat(ctx, extract); err != nil {
+		t.Skipf("the child finished the layer before it was killed (%v): nothing left to collect", err)
+	}
+	// The lease expires (after leaseExpiry): deleting it is the same to
+	// the garbage collector.
+	ls := r.Client().LeasesService()
+	all, err := ls.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range all {
+		if l.Labels[expireLabel] == "" {
+			t.Errorf("lease %s has no expiry: a killed run's content would stay forever", l.ID)
+		}
+		if err := ls.Delete(ctx, l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r.collectGarbage(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if info, err := sn.Stat(ctx, extract); !errdefs.IsNotFound(err) {
+		t.Errorf("the killed unpack's snapshot %s outlived its lease (labels %v, %v)", extract, info.Labels, err)
 	}
 }
