@@ -85,12 +85,8 @@ func setup(t *testing.T) *e2e {
 	agentDir(t, home, "snooper", "FROM ssebench-agent\nCOPY --chmod=0755 snoop.sh /opt/snoop.sh\nCMD [\"/opt/snoop.sh\"]\n",
 		map[string]string{"snoop.sh": snoop})
 
-	// A prefix of its own: runs remove the images they import, but not a
-	// kept one (TestRun's first dummy run) or what a failed test leaves,
-	// which the clean-up removes, and only this test's.
-	prefix := testenv.Unique(reg + "/ssebench-e2e")
-	e := newEnv(t, home, home, prefix, bkAddr)
-	testenv.RemoveImagesAfter(t, os.Getenv(testenv.ContainerdAddressEnv), prefix+"/")
+	// A prefix of its own, for newEnv's clean-up of containerd.
+	e := newEnv(t, home, home, testenv.Unique(reg+"/ssebench-e2e"), bkAddr)
 	// The Go base image, into the store: the case build takes it from there.
 	buildGoBase(t, ctx, e, repo, osImage)
 	// Our own runtime, built from this checkout.

@@ -66,9 +66,13 @@ func ContainerdNamespace(t testing.TB, addr, prefix string) string {
 // whose image name contains part (the test's registry prefix, such as
 // "/ssebench-e2e-1a2b3c4d") from ssebench's containerd namespace, for
 // tests that run through the CLI or the pipeline, which work there. part
-// must be the test's own, so that other tests' images stay.
+// must be the test's own, so that other tests' images stay. With no
+// containerd (addr empty) it does nothing.
 func RemoveImagesAfter(t testing.TB, addr, part string) {
 	t.Helper()
+	if addr == "" {
+		return
+	}
 	if part == "" || part == "/" {
 		t.Fatalf("RemoveImagesAfter: %q would match every image", part)
 	}
