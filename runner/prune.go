@@ -14,6 +14,7 @@ import (
 	"github.com/containerd/containerd/v2/core/leases"
 	"github.com/containerd/containerd/v2/core/snapshots"
 	"github.com/containerd/errdefs"
+	"github.com/opencontainers/image-spec/identity"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
@@ -57,9 +58,9 @@ type Pruned struct {
 	DryRun    bool         `json:"dry_run"`
 	Items     []PrunedItem `json:"items"`
 	// Bytes is what the namespace's content and snapshots took less
-	// afterwards, measured; in a dry run, an estimate: the content only
-	// the removed images hold and the removed snapshots' own size (the
-	// images' unpacked layers are freed too but not counted).
+	// afterwards, measured; in a dry run, an estimate: the blobs and
+	// unpacked layers only the removed images hold, and the removed
+	// snapshots' own size.
 	Bytes int64 `json:"bytes"`
 }
 
@@ -227,13 +228,18 @@ func (r *Runner) pruneImages(ctx context.Context, p *Pruned, o pruneOptions, inU
 	return nil
 }
 
-// uniqueContent returns, per image of gone, the size of the blobs it holds
-// that no image of kept (nor an earlier image of gone) holds.
+// uniqueContent returns, per image of gone, the size of the blobs and of
+// the unpacked layers (the runner's platform and snapshotter) it holds that
+// no image of kept (nor an earlier image of gone) holds.
 func (r *Runner) uniqueContent(ctx context.Context, gone, kept []images.Image) map[string]int64 {
 	cs := r.client.ContentStore()
+	sn := r.client.SnapshotService(r.snapshotter)
 	seen := map[string]bool{}
 	for _, img := range kept {
 		r.walkContent(ctx, cs, img.Target, func(d ocispec.Descriptor, _ int64) { seen[d.Digest.String()] = true })
+		for _, c := range r.chains(ctx, cs, img.Target) {
+			seen[c] = true
+		}
 	}
 	sizes := map[string]int64{}
 	for _, img := range gone {
@@ -243,8 +249,34 @@ func (r *Runner) uniqueContent(ctx context.Context, gone, kept []images.Image) m
 				sizes[img.Name] += size
 			}
 		})
+		for _, c := range r.chains(ctx, cs, img.Target) {
+			if !seen[c] {
+				seen[c] = true
+				if u, err := sn.Usage(ctx, c); err == nil {
+					sizes[img.Name] += u.Size
+				}
+			}
+		}
 	}
 	return sizes
+}
+
+// chains are the snapshot names (chain ids) of target's layers for the
+// runner's platform; none when containerd lacks the manifest or config.
+func (r *Runner) chains(ctx context.Context, cs content.Store, target ocispec.Descriptor) []string {
+	m, err := images.Manifest(ctx, cs, target, r.matcher())
+	if err != nil {
+		return nil
+	}
+	diffIDs, err := images.RootFS(ctx, cs, m.Config)
+	if err != nil {
+		return nil
+	}
+	out := make([]string, len(diffIDs))
+	for i := range diffIDs {
+		out[i] = identity.ChainID(diffIDs[:i+1]).String()
+	}
+	return out
 }
 
 // walkContent calls f on each blob of target that containerd has.
