@@ -304,6 +304,11 @@ func TestEvaluate(t *testing.T) {
 	if left, _ := os.ReadDir(filepath.Join(edir, evaluate.PartialDir)); len(left) != 0 {
 		t.Errorf("%d unfinished runs left", len(left))
 	}
+	// What the killed evaluations imported went when it was resumed, and
+	// what the resumed one imported when it ended.
+	if left := imagesInContainerd(t, w.ctrd, w.prefix+"/"); len(left) > 0 {
+		t.Errorf("after the killed and resumed evaluation containerd still has %v, want none of its images", left)
+	}
 	got, want := outcomes(t, edir), outcomes(t, dir)
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("killed and resumed:\n%s\nclean:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

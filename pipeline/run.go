@@ -415,6 +415,9 @@ func (e *Env) containerSpec(ctx context.Context, r *runState, gw *runGateway) (r
 	for k, v := range req.Labels {
 		spec.Labels[k] = v
 	}
+	// An evaluation's label (ssebench.eval) goes on the images the run
+	// imports too: resuming a killed evaluation removes them.
+	spec.ImageLabels = req.Labels
 	delete(spec.Labels, ReferenceRunLabel)
 	if req.Patch != "" {
 		spec.Mounts = append(spec.Mounts, runner.Mount{Source: req.Patch, Target: PatchPath, ReadOnly: true})

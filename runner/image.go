@@ -82,7 +82,7 @@ func (r *Runner) Import(ctx context.Context, ref string) (*Image, error) {
 		return nil, err
 	}
 	defer done()
-	return r.importImage(ctx, ref)
+	return r.importImage(ctx, ref, nil)
 }
 
 // Pull fetches the image ref from its registry into containerd (only the
@@ -95,7 +95,7 @@ func (r *Runner) Pull(ctx context.Context, ref string) (*Image, error) {
 		return nil, err
 	}
 	defer done()
-	return r.pullImage(ctx, ref)
+	return r.pullImage(ctx, ref, nil)
 }
 
 // lease puts the runner's namespace and a fresh lease on ctx, so that
@@ -132,7 +132,8 @@ func containerdName(ref name.Reference) string {
 
 func (r *Runner) matcher() platforms.MatchComparer { return platforms.Only(r.opts.platform) }
 
-func (r *Runner) importImage(ctx context.Context, ref string) (*Image, error) {
+// labels are extra labels of a record it creates.
+func (r *Runner) importImage(ctx context.Context, ref string, labels map[string]string) (*Image, error) {
 	start := time.Now()
 	st := r.opts.store
 	if st == nil {
@@ -179,7 +180,7 @@ func (r *Runner) importImage(ctx context.Context, ref string) (*Image, error) {
 		return nil, fmt.Errorf("importing %s into containerd: %w", ref, err)
 	}
 
-	img := images.Image{Name: containerdName(parsed), Target: target, Labels: importLabels()}
+	img := images.Image{Name: containerdName(parsed), Target: target, Labels: importLabels(labels)}
 	if err := r.putImage(ctx, img); err != nil {
 		return nil, err
 	}
@@ -256,7 +257,7 @@ func (r *Runner) putImage(ctx context.Context, img images.Image) error {
 	return nil
 }
 
-func (r *Runner) pullImage(ctx context.Context, ref string) (*Image, error) {
+func (r *Runner) pullImage(ctx context.Context, ref string, extra map[string]string) (*Image, error) {
 	start := time.Now()
 	parsed, err := name.ParseReference(ref)
 	if err != nil {
@@ -294,7 +295,7 @@ func (r *Runner) pullImage(ctx context.Context, ref string) (*Image, error) {
 	if err != nil && !errdefs.IsNotFound(err) {
 		return nil, fmt.Errorf("checking containerd for image %s: %w", cname, err)
 	}
-	labels := importLabels()
+	labels := importLabels(extra)
 	if err == nil {
 		labels = before.Labels
 	}

@@ -128,7 +128,13 @@ func (r *Runner) labelKept(ctx context.Context, image string) error {
 	return nil
 }
 
-// importLabels are the labels of an image record ssebench creates.
-func importLabels() map[string]string {
-	return map[string]string{LabelImported: time.Now().UTC().Format(time.RFC3339)}
+// importLabels are the labels of an image record ssebench creates: extra
+// and LabelImported.
+func importLabels(extra map[string]string) map[string]string {
+	l := map[string]string{}
+	for k, v := range extra {
+		l[k] = v
+	}
+	l[LabelImported] = time.Now().UTC().Format(time.RFC3339)
+	return l
 }

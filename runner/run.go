@@ -217,9 +217,9 @@ func (r *Runner) create(ctx context.Context, spec RunSpec) (client.Container, *I
 	}
 	var img *Image
 	if spec.Pull {
-		img, err = r.pullImage(ctx, spec.Image)
+		img, err = r.pullImage(ctx, spec.Image, spec.ImageLabels)
 	} else {
-		img, err = r.importImage(ctx, spec.Image)
+		img, err = r.importImage(ctx, spec.Image, spec.ImageLabels)
 	}
 	if err != nil {
 		return nil, nil, err

@@ -113,6 +113,10 @@ type RunSpec struct {
 	// image, unlabelled, for a later run of the same invocation, whose end
 	// removes it.
 	ImageNeeded func() bool
+	// ImageLabels are labels the image record gets when this run creates
+	// it, beside LabelImported: an evaluation's ssebench.eval, so that
+	// resuming a killed evaluation finds the images it left.
+	ImageLabels map[string]string
 	// Gateway is a restricted run's model gateway for a backend to start
 	// beside the container, where the container cannot reach one on this
 	// machine (the Kubernetes backend). This runner refuses it: its
