@@ -9,6 +9,7 @@ import (
 
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
+	"github.com/containerd/errdefs"
 
 	"github.com/42-b3yond-6ug/ssebench/pipeline"
 	"github.com/42-b3yond-6ug/ssebench/runner"
@@ -80,7 +81,9 @@ func (c *Containerd) Run(ctx context.Context, job Job, images *pipeline.RunImage
 }
 
 // Cleanup implements Backend: it kills and deletes the containers that
-// carry the evaluation's label.
+// carry the evaluation's label, then removes from containerd the images
+// its runs imported (they carry the label too), unless kept
+// (--keep-images): a killed evaluation's runs could not.
 func (c *Containerd) Cleanup(ctx context.Context, id string) error {
 	addr := c.Request.ContainerdAddr
 	if addr == "" {
@@ -112,6 +115,18 @@ func (c *Containerd) Cleanup(ctx context.Context, id string) error {
 		}
 		if err := ctr.Delete(ctx, containerd.WithSnapshotCleanup); err != nil {
 			errs = append(errs, fmt.Errorf("removing container %s: %w", ctr.ID(), err))
+		}
+	}
+	imgs, err := cl.ImageService().List(ctx, evalFilter(id))
+	if err != nil {
+		return errors.Join(append(errs, fmt.Errorf("listing the evaluation's images: %w", err))...)
+	}
+	for _, img := range imgs {
+		if img.Labels[runner.LabelKept] != "" {
+			continue
+		}
+		if err := cl.ImageService().Delete(ctx, img.Name); err != nil && !errdefs.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("removing image %s from containerd: %w", img.Name, err))
 		}
 	}
 	return errors.Join(errs...)

@@ -215,6 +215,18 @@ func Evaluate(ctx context.Context, b Backend, dir string, plan *Plan, opts ...Op
 		}
 	}
 	o.progress.Begin(len(plan.Runs), out.Kept, o.jobs)
+	left := newPending(todo)
+	// A run that ends as the last user of an image keeps it in containerd
+	// only for a later run of the same pair: none once the evaluation is
+	// interrupted or its budget spent.
+	needed := func(j Job) func() bool {
+		return func() bool {
+			if ctx.Err() != nil || (o.ledger != nil && o.ledger.Exhausted()) {
+				return false
+			}
+			return left.others(j)
+		}
+	}
 
 	var mu sync.Mutex
 	builds := &memo{calls: map[string]*call{}, count: func(k string) { mu.Lock(); out.Builds[k]++; mu.Unlock() }}
@@ -240,12 +252,14 @@ func Evaluate(ctx context.Context, b Backend, dir string, plan *Plan, opts ...Op
 				// still spend, and their gateways refuse what would
 				// overshoot.
 				if o.ledger != nil && !o.buildOnly && o.ledger.Exhausted() {
+					left.done(j)
 					mu.Lock()
 					out.NotStarted = append(out.NotStarted, j)
 					mu.Unlock()
 					continue
 				}
-				run, stopped, err := attempt(ctx, b, builds, plan, j, dir, o)
+				run, stopped, err := attempt(pipeline.WithImagesNeeded(ctx, needed(j)), b, builds, plan, j, dir, o)
+				left.done(j)
 				if stopped {
 					continue
 				}
@@ -456,4 +470,34 @@ func (m *memo) do(ctx context.Context, key string, fn func() (any, error)) (any,
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+// pending counts, per task and agent, the jobs of an evaluation that have
+// not ended: what keeps their image in containerd between runs.
+type pending struct {
+	mu sync.Mutex
+	n  map[[2]string]int
+}
+
+func newPending(jobs []Job) *pending {
+	p := &pending{n: map[[2]string]int{}}
+	for _, j := range jobs {
+		p.n[[2]string{j.Task, j.Agent}]++
+	}
+	return p
+}
+
+// done counts j as ended.
+func (p *pending) done(j Job) {
+	p.mu.Lock()
+	p.n[[2]string{j.Task, j.Agent}]--
+	p.mu.Unlock()
+}
+
+// others says whether a job of j's task and agent other than j has not
+// ended.
+func (p *pending) others(j Job) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.n[[2]string{j.Task, j.Agent}] > 1
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 
 	"github.com/42-b3yond-6ug/ssebench/contract"
@@ -35,6 +36,9 @@ type fakeBackend struct {
 	// spend, when set, is the run's agent: it uses the model through a
 	// gateway of the run, recording into the run folder.
 	spend func(t Job, runDir string) *gateway.Totals
+	// needed, when set, records by job what the run's WithImagesNeeded
+	// said as it ended.
+	needed map[string]bool
 }
 
 func (f *fakeBackend) BuildTask(ctx context.Context, task string) (*pipeline.TaskImages, error) {
@@ -65,6 +69,15 @@ func (f *fakeBackend) Run(ctx context.Context, j Job, im *pipeline.RunImages, di
 			break
 		}
 	}
+	// Asked as the run ends, as the runner does.
+	defer func() {
+		if needed := pipeline.ImagesNeeded(ctx); needed != nil && f.needed != nil {
+			v := needed()
+			f.mu.Lock()
+			f.needed[j.Key()] = v
+			f.mu.Unlock()
+		}
+	}()
 	f.mu.Lock()
 	f.order = append(f.order, j.Key())
 	fail := f.infra[j.Key()] > 0
@@ -298,5 +311,40 @@ func TestResultsPathAbsolute(t *testing.T) {
 	}
 	if want := filepath.Join(dir, "eval/run1"); s.Results != want {
 		t.Errorf("results = %q, want %q", s.Results, want)
+	}
+}
+
+// TestEvaluateImagesNeeded: a run keeps its image in containerd only for a
+// later run of the same task and agent; the last one, or any once the
+// evaluation is interrupted, removes it.
+func TestEvaluateImagesNeeded(t *testing.T) {
+	f := newFake()
+	f.needed = map[string]bool{}
+	p, err := NewPlan([]string{"a", "b"}, []string{"t1"}, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Evaluate(context.Background(), f, t.TempDir(), p, WithJobs(1)); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{"t1/a/1": true, "t1/b/1": true, "t1/a/2": true, "t1/b/2": true, "t1/a/3": false, "t1/b/3": false}
+	if diff := cmp.Diff(want, f.needed); diff != "" {
+		t.Errorf("image needed by a later run, by job (-want +got):\n%s", diff)
+	}
+
+	// Interrupted: no later run will start, so none needs the image.
+	f = newFake()
+	f.needed = map[string]bool{}
+	f.block = make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		for atomic.LoadInt32(&f.running) == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		cancel()
+	}()
+	Evaluate(ctx, f, t.TempDir(), p, WithJobs(1))
+	if got := f.needed["t1/a/1"]; got {
+		t.Errorf("the run interrupted by Ctrl-C kept its image for a later run that will not start")
 	}
 }

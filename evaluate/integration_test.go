@@ -20,6 +20,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/42-b3yond-6ug/ssebench/runner"
+	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/pkg/namespaces"
+
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
@@ -79,6 +83,9 @@ func setup(t *testing.T) *world {
 	b := make([]byte, 4)
 	rand.Read(b)
 	w.prefix = reg + "/ssebench-eval-" + hex.EncodeToString(b)
+	// What the runs leave in containerd (a killed evaluation's images),
+	// this test's only.
+	testenv.RemoveImagesAfter(t, w.ctrd, w.prefix+"/")
 	mkdir(t, filepath.Join(w.home, "datasets"))
 	mkdir(t, filepath.Join(w.home, "agents"))
 	cp(t, filepath.Join(repo, "datasets", "examples"), filepath.Join(w.home, "datasets", "examples"))
@@ -191,6 +198,10 @@ func TestEvaluate(t *testing.T) {
 	if out.Ran != 12 {
 		t.Errorf("ran %d runs, want 12", out.Ran)
 	}
+	// Each image left containerd after the last run that needed it.
+	if left := imagesInContainerd(t, w.ctrd, w.prefix+"/"); len(left) > 0 {
+		t.Errorf("after the evaluation containerd still has %v, want none of its images", left)
+	}
 	// Each image once: 3 tasks' case and tool images, 6 agent images.
 	if len(b.builds) != 9 {
 		t.Errorf("builds = %v, want 3 task and 6 agent builds", b.builds)
@@ -293,6 +304,11 @@ func TestEvaluate(t *testing.T) {
 	if left, _ := os.ReadDir(filepath.Join(edir, evaluate.PartialDir)); len(left) != 0 {
 		t.Errorf("%d unfinished runs left", len(left))
 	}
+	// What the killed evaluations imported went when it was resumed, and
+	// what the resumed one imported when it ended.
+	if left := imagesInContainerd(t, w.ctrd, w.prefix+"/"); len(left) > 0 {
+		t.Errorf("after the killed and resumed evaluation containerd still has %v, want none of its images", left)
+	}
 	got, want := outcomes(t, edir), outcomes(t, dir)
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("killed and resumed:\n%s\nclean:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -362,4 +378,26 @@ func cp(t *testing.T, src, dst string) {
 	if out, err := exec.Command("cp", "-a", src, dst).CombinedOutput(); err != nil {
 		t.Fatalf("cp %s: %v\n%s", src, err, out)
 	}
+}
+
+// imagesInContainerd lists the images of ssebench's containerd namespace
+// whose name contains part.
+func imagesInContainerd(t *testing.T, addr, part string) []string {
+	t.Helper()
+	c, err := containerd.New(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	imgs, err := c.ImageService().List(namespaces.WithNamespace(context.Background(), runner.DefaultNamespace))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, img := range imgs {
+		if strings.Contains(img.Name, part) {
+			out = append(out, img.Name)
+		}
+	}
+	return out
 }

@@ -40,7 +40,7 @@ func TestAgentBuildKitMemo(t *testing.T) {
 	}
 	// RUN needs a container: BuildKit builds it.
 	write("FROM ssebench-agent\nRUN echo one > /opt/memo\n")
-	e := newEnv(t, home, home, reg+"/memo-e2e", bkAddr)
+	e := newEnv(t, home, home, testenv.Unique(reg+"/memo-e2e"), bkAddr)
 	buildGoBase(t, ctx, e, repo, osImage)
 	buildRuntime(t, ctx, e, repo, v1.Platform{OS: "linux", Architecture: runtime.GOARCH})
 	ti, err := e.BuildTask(ctx, pipeline.RunRequest{Task: e2eTask})

@@ -76,7 +76,7 @@ func TestClaudeCode(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dst, "root.sh"), []byte(claudeRootProbe), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	e := newEnv(t, home, home, reg+"/claude29-e2e", bkAddr)
+	e := newEnv(t, home, home, testenv.Unique(reg+"/claude29-e2e"), bkAddr)
 	buildGoBase(t, ctx, e, repo, osImage)
 	buildRuntime(t, ctx, e, repo, v1.Platform{OS: "linux", Architecture: runtime.GOARCH})
 	x := &e2e{env: e, home: home, runs: filepath.Join(home, "runs"), store: e.Store}

@@ -14,6 +14,7 @@ import (
 	"github.com/42-b3yond-6ug/ssebench/assemble"
 	"github.com/42-b3yond-6ug/ssebench/images/buildkit"
 	"github.com/42-b3yond-6ug/ssebench/images/casebuild"
+	"github.com/42-b3yond-6ug/ssebench/internal/testenv"
 	"github.com/42-b3yond-6ug/ssebench/oci/store"
 	"github.com/42-b3yond-6ug/ssebench/pipeline"
 	"github.com/42-b3yond-6ug/ssebench/registry/naming"
@@ -69,6 +70,12 @@ func newEnv(t *testing.T, home, dir, prefix, bkAddr string) *pipeline.Env {
 	facts, err := assemble.NewFacts(filepath.Join(dir, "facts"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Runs remove the images they import, but not kept ones or what a
+	// failed test leaves: the clean-up does, this prefix's only, so the
+	// prefix must be the test's own (testenv.Unique).
+	if addr := os.Getenv(testenv.ContainerdAddressEnv); addr != "" {
+		testenv.RemoveImagesAfter(t, addr, prefix+"/")
 	}
 	return &pipeline.Env{
 		Home: home, ModuleDir: moduleDir(t), Names: naming.NewNames(prefix, e2eVersion), Store: st, Facts: facts, Log: testWriter{t},

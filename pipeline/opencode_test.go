@@ -44,7 +44,7 @@ func TestOpenCodeRun(t *testing.T) {
 
 	home := exampleHome(t, repo)
 	cp(t, filepath.Join(repo, "agents", "opencode"), filepath.Join(home, "agents", "opencode"))
-	e := newEnv(t, home, home, reg+"/ssebench-e2e-opencode29", bkAddr)
+	e := newEnv(t, home, home, testenv.Unique(reg+"/ssebench-e2e-opencode29"), bkAddr)
 	buildGoBase(t, ctx, e, repo, osImage)
 	var log strings.Builder
 	idx, err := runtimebin.Build(ctx, runtimebin.WithModuleDir(repo), runtimebin.WithTempDir(e.Store.TempDir()),

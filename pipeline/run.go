@@ -96,6 +96,12 @@ type RunRequest struct {
 	Resources *contract.Limits
 	// Keep leaves the container and its snapshot in containerd.
 	Keep bool
+	// KeepImages leaves the images the run put into containerd there
+	// (--keep-images), labelled kept: the next run of them starts without
+	// importing and unpacking. Without it they are removed from containerd
+	// (not from the store) when the run ends, unless a later run of the
+	// same invocation needs them (WithImagesNeeded).
+	KeepImages bool
 	// RunsDir is where runs/<run-id>/ goes; "" means ./runs.
 	RunsDir string
 	// ContainerdAddr is containerd's socket; "" means the default.
@@ -380,6 +386,9 @@ func (e *Env) containerSpec(ctx context.Context, r *runState, gw *runGateway) (r
 		Limits:  req.resources(),
 		Keep:    req.Keep,
 		Output:  req.Output,
+		// Removed when the run is over unless kept or needed later.
+		RemoveImage: !req.KeepImages,
+		ImageNeeded: ImagesNeeded(ctx),
 		Mounts: []runner.Mount{
 			{Source: r.dir, Target: ResultsPath},
 			{Source: filepath.Join(r.dir, "archive"), Target: ArchivePath},
@@ -406,6 +415,9 @@ func (e *Env) containerSpec(ctx context.Context, r *runState, gw *runGateway) (r
 	for k, v := range req.Labels {
 		spec.Labels[k] = v
 	}
+	// An evaluation's label (ssebench.eval) goes on the images the run
+	// imports too: resuming a killed evaluation removes them.
+	spec.ImageLabels = req.Labels
 	delete(spec.Labels, ReferenceRunLabel)
 	if req.Patch != "" {
 		spec.Mounts = append(spec.Mounts, runner.Mount{Source: req.Patch, Target: PatchPath, ReadOnly: true})
@@ -572,4 +584,22 @@ func firstNonEmpty(s ...string) string {
 		}
 	}
 	return ""
+}
+
+// imagesNeededKey is the context key of WithImagesNeeded.
+type imagesNeededKey struct{}
+
+// WithImagesNeeded returns a context whose runs ask needed, as each ends
+// as the last user of an image it put into containerd, whether a later run
+// of the same invocation will use the image: true keeps it for that run.
+// An evaluation passes the runs of a plan this way, so that an agent image
+// is imported once for all its attempts and removed after the last.
+func WithImagesNeeded(ctx context.Context, needed func() bool) context.Context {
+	return context.WithValue(ctx, imagesNeededKey{}, needed)
+}
+
+// ImagesNeeded is the function of WithImagesNeeded on ctx, or nil.
+func ImagesNeeded(ctx context.Context) func() bool {
+	f, _ := ctx.Value(imagesNeededKey{}).(func() bool)
+	return f
 }

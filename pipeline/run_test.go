@@ -17,6 +17,7 @@ import (
 	"github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/core/images"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
+	"github.com/containerd/errdefs"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
@@ -85,7 +86,8 @@ func setup(t *testing.T) *e2e {
 	agentDir(t, home, "snooper", "FROM ssebench-agent\nCOPY --chmod=0755 snoop.sh /opt/snoop.sh\nCMD [\"/opt/snoop.sh\"]\n",
 		map[string]string{"snoop.sh": snoop})
 
-	e := newEnv(t, home, home, reg+"/ssebench-e2e", bkAddr)
+	// A prefix of its own, for newEnv's clean-up of containerd.
+	e := newEnv(t, home, home, testenv.Unique(reg+"/ssebench-e2e"), bkAddr)
 	// The Go base image, into the store: the case build takes it from there.
 	buildGoBase(t, ctx, e, repo, osImage)
 	// Our own runtime, built from this checkout.
@@ -146,7 +148,8 @@ func TestRun(t *testing.T) {
 	ctx := context.Background()
 
 	t.Run("dummy", func(t *testing.T) {
-		res, out, err := x.run(t, ctx, "dummy", func(r *pipeline.RunRequest) { r.Difficulty, r.Model = 3, "test-model" })
+		// --keep-images: the second run below starts without an import.
+		res, out, err := x.run(t, ctx, "dummy", func(r *pipeline.RunRequest) { r.Difficulty, r.Model, r.KeepImages = 3, "test-model", true })
 		if err != nil {
 			t.Fatalf("Run() = %v\n%s", err, out)
 		}
@@ -199,6 +202,10 @@ func TestRun(t *testing.T) {
 		if n := res2.Summary.LayersUnpacked; n != 0 {
 			t.Errorf("the second run of the same images unpacked %d layers, want 0", n)
 		}
+		// The image was there before the second run, which leaves it.
+		if img := inContainerd(t, res2.Summary.Images["agent"]); img == nil || img.Labels[runner.LabelKept] != "true" {
+			t.Errorf("after a run with --keep-images and one without, containerd has %+v, want the image labelled %s", img, runner.LabelKept)
+		}
 	})
 
 	t.Run("timeout", func(t *testing.T) {
@@ -231,6 +238,10 @@ func TestRun(t *testing.T) {
 		patch := read(t, filepath.Join(res.Dir, "final.patch"))
 		if !strings.Contains(patch, "diff --git") {
 			t.Errorf("final.patch = %q, want the agent's diff", patch)
+		}
+		// By default a run takes its image out of containerd again.
+		if img := inContainerd(t, res.Summary.Images["agent"]); img != nil {
+			t.Errorf("after the run containerd still has its image %s", img.Name)
 		}
 	})
 
@@ -344,6 +355,10 @@ func TestRun(t *testing.T) {
 		if _, err := c.LoadContainer(nctx, "ssebench-"+res.Summary.RunID); err == nil {
 			t.Errorf("container ssebench-%s is still there", res.Summary.RunID)
 		}
+		// An interrupted run removes its image as a finished one does.
+		if img := inContainerd(t, x.env.Names.Agent("sleeper", e2eTask, "")); img != nil {
+			t.Errorf("after the interrupted run containerd still has its image %s", img.Name)
+		}
 	})
 
 	t.Run("save-load", func(t *testing.T) {
@@ -389,20 +404,13 @@ func TestRun(t *testing.T) {
 
 		// A namespace of its own, so that containerd has none of the
 		// image and must fetch it all from the second registry.
-		ns := fmt.Sprintf("ssebench-airgap-%d", time.Now().UnixNano())
+		// The namespace is removed with what it holds when the test ends.
+		ns := testenv.ContainerdNamespace(t, os.Getenv(testenv.ContainerdAddressEnv), "ssebench-airgap")
 		rn, err := runner.New(ctx, runner.WithNamespace(ns))
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer rn.Close()
-		defer func() {
-			nctx := namespaces.WithNamespace(ctx, ns)
-			is := rn.Client().ImageService()
-			imgs, _ := is.List(nctx)
-			for _, im := range imgs {
-				is.Delete(nctx, im.Name, images.SynchronousDelete())
-			}
-		}()
 		var out bytes.Buffer
 		res, err := rn.Run(ctx, runner.RunSpec{
 			Image: moved, Pull: true, Output: &out,
@@ -564,4 +572,24 @@ func agentDir(t *testing.T, home, folder, dockerfile string, files map[string]st
 	for n, c := range files {
 		os.WriteFile(filepath.Join(d, n), []byte(c), 0o644)
 	}
+}
+
+// inContainerd returns ssebench's containerd record of the image ref
+// (name or name@digest), or nil.
+func inContainerd(t *testing.T, ref string) *images.Image {
+	t.Helper()
+	name, _, _ := strings.Cut(ref, "@")
+	c, err := client.New(os.Getenv(testenv.ContainerdAddressEnv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	img, err := c.ImageService().Get(namespaces.WithNamespace(context.Background(), runner.DefaultNamespace), name)
+	if errdefs.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &img
 }

@@ -82,7 +82,7 @@ func (r *Runner) Import(ctx context.Context, ref string) (*Image, error) {
 		return nil, err
 	}
 	defer done()
-	return r.importImage(ctx, ref)
+	return r.importImage(ctx, ref, nil)
 }
 
 // Pull fetches the image ref from its registry into containerd (only the
@@ -95,7 +95,7 @@ func (r *Runner) Pull(ctx context.Context, ref string) (*Image, error) {
 		return nil, err
 	}
 	defer done()
-	return r.pullImage(ctx, ref)
+	return r.pullImage(ctx, ref, nil)
 }
 
 // lease puts the runner's namespace and a fresh lease on ctx, so that
@@ -132,7 +132,8 @@ func containerdName(ref name.Reference) string {
 
 func (r *Runner) matcher() platforms.MatchComparer { return platforms.Only(r.opts.platform) }
 
-func (r *Runner) importImage(ctx context.Context, ref string) (*Image, error) {
+// labels are extra labels of a record it creates.
+func (r *Runner) importImage(ctx context.Context, ref string, labels map[string]string) (*Image, error) {
 	start := time.Now()
 	st := r.opts.store
 	if st == nil {
@@ -179,7 +180,7 @@ func (r *Runner) importImage(ctx context.Context, ref string) (*Image, error) {
 		return nil, fmt.Errorf("importing %s into containerd: %w", ref, err)
 	}
 
-	img := images.Image{Name: containerdName(parsed), Target: target}
+	img := images.Image{Name: containerdName(parsed), Target: target, Labels: importLabels(labels)}
 	if err := r.putImage(ctx, img); err != nil {
 		return nil, err
 	}
@@ -224,19 +225,25 @@ func (r *Runner) ensureBlob(ctx context.Context, cs content.Store, src *storePro
 }
 
 func (r *Runner) leaseContent(ctx context.Context, d digest.Digest) error {
+	return r.leaseResource(ctx, leases.Resource{ID: d.String(), Type: "content"})
+}
+
+// leaseResource adds res to the lease on ctx, if any.
+func (r *Runner) leaseResource(ctx context.Context, res leases.Resource) error {
 	id, ok := leases.FromContext(ctx)
 	if !ok {
 		return nil
 	}
-	err := r.client.LeasesService().AddResource(ctx, leases.Lease{ID: id}, leases.Resource{ID: d.String(), Type: "content"})
+	err := r.client.LeasesService().AddResource(ctx, leases.Lease{ID: id}, res)
 	if err != nil && !errdefs.IsAlreadyExists(err) {
-		return fmt.Errorf("protecting blob %s with a lease: %w", d, err)
+		return fmt.Errorf("protecting %s %s with a lease: %w", res.Type, res.ID, err)
 	}
 	return nil
 }
 
 // putImage creates containerd's image record, or points an existing one
-// at the new target.
+// at the new target; an existing record keeps its labels, so an image that
+// was there before (another tool's, or a kept one) stays what it was.
 func (r *Runner) putImage(ctx context.Context, img images.Image) error {
 	is := r.client.ImageService()
 	if _, err := is.Create(ctx, img); err != nil {
@@ -250,7 +257,7 @@ func (r *Runner) putImage(ctx context.Context, img images.Image) error {
 	return nil
 }
 
-func (r *Runner) pullImage(ctx context.Context, ref string) (*Image, error) {
+func (r *Runner) pullImage(ctx context.Context, ref string, extra map[string]string) (*Image, error) {
 	start := time.Now()
 	parsed, err := name.ParseReference(ref)
 	if err != nil {
@@ -282,7 +289,18 @@ func (r *Runner) pullImage(ctx context.Context, ref string) (*Image, error) {
 	// Unpacking is left to r.unpack, the same as for Import, so that both
 	// paths count unpacked layers alike and use only the diff and
 	// snapshot services (no transfer service, which containerd 1.6 lacks).
+	// Pull replaces an existing record whole, labels included: they are
+	// put back after it.
+	before, err := r.client.ImageService().Get(ctx, cname)
+	if err != nil && !errdefs.IsNotFound(err) {
+		return nil, fmt.Errorf("checking containerd for image %s: %w", cname, err)
+	}
+	labels := importLabels(extra)
+	if err == nil {
+		labels = before.Labels
+	}
 	ci, err := r.client.Pull(ctx, cname,
+		client.WithPullLabels(labels),
 		client.WithResolver(r.resolver()),
 		client.WithPlatformMatcher(r.matcher()),
 		client.WithImageHandlerWrapper(count),
@@ -373,6 +391,12 @@ func (r *Runner) unpack(ctx context.Context, img images.Image, stats *ImportStat
 	for i, l := range layers {
 		chain := identity.ChainID(diffIDs[:i+1]).String()
 		if _, err := sn.Stat(ctx, chain); err == nil {
+			// Present, but perhaps held only by an image another run is
+			// about to remove: the lease holds it until the container
+			// does.
+			if err := r.leaseResource(ctx, leases.Resource{ID: chain, Type: "snapshots/" + r.snapshotter}); err != nil {
+				return err
+			}
 			continue
 		} else if !errdefs.IsNotFound(err) {
 			return fmt.Errorf("checking snapshot %s: %w", chain, err)
@@ -398,7 +422,11 @@ func (r *Runner) unpack(ctx context.Context, img images.Image, stats *ImportStat
 // its chain id, checking the uncompressed digest.
 func (r *Runner) applyLayer(ctx context.Context, sn snapshots.Snapshotter, a diff.Applier, layer ocispec.Descriptor, diffID digest.Digest, parent, chain string) (retErr error) {
 	key := fmt.Sprintf("extract-%d-%s", time.Now().UnixNano(), chain)
-	mounts, err := sn.Prepare(ctx, key, parent, snapshots.WithLabels(map[string]string{"containerd.io/gc.root": time.Now().UTC().Format(time.RFC3339)}))
+	// The lease on ctx holds the extract snapshot, and nothing else does:
+	// a gc.root label here kept every snapshot of an interrupted unpack
+	// forever (hundreds of them on a test machine), while the lease
+	// expires (leaseExpiry) and the collector then takes it.
+	mounts, err := sn.Prepare(ctx, key, parent)
 	if err != nil {
 		return err
 	}

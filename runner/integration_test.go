@@ -3,8 +3,6 @@ package runner
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"net"
 	"os"
@@ -17,7 +15,6 @@ import (
 
 	"github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/core/images"
-	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"github.com/containerd/errdefs"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -511,41 +508,7 @@ func removeContainer(t *testing.T, r *Runner, id string) {
 // removed when the test ends.
 func testNamespace(t *testing.T, addr string) string {
 	t.Helper()
-	b := make([]byte, 4)
-	rand.Read(b)
-	ns := "ssebench-test-runner-" + hex.EncodeToString(b)
-	t.Cleanup(func() {
-		c, err := client.New(addr, client.WithDefaultNamespace(ns))
-		if err != nil {
-			t.Errorf("cleaning namespace %s: %v", ns, err)
-			return
-		}
-		defer c.Close()
-		ctx := namespaces.WithNamespace(context.Background(), ns)
-		cs, _ := c.Containers(ctx)
-		for _, ctr := range cs {
-			ctr.Delete(ctx, client.WithSnapshotCleanup)
-		}
-		imgs, _ := c.ImageService().List(ctx)
-		for i, img := range imgs {
-			var opts []images.DeleteOpt
-			if i == len(imgs)-1 {
-				// The last delete runs the garbage collector, which
-				// removes the content and snapshots.
-				opts = append(opts, images.SynchronousDelete())
-			}
-			c.ImageService().Delete(ctx, img.Name, opts...)
-		}
-		var derr error
-		for range 20 {
-			if derr = c.NamespaceService().Delete(ctx, ns); derr == nil {
-				return
-			}
-			time.Sleep(250 * time.Millisecond)
-		}
-		t.Errorf("removing namespace %s: %v", ns, derr)
-	})
-	return ns
+	return testenv.ContainerdNamespace(t, addr, "ssebench-test-runner")
 }
 
 // forceGC makes containerd collect garbage now: deleting an image record

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/core/images"
 	"github.com/containerd/errdefs"
 
 	"github.com/42-b3yond-6ug/ssebench/contract"
@@ -68,7 +69,9 @@ type Result struct {
 // errors.Is.
 //
 // Run deletes the task, and unless spec.Keep the container and its
-// snapshot, whatever happens, using a context that outlives ctx.
+// snapshot, whatever happens, using a context that outlives ctx; then,
+// with spec.RemoveImage, the image it put into containerd (see RunSpec).
+// Interrupted runs clean up the same way.
 func (r *Runner) Run(ctx context.Context, spec RunSpec) (_ *Result, retErr error) {
 	start := time.Now()
 	spec, err := spec.validate()
@@ -80,6 +83,15 @@ func (r *Runner) Run(ctx context.Context, spec RunSpec) (_ *Result, retErr error
 	// interrupted by Ctrl-C must still remove what it created.
 	cleanupCtx := context.WithoutCancel(ctx)
 	res := &Result{ContainerID: spec.ID}
+
+	// Released last, after the container is gone (deferred first).
+	use, err := r.acquireImage(ctx, spec.Image)
+	if err != nil {
+		return nil, err
+	}
+	// An image that could not be removed does not make the run fail: its
+	// results stand, and `ssebench prune` removes the image later.
+	defer func() { _ = r.releaseImage(cleanupCtx, use, spec) }()
 
 	container, img, err := r.create(ctx, spec)
 	if err != nil {
@@ -205,18 +217,16 @@ func (r *Runner) create(ctx context.Context, spec RunSpec) (client.Container, *I
 	}
 	var img *Image
 	if spec.Pull {
-		img, err = r.pullImage(ctx, spec.Image)
+		img, err = r.pullImage(ctx, spec.Image, spec.ImageLabels)
 	} else {
-		img, err = r.importImage(ctx, spec.Image)
+		img, err = r.importImage(ctx, spec.Image, spec.ImageLabels)
 	}
 	if err != nil {
 		return nil, nil, err
 	}
-	stored, err := r.client.ImageService().Get(ctx, img.Name)
-	if err != nil {
-		return nil, nil, fmt.Errorf("loading containerd image %s: %w", img.Name, err)
-	}
-	ci := client.NewImageWithPlatform(r.client, stored, r.matcher())
+	// The record is not read back: `ssebench prune` in another process may
+	// remove it meanwhile, and the lease holds what the container needs.
+	ci := client.NewImageWithPlatform(r.client, images.Image{Name: img.Name, Target: img.Target}, r.matcher())
 	container, err := r.client.NewContainer(ctx, spec.ID,
 		client.WithSnapshotter(r.snapshotter),
 		// The snapshot's key is the container ID, so a kept container's

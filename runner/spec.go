@@ -102,6 +102,21 @@ type RunSpec struct {
 	// run (the exited task is always deleted), for inspection with
 	// `ctr -n NAMESPACE containers info ID`.
 	Keep bool
+	// RemoveImage removes Image from containerd once the run is over,
+	// when this process put it there (it was not in containerd when the
+	// first of the process's runs that use it began) and no other run of
+	// the process still uses it: containerd's garbage collector then frees
+	// its content and unpacked layers. Without it the image stays,
+	// labelled LabelKept. The local store and the registry are untouched.
+	RemoveImage bool
+	// ImageNeeded, when set, is asked at that moment: true keeps the
+	// image, unlabelled, for a later run of the same invocation, whose end
+	// removes it.
+	ImageNeeded func() bool
+	// ImageLabels are labels the image record gets when this run creates
+	// it, beside LabelImported: an evaluation's ssebench.eval, so that
+	// resuming a killed evaluation finds the images it left.
+	ImageLabels map[string]string
 	// Gateway is a restricted run's model gateway for a backend to start
 	// beside the container, where the container cannot reach one on this
 	// machine (the Kubernetes backend). This runner refuses it: its

@@ -37,7 +37,9 @@ func TestGovulnSample(t *testing.T) {
 	c.mustRun(t, "dataset", "manifest", ds)
 
 	daemons := []string{"--buildkit-addr", bk, "--containerd-addr", ctrd}
-	t.Setenv("SSEBENCH_REGISTRY", reg+"/ssebench-govuln-"+randomHex(4))
+	prefix := reg + "/ssebench-govuln-" + randomHex(4)
+	t.Setenv("SSEBENCH_REGISTRY", prefix)
+	testenv.RemoveImagesAfter(t, ctrd, prefix+"/")
 	c.mustRun(t, append([]string{"base-images", "go", "--os-image", osImage}, daemons...)...)
 	c.mustRun(t, append([]string{"runtime", "build", "--platform", "linux/" + goruntime.GOARCH, "--push", "--home", repoRoot}, daemons...)...)
 

@@ -55,7 +55,9 @@ func buildWorld(t *testing.T, c *cli, s services) []string {
 	copyTree(t, "datasets/examples/"+gradeTask, filepath.Join(ds, gradeTask))
 	copyTree(t, "images", filepath.Join(c.home, "images"))
 	writeFiles(t, c.home, map[string]string{"VERSION": "0.1.0-dev\n"})
-	t.Setenv("SSEBENCH_REGISTRY", reg+"/ssebench-grade28-"+randomHex(4))
+	prefix := reg + "/ssebench-grade28-" + randomHex(4)
+	t.Setenv("SSEBENCH_REGISTRY", prefix)
+	testenv.RemoveImagesAfter(t, ctrd, prefix+"/")
 	daemons := []string{"--buildkit-addr", bk, "--containerd-addr", ctrd}
 	c.mustRun(t, append([]string{"base-images", "go", "--os-image", osImage}, daemons...)...)
 	c.mustRun(t, append([]string{"runtime", "build", "--platform", "linux/" + goruntime.GOARCH, "--push", "--home", repoRoot}, daemons...)...)

@@ -100,6 +100,7 @@ func TestPublishMirrorRunCatalog(t *testing.T) {
 	pub := reg + "/ssebench-pub-" + randomHex(4)
 	daemons := []string{"--buildkit-addr", bk, "--containerd-addr", ctrd}
 	t.Setenv("SSEBENCH_REGISTRY", pub)
+	testenv.RemoveImagesAfter(t, ctrd, pub+"/")
 	c.mustRun(t, append([]string{"base-images", "go", "--os-image", osImage}, daemons...)...)
 	// The runtime is built from this checkout's source.
 	c.mustRun(t, append([]string{"runtime", "build", "--platform", "linux/" + goruntime.GOARCH, "--push", "--home", repoRoot}, daemons...)...)
@@ -220,6 +221,7 @@ func TestPublishMirrorRunCatalog(t *testing.T) {
 	// A tampered mirror: the same catalog, another image under the tag.
 	tamp := host + "/ssebench-tamp-" + randomHex(4)
 	t.Setenv("SSEBENCH_REGISTRY", pub)
+	testenv.RemoveImagesAfter(t, ctrd, pub+"/")
 	c.mustRun(t, "mirror", "--to", tamp, "--only-args", pub+catalogRef, pub+"/runtime:0.1.0-dev")
 	pushRandom(t, tamp+"/case/examples/"+pubTask+":examples-v1")
 	t.Setenv("SSEBENCH_REGISTRY", tamp)

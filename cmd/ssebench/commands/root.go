@@ -52,6 +52,7 @@ pushed to a registry, and run with containerd.`,
 		newCmdSave(g),
 		newCmdLoad(g),
 		newCmdStore(g),
+		newCmdPrune(g),
 		newCmdLogin(g),
 		newCmdLogout(),
 	)
