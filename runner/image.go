@@ -442,7 +442,14 @@ func (r *Runner) applyLayer(ctx context.Context, sn snapshots.Snapshotter, a dif
 	if d.Digest != diffID {
 		return fmt.Errorf("its content has diff id %s, the config says %s", d.Digest, diffID)
 	}
-	if err := sn.Commit(ctx, chain, key); err != nil && !errdefs.IsAlreadyExists(err) {
+	if err := sn.Commit(ctx, chain, key); errdefs.IsAlreadyExists(err) {
+		// Another run (eval --jobs, a reference beside a dummy) committed
+		// the same layer first: this copy is a whole unpacked layer that
+		// nothing will ever use, so it goes now, not when the lease ends.
+		if err := sn.Remove(context.WithoutCancel(ctx), key); err != nil && !errdefs.IsNotFound(err) {
+			return fmt.Errorf("removing a second unpack of %s: %w", chain, err)
+		}
+	} else if err != nil {
 		return err
 	}
 	// What Unpack records: the blob's uncompressed digest, checked above.

@@ -15,6 +15,7 @@ import (
 	"github.com/containerd/errdefs"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/opencontainers/image-spec/identity"
 
 	"github.com/42-b3yond-6ug/ssebench/internal/testenv"
 	"github.com/42-b3yond-6ug/ssebench/oci/store"
@@ -341,5 +342,52 @@ func TestIntegrationKilledUnpack(t *testing.T) {
 	}
 	if info, err := sn.Stat(ctx, extract); !errdefs.IsNotFound(err) {
 		t.Errorf("the killed unpack's snapshot %s outlived its lease (labels %v, %v)", extract, info.Labels, err)
+	}
+}
+
+// TestIntegrationSecondUnpack: two runs that unpack the same layer at
+// once (eval --jobs, a reference run beside a dummy) both extract it, and
+// the second commit finds the first's. The second copy, a whole unpacked
+// layer, must go at once: on a test machine such copies, kept alive by a
+// label and later by their lease, added up to gigabytes.
+func TestIntegrationSecondUnpack(t *testing.T) {
+	addr := testenv.RequireContainerd(t)
+	st, osImage := osImageStore(t)
+	ns := testNamespace(t, addr)
+	r := newTestRunner(t, addr, WithNamespace(ns), WithStore(st))
+	ctx := r.withNamespace(context.Background())
+	ctx, done, err := r.Client().WithLease(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer done(context.Background())
+	img, err := r.Import(ctx, osImage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := r.Client().ContentStore()
+	m, err := images.Manifest(ctx, cs, img.Target, r.matcher())
+	if err != nil {
+		t.Fatal(err)
+	}
+	diffIDs, err := images.RootFS(ctx, cs, m.Config)
+	if err != nil || len(diffIDs) == 0 || len(m.Layers) != len(diffIDs) {
+		t.Fatalf("layers %d, diff ids %v (%v)", len(m.Layers), diffIDs, err)
+	}
+	// The layer unpacked again, as the run that lost the race does.
+	sn := r.Client().SnapshotService(r.Snapshotter())
+	chain := identity.ChainID(diffIDs[:1]).String()
+	if err := r.applyLayer(ctx, sn, r.Client().DiffService(), m.Layers[0], diffIDs[0], "", chain); err != nil {
+		t.Fatalf("the second unpack of the first layer: %v", err)
+	}
+	var left []string
+	sn.Walk(ctx, func(_ context.Context, info snapshots.Info) error {
+		if info.Kind == snapshots.KindActive && strings.HasPrefix(info.Name, "extract-") {
+			left = append(left, info.Name)
+		}
+		return nil
+	})
+	if len(left) > 0 {
+		t.Errorf("the second unpack's snapshot stayed: %v", left)
 	}
 }
