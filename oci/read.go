@@ -73,10 +73,11 @@ func (l refList) len() int        { return len(l.refs) }
 func (l refList) node(i int) Node { return l.v.Node(l.refs[i]) }
 func (l refList) at(i int) fileAt {
 	n := l.refs[i].n
-	if n == nil || n.content == nil {
+	if n == nil || n.entry < 0 {
 		return fileAt{layer: -1, entry: -1}
 	}
-	return fileAt{int(n.layer), int(n.entry), n.content.Typeflag == tar.TypeReg, l.v.digests[n.layer], n.content.Name, n.content.Size}
+	c := &l.v.idxs[n.layer].entries
+	return fileAt{int(n.layer), int(n.entry), n.typeflag == tar.TypeReg, l.v.digests[n.layer], c.name(int(n.entry)), c.size(int(n.entry))}
 }
 
 func readFiles(ctx context.Context, layers []v1.Layer, nodes fileList, fn func(Node, io.Reader) error) error {
