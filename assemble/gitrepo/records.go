@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"unsafe"
 )
 
 // records keeps what the Builder learns of each file and blob in a
@@ -19,6 +20,9 @@ type records struct {
 	f *os.File
 	w *bufio.Writer
 	n int64 // bytes written
+	// count and pathBytes are the file records written and the length
+	// of their paths, so that allFiles reads them into memory sized once.
+	count, pathBytes int
 }
 
 func newRecords(dir, name string) (*records, error) {
@@ -89,7 +93,36 @@ func (r *records) addFile(f fileEntry) error {
 	}
 	n, err := r.w.WriteString(f.path)
 	r.n += int64(n)
+	r.count++
+	r.pathBytes += len(f.path)
 	return err
+}
+
+// allFiles reads every file record back into one slice, the paths into
+// one arena: 60 bytes and the path per file, where appending each record
+// and its own path string took about 1.6 times that (issue 27).
+func (r *records) allFiles() ([]fileEntry, error) {
+	out := make([]fileEntry, 0, r.count)
+	arena := make([]byte, 0, r.pathBytes)
+	err := r.files(func(f fileEntry) bool {
+		if len(arena)+len(f.path) > cap(arena) || len(out) == cap(out) {
+			return false // more than was written: checked below
+		}
+		start := len(arena)
+		arena = append(arena, f.path...)
+		// The arena never grows (its capacity is exact), so the bytes
+		// a path covers never change.
+		f.path = unsafe.String(unsafe.SliceData(arena[start:]), len(f.path))
+		out = append(out, f)
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(out) != r.count {
+		return nil, errors.New("damaged file records")
+	}
+	return out, nil
 }
 
 // files reads every file record back; each calls fn until it returns
