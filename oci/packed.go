@@ -4,20 +4,25 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 	"unsafe"
 )
 
-// packedEntries holds a layer's entries in 16 bytes each beside their
-// names, where a slice of IndexEntry took 136 and a string header per
-// name: a case layer of 200,000 files kept 33 MB of index, now about
-// 10 MB (issue 27). Names and link names live in one byte arena;
-// the metadata most entries share (type, mode, owner, time) is interned
-// in attrs; what few entries have (devices, xattrs, ids beyond 32 bits)
-// is kept aside in extras.
+// packedEntries holds a layer's entries in 20 bytes each beside their
+// base names, where a slice of IndexEntry took 136 and the whole name:
+// a case layer of 200,000 files kept 33 MB of index, now about 7 MB
+// (issue 27). Base names and link names live in one byte arena, each
+// directory once (dirs); the metadata most entries share (type, mode,
+// owner, time) is interned in attrs; what few entries have (devices,
+// xattrs, ids beyond 32 bits) is kept aside in extra.
 type packedEntries struct {
 	recs  []packedRec
-	arena []byte // each entry's name, then its link name
+	arena []byte // each entry's base name then its link name; directories
+	// dirs are the directories of the names, as arena spans; dirs[0]
+	// stands for none (a name without a "/").
+	dirs  []packedSpan
+	dirOf map[string]uint32 // while adding, like attrOf
 	attrs []packedAttr
 	extra []packedExtra
 	// big holds the sizes of 4 GiB or more (or negative, from a forged
@@ -32,12 +37,15 @@ type packedEntries struct {
 }
 
 type packedRec struct {
-	off     uint32 // of the name in arena; the link name follows it
+	off     uint32 // of the base name in arena; the link name follows it
+	dir     uint32 // index in dirs
 	attr    uint32 // index in attrs
 	size    uint32 // the low 32 bits; the rest in big
-	nameLen uint16
+	baseLen uint16
 	linkLen uint16
 }
+
+type packedSpan struct{ off, n uint32 }
 
 type packedAttr struct {
 	mtime    int64
@@ -103,14 +111,59 @@ func (p *packedEntries) add(e *IndexEntry) error {
 		}
 		p.big[int32(len(p.recs))] = h.Size
 	}
-	p.recs = append(p.recs, packedRec{size: uint32(h.Size), off: uint32(len(p.arena)), attr: ai, nameLen: uint16(len(e.Name)), linkLen: uint16(len(e.Linkname))})
-	p.arena = append(p.arena, e.Name...)
+	dir, base := uint32(0), e.Name
+	if j := strings.LastIndexByte(e.Name, '/'); j >= 0 {
+		dir, base = p.dir(e.Name[:j]), e.Name[j+1:]
+	}
+	p.recs = append(p.recs, packedRec{size: uint32(h.Size), off: uint32(len(p.arena)), dir: dir, attr: ai, baseLen: uint16(len(base)), linkLen: uint16(len(e.Linkname))})
+	p.arena = append(p.arena, base...)
 	p.arena = append(p.arena, e.Linkname...)
 	return nil
 }
 
-// done lets go of what only adding needs.
-func (p *packedEntries) done() { p.attrOf = nil }
+// dir returns the index of directory d in dirs, adding it if new.
+func (p *packedEntries) dir(d string) uint32 {
+	if len(p.dirs) == 0 {
+		p.dirs = append(p.dirs, packedSpan{}) // none
+	}
+	// Entries of a directory mostly come together.
+	if last := len(p.dirs) - 1; last > 0 && p.span(p.dirs[last]) == d {
+		return uint32(last)
+	}
+	if p.dirOf == nil {
+		p.dirOf = make(map[string]uint32, len(p.dirs))
+		for i, s := range p.dirs[1:] {
+			p.dirOf[p.span(s)] = uint32(i + 1)
+		}
+	}
+	if i, ok := p.dirOf[d]; ok {
+		return i
+	}
+	s := packedSpan{uint32(len(p.arena)), uint32(len(d))}
+	p.arena = append(p.arena, d...)
+	p.dirs = append(p.dirs, s)
+	p.dirOf[p.span(s)] = uint32(len(p.dirs) - 1)
+	return uint32(len(p.dirs) - 1)
+}
+
+func (p *packedEntries) span(s packedSpan) string { return p.str(int(s.off), int(s.n)) }
+
+// done lets go of what only adding needs, and of the room append left
+// at the end of the records and the arena (up to a fifth of each).
+func (p *packedEntries) done() {
+	p.attrOf, p.dirOf = nil, nil
+	p.recs = trim(p.recs)
+	p.arena = trim(p.arena)
+}
+
+// trim returns s in an array of its length when that saves much: the
+// copy is made once, and the old array is let go.
+func trim[T any](s []T) []T {
+	if cap(s)-len(s) < 1024 || cap(s)-len(s) < len(s)/16 {
+		return s
+	}
+	return append(make([]T, 0, len(s)), s...)
+}
 
 func (p *packedEntries) len() int { return len(p.recs) }
 
@@ -123,14 +176,45 @@ func (p *packedEntries) str(off, n int) string {
 	return unsafe.String(&p.arena[off], n)
 }
 
+// name returns entry i's name: made anew for a name with a directory, so
+// that hot paths use dirBase (or nameIs) instead.
 func (p *packedEntries) name(i int) string {
+	d, hasDir, base := p.dirBase(i)
+	if !hasDir {
+		return base
+	}
+	return d + "/" + base
+}
+
+// dirBase returns entry i's name split at its last "/", without copying:
+// hasDir is false for a name without one.
+func (p *packedEntries) dirBase(i int) (dir string, hasDir bool, base string) {
 	r := &p.recs[i]
-	return p.str(int(r.off), int(r.nameLen))
+	base = p.str(int(r.off), int(r.baseLen))
+	if r.dir == 0 {
+		return "", false, base
+	}
+	return p.span(p.dirs[r.dir]), true, base
+}
+
+// base returns entry i's name after its last "/", without copying.
+func (p *packedEntries) base(i int) string {
+	r := &p.recs[i]
+	return p.str(int(r.off), int(r.baseLen))
+}
+
+// nameIs reports whether entry i's name is s, without making the name.
+func (p *packedEntries) nameIs(i int, s string) bool {
+	d, hasDir, base := p.dirBase(i)
+	if !hasDir {
+		return s == base
+	}
+	return len(s) == len(d)+1+len(base) && s[:len(d)] == d && s[len(d)] == '/' && s[len(d)+1:] == base
 }
 
 func (p *packedEntries) linkname(i int) string {
 	r := &p.recs[i]
-	return p.str(int(r.off)+int(r.nameLen), int(r.linkLen))
+	return p.str(int(r.off)+int(r.baseLen), int(r.linkLen))
 }
 
 func (p *packedEntries) typeflag(i int) byte { return p.attrs[p.recs[i].attr].typeflag }

@@ -33,6 +33,17 @@ type View struct {
 	// a node when it is not the content's: for the names of a hard-linked
 	// file, the last link's. Rare, so kept aside rather than in each node.
 	meta map[*node]entryRef
+	// names holds the names of the nodes whose entry does not give it
+	// (node.named).
+	names map[*node]string
+}
+
+// name returns n's name, the last component of its path.
+func (v *View) name(n *node) string {
+	if n.named {
+		return v.names[n]
+	}
+	return v.idxs[n.layer].entries.base(int(n.entry))
 }
 
 // entryRef names an entry of a layer's index.
@@ -78,15 +89,14 @@ type Node struct {
 // does not.
 type Ref struct{ n *node }
 
-// node is the in-memory form of a Node: 40 bytes, allocated in slabs
-// (nodeSlab). Its metadata lives in the layer indexes; a node only names
-// the entry (layer and position), which keeps a view of a 200,000-file
-// tree to about 10 MB beyond the indexes, where it took 18 MB with a
-// pointer to each of two entries and a slice of children in every node
-// (issue 27).
+// node is the in-memory form of a Node: 24 bytes, allocated in slabs
+// (nodeSlab). Its name and metadata live in the layer indexes; a node only
+// names the entry (layer and position), which keeps a view of a
+// 200,000-file tree to about 6 MB beyond the indexes, where it took 18 MB
+// with its name, a pointer to each of two entries and a slice of children
+// in every node (issue 27).
 type node struct {
-	name   string // a part of an index's name or link name, never copied
-	parent *node  // nil once detached from the tree
+	parent *node // nil once detached from the tree
 	// kids are the children, sorted by name; nil for a file and for a
 	// directory that has none (a pointer: most nodes are files).
 	kids *[]*node
@@ -96,6 +106,9 @@ type node struct {
 	entry    int32 // -1 for an implicit directory
 	layer    uint16
 	typeflag byte // the entry's
+	// named is true when the node's name is not its entry's base name
+	// (an implicit directory, a hard link): View.names holds it.
+	named bool
 }
 
 // nodeSlab is how many nodes are allocated at once: one object instead of
@@ -117,10 +130,11 @@ func (n *node) children() []*node {
 	return *n.kids
 }
 
-func (n *node) child(name string) *node {
+// child returns n's child called name, or nil.
+func (v *View) child(n *node, name string) *node {
 	kids := n.children()
 	i, ok := slices.BinarySearchFunc(kids, name, func(c *node, name string) int {
-		return strings.Compare(c.name, name)
+		return strings.Compare(v.name(c), name)
 	})
 	if !ok {
 		return nil
@@ -128,23 +142,24 @@ func (n *node) child(name string) *node {
 	return kids[i]
 }
 
-// insert adds c, which must not have a sibling of the same name.
-func (n *node) insert(c *node) {
+// insert adds c to n's children; c must not have a sibling of the same
+// name.
+func (v *View) insert(n, c *node) {
 	if n.kids == nil {
 		n.kids = new([]*node)
 	}
-	i, _ := slices.BinarySearchFunc(*n.kids, c.name, func(c *node, name string) int {
-		return strings.Compare(c.name, name)
+	i, _ := slices.BinarySearchFunc(*n.kids, v.name(c), func(c *node, name string) int {
+		return strings.Compare(v.name(c), name)
 	})
 	*n.kids = slices.Insert(*n.kids, i, c)
 	c.parent = n
 }
 
-// remove detaches c and so its whole subtree.
-func (n *node) remove(c *node) {
+// remove detaches c, a child of n, and so its whole subtree.
+func (v *View) remove(n, c *node) {
 	kids := n.children()
-	i, ok := slices.BinarySearchFunc(kids, c.name, func(c *node, name string) int {
-		return strings.Compare(c.name, name)
+	i, ok := slices.BinarySearchFunc(kids, v.name(c), func(c *node, name string) int {
+		return strings.Compare(v.name(c), name)
 	})
 	if ok {
 		*n.kids = slices.Delete(kids, i, i+1)
@@ -215,7 +230,7 @@ func Merge(indexes []*LayerIndex) (*View, error) {
 	if len(indexes) > math.MaxUint16 {
 		return nil, fmt.Errorf("merging layers: %d layers, more than an image can have", len(indexes))
 	}
-	v := &View{root: &node{entry: -1}, idxs: indexes, meta: map[*node]entryRef{}}
+	v := &View{root: &node{entry: -1, named: true}, idxs: indexes, meta: map[*node]entryRef{}, names: map[*node]string{}}
 	m := &merger{v: v, groups: make(map[int32][]*node), ino: make(map[*node]int32)}
 	for i, idx := range indexes {
 		if idx == nil {
@@ -240,6 +255,7 @@ type merger struct {
 	v     *View
 	layer int
 	idx   *LayerIndex
+	k     int // the entry being applied
 	// groups lists the names of each hard-linked file, by inode number;
 	// ino is the inode number of a name that shares its file.
 	groups  map[int32][]*node
@@ -248,25 +264,37 @@ type merger struct {
 	slab    []node
 }
 
-// newNode returns a node for entry k of the current layer (-1 for an
-// implicit directory).
+// newNode returns a node called name for entry k of the current layer (-1
+// for an implicit directory).
 func (m *merger) newNode(name string, k int, typeflag byte) *node {
 	if len(m.slab) == 0 {
 		m.slab = make([]node, nodeSlab)
 	}
 	n := &m.slab[0]
 	m.slab = m.slab[1:]
-	*n = node{name: name, entry: int32(k), layer: uint16(m.layer), typeflag: typeflag}
+	*n = node{entry: int32(k), layer: uint16(m.layer), typeflag: typeflag}
+	if k < 0 {
+		m.rename(n, name)
+	}
 	return n
 }
 
-func (m *merger) errorf(e *IndexEntry, format string, args ...any) error {
+// rename keeps n's name aside: its entry does not give it.
+func (m *merger) rename(n *node, name string) {
+	n.named = true
+	m.v.names[n] = name
+}
+
+// errorf describes a problem with the entry being applied, entry m.k.
+func (m *merger) errorf(format string, args ...any) error {
+	e := m.idx.Entry(m.k)
 	return fmt.Errorf("layer %d (%s): entry %q: %s", m.layer, m.idx.Digest, shorten(e.TarName()), fmt.Sprintf(format, args...))
 }
 
 func (m *merger) apply() error {
 	entries := &m.idx.entries
 	for k := range entries.len() {
+		m.k = k
 		e := entries.entry(k)
 		if err := m.validate(&e); err != nil {
 			return err
@@ -281,8 +309,8 @@ func (m *merger) apply() error {
 		case Whiteout:
 			dir, base := path.Split(e.Name)
 			if _, p, err := m.v.resolve(dir, true); err == nil && p != nil && p.isDir() {
-				if c := p.child(base); c != nil {
-					p.remove(c)
+				if c := m.v.child(p, base); c != nil {
+					m.v.remove(p, c)
 				}
 			}
 		case Opaque:
@@ -292,7 +320,13 @@ func (m *merger) apply() error {
 		}
 	}
 	for k := range entries.len() {
-		ek := entries.entry(k)
+		m.k = k
+		// Without its name, which applyEntry takes from the index
+		// unmade: most entries are not markers.
+		ek := IndexEntry{Marker: entries.marker(k), Header: entries.header(k)}
+		if ek.Marker != NotMarker {
+			ek = entries.entry(k)
+		}
 		e := &ek
 		var err error
 		switch e.Marker {
@@ -317,21 +351,21 @@ func (m *merger) validate(e *IndexEntry) error {
 	clean, err := cleanName(e.Name)
 	switch {
 	case err != nil:
-		return m.errorf(e, "%v", err)
+		return m.errorf("%v", err)
 	case clean != e.Name:
-		return m.errorf(e, "name is not clean (want %q)", clean)
+		return m.errorf("name is not clean (want %q)", clean)
 	case e.Name == "" && e.Marker != Opaque:
-		return m.errorf(e, "entry for the root directory")
+		return m.errorf("entry for the root directory")
 	}
 	if err := checkLength("its name", e.Name); err != nil {
-		return m.errorf(e, "%v", err)
+		return m.errorf("%v", err)
 	}
 	if e.Typeflag == tar.TypeSymlink && len(e.Linkname) >= PathMax {
-		return m.errorf(e, "symlink target is %d bytes long: beyond PATH_MAX (%d)", len(e.Linkname), PathMax)
+		return m.errorf("symlink target is %d bytes long: beyond PATH_MAX (%d)", len(e.Linkname), PathMax)
 	}
 	if e.Marker != NotMarker {
 		if e.Marker > Opaque {
-			return m.errorf(e, "unknown marker %d", e.Marker)
+			return m.errorf("unknown marker %d", e.Marker)
 		}
 		return nil
 	}
@@ -341,17 +375,17 @@ func (m *merger) validate(e *IndexEntry) error {
 		target, err := cleanName(e.Linkname)
 		switch {
 		case err != nil:
-			return m.errorf(e, "hard link target %q: %v", e.Linkname, err)
+			return m.errorf("hard link target %q: %v", e.Linkname, err)
 		case target == "":
-			return m.errorf(e, "hard link to the root directory")
+			return m.errorf("hard link to the root directory")
 		case target != e.Linkname:
-			return m.errorf(e, "hard link target %q is not clean", shorten(e.Linkname))
+			return m.errorf("hard link target %q is not clean", shorten(e.Linkname))
 		}
 		if err := checkLength("its hard link target", target); err != nil {
-			return m.errorf(e, "%v", err)
+			return m.errorf("%v", err)
 		}
 	default:
-		return m.errorf(e, "unsupported tar entry type %q", e.Typeflag)
+		return m.errorf("unsupported tar entry type %q", e.Typeflag)
 	}
 	return nil
 }
@@ -367,21 +401,21 @@ func (m *merger) ensureDir(e *IndexEntry, dir string) (*node, string, error) {
 	}
 	names, n, err := m.v.resolve(dir, true)
 	if err != nil {
-		return nil, "", m.errorf(e, "resolving parent directory %q: %v", shorten(dir), err)
+		return nil, "", m.errorf("resolving parent directory %q: %v", shorten(dir), err)
 	}
 	resolved := strings.Join(names, "/")
 	if n != nil {
 		if !n.isDir() {
-			return nil, "", m.errorf(e, "parent %q is not a directory", shorten(resolved))
+			return nil, "", m.errorf("parent %q is not a directory", shorten(resolved))
 		}
 		return n, resolved, nil
 	}
 	cur := m.v.root
 	for _, c := range names {
-		next := cur.child(c)
+		next := m.v.child(cur, c)
 		if next == nil {
 			next = m.newNode(c, -1, 0)
-			cur.insert(next)
+			m.v.insert(cur, next)
 		}
 		cur = next
 	}
@@ -389,21 +423,21 @@ func (m *merger) ensureDir(e *IndexEntry, dir string) (*node, string, error) {
 }
 
 func (m *merger) applyEntry(e *IndexEntry, k int) error {
-	dir, base := path.Split(e.Name)
-	parent, resolved, err := m.ensureDir(e, strings.TrimSuffix(dir, "/"))
+	dir, _, base := m.idx.entries.dirBase(k)
+	parent, resolved, err := m.ensureDir(e, dir)
 	if err != nil {
 		return err
 	}
 	if 1+len(resolved)+1+len(base) >= PathMax {
-		return m.errorf(e, "placed through symlinks at a path beyond PATH_MAX (%d bytes)", PathMax)
+		return m.errorf("placed through symlinks at a path beyond PATH_MAX (%d bytes)", PathMax)
 	}
-	if old := parent.child(base); old != nil {
+	if old := m.v.child(parent, base); old != nil {
 		if old.isDir() && e.Typeflag == tar.TypeDir {
 			// Directory over directory: new metadata, same children.
 			old.layer, old.entry, old.typeflag = uint16(m.layer), int32(k), e.Typeflag
 			return nil
 		}
-		parent.remove(old)
+		m.v.remove(parent, old)
 	}
 	n := m.newNode(base, k, e.Typeflag)
 	if e.Typeflag == tar.TypeLink {
@@ -413,18 +447,19 @@ func (m *merger) applyEntry(e *IndexEntry, k int) error {
 		_, tp, err := m.v.resolve(strings.TrimSuffix(tdir, "/"), true)
 		var target *node
 		if err == nil && tp != nil && tp.isDir() {
-			target = tp.child(tbase)
+			target = m.v.child(tp, tbase)
 		}
 		switch {
 		case target == nil:
-			return m.errorf(e, "hard link target %q does not exist", e.Linkname)
+			return m.errorf("hard link target %q does not exist", e.Linkname)
 		case target.isDir():
-			return m.errorf(e, "hard link target %q is a directory", e.Linkname)
+			return m.errorf("hard link target %q is a directory", e.Linkname)
 		}
+		m.rename(n, base)
 		n.layer, n.entry, n.typeflag = target.layer, target.entry, target.typeflag
 		m.link(target, n, k)
 	}
-	parent.insert(n)
+	m.v.insert(parent, n)
 	return nil
 }
 
@@ -446,7 +481,7 @@ func (m *merger) link(target, n *node, k int) {
 	// the inode.
 	names := m.groups[ino][:0]
 	for _, o := range m.groups[ino] {
-		if o.attachedTo(m.v.root) {
+		if m.v.attached(o) {
 			m.v.meta[o] = ref
 			names = append(names, o)
 		}
@@ -454,10 +489,10 @@ func (m *merger) link(target, n *node, k int) {
 	m.groups[ino] = append(names, n)
 }
 
-// attachedTo reports whether n is still in the tree under root.
-func (n *node) attachedTo(root *node) bool {
-	for c := n; c != root; c = c.parent {
-		if c == nil || c.parent == nil || c.parent.child(c.name) != c {
+// attached reports whether n is still in the tree under the root.
+func (v *View) attached(n *node) bool {
+	for c := n; c != v.root; c = c.parent {
+		if c == nil || c.parent == nil || v.child(c.parent, v.name(c)) != c {
 			return false
 		}
 	}
@@ -473,7 +508,7 @@ func (v *View) lookupDir(p string) *node {
 	for p != "" {
 		var c string
 		c, p, _ = strings.Cut(p, "/")
-		if n = n.child(c); n == nil || !n.isDir() {
+		if n = v.child(n, c); n == nil || !n.isDir() {
 			return nil
 		}
 	}
@@ -498,7 +533,7 @@ type viewTree struct{ v *View }
 
 // Child implements Tree.
 func (t viewTree) Child(parent *node, name string) (*node, PathEntry, error) {
-	n := parent.child(name)
+	n := t.v.child(parent, name)
 	if n == nil {
 		return nil, PathEntry{}, nil
 	}
@@ -519,7 +554,7 @@ func (v *View) Node(r Ref) Node {
 func (v *View) pathOf(n *node) string {
 	size := -1
 	for c := n; c != nil && c != v.root; c = c.parent {
-		size += len(c.name) + 1
+		size += len(v.name(c)) + 1
 	}
 	if size <= 0 {
 		return ""
@@ -527,8 +562,9 @@ func (v *View) pathOf(n *node) string {
 	b := make([]byte, size)
 	end := size
 	for c := n; c != nil && c != v.root; c = c.parent {
-		copy(b[end-len(c.name):end], c.name)
-		end -= len(c.name)
+		name := v.name(c)
+		copy(b[end-len(name):end], name)
+		end -= len(name)
 		if end > 0 {
 			end--
 			b[end] = '/'
@@ -553,7 +589,7 @@ func (v *View) Lookup(p string) (Node, bool) {
 		if !n.isDir() {
 			return Node{}, false
 		}
-		if n = n.child(c); n == nil {
+		if n = v.child(n, c); n == nil {
 			return Node{}, false
 		}
 	}
@@ -598,9 +634,9 @@ func (v *View) WalkRefs(fn func(Node, Ref) error) error {
 
 func (v *View) walk(dir *node, prefix string, fn func(*node, string) error) error {
 	for _, c := range dir.children() {
-		p := c.name
+		p := v.name(c)
 		if prefix != "" {
-			p = prefix + "/" + c.name
+			p = prefix + "/" + p
 		}
 		err := fn(c, p)
 		if err == nil && c.isDir() {
