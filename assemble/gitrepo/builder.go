@@ -358,6 +358,7 @@ func (b *Builder) Finish() (entries []oci.Entry, treeID, commitID string, err er
 	if err != nil {
 		return nil, "", "", err
 	}
+	c.spill = b.spool
 	root, trees, err := buildTrees(files, c)
 	if err != nil {
 		return nil, "", "", fmt.Errorf("building trees: %w", err)
@@ -378,6 +379,9 @@ func (b *Builder) Finish() (entries []oci.Entry, treeID, commitID string, err er
 	// Pack order: the commit, the trees, then the blobs by id.
 	objs := []*object{commitObj}
 	objs = append(objs, trees...)
+	if err := b.spool.w.Flush(); err != nil {
+		return nil, "", "", fmt.Errorf("writing object spool: %w", err)
+	}
 	blobs, err := b.blobs.blobs()
 	if err != nil {
 		return nil, "", "", fmt.Errorf("reading object records: %w", err)
