@@ -164,15 +164,35 @@ func (v *View) remove(n, c *node) {
 	if ok {
 		*n.kids = slices.Delete(kids, i, i+1)
 	}
-	c.parent = nil
+	v.detach(c)
 }
 
 // removeChildren detaches every child of n.
-func (n *node) removeChildren() {
+func (v *View) removeChildren(n *node) {
 	for _, c := range n.children() {
-		c.parent = nil
+		v.detach(c)
 	}
 	n.kids = nil
+}
+
+// detach cuts n and its subtree out of the tree, pointers and all: nodes
+// live in slabs, and the collector scans a slab whole while one of its
+// nodes is in the view, so a removed node that still pointed at its
+// children kept them, and their slabs, in memory (the 200,000 files a
+// tool image's source layer replaces, 5 MB). The names and metadata kept
+// aside for them go too, for the same reason.
+func (v *View) detach(n *node) {
+	stack := []*node{n}
+	for len(stack) > 0 {
+		c := stack[len(stack)-1]
+		stack = append(stack[:len(stack)-1], c.children()...)
+		c.parent, c.kids = nil, nil
+		if c.named {
+			delete(v.names, c)
+			c.named = false
+		}
+		delete(v.meta, c)
+	}
 }
 
 func (v *View) export(n *node, p string) Node {
@@ -315,7 +335,7 @@ func (m *merger) apply() error {
 			}
 		case Opaque:
 			if _, p, err := m.v.resolve(e.Name, true); err == nil && p != nil && p.isDir() {
-				p.removeChildren()
+				m.v.removeChildren(p)
 			}
 		}
 	}
