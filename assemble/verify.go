@@ -118,6 +118,10 @@ func Verify(ctx context.Context, img v1.Image, sourceDir string) ([]Failure, err
 			v.fail("metadata", "", "%v", err)
 		}
 	}
+	caseUsers, err := caseUsers(ctx, img, layers, idxs)
+	if err != nil {
+		return nil, err
+	}
 	view, err := oci.Merge(idxs)
 	if err != nil {
 		return nil, err
@@ -186,11 +190,7 @@ func Verify(ctx context.Context, img v1.Image, sourceDir string) ([]Failure, err
 	}
 	v.links()
 	v.taskFiles()
-	deleted, err := v.deletedUsers(ctx, img, layers, idxs)
-	if err != nil {
-		return nil, err
-	}
-	v.owners(deleted)
+	v.owners(v.deletedUsers(caseUsers))
 	v.path(cf.Config.Env)
 	return v.failures, nil
 }

@@ -10,12 +10,12 @@ import (
 // BenchmarkMergeRootfs merges a synthetic 100,000-entry root filesystem
 // (Debian-sized) and reports the view's heap beyond its indexes.
 func BenchmarkMergeRootfs(b *testing.B) {
-	idx := &LayerIndex{Format: IndexFormat, Digest: "sha256:bench"}
+	idx, _ := NewLayerIndex("sha256:bench")
 	for d := range 1000 {
 		dn := fmt.Sprintf("usr/share/d%04d", d)
-		idx.Entries = append(idx.Entries, IndexEntry{Name: dn, Header: Header{Typeflag: tar.TypeDir, Mode: 0o755}})
+		idx.Append(IndexEntry{Name: dn, Header: Header{Typeflag: tar.TypeDir, Mode: 0o755}})
 		for f := range 99 {
-			idx.Entries = append(idx.Entries, IndexEntry{Name: fmt.Sprintf("%s/file-%03d.txt", dn, f), Header: Header{Typeflag: tar.TypeReg, Mode: 0o644, Size: 100}})
+			idx.Append(IndexEntry{Name: fmt.Sprintf("%s/file-%03d.txt", dn, f), Header: Header{Typeflag: tar.TypeReg, Mode: 0o644, Size: 100}})
 		}
 	}
 	b.ReportAllocs()

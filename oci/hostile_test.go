@@ -130,8 +130,11 @@ func TestHostilePaths(t *testing.T) {
 	})
 	t.Run("cached index with a long name", func(t *testing.T) {
 		hostile.Case(t, "paths: beyond PATH_MAX")
-		idx := &LayerIndex{Format: IndexFormat, Digest: "sha256:forged", Entries: []IndexEntry{{Name: strings.TrimSuffix(long, "/"), Header: Header{Typeflag: tar.TypeReg, Mode: 0o644}}}}
-		_, err := Merge([]*LayerIndex{idx})
+		idx, err := NewLayerIndex("sha256:forged", IndexEntry{Name: strings.TrimSuffix(long, "/"), Header: Header{Typeflag: tar.TypeReg, Mode: 0o644}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Merge([]*LayerIndex{idx})
 		oneLineNaming(t, err, "sha256:forged", "pppp", "beyond PATH_MAX")
 	})
 	t.Run("10,000 directories deep", func(t *testing.T) {

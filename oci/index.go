@@ -173,12 +173,54 @@ type LayerIndex struct {
 	// an image config's rootfs.diff_ids must say of the layer. Empty in
 	// an index made before it was recorded.
 	DiffID string `json:"diff_id,omitempty"`
-	// Entries are the layer's entries in tar order. Entries that an
-	// applier ignores are left out: the root directory itself, PAX global
-	// headers, and the AUFS metadata under ".wh..wh." names other than the
-	// opaque marker.
-	Entries []IndexEntry `json:"entries"`
+	// entries are the layer's entries in tar order (Len, Entry, Append),
+	// packed. Entries that an applier ignores are left out: the root
+	// directory itself, PAX global headers, and the AUFS metadata under
+	// ".wh..wh." names other than the opaque marker. JSON carries them as
+	// the list "entries" of IndexEntry.
+	entries packedEntries
 }
+
+// NewLayerIndex returns an index of format IndexFormat of the layer with
+// the given digest, holding entries (see Append).
+func NewLayerIndex(digest string, entries ...IndexEntry) (*LayerIndex, error) {
+	idx := &LayerIndex{Format: IndexFormat, Digest: digest}
+	idx.entries.listed = entries != nil
+	for i := range entries {
+		if err := idx.Append(entries[i]); err != nil {
+			return nil, err
+		}
+	}
+	idx.entries.done()
+	return idx, nil
+}
+
+// Len returns the number of entries.
+func (idx *LayerIndex) Len() int { return idx.entries.len() }
+
+// Entry returns entry i (0 <= i < Len). Its strings and Xattrs are shared
+// with the index: treat them as read-only.
+func (idx *LayerIndex) Entry(i int) IndexEntry { return idx.entries.entry(i) }
+
+// Entries returns every entry, for tests and small layers: a large
+// layer's entries take far more memory this way than in the index.
+func (idx *LayerIndex) Entries() []IndexEntry {
+	if idx.entries.len() == 0 {
+		if idx.entries.listed {
+			return []IndexEntry{}
+		}
+		return nil
+	}
+	out := make([]IndexEntry, idx.entries.len())
+	for i := range out {
+		out[i] = idx.entries.entry(i)
+	}
+	return out
+}
+
+// Append adds e after the last entry. It fails only for a name or link
+// target of 64 KiB or more, or for more than 4 GiB of names.
+func (idx *LayerIndex) Append(e IndexEntry) error { return idx.entries.add(&e) }
 
 // IndexLayer reads l's tar stream once (decompressing it once, extracting
 // nothing) and records its entries. While reading it checks the blob
@@ -233,7 +275,9 @@ func indexLayer(ctx context.Context, l v1.Layer, want func(name string, size int
 		if !keep {
 			continue
 		}
-		idx.Entries = append(idx.Entries, e)
+		if err := idx.Append(e); err != nil {
+			return nil, nil, fmt.Errorf("layer %s: %w", s.digest, err)
+		}
 		if e.Marker == NotMarker && files != nil {
 			// A later entry of the same name replaces the earlier one,
 			// captured or not.
@@ -254,6 +298,7 @@ func indexLayer(ctx context.Context, l v1.Layer, want func(name string, size int
 		return nil, nil, err
 	}
 	idx.DiffID = s.diffID()
+	idx.entries.done()
 	return idx, files, nil
 }
 

@@ -2,6 +2,7 @@ package oci
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,16 +25,17 @@ func (idx *LayerIndex) WriteJSON(w io.Writer) error {
 		return err
 	}
 	bw.Write(b[:len(b)-1]) // without the closing brace
-	if idx.Entries == nil {
+	if idx.Len() == 0 && !idx.entries.listed {
 		bw.WriteString(`,"entries":null}` + "\n")
 		return bw.Flush()
 	}
 	bw.WriteString(`,"entries":[`)
-	for i := range idx.Entries {
+	for i := range idx.Len() {
 		if i > 0 {
 			bw.WriteByte(',')
 		}
-		b, err := json.Marshal(&idx.Entries[i])
+		e := idx.Entry(i)
+		b, err := json.Marshal(&e)
 		if err != nil {
 			return err
 		}
@@ -89,20 +91,43 @@ func readEntries(dec *json.Decoder, idx *LayerIndex) error {
 		return err
 	}
 	if t == nil {
-		idx.Entries = nil
+		idx.entries = packedEntries{}
 		return nil
 	}
 	if d, ok := t.(json.Delim); !ok || d != '[' {
 		return errors.New("not a list")
 	}
-	idx.Entries = []IndexEntry{}
+	idx.entries = packedEntries{listed: true}
 	for dec.More() {
-		idx.Entries = append(idx.Entries, IndexEntry{})
-		if err := dec.Decode(&idx.Entries[len(idx.Entries)-1]); err != nil {
+		var e IndexEntry
+		if err := dec.Decode(&e); err != nil {
+			return err
+		}
+		if err := idx.Append(e); err != nil {
 			return err
 		}
 	}
+	idx.entries.done()
 	return expectDelim(dec, ']')
+}
+
+// MarshalJSON implements json.Marshaler: the document WriteJSON writes.
+func (idx *LayerIndex) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	if err := idx.WriteJSON(&b); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (idx *LayerIndex) UnmarshalJSON(b []byte) error {
+	got, err := ReadLayerIndexJSON(bytes.NewReader(b))
+	if err != nil {
+		return err
+	}
+	*idx = *got
+	return nil
 }
 
 func expectDelim(dec *json.Decoder, want json.Delim) error {

@@ -44,6 +44,10 @@ type fileList interface {
 	at(i int) fileAt
 	// node makes the Node of file i, which fn gets.
 	node(i int) Node
+	// is reports whether file i's content is the entry name of size
+	// bytes; contentPath returns that name (for messages).
+	is(i int, name string, size int64) bool
+	contentPath(i int) string
 }
 
 // fileAt locates the content of one file.
@@ -51,8 +55,6 @@ type fileAt struct {
 	layer, entry int
 	regular      bool
 	layerDigest  string
-	contentPath  string
-	size         int64
 }
 
 type nodeList []Node
@@ -61,8 +63,12 @@ func (l nodeList) len() int        { return len(l) }
 func (l nodeList) node(i int) Node { return l[i] }
 func (l nodeList) at(i int) fileAt {
 	n := &l[i]
-	return fileAt{n.Layer, n.Entry, n.Header.Typeflag == tar.TypeReg, n.LayerDigest, n.ContentPath, n.Header.Size}
+	return fileAt{n.Layer, n.Entry, n.Header.Typeflag == tar.TypeReg, n.LayerDigest}
 }
+func (l nodeList) is(i int, name string, size int64) bool {
+	return l[i].ContentPath == name && l[i].Header.Size == size
+}
+func (l nodeList) contentPath(i int) string { return l[i].ContentPath }
 
 type refList struct {
 	v    *View
@@ -73,10 +79,23 @@ func (l refList) len() int        { return len(l.refs) }
 func (l refList) node(i int) Node { return l.v.Node(l.refs[i]) }
 func (l refList) at(i int) fileAt {
 	n := l.refs[i].n
-	if n == nil || n.content == nil {
+	if n == nil || n.entry < 0 {
 		return fileAt{layer: -1, entry: -1}
 	}
-	return fileAt{int(n.layer), int(n.entry), n.content.Typeflag == tar.TypeReg, l.v.digests[n.layer], n.content.Name, n.content.Size}
+	return fileAt{int(n.layer), int(n.entry), n.typeflag == tar.TypeReg, l.v.digests[n.layer]}
+}
+
+// is compares without making the name: at and is run once or more per
+// file.
+func (l refList) is(i int, name string, size int64) bool {
+	n := l.refs[i].n
+	c := &l.v.idxs[n.layer].entries
+	return c.nameIs(int(n.entry), name) && c.size(int(n.entry)) == size
+}
+
+func (l refList) contentPath(i int) string {
+	n := l.refs[i].n
+	return l.v.idxs[n.layer].entries.name(int(n.entry))
 }
 
 func readFiles(ctx context.Context, layers []v1.Layer, nodes fileList, fn func(Node, io.Reader) error) error {
@@ -150,7 +169,8 @@ func readLayerFiles(ctx context.Context, l v1.Layer, li int, nodes fileList, wan
 			continue
 		}
 		ordinal++
-		first := nodes.at(int(want[0]))
+		fi := int(want[0])
+		first := nodes.at(fi)
 		if first.entry != ordinal {
 			continue
 		}
@@ -160,8 +180,8 @@ func readLayerFiles(ctx context.Context, l v1.Layer, li int, nodes fileList, wan
 		}
 		ns := want[:same]
 		want = want[same:]
-		if e.Marker != NotMarker || e.Typeflag != tar.TypeReg || e.Name != first.contentPath || e.Size != first.size {
-			return fmt.Errorf("layer %d (%s): entry %d is %q, not the file %q its index recorded: the view was not built from these layers", li, s.digest, ordinal, e.TarName(), first.contentPath)
+		if e.Marker != NotMarker || e.Typeflag != tar.TypeReg || !nodes.is(fi, e.Name, e.Size) {
+			return fmt.Errorf("layer %d (%s): entry %d is %q, not the file %q its index recorded: the view was not built from these layers", li, s.digest, ordinal, e.TarName(), nodes.contentPath(fi))
 		}
 		if len(ns) == 1 {
 			if err := fn(nodes.node(int(ns[0])), s.tr); err != nil {
@@ -182,16 +202,16 @@ func readLayerFiles(ctx context.Context, l v1.Layer, li int, nodes fileList, wan
 // read once, so the content is spooled to a temporary file rather than
 // held in memory.
 func fanOut(r io.Reader, nodes fileList, ns []int32, fn func(Node, io.Reader) error) error {
-	first := nodes.at(int(ns[0]))
+	first := nodes.contentPath(int(ns[0]))
 	f, err := os.CreateTemp("", "ssebench-content-*")
 	if err != nil {
-		return fmt.Errorf("spooling content of %q: %w", first.contentPath, err)
+		return fmt.Errorf("spooling content of %q: %w", first, err)
 	}
 	defer os.Remove(f.Name())
 	defer f.Close()
 	size, err := io.Copy(f, r)
 	if err != nil {
-		return fmt.Errorf("spooling content of %q: %w", first.contentPath, err)
+		return fmt.Errorf("spooling content of %q: %w", first, err)
 	}
 	for _, i := range ns {
 		if err := fn(nodes.node(int(i)), io.NewSectionReader(f, 0, size)); err != nil {

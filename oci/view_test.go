@@ -337,8 +337,11 @@ func TestMergeValidatesCachedIndexes(t *testing.T) {
 		{"root entry", IndexEntry{Name: "", Header: reg}, "root directory"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			idx := &LayerIndex{Format: IndexFormat, Digest: "sha256:feed", Entries: []IndexEntry{tc.entry}}
-			_, err := Merge([]*LayerIndex{idx})
+			idx, err := NewLayerIndex("sha256:feed", tc.entry)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = Merge([]*LayerIndex{idx})
 			wantErrContains(t, err, "sha256:feed", tc.want)
 		})
 	}
@@ -365,7 +368,7 @@ func TestLayerIndexJSONRoundTrip(t *testing.T) {
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(idx, &back); diff != "" {
+	if diff := cmp.Diff(idx.Entries(), back.Entries()); diff != "" {
 		t.Errorf("JSON round trip (-want +got):\n%s", diff)
 	}
 	want := []IndexEntry{
@@ -378,7 +381,7 @@ func TestLayerIndexJSONRoundTrip(t *testing.T) {
 		{Name: "sh", Header: Header{Typeflag: tar.TypeSymlink, Mode: 0o777, Linkname: "/bin/bash", ModTime: testTime}},
 		{Name: "bin/ping6", Header: Header{Typeflag: tar.TypeLink, Mode: 0o644, Linkname: "bin/ping", ModTime: testTime}},
 	}
-	if diff := cmp.Diff(want, back.Entries); diff != "" {
+	if diff := cmp.Diff(want, back.Entries()); diff != "" {
 		t.Errorf("entries (-want +got):\n%s", diff)
 	}
 	if back.Digest != digestOf(t, l) || back.Format != IndexFormat {
@@ -457,7 +460,7 @@ func TestTarHeaderRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(want, idx.Entries); diff != "" {
+	if diff := cmp.Diff(want, idx.Entries()); diff != "" {
 		t.Errorf("re-emitted entries (-want +got):\n%s", diff)
 	}
 }

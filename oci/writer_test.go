@@ -176,7 +176,7 @@ func TestZstdLayer(t *testing.T) {
 	if err != nil {
 		t.Fatalf("IndexLayer() = %v", err)
 	}
-	if got := len(idx.Entries); got != len(sampleEntries(nil)) {
+	if got := idx.Len(); got != len(sampleEntries(nil)) {
 		t.Errorf("IndexLayer() found %d entries, want %d", got, len(sampleEntries(nil)))
 	}
 }
@@ -323,7 +323,7 @@ func TestWriteLayerSortsComponentWise(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []string
-	for _, e := range idx.Entries {
+	for _, e := range idx.Entries() {
 		got = append(got, e.Name)
 	}
 	want := []string{"a", "a/b", "a/b/c", "a/b-c", "a/b0", "a-b", "a.txt", "b"}

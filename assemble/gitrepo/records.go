@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // records keeps what the Builder learns of each file and blob in a
@@ -19,6 +20,9 @@ type records struct {
 	f *os.File
 	w *bufio.Writer
 	n int64 // bytes written
+	// count and pathBytes are the file records written and the length
+	// of their paths, so that allFiles reads them into memory sized once.
+	count, pathBytes int
 }
 
 func newRecords(dir, name string) (*records, error) {
@@ -89,7 +93,37 @@ func (r *records) addFile(f fileEntry) error {
 	}
 	n, err := r.w.WriteString(f.path)
 	r.n += int64(n)
+	r.count++
+	r.pathBytes += len(f.path)
 	return err
+}
+
+// allFiles reads every file record back into one slice, the paths into
+// one string: 48 bytes and the path per file, where appending each record
+// and its own path string took about 1.6 times that (issue 27).
+func (r *records) allFiles() ([]fileEntry, error) {
+	out := make([]fileEntry, 0, r.count)
+	// A builder grown once never moves what it holds, so each path can
+	// be a part of what String returns, without a copy.
+	var arena strings.Builder
+	arena.Grow(r.pathBytes)
+	err := r.files(func(f fileEntry) bool {
+		if arena.Len()+len(f.path) > r.pathBytes || len(out) == cap(out) {
+			return false // more than was written: checked below
+		}
+		start := arena.Len()
+		arena.WriteString(f.path)
+		f.path = arena.String()[start:]
+		out = append(out, f)
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(out) != r.count {
+		return nil, errors.New("damaged file records")
+	}
+	return out, nil
 }
 
 // files reads every file record back; each calls fn until it returns
