@@ -4,10 +4,13 @@ import (
 	"archive/zip"
 	"bytes"
 	"fmt"
+	"go/parser"
+	"go/token"
 	"io"
 	"path"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	udiff "github.com/aymanbagabas/go-udiff"
@@ -153,6 +156,10 @@ func makePlan(r *Report, m Module, fixed string, vuln, fix *zip.Reader) (*plan, 
 		}
 	}
 	sort.Strings(p.pkgDirs)
+	// A fix may move code into a package the release adds (rs/cors 1.11.0
+	// adds internal/ for its affected root package): that package's files
+	// belong to the fix, or the patched package does not build.
+	fixDirs := append(slices.Clone(p.pkgDirs), addedImports(m.Module, p.pkgDirs, old, nw)...)
 
 	names := map[string]bool{}
 	for n := range old.files {
@@ -171,7 +178,7 @@ func makePlan(r *Report, m Module, fixed string, vuln, fix *zip.Reader) (*plan, 
 	patchFiles, testLines, goFiles := 0, 0, 0
 	for _, name := range sorted {
 		kind := ""
-		for _, d := range p.pkgDirs {
+		for _, d := range fixDirs {
 			if k := fileKind(d, name); k != "" {
 				kind = k
 				break
@@ -224,6 +231,60 @@ func makePlan(r *Report, m Module, fixed string, vuln, fix *zip.Reader) (*plan, 
 	}
 	p.patch, p.test = patch.String(), test.String()
 	return p, nil
+}
+
+// addedImports lists the directories of the packages of module modPath
+// that the fixed version of the packages in dirs import (directly or
+// through each other) and that the vulnerable version does not have, sorted.
+func addedImports(modPath string, dirs []string, old, nw *modZip) []string {
+	hasGo := func(z *modZip, dir string) bool {
+		for n := range z.files {
+			if path.Dir(n) == dir && strings.HasSuffix(n, ".go") {
+				return true
+			}
+		}
+		return false
+	}
+	seen := map[string]bool{}
+	for _, d := range dirs {
+		seen[d] = true
+	}
+	var added []string
+	queue := slices.Clone(dirs)
+	for len(queue) > 0 {
+		dir := queue[0]
+		queue = queue[1:]
+		for name := range nw.files {
+			if path.Dir(name) != dir || !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+				continue
+			}
+			src, _, err := nw.read(name)
+			if err != nil {
+				continue // too large or unreadable: makePlan says so
+			}
+			f, err := parser.ParseFile(token.NewFileSet(), name, src, parser.ImportsOnly)
+			if err != nil {
+				continue
+			}
+			for _, im := range f.Imports {
+				ip, err := strconv.Unquote(im.Path.Value)
+				if err != nil {
+					continue
+				}
+				d, ok := strings.CutPrefix(ip, modPath+"/")
+				if !ok || seen[d] {
+					continue
+				}
+				seen[d] = true
+				if hasGo(nw, d) && !hasGo(old, d) {
+					added = append(added, d)
+					queue = append(queue, d)
+				}
+			}
+		}
+	}
+	sort.Strings(added)
+	return added
 }
 
 // fileDiff is one file's diff in git's format, which `patch -p1` and the
