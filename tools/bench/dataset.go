@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -48,6 +49,12 @@ type DatasetResults struct {
 	ImageBytes   int64 `json:"image_bytes"`
 	Images       int   `json:"images"`
 	ArchiveBytes int64 `json:"archive_bytes"`
+	// One tool-image assembly on the largest case, cold (its own empty
+	// store and facts cache) and pushed: ssebench's peak resident memory,
+	// which must not follow the case's size (layers are streamed).
+	AssemblyTask   string  `json:"assembly_task,omitempty"`
+	AssemblyCase   int64   `json:"assembly_case_bytes,omitempty"`
+	AssemblyMaxRSS float64 `json:"assembly_max_rss_mb,omitempty"`
 	// Eval of dummy and reference over the dataset.
 	EvalRuns        int     `json:"eval_runs,omitempty"`
 	EvalSeconds     float64 `json:"eval_seconds,omitempty"`
@@ -83,6 +90,7 @@ func runDataset(ctx context.Context, args []string) error {
 	jobs := fs.Int("jobs", 2, "runs at once in the evaluation")
 	skipEval := fs.Bool("skip-eval", false, "measure the images only")
 	jsonOut := fs.String("json", "", "also write the figures as JSON to this file")
+	repo := fs.String("repo", benchRepo, "repository prefix under the registry (one's own, when others use the registry too)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -109,22 +117,35 @@ func runDataset(ctx context.Context, args []string) error {
 		return err
 	}
 	res := &DatasetResults{Dataset: *dsFlag, Tasks: len(ids), Platform: "linux/" + runtime.GOARCH, CPUs: runtime.NumCPU(), Started: time.Now().UTC()}
-	prefix := fmt.Sprintf("%s/%s/dataset-%d", *reg, benchRepo, time.Now().Unix())
+	prefix := fmt.Sprintf("%s/%s/dataset-%d", *reg, *repo, time.Now().Unix())
 	storeDir, cacheDir := filepath.Join(*work, "store"), filepath.Join(*work, "cache")
 	for _, d := range []string{storeDir, cacheDir, filepath.Join(*work, "runs")} {
 		os.RemoveAll(d)
 	}
-	cli := func(stdout io.Writer, args ...string) (time.Duration, error) {
-		global := []string{"--home", home, "--store", storeDir, "--registry", prefix, "--quiet"}
+	// run runs ssebench on a store and facts cache; it returns the wall
+	// time and the child's peak resident memory in MB.
+	run := func(store, cache string, stdout io.Writer, args ...string) (time.Duration, float64, error) {
+		global := []string{"--home", home, "--store", store, "--registry", prefix, "--quiet"}
 		cmd := exec.CommandContext(ctx, bin, append(global, args...)...)
-		cmd.Env = append(os.Environ(), "SSEBENCH_CACHE="+cacheDir, "SOURCE_DATE_EPOCH=1750000000")
+		cmd.Env = append(os.Environ(), "SSEBENCH_CACHE="+cache, "SOURCE_DATE_EPOCH=1750000000")
 		cmd.Stdout, cmd.Stderr = stdout, os.Stderr
 		start := time.Now()
 		err := cmd.Run()
+		took := time.Since(start)
 		if err != nil {
 			err = fmt.Errorf("ssebench %s: %w", strings.Join(args, " "), err)
 		}
-		return time.Since(start), err
+		var rss float64
+		if cmd.ProcessState != nil {
+			if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+				rss = float64(ru.Maxrss) / 1024 // kilobytes on Linux
+			}
+		}
+		return took, rss, err
+	}
+	cli := func(stdout io.Writer, args ...string) (time.Duration, error) {
+		took, _, err := run(storeDir, cacheDir, stdout, args...)
+		return took, err
 	}
 	taskList := strings.Join(ids, ",")
 
@@ -221,6 +242,20 @@ func runDataset(ctx context.Context, args []string) error {
 		names = append(names, im.Name)
 	}
 	res.Images = len(names)
+	// The largest case image, for the assembly's peak memory.
+	caseBytes := map[string]int64{}
+	for _, im := range usage.Images {
+		for _, id := range ids {
+			if strings.Contains(im.Name, "/case/") && (strings.HasSuffix(im.Name, "/"+id) || strings.Contains(im.Name, "/"+id+":")) {
+				caseBytes[id] = max(caseBytes[id], im.Local+im.Remote)
+			}
+		}
+	}
+	for _, id := range ids {
+		if res.AssemblyTask == "" || caseBytes[id] > res.AssemblyCase {
+			res.AssemblyTask, res.AssemblyCase = id, caseBytes[id]
+		}
+	}
 	archive := filepath.Join(*work, "dataset.tar")
 	os.Remove(archive)
 	if _, err := cli(os.Stderr, append([]string{"save", "-o", archive}, names...)...); err != nil {
@@ -230,6 +265,21 @@ func runDataset(ctx context.Context, args []string) error {
 		res.ArchiveBytes = fi.Size()
 	}
 	os.Remove(archive)
+
+	say("ssebench: one tool assembly on the largest case (%s, %s), its own empty store, pushed", res.AssemblyTask, units.Bytes(res.AssemblyCase))
+	memStore, memCache := filepath.Join(*work, "store-mem"), filepath.Join(*work, "cache-mem")
+	os.RemoveAll(memStore)
+	os.RemoveAll(memCache)
+	src, err := taskSource(dsDir, res.AssemblyTask)
+	if err != nil {
+		return err
+	}
+	if _, res.AssemblyMaxRSS, err = run(memStore, memCache, io.Discard, "assemble", "tool", "--case", caseRef[res.AssemblyTask],
+		"--task", res.AssemblyTask, "--source", src, "--runtime", rt0, "--push"); err != nil {
+		return err
+	}
+	os.RemoveAll(memStore)
+	os.RemoveAll(memCache)
 
 	say("BuildKit: the tool layers (reference Dockerfile) and the dummy agent of each task, on a fresh buildkitd")
 	d, err := startDaemon(ctx, *bkd, *work, *reg)
@@ -368,6 +418,9 @@ func reportDataset(w io.Writer, r *DatasetResults) {
 	fmt.Fprintf(w, "%-40s %11.2fs %11.2fs\n", "per task, cold", r.SsebenchCold/n, r.BuildKitCold/n)
 	fmt.Fprintf(w, "store: %s for %d images whose sizes sum to %s (sharing saves %.0f%%); one save archive of them: %s\n",
 		units.Bytes(r.StoreBytes), r.Images, units.Bytes(r.ImageBytes), 100*(1-float64(r.StoreBytes)/float64(max(r.ImageBytes, 1))), units.Bytes(r.ArchiveBytes))
+	if r.AssemblyMaxRSS > 0 {
+		fmt.Fprintf(w, "peak memory of one tool assembly (largest case, %s, %s; cold, pushed): %.0f MB\n", r.AssemblyTask, units.Bytes(r.AssemblyCase), r.AssemblyMaxRSS)
+	}
 	if r.EvalRuns > 0 {
 		fmt.Fprintf(w, "eval dummy+reference: %d runs in %.1fs (--jobs %d); per run: containers %.1fs, ssebench's own %.1fs; reference passed %d/%d, dummy passed %d/%d\n",
 			r.EvalRuns, r.EvalSeconds, r.EvalJobs, r.ContainerPerRun, r.OwnPerRun, r.ReferencePassed, r.Tasks, r.DummyPassed, r.Tasks)
