@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -42,12 +43,21 @@ type DatasetResults struct {
 	SsebenchBump float64 `json:"ssebench_bump_seconds"`
 	BuildKitCold float64 `json:"buildkit_cold_seconds"`
 	BuildKitBump float64 `json:"buildkit_bump_seconds"`
+	// BuildKitTasks is how many tasks BuildKit built (the first ones):
+	// with fewer than Tasks, compare the times per task.
+	BuildKitTasks int `json:"buildkit_tasks"`
 	// StoreBytes is the store's blob pool after the builds, ImageBytes the
 	// sum of every image's own size (what the images weigh one by one).
 	StoreBytes   int64 `json:"store_bytes"`
 	ImageBytes   int64 `json:"image_bytes"`
 	Images       int   `json:"images"`
 	ArchiveBytes int64 `json:"archive_bytes"`
+	// One tool-image assembly on the largest case, cold (its own empty
+	// store and facts cache) and pushed: ssebench's peak resident memory,
+	// which must not follow the case's size (layers are streamed).
+	AssemblyTask   string  `json:"assembly_task,omitempty"`
+	AssemblyCase   int64   `json:"assembly_case_bytes,omitempty"`
+	AssemblyMaxRSS float64 `json:"assembly_max_rss_mb,omitempty"`
 	// Eval of dummy and reference over the dataset.
 	EvalRuns        int     `json:"eval_runs,omitempty"`
 	EvalSeconds     float64 `json:"eval_seconds,omitempty"`
@@ -82,7 +92,9 @@ func runDataset(ctx context.Context, args []string) error {
 	limit := fs.Int("tasks", 0, "only the first N tasks (0: all)")
 	jobs := fs.Int("jobs", 2, "runs at once in the evaluation")
 	skipEval := fs.Bool("skip-eval", false, "measure the images only")
+	bkTasks := fs.Int("buildkit-tasks", 0, "BuildKit builds only the first N tasks (0: all): its throwaway daemon keeps every layer, about 0.5 GiB a task")
 	jsonOut := fs.String("json", "", "also write the figures as JSON to this file")
+	repo := fs.String("repo", benchRepo, "repository prefix under the registry (one's own, when others use the registry too)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -109,22 +121,35 @@ func runDataset(ctx context.Context, args []string) error {
 		return err
 	}
 	res := &DatasetResults{Dataset: *dsFlag, Tasks: len(ids), Platform: "linux/" + runtime.GOARCH, CPUs: runtime.NumCPU(), Started: time.Now().UTC()}
-	prefix := fmt.Sprintf("%s/%s/dataset-%d", *reg, benchRepo, time.Now().Unix())
+	prefix := fmt.Sprintf("%s/%s/dataset-%d", *reg, *repo, time.Now().Unix())
 	storeDir, cacheDir := filepath.Join(*work, "store"), filepath.Join(*work, "cache")
 	for _, d := range []string{storeDir, cacheDir, filepath.Join(*work, "runs")} {
 		os.RemoveAll(d)
 	}
-	cli := func(stdout io.Writer, args ...string) (time.Duration, error) {
-		global := []string{"--home", home, "--store", storeDir, "--registry", prefix, "--quiet"}
+	// run runs ssebench on a store and facts cache; it returns the wall
+	// time and the child's peak resident memory in MB.
+	run := func(store, cache string, stdout io.Writer, args ...string) (time.Duration, float64, error) {
+		global := []string{"--home", home, "--store", store, "--registry", prefix, "--quiet"}
 		cmd := exec.CommandContext(ctx, bin, append(global, args...)...)
-		cmd.Env = append(os.Environ(), "SSEBENCH_CACHE="+cacheDir, "SOURCE_DATE_EPOCH=1750000000")
+		cmd.Env = append(os.Environ(), "SSEBENCH_CACHE="+cache, "SOURCE_DATE_EPOCH=1750000000")
 		cmd.Stdout, cmd.Stderr = stdout, os.Stderr
 		start := time.Now()
 		err := cmd.Run()
+		took := time.Since(start)
 		if err != nil {
 			err = fmt.Errorf("ssebench %s: %w", strings.Join(args, " "), err)
 		}
-		return time.Since(start), err
+		var rss float64
+		if cmd.ProcessState != nil {
+			if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+				rss = float64(ru.Maxrss) / 1024 // kilobytes on Linux
+			}
+		}
+		return took, rss, err
+	}
+	cli := func(stdout io.Writer, args ...string) (time.Duration, error) {
+		took, _, err := run(storeDir, cacheDir, stdout, args...)
+		return took, err
 	}
 	taskList := strings.Join(ids, ",")
 
@@ -221,6 +246,31 @@ func runDataset(ctx context.Context, args []string) error {
 		names = append(names, im.Name)
 	}
 	res.Images = len(names)
+	// The largest case image (its layers' compressed sizes), for the
+	// assembly's peak memory.
+	caseBytes := map[string]int64{}
+	for _, id := range ids {
+		var out bytes.Buffer
+		if _, err := cli(&out, "inspect", "--json", caseRef[id]); err != nil {
+			return err
+		}
+		var in struct {
+			Layers []struct {
+				Size int64 `json:"size"`
+			} `json:"layers"`
+		}
+		if err := json.Unmarshal(out.Bytes(), &in); err != nil {
+			return fmt.Errorf("reading inspect --json: %w", err)
+		}
+		for _, l := range in.Layers {
+			caseBytes[id] += l.Size
+		}
+	}
+	for _, id := range ids {
+		if res.AssemblyTask == "" || caseBytes[id] > res.AssemblyCase {
+			res.AssemblyTask, res.AssemblyCase = id, caseBytes[id]
+		}
+	}
 	archive := filepath.Join(*work, "dataset.tar")
 	os.Remove(archive)
 	if _, err := cli(os.Stderr, append([]string{"save", "-o", archive}, names...)...); err != nil {
@@ -230,6 +280,21 @@ func runDataset(ctx context.Context, args []string) error {
 		res.ArchiveBytes = fi.Size()
 	}
 	os.Remove(archive)
+
+	say("ssebench: one tool assembly on the largest case (%s, %s), its own empty store, pushed", res.AssemblyTask, units.Bytes(res.AssemblyCase))
+	memStore, memCache := filepath.Join(*work, "store-mem"), filepath.Join(*work, "cache-mem")
+	os.RemoveAll(memStore)
+	os.RemoveAll(memCache)
+	src, err := taskSource(dsDir, res.AssemblyTask)
+	if err != nil {
+		return err
+	}
+	if _, res.AssemblyMaxRSS, err = run(memStore, memCache, io.Discard, "assemble", "tool", "--case", caseRef[res.AssemblyTask],
+		"--task", res.AssemblyTask, "--source", src, "--runtime", rt0, "--push"); err != nil {
+		return err
+	}
+	os.RemoveAll(memStore)
+	os.RemoveAll(memCache)
 
 	say("BuildKit: the tool layers (reference Dockerfile) and the dummy agent of each task, on a fresh buildkitd")
 	d, err := startDaemon(ctx, *bkd, *work, *reg)
@@ -243,9 +308,14 @@ func runDataset(ctx context.Context, args []string) error {
 		return err
 	}
 	defer fresh.Close()
+	bkIDs := ids
+	if *bkTasks > 0 && *bkTasks < len(ids) {
+		bkIDs = ids[:*bkTasks]
+	}
+	res.BuildKitTasks = len(bkIDs)
 	bkAll := func(rt, tag string) (float64, error) {
 		start := time.Now()
-		for i, id := range ids {
+		for i, id := range bkIDs {
 			src, err := taskSource(dsDir, id)
 			if err != nil {
 				return 0, err
@@ -362,12 +432,24 @@ func reportDataset(w io.Writer, r *DatasetResults) {
 	n := float64(r.Tasks)
 	fmt.Fprintf(w, "dataset %s: %d tasks, %s, %d CPUs, %s\n", r.Dataset, r.Tasks, r.Platform, r.CPUs, r.Started.Format("2006-01-02"))
 	fmt.Fprintf(w, "case images (BuildKit, build-case --force, warm daemon cache): %.1fs, %.1fs per task\n", r.CaseSeconds, r.CaseSeconds/n)
-	fmt.Fprintf(w, "%-40s %12s %12s %8s\n", "tool + dummy agent images, all tasks", "ssebench", "BuildKit", "ratio")
-	fmt.Fprintf(w, "%-40s %11.1fs %11.1fs %7.1fx\n", "cold (empty store / fresh daemon)", r.SsebenchCold, r.BuildKitCold, r.BuildKitCold/r.SsebenchCold)
-	fmt.Fprintf(w, "%-40s %11.1fs %11.1fs %7.1fx\n", "after a runtime bump", r.SsebenchBump, r.BuildKitBump, r.BuildKitBump/r.SsebenchBump)
-	fmt.Fprintf(w, "%-40s %11.2fs %11.2fs\n", "per task, cold", r.SsebenchCold/n, r.BuildKitCold/n)
+	bn := float64(max(r.BuildKitTasks, 1))
+	if r.BuildKitTasks == r.Tasks {
+		fmt.Fprintf(w, "%-40s %12s %12s %8s\n", "tool + dummy agent images, all tasks", "ssebench", "BuildKit", "ratio")
+		fmt.Fprintf(w, "%-40s %11.1fs %11.1fs %7.1fx\n", "cold (empty store / fresh daemon)", r.SsebenchCold, r.BuildKitCold, r.BuildKitCold/r.SsebenchCold)
+		fmt.Fprintf(w, "%-40s %11.1fs %11.1fs %7.1fx\n", "after a runtime bump", r.SsebenchBump, r.BuildKitBump, r.BuildKitBump/r.SsebenchBump)
+	} else {
+		fmt.Fprintf(w, "tool + dummy agent images: ssebench on all %d tasks, BuildKit on the first %d\n", r.Tasks, r.BuildKitTasks)
+		fmt.Fprintf(w, "%-40s %12s %12s\n", "", "ssebench", "BuildKit")
+		fmt.Fprintf(w, "%-40s %11.1fs %11.1fs\n", "cold (empty store / fresh daemon)", r.SsebenchCold, r.BuildKitCold)
+		fmt.Fprintf(w, "%-40s %11.1fs %11.1fs\n", "after a runtime bump", r.SsebenchBump, r.BuildKitBump)
+	}
+	fmt.Fprintf(w, "%-40s %11.2fs %11.2fs %7.1fx\n", "per task, cold", r.SsebenchCold/n, r.BuildKitCold/bn, (r.BuildKitCold/bn)/(r.SsebenchCold/n))
+	fmt.Fprintf(w, "%-40s %11.2fs %11.2fs %7.1fx\n", "per task, after a runtime bump", r.SsebenchBump/n, r.BuildKitBump/bn, (r.BuildKitBump/bn)/(r.SsebenchBump/n))
 	fmt.Fprintf(w, "store: %s for %d images whose sizes sum to %s (sharing saves %.0f%%); one save archive of them: %s\n",
 		units.Bytes(r.StoreBytes), r.Images, units.Bytes(r.ImageBytes), 100*(1-float64(r.StoreBytes)/float64(max(r.ImageBytes, 1))), units.Bytes(r.ArchiveBytes))
+	if r.AssemblyMaxRSS > 0 {
+		fmt.Fprintf(w, "peak memory of one tool assembly (largest case, %s, %s; cold, pushed): %.0f MB\n", r.AssemblyTask, units.Bytes(r.AssemblyCase), r.AssemblyMaxRSS)
+	}
 	if r.EvalRuns > 0 {
 		fmt.Fprintf(w, "eval dummy+reference: %d runs in %.1fs (--jobs %d); per run: containers %.1fs, ssebench's own %.1fs; reference passed %d/%d, dummy passed %d/%d\n",
 			r.EvalRuns, r.EvalSeconds, r.EvalJobs, r.ContainerPerRun, r.OwnPerRun, r.ReferencePassed, r.Tasks, r.DummyPassed, r.Tasks)

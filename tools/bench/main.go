@@ -63,14 +63,15 @@
 // sse-runner, through the daemon) against the same scripts as root in the
 // case image, and prints both and the ratio (goal: at most 2).
 //
-//	go run ./tools/bench dataset [-dataset datasets/govuln] [-tasks N] [-json results.json]
+//	go run ./tools/bench dataset [-dataset datasets/govuln] [-tasks N] [-repo R] [-json results.json]
 //
 // dataset measures a whole dataset: its case images; the tool and
 // dummy-agent images of every task, ssebench (empty store) against BuildKit
 // (reference Dockerfile and the agent's Dockerfile, fresh daemon), cold and
 // after a runtime bump; the store's bytes against the sum of the images'
-// sizes and a save archive's weight; and eval of dummy and reference over
-// it (wall time, per run, ssebench's own part).
+// sizes and a save archive's weight; the peak memory of one tool assembly
+// on the largest case (cold, its own store, pushed); and eval of dummy and
+// reference over it (wall time, per run, ssebench's own part).
 package main
 
 import (

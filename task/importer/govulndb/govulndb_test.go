@@ -141,10 +141,40 @@ func fixture() fakeProxy {
 		"go.mod":                         "module golang.org/x/vulndb\n",
 		"data/reports/GO-2099-0001.yaml": report1,
 		"data/reports/GO-2099-0002.yaml": strings.NewReplacer("GO-2099-0001", "GO-2099-0002", "example.com/fixme/parse", "example.com/fixme/other").Replace(report1),
+		"data/reports/GO-2099-0010.yaml": strings.NewReplacer("GO-2099-0001", "GO-2099-0010", "example.com/fixme/parse", "example.com/moved", "example.com/fixme", "example.com/moved").Replace(report1),
+		"data/reports/GO-2099-0011.yaml": strings.NewReplacer("GO-2099-0001", "GO-2099-0011", "example.com/fixme/parse", "example.com/inner", "example.com/fixme", "example.com/inner").Replace(report1),
 		"data/reports/GO-2099-0003.yaml": "id: GO-2099-0003\nmodules:\n    - module: std\n      versions:\n        - fixed: 1.22.1\n      vulnerable_at: 1.22.0\n      packages:\n        - package: net/http\nsummary: A standard library bug\n",
 	}
+	movedMod := "module example.com/moved\n\ngo 1.21\n"
+	innerMod := "module example.com/inner\n\ngo 1.21\n"
+	innerAPI := "package inner\n\nimport \"example.com/inner/internal/field\"\n\n// Field returns the n-th comma-separated field of s.\nfunc Field(s string, n int) string { return field.Field(s, n) }\n"
 	return fakeProxy{
 		"golang.org/x/vulndb@v" + testDB: db,
+		// The database names the exported API; the fix is in the
+		// internal package behind it.
+		"example.com/inner@v1.0.0": {
+			"go.mod": innerMod, "inner.go": innerAPI, "README.md": "v1.0.0\n", "inner_test.go": "package inner\n",
+			"internal/field/field.go": strings.Replace(parseV1, "package parse", "package field", 1),
+			"other/other.go":          "package other\n\nconst A = 1\n",
+		},
+		"example.com/inner@v1.0.1": {
+			"go.mod": innerMod, "inner.go": innerAPI, "README.md": "v1.0.1\n",
+			"inner_test.go":           "package inner\n\nimport \"testing\"\n\nfunc TestField(t *testing.T) {}\n",
+			"internal/field/field.go": strings.Replace(parseV2, "package parse", "package field", 1),
+			"other/other.go":          "package other\n\nconst A = 2\n",
+		},
+		// The fix moves the code into a package the release adds.
+		"example.com/moved@v1.0.0": {
+			"go.mod": movedMod, "moved.go": strings.Replace(parseV1, "package parse", "package moved", 1),
+			"moved_test.go": "package moved\n",
+		},
+		"example.com/moved@v1.0.1": {
+			"go.mod": movedMod, "moved.go": "package moved\n\nimport \"example.com/moved/internal/field\"\n\n// Field returns the n-th comma-separated field of s.\nfunc Field(s string, n int) string { return field.Field(s, n) }\n",
+			"moved_test.go":           "package moved\n\nimport \"testing\"\n\nfunc TestField(t *testing.T) {}\n",
+			"internal/field/field.go": strings.Replace(parseV2, "package parse", "package field", 1),
+			// Another package the release adds, which the fix does not use.
+			"extra/extra.go": "package extra\n",
+		},
 		"example.com/fixme@v1.0.0": {
 			"go.mod": gomod, "parse/parse.go": parseV1,
 			"parse/parse_test.go": "package parse\n\nimport \"testing\"\n\nfunc TestField(t *testing.T) {\n\tif Field(\"a,b\", 1) != \"b\" {\n\t\tt.Fatal(\"b\")\n\t}\n}\n",
@@ -267,6 +297,46 @@ func apply(t *testing.T, diff []byte, files map[string]string) map[string]string
 		out[fd.NewName] = b.String()
 	}
 	return out
+}
+
+// TestImportAddedPackage: a fix that moves code into a package its release
+// adds carries that package, or the patched package would not build; a
+// package the release adds for something else stays out.
+func TestImportAddedPackage(t *testing.T) {
+	p := fixture()
+	dir := t.TempDir()
+	if rows := importInto(t, fetcher(t, p), dir, "GO-2099-0010"); len(rows) != 1 || rows[0].Status != "imported" {
+		t.Fatalf("rows: %+v", rows)
+	}
+	patch, _ := os.ReadFile(filepath.Join(dir, "go-2099-0010", "sse/diffs/patch.diff"))
+	if strings.Contains(string(patch), "extra/") {
+		t.Errorf("the patch holds a package the fix does not use:\n%s", patch)
+	}
+	got := apply(t, patch, p["example.com/moved@v1.0.0"])
+	for _, f := range []string{"moved.go", "internal/field/field.go"} {
+		if got[f] != p["example.com/moved@v1.0.1"][f] {
+			t.Errorf("the patch applied to v1.0.0 gives %s:\n%s\nwant the fixed version's", f, got[f])
+		}
+	}
+}
+
+// TestImportFixBehindTheAPI: when no Go file of the affected packages
+// changes, the fix is in the packages of the module they import, and the
+// patch carries those; a package they do not import stays out.
+func TestImportFixBehindTheAPI(t *testing.T) {
+	p := fixture()
+	dir := t.TempDir()
+	if rows := importInto(t, fetcher(t, p), dir, "GO-2099-0011"); len(rows) != 1 || rows[0].Status != "imported" {
+		t.Fatalf("rows: %+v", rows)
+	}
+	patch, _ := os.ReadFile(filepath.Join(dir, "go-2099-0011", "sse/diffs/patch.diff"))
+	if strings.Contains(string(patch), "other/") {
+		t.Errorf("the patch holds a package the affected one does not import:\n%s", patch)
+	}
+	f := "internal/field/field.go"
+	if got := apply(t, patch, p["example.com/inner@v1.0.0"])[f]; got != p["example.com/inner@v1.0.1"][f] {
+		t.Errorf("the patch applied to v1.0.0 gives %s:\n%s\nwant the fixed version's", f, got)
+	}
 }
 
 // TestImportSkips: a report that cannot make a sound task is skipped, with

@@ -4,10 +4,13 @@ import (
 	"archive/zip"
 	"bytes"
 	"fmt"
+	"go/parser"
+	"go/token"
 	"io"
 	"path"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	udiff "github.com/aymanbagabas/go-udiff"
@@ -153,7 +156,6 @@ func makePlan(r *Report, m Module, fixed string, vuln, fix *zip.Reader) (*plan, 
 		}
 	}
 	sort.Strings(p.pkgDirs)
-
 	names := map[string]bool{}
 	for n := range old.files {
 		names[n] = true
@@ -167,11 +169,52 @@ func makePlan(r *Report, m Module, fixed string, vuln, fix *zip.Reader) (*plan, 
 	}
 	sort.Strings(sorted)
 
+	// A fix may move code into a package the release adds (rs/cors 1.11.0
+	// adds internal/ for its affected root package): that package's files
+	// belong to the fix, or the patched package does not build.
+	d, err := diffDirs(sorted, append(slices.Clone(p.pkgDirs), importedDirs(m.Module, p.pkgDirs, old, nw, false)...), old, nw)
+	if err != nil {
+		return nil, err
+	}
+	if d.patchGo == 0 {
+		// No Go file of the affected packages changed: the fix is in the
+		// packages they import (shamaton/msgpack/v2 2.4.1 fixes its
+		// internal/ decoders; the database names the exported API).
+		if d, err = diffDirs(sorted, append(slices.Clone(p.pkgDirs), importedDirs(m.Module, p.pkgDirs, old, nw, true)...), old, nw); err != nil {
+			return nil, err
+		}
+	}
+	switch {
+	case d.goFiles == 0:
+		return nil, skipf("no Go files in the affected packages at v%s", m.VulnerableAt)
+	case d.patch == "":
+		return nil, skipf("the fix changes no non-test file of the affected packages")
+	case d.test == "":
+		return nil, skipf("no test in the fix (no _test.go or testdata change in the affected packages)")
+	case d.patchLines > maxPatchLines || d.patchFiles > maxPatchFiles:
+		return nil, skipf("the fix is too large: %d changed lines in %d files (at most %d in %d)", d.patchLines, d.patchFiles, maxPatchLines, maxPatchFiles)
+	case d.testLines > maxTestLines:
+		return nil, skipf("the fix's tests are too large: %d changed lines (at most %d)", d.testLines, maxTestLines)
+	}
+	p.patch, p.test, p.patchLines = d.patch, d.test, d.patchLines
+	return p, nil
+}
+
+// dirDiff is the fix and its tests in some package directories.
+type dirDiff struct {
+	patch, test                     string
+	patchLines, patchFiles, patchGo int // patchGo: changed non-test Go files
+	testLines, goFiles              int // goFiles: non-test Go files at the vulnerable version
+}
+
+// diffDirs diffs the files named (sorted) of the package directories dirs
+// between the vulnerable and the fixed version.
+func diffDirs(names, dirs []string, old, nw *modZip) (*dirDiff, error) {
 	var patch, test strings.Builder
-	patchFiles, testLines, goFiles := 0, 0, 0
-	for _, name := range sorted {
+	r := &dirDiff{}
+	for _, name := range names {
 		kind := ""
-		for _, d := range p.pkgDirs {
+		for _, d := range dirs {
 			if k := fileKind(d, name); k != "" {
 				kind = k
 				break
@@ -188,8 +231,9 @@ func makePlan(r *Report, m Module, fixed string, vuln, fix *zip.Reader) (*plan, 
 		if err != nil {
 			return nil, err
 		}
-		if inOld && kind == "patch" && strings.HasSuffix(name, ".go") {
-			goFiles++
+		isGo := strings.HasSuffix(name, ".go")
+		if inOld && kind == "patch" && isGo {
+			r.goFiles++
 			if bytes.Contains(a, []byte("\nimport \"C\"")) {
 				return nil, skipf("%s uses cgo", name)
 			}
@@ -203,27 +247,73 @@ func makePlan(r *Report, m Module, fixed string, vuln, fix *zip.Reader) (*plan, 
 		}
 		if kind == "patch" {
 			patch.WriteString(d)
-			p.patchLines += n
-			patchFiles++
+			r.patchLines += n
+			r.patchFiles++
+			if isGo {
+				r.patchGo++
+			}
 		} else {
 			test.WriteString(d)
-			testLines += n
+			r.testLines += n
 		}
 	}
-	switch {
-	case goFiles == 0:
-		return nil, skipf("no Go files in the affected packages at v%s", m.VulnerableAt)
-	case patch.Len() == 0:
-		return nil, skipf("the fix changes no non-test file of the affected packages")
-	case test.Len() == 0:
-		return nil, skipf("no test in the fix (no _test.go or testdata change in the affected packages)")
-	case p.patchLines > maxPatchLines || patchFiles > maxPatchFiles:
-		return nil, skipf("the fix is too large: %d changed lines in %d files (at most %d in %d)", p.patchLines, patchFiles, maxPatchLines, maxPatchFiles)
-	case testLines > maxTestLines:
-		return nil, skipf("the fix's tests are too large: %d changed lines (at most %d)", testLines, maxTestLines)
+	r.patch, r.test = patch.String(), test.String()
+	return r, nil
+}
+
+// importedDirs lists the directories of the packages of module modPath
+// that the fixed version of the packages in dirs imports, directly or
+// through each other, sorted: every one with all, else those that the
+// vulnerable version does not have.
+func importedDirs(modPath string, dirs []string, old, nw *modZip, all bool) []string {
+	hasGo := func(z *modZip, dir string) bool {
+		for n := range z.files {
+			if path.Dir(n) == dir && strings.HasSuffix(n, ".go") {
+				return true
+			}
+		}
+		return false
 	}
-	p.patch, p.test = patch.String(), test.String()
-	return p, nil
+	seen := map[string]bool{}
+	for _, d := range dirs {
+		seen[d] = true
+	}
+	var added []string
+	queue := slices.Clone(dirs)
+	for len(queue) > 0 {
+		dir := queue[0]
+		queue = queue[1:]
+		for name := range nw.files {
+			if path.Dir(name) != dir || !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+				continue
+			}
+			src, _, err := nw.read(name)
+			if err != nil {
+				continue // too large or unreadable: makePlan says so
+			}
+			f, err := parser.ParseFile(token.NewFileSet(), name, src, parser.ImportsOnly)
+			if err != nil {
+				continue
+			}
+			for _, im := range f.Imports {
+				ip, err := strconv.Unquote(im.Path.Value)
+				if err != nil {
+					continue
+				}
+				d, ok := strings.CutPrefix(ip, modPath+"/")
+				if !ok || seen[d] {
+					continue
+				}
+				seen[d] = true
+				if hasGo(nw, d) && (all || !hasGo(old, d)) {
+					added = append(added, d)
+					queue = append(queue, d)
+				}
+			}
+		}
+	}
+	sort.Strings(added)
+	return added
 }
 
 // fileDiff is one file's diff in git's format, which `patch -p1` and the
