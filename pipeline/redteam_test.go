@@ -383,9 +383,12 @@ func testRedTeam(t *testing.T, x *e2e) {
 				}
 			}
 			log := read(t, filepath.Join(res.Dir, "agent.log"))
-			// A memory or disk limit may kill the attack's shell: then
-			// only the limit's report says how far it got.
-			if rt.killed != contract.KilledMemory && rt.killed != contract.KilledDisk && rt.maxLog == 0 && !strings.Contains(log, "attack done") {
+			// A memory, disk or process limit may kill the attack's shell
+			// (the process limit's kill races the fork bomb's last loop on
+			// a busy machine): then only the limit's report says how far
+			// it got.
+			limited := rt.killed == contract.KilledMemory || rt.killed == contract.KilledDisk || rt.killed == contract.KilledPids
+			if !limited && rt.maxLog == 0 && !strings.Contains(log, "attack done") {
 				t.Fatalf("the attack did not run to its end:\n%s", log)
 			}
 			if rt.planted != "" && strings.Contains(log, rt.planted) {
