@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"net"
+	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -146,6 +147,34 @@ func TestIntegrationScratchCopy(t *testing.T) {
 	}
 	if mt != types.OCIManifestSchema1 {
 		t.Errorf("manifest media type = %s, want %s", mt, types.OCIManifestSchema1)
+	}
+}
+
+// TestIntegrationContextsOfTwoFolders: two task folders hold a file of the
+// same name, size and modification time (git archive gives every file one
+// time) with other content. Each image must get its own folder's file:
+// BuildKit keeps the last copy of a context and sends only the files whose
+// size or time changed, so without a shared key per folder the second
+// build got the first folder's script.
+func TestIntegrationContextsOfTwoFolders(t *testing.T) {
+	c := newIntegrationClient(t)
+	when := time.Unix(1700000000, 0)
+	var dirs []string
+	for _, content := range []string{"echo task one\n", "echo task two\n"} {
+		dir := contextDir(t, "FROM scratch\nCOPY build.sh /\n")
+		writeFile(t, dir, "build.sh", content)
+		for _, f := range []string{"Dockerfile", "build.sh"} {
+			if err := os.Chtimes(filepath.Join(dir, f), when, when); err != nil {
+				t.Fatal(err)
+			}
+		}
+		dirs = append(dirs, dir)
+	}
+	for i, want := range []string{"echo task one\n", "echo task two\n", "echo task one\n"} {
+		img := build(t, c, Request{ContextDir: dirs[i%2], Platform: testPlatform})
+		if got := files(t, img, "/")["/build.sh"]; got != want {
+			t.Errorf("build %d of %s: /build.sh = %q, want %q", i+1, dirs[i%2], got, want)
+		}
 	}
 }
 

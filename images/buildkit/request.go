@@ -2,6 +2,8 @@ package buildkit
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"maps"
@@ -244,16 +246,25 @@ func newSolveOpt(r Request, layoutDir string, plainHTTP func(host string) bool) 
 	}
 
 	mounts := make(map[string]fsutil.FS, len(dirs))
-	for n, dir := range dirs {
-		abs, err := filepath.Abs(dir)
+	// BuildKit keeps the last copy of a local context under the context's
+	// name and the session's shared key, and sends a later build only the
+	// files whose size or modification time differ. With no shared key,
+	// every task folder's "context" was synced onto the last one's copy:
+	// a script of the same size and time (git archive gives every file
+	// one time) stayed the other task's. The key names the folders, as
+	// docker buildx's does.
+	sk := sha256.New()
+	for _, n := range sortedKeys(dirs) {
+		abs, err := filepath.Abs(dirs[n])
 		if err != nil {
 			return bkclient.SolveOpt{}, err
 		}
 		fs, err := fsutil.NewFS(abs)
 		if err != nil {
-			return bkclient.SolveOpt{}, fmt.Errorf("opening %q: %w", dir, err)
+			return bkclient.SolveOpt{}, fmt.Errorf("opening %q: %w", dirs[n], err)
 		}
 		mounts[n] = fs
+		fmt.Fprintf(sk, "%s\x00%s\x00", n, abs)
 	}
 
 	// BuildKit reads a layout through a content store that the client
@@ -332,6 +343,7 @@ func newSolveOpt(r Request, layoutDir string, plainHTTP func(host string) bool) 
 		Frontend:      dockerfileFrontend,
 		FrontendAttrs: attrs,
 		LocalMounts:   mounts,
+		SharedKey:     "ssebench-" + hex.EncodeToString(sk.Sum(nil)[:16]),
 		Exports:       []bkclient.ExportEntry{export},
 	}
 	if len(stores) > 0 {
