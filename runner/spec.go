@@ -246,8 +246,21 @@ func (s RunSpec) specOpts(image oci.Image) []oci.SpecOpts {
 		// saying so keeps restricted runs restricted should that default
 		// ever change.
 		opts = append(opts, oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.NetworkNamespace}))
+		if !s.mountsAt(hostsPath) {
+			opts = append(opts, withLoopbackHosts)
+		}
 	}
 	return opts
+}
+
+// mountsAt reports whether s mounts something at target.
+func (s RunSpec) mountsAt(target string) bool {
+	for _, m := range s.Mounts {
+		if path.Clean(m.Target) == target {
+			return true
+		}
+	}
+	return false
 }
 
 // cpuPeriod is the CFS period CPU limits are expressed in (100 ms, the
