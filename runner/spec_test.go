@@ -2,6 +2,8 @@ package runner
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -120,13 +122,27 @@ func mountsAt(s *oci.Spec, targets ...string) []specs.Mount {
 
 func TestSpecNetwork(t *testing.T) {
 	t.Run("restricted", func(t *testing.T) {
+		old := hostsDir
+		hostsDir = t.TempDir()
+		t.Cleanup(func() { hostsDir = old })
 		s := generate(t, RunSpec{Image: "x"})
 		ns, ok := networkNamespace(s)
 		if !ok || ns.Path != "" {
 			t.Errorf("network namespace = %+v, %v; want a new one (no path)", ns, ok)
 		}
-		if got := mountsAt(s, "/etc/hosts", "/etc/resolv.conf"); len(got) != 0 {
-			t.Errorf("restricted run mounts %+v, want none of the host's network files", got)
+		// The host's files are never mounted: only ssebench's own hosts
+		// file, which names nothing but the container's loopback, read-only.
+		var got []string
+		for _, m := range mountsAt(s, "/etc/hosts", "/etc/resolv.conf") {
+			got = append(got, fmt.Sprintf("%s->%s %v", m.Source, m.Destination, m.Options))
+		}
+		want := []string{filepath.Join(hostsDir, "hosts") + "->/etc/hosts [rbind rprivate ro]"}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("restricted run's network file mounts (-want +got):\n%s", diff)
+		}
+		b, err := os.ReadFile(filepath.Join(hostsDir, "hosts"))
+		if err != nil || string(b) != loopbackHosts {
+			t.Errorf("hosts file = %q, %v; want only the loopback names", b, err)
 		}
 	})
 	t.Run("open", func(t *testing.T) {
