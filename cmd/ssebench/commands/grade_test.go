@@ -173,4 +173,36 @@ func TestGradePredictions(t *testing.T) {
 	if _, err := contract.ReadRunResult(filepath.Join(evals[0], "runs", got[0].RunID)); err != nil {
 		t.Errorf("result.json of the passing run: %v", err)
 	}
+
+	// The images the runs imported into containerd are gone after the
+	// last run that needs them, unless --keep-images says otherwise.
+	prefix := os.Getenv("SSEBENCH_REGISTRY") + "/"
+	if imgs := importedImages(t, c, daemons, prefix); len(imgs) != 0 {
+		t.Errorf("after grade, containerd still holds %v, want none of its images", imgs)
+	}
+	writeFiles(t, c.root, map[string]string{"one.jsonl": jsonLine(t, map[string]any{"instance_id": gradeTask, "model_name_or_path": "kept-model", "model_patch": ""})})
+	c.mustRun(t, append([]string{"grade", "--predictions", filepath.Join(c.root, "one.jsonl"), "--runs-dir", runs, "--keep-images"}, daemons...)...)
+	if imgs := importedImages(t, c, daemons, prefix); len(imgs) == 0 {
+		t.Errorf("after grade --keep-images, containerd holds none of its images, want the agent image kept")
+	}
+}
+
+// importedImages lists the images under prefix that ssebench imported
+// into containerd, kept or not, as "prune --dry-run --all" sees them.
+func importedImages(t *testing.T, c *cli, daemons []string, prefix string) []string {
+	t.Helper()
+	out, _ := c.mustRun(t, append([]string{"prune", "--dry-run", "--all", "--json"}, daemons...)...)
+	var p struct {
+		Items []struct{ Kind, Name string } `json:"items"`
+	}
+	if err := json.Unmarshal([]byte(out), &p); err != nil {
+		t.Fatalf("prune --dry-run --json: %v\n%s", err, out)
+	}
+	var imgs []string
+	for _, it := range p.Items {
+		if it.Kind == "image" && strings.HasPrefix(it.Name, prefix) {
+			imgs = append(imgs, it.Name)
+		}
+	}
+	return imgs
 }

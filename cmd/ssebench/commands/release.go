@@ -34,6 +34,7 @@ type verifyDatasetOptions struct {
 	RunsDir       string
 	Runtime       string
 	WriteTests    bool
+	KeepImages    bool
 	Reruns        int
 }
 
@@ -91,7 +92,7 @@ run verify again, which builds the case images with the new config.`,
 			backend := func(id string) evaluate.Backend {
 				return &evaluate.Containerd{Env: e, EvalID: id, Request: pipeline.RunRequest{
 					Dataset: abs, Timeout: o.Timeout, Network: runner.NetworkRestricted,
-					ContainerdAddr: g.ContainerdAddr, Output: discard{},
+					ContainerdAddr: g.ContainerdAddr, Output: discard{}, KeepImages: o.KeepImages,
 				}}
 			}
 			rep, err := release.Verify(cmd.Context(), backend, dir, release.VerifyOptions{
@@ -134,6 +135,7 @@ run verify again, which builds the case images with the new config.`,
 	f.IntVar(&o.Timeout, "timeout", 0, "seconds each agent may run (default 3600)")
 	f.StringVar(&o.Runtime, "runtime", "", "runtime image (default $SSEBENCH_RUNTIME_IMAGE, else REGISTRY/runtime:VERSION)")
 	f.IntVar(&o.Reruns, "reruns", 1, "run the verification N times and keep a task only when every run verified it (catches flaky tests; 3 for a dataset's verify)")
+	f.BoolVar(&o.KeepImages, "keep-images", false, "leave the images the runs imported in containerd, so that a rerun starts faster (default: each is removed after the last run that needs it; ssebench prune --all removes kept ones)")
 	f.BoolVar(&o.WriteTests, "write-tests", false, "write each task's tests.fail_to_pass and tests.pass_to_pass, as the runs give them, into its sse/config.yaml instead of checking them")
 	return cmd
 }
