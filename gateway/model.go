@@ -13,6 +13,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/42-b3yond-6ug/ssebench/internal/suggest"
+	"github.com/42-b3yond-6ug/ssebench/internal/yamlerr"
 )
 
 // Flavour is an upstream's API flavour: how it authenticates and where the
@@ -111,7 +112,7 @@ func LoadModelFile(path string) (*ModelFile, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&m); err != nil {
-		return nil, fmt.Errorf("model file %s: %w (keys: name, base_url, api_key_env, flavour, models, prices)", path, err)
+		return nil, fmt.Errorf("model file %s: %s (keys: name, base_url, api_key_env, flavour, models, prices)", path, yamlerr.Message(err))
 	}
 	if strings.TrimSpace(m.Name) == "" {
 		m.Name = strings.TrimSuffix(strings.TrimSuffix(filepath.Base(path), ".yaml"), ".yml")

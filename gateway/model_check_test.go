@@ -26,3 +26,18 @@ func TestCheckModel(t *testing.T) {
 		t.Errorf("no model files (the name is only passed on): %v", err)
 	}
 }
+
+// A model file's mistakes come back in one line that names the keys as
+// the file spells them, not the Go types they are read into.
+func TestLoadModelFileOneLine(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "m.yaml")
+	os.WriteFile(p, []byte("name: x\nbase_url: http://127.0.0.1:4010/v1\napi_key_env: none\nflavor: openai-chat\nmodels: gpt\n"), 0o644)
+	_, err := LoadModelFile(p)
+	if err == nil {
+		t.Fatal("a model file with an unknown key was read")
+	}
+	msg := err.Error()
+	if strings.Contains(msg, "\n") || strings.Contains(msg, "gateway.") || !strings.Contains(msg, `line 4: unknown key "flavor"`) || !strings.Contains(msg, "line 5: a string where a list belongs") {
+		t.Errorf("LoadModelFile: %q, want one line naming the unknown key flavor and the models list", msg)
+	}
+}

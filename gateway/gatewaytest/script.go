@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/42-b3yond-6ug/ssebench/internal/yamlerr"
 )
 
 // maxScriptFile bounds a script file: replies a person wrote.
@@ -87,12 +89,7 @@ func ParseScript(b []byte) ([]Reply, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, errors.New("it is empty: want a list of replies under the key replies")
 		}
-		var te *yaml.TypeError
-		if errors.As(err, &te) {
-			// One line: the errors of every key, the first ones first.
-			return nil, errors.New(strings.Join(te.Errors, "; "))
-		}
-		return nil, errors.New(strings.TrimPrefix(err.Error(), "yaml: "))
+		return nil, errors.New(yamlerr.Message(err))
 	}
 	if len(sf.Replies) == 0 {
 		return nil, errors.New("it has no replies: want a list of replies under the key replies")

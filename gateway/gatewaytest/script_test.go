@@ -37,7 +37,7 @@ func TestParseScriptRefuses(t *testing.T) {
 	for _, tc := range []struct{ name, yaml, want string }{
 		{"empty", "", "empty"},
 		{"no replies", "replies: []\n", "no replies"},
-		{"unknown key", "replies:\n  - txt: hi\n", "field txt not found"},
+		{"unknown key", "replies:\n  - txt: hi\n", `unknown key "txt"`},
 		{"bad arguments", "replies:\n  - tool_calls:\n      - name: x\n        arguments: \"not json\"\n", "reply 1, tool call 1 (x): arguments"},
 		{"list arguments", "replies:\n  - tool_calls:\n      - name: x\n        arguments: [1]\n", "want a mapping"},
 		{"no name", "replies:\n  - tool_calls:\n      - arguments: {}\n", "name is required"},
