@@ -51,37 +51,72 @@ type runGateway struct {
 	remote *runner.Gateway
 }
 
-// startGateway starts the run's model gateway when the run is restricted
-// and an upstream is configured; it returns nil when there is none.
-func (e *Env) startGateway(req *RunRequest, runDir string) (_ *runGateway, retErr error) {
-	lookup := func(k string) string {
-		switch k {
-		case gateway.DefaultKeyEnv:
-			if req.APIKey != "" {
-				return req.APIKey
-			}
-		case gateway.DefaultBaseURLEnv:
-			if req.BaseURL != "" {
-				return req.BaseURL
-			}
+// modelLookup reads the host's environment for the run's model set-up:
+// the request's own key and base URL first.
+func (req *RunRequest) modelLookup(k string) string {
+	switch k {
+	case gateway.DefaultKeyEnv:
+		if req.APIKey != "" {
+			return req.APIKey
 		}
-		if req.Lookup != nil {
-			return req.Lookup(k)
+	case gateway.DefaultBaseURLEnv:
+		if req.BaseURL != "" {
+			return req.BaseURL
 		}
-		return os.Getenv(k)
 	}
+	if req.Lookup != nil {
+		return req.Lookup(k)
+	}
+	return os.Getenv(k)
+}
+
+// resolveModel is the run's model set-up: nil when no upstream is
+// configured and the run asks for nothing only a gateway gives.
+func (e *Env) resolveModel(req *RunRequest) (*gateway.Config, error) {
 	modelsDir := req.ModelsDir
 	if modelsDir == "" {
 		modelsDir = filepath.Join(e.Home, "models")
 	}
-	cfg, err := gateway.Resolve(req.Model, req.ModelFile, modelsDir, lookup)
+	cfg, err := gateway.Resolve(req.Model, req.ModelFile, modelsDir, req.modelLookup)
 	if errors.Is(err, gateway.ErrNoUpstream) {
 		if req.ModelFile != "" || req.Limits != (gateway.Limits{}) {
 			return nil, err
 		}
 		return nil, nil
 	}
-	if err != nil {
+	return cfg, err
+}
+
+// errOpenGateway refuses what only a restricted run's gateway can keep.
+var errOpenGateway = errors.New("--max-requests, --max-tokens, --max-cost, --budget and --model-file work through the model gateway of a restricted run: drop --egress open")
+
+// CheckModel refuses, before any image is built, a model set-up the run's
+// gateway would refuse once the images are made: a model file that does
+// not read, names a key variable this machine lacks or has no prices for
+// --max-cost, and gateway limits on an open run. A typo in the model's
+// name is gateway.CheckModel's.
+func (e *Env) CheckModel(req *RunRequest) error {
+	if req.Network == runner.NetworkOpen {
+		if req.Limits != (gateway.Limits{}) || req.ModelFile != "" || req.Ledger != nil {
+			return errOpenGateway
+		}
+		return nil
+	}
+	cfg, err := e.resolveModel(req)
+	if err != nil || cfg == nil {
+		return err
+	}
+	if req.Limits.MaxCost > 0 {
+		return cfg.CheckPrices("--max-cost", "")
+	}
+	return nil
+}
+
+// startGateway starts the run's model gateway when the run is restricted
+// and an upstream is configured; it returns nil when there is none.
+func (e *Env) startGateway(req *RunRequest, runDir string) (_ *runGateway, retErr error) {
+	cfg, err := e.resolveModel(req)
+	if err != nil || cfg == nil {
 		return nil, err
 	}
 	rg := &runGateway{}

@@ -352,7 +352,7 @@ func (e *Env) newRun(ctx context.Context, req RunRequest) (*runState, error) {
 func (e *Env) startRunGateway(r *runState) (*runGateway, error) {
 	if r.req.Network == runner.NetworkOpen {
 		if r.req.Limits != (gateway.Limits{}) || r.req.ModelFile != "" || r.req.Ledger != nil {
-			return nil, errors.New("--max-requests, --max-tokens, --max-cost, --budget and --model-file work through the model gateway of a restricted run: drop --egress open")
+			return nil, errOpenGateway
 		}
 		return nil, nil
 	}

@@ -270,6 +270,13 @@ func evalPlan(g *options.Global, e *pipeline.Env, cmd *cobra.Command, o *evalOpt
 	if err := gateway.CheckModel(p.Model, filepath.Join(e.Home, "models"), g.Lookup); err != nil {
 		return nil, "", err
 	}
+	// A model file that does not read, or names a key this machine lacks,
+	// would fail every run after its images: say so once, now.
+	if network, err := runner.ParseNetwork(o.Egress); err == nil {
+		if err := e.CheckModel(&pipeline.RunRequest{Model: p.Model, Network: network, Lookup: g.Lookup}); err != nil {
+			return nil, "", err
+		}
+	}
 	dir := filepath.Join(o.RunsDir, p.FolderName())
 	if err := evaluate.WritePlan(dir, p); err != nil {
 		return nil, "", err

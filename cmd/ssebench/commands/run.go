@@ -151,15 +151,10 @@ end. Sidecar mode runs in containerd only.`,
 					return err
 				}
 			}
-			if o.Limits.MaxCost > 0 {
-				// The gateway would refuse it too, after the images.
-				cfg, err := gateway.Resolve(model, o.ModelFile, modelsDir, g.Lookup)
-				if err != nil {
-					return fmt.Errorf("--max-cost: %w", err)
-				}
-				if err := cfg.CheckPrices("--max-cost", ""); err != nil {
-					return err
-				}
+			// The gateway would refuse these too, after the images.
+			if err := e.CheckModel(&pipeline.RunRequest{Model: model, ModelFile: o.ModelFile, ModelsDir: modelsDir,
+				Limits: o.Limits, Network: network, Lookup: g.Lookup}); err != nil {
+				return err
 			}
 			cluster, err := o.cluster(cmd.Context(), g, cmd, prebuilt)
 			if err != nil {

@@ -32,6 +32,9 @@ func TestRunArgumentErrors(t *testing.T) {
 		{"model typo", nil, []string{"--model", "claude-x"}, `unknown model "claude-x": did you mean "claude"?`},
 		{"sidecar without an OS image", map[string]string{"SSEBENCH_OS_IMAGE": ""}, []string{"--mode", "sidecar"}, "--mode sidecar needs "},
 		{"max-cost without a price", nil, []string{"--model", "claude", "--max-cost", "2"}, "--max-cost needs the price of model claude: add it under prices: in "},
+		{"model file with an unknown key", nil, []string{"--model", "bad"}, `bad.yaml: line 3: unknown key "flavor"`},
+		{"model file's key variable unset", map[string]string{"SSEB_TEST_NO_SUCH_KEY": ""}, []string{"--model", "keyed"}, "the API key variable SSEB_TEST_NO_SUCH_KEY is not set on this machine"},
+		{"gateway limits on an open run", nil, []string{"--model", "claude", "--egress", "open", "--max-requests", "5"}, "work through the model gateway of a restricted run: drop --egress open"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -41,6 +44,8 @@ func TestRunArgumentErrors(t *testing.T) {
 				"agents/dummy/Dockerfile":                        "FROM ssebench-agent\nCMD [\"echo dummy_QAQ\"]\n",
 				"datasets/examples/kvconf-12-afb9ee1/Dockerfile": "FROM scratch\n",
 				"models/claude.yaml":                             "base_url: https://api.example.invalid/v1\napi_key_env: none\n",
+				"models/bad.yaml":                                "base_url: https://api.example.invalid/v1\napi_key_env: none\nflavor: openai-chat\n",
+				"models/keyed.yaml":                              "base_url: https://api.example.invalid/v1\napi_key_env: SSEB_TEST_NO_SUCH_KEY\n",
 			})
 			t.Setenv("SSE_BASE_URL", "")
 			for k, v := range tt.env {
@@ -94,12 +99,16 @@ func TestEvalNames(t *testing.T) {
 		"agents/dummy/Dockerfile":                        "FROM ssebench-agent\nCMD [\"echo dummy_QAQ\"]\n",
 		"datasets/examples/kvconf-12-afb9ee1/Dockerfile": "FROM scratch\n",
 	})
-	writeFiles(t, c.home, map[string]string{"models/claude.yaml": "base_url: https://api.example.invalid/v1\napi_key_env: none\n"})
+	writeFiles(t, c.home, map[string]string{
+		"models/claude.yaml": "base_url: https://api.example.invalid/v1\napi_key_env: none\n",
+		"models/bad.yaml":    "base_url: https://api.example.invalid/v1\napi_key_env: none\nflavor: openai-chat\n",
+	})
 	t.Setenv("SSE_BASE_URL", "")
 	for _, tc := range []struct{ agents, tasks, model, want string }{
 		{"dumy", "kvconf-12-afb9ee1", "", `unknown agent "dumy": did you mean "dummy"?`},
 		{"dummy", "kvconf-12-afb9ee2", "", `unknown task "kvconf-12-afb9ee2": did you mean "kvconf-12-afb9ee1"?`},
 		{"dummy", "kvconf-12-afb9ee1", "claud", `unknown model "claud": did you mean "claude"?`},
+		{"dummy", "kvconf-12-afb9ee1", "bad", `bad.yaml: line 3: unknown key "flavor"`},
 	} {
 		_, _, err := c.run(t, "eval", "--agents", tc.agents, "--tasks", tc.tasks, "--model", tc.model)
 		oneLine(t, err)
