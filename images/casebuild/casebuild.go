@@ -122,6 +122,9 @@ func (b *Builder) BuildBase(ctx context.Context, home, lang, osImage, platform s
 	df := filepath.Join(ctxDir, "generic-"+lang, "Dockerfile")
 	if _, err := os.Stat(df); err != nil {
 		langs, _ := BaseLanguages(home)
+		if len(langs) == 0 {
+			return v1.Hash{}, fmt.Errorf("no base image %q: %s holds no base images (generic-<language>/Dockerfile): is %s an SSEBench home? Run from the repository's folder or set SSEBENCH_HOME", lang, ctxDir, home)
+		}
 		return v1.Hash{}, fmt.Errorf("no base image %q: %s is missing (base images: %s)", lang, df, strings.Join(langs, ", "))
 	}
 	names, err := b.BaseNames(home, lang)

@@ -60,6 +60,22 @@ func TestBuildBaseNeedsOSImage(t *testing.T) {
 	}
 }
 
+// A home without base images says so, instead of listing none.
+func TestBuildBaseNoBaseImages(t *testing.T) {
+	b := &Builder{Names: naming.NewNames("localhost:5000/sse", "1.0.0")}
+	home := t.TempDir()
+	_, err := b.BuildBase(t.Context(), home, "go", "127.0.0.1:5000/os:x", "", false)
+	if err == nil || !strings.Contains(err.Error(), "holds no base images") || !strings.Contains(err.Error(), "SSEBENCH_HOME") || strings.Contains(err.Error(), "base images: )") {
+		t.Errorf("BuildBase in a home without base images: %v, want one that says the home has none and how to name one", err)
+	}
+	os.MkdirAll(filepath.Join(home, "images", "base-images", "generic-rust"), 0o755)
+	os.WriteFile(filepath.Join(home, "images", "base-images", "generic-rust", "Dockerfile"), []byte("FROM x\n"), 0o644)
+	_, err = b.BuildBase(t.Context(), home, "go", "127.0.0.1:5000/os:x", "", false)
+	if err == nil || !strings.Contains(err.Error(), "(base images: rust)") {
+		t.Errorf("BuildBase of a language the home lacks: %v, want the list of the home's base images", err)
+	}
+}
+
 // TestBrokenSibling builds one task of a dataset whose other task folder
 // is broken: the broken one is reported, the asked-for one is handled.
 func TestBrokenSibling(t *testing.T) {

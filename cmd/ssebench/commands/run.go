@@ -86,8 +86,9 @@ With --mode sidecar the project and the agent run in two containers
 (SPEC.md section 7): tool-sidecar/<task> (the daemon, which grades) and
 agent-<name>/sidecar on tool-sidecar-agent (made from --os-image, default
 $SSEBENCH_OS_IMAGE), sharing SOURCE_DIR and /run/ssebench. --tool-layer NAME
-picks another tool layer for sandbox mode (see the README's "Custom tool
-layers"); it is refused with --mode sidecar and with --prebuilt.
+picks another tool layer for sandbox mode, one a binary built with it links
+(examples/cmd/ssebench-example links "example"; see the README's "Custom
+tool layers"); it is refused with --mode sidecar and with --prebuilt.
 
 With --backend kubernetes (or SSEBENCH_BACKEND=kubernetes) the run is one Job
 on the cluster of the kubeconfig (--kubeconfig, --kube-context, --namespace):
@@ -99,7 +100,6 @@ end. Sidecar mode runs in containerd only.`,
   ssebench run --task kvconf-12-afb9ee1 --agent dummy --registry localhost:5000/ssebench
   ssebench run --task kvconf-12-afb9ee1 --agent dummy --prebuilt --timeout 600
   ssebench run --task kvconf-12-afb9ee1 --agent dummy --mode sidecar
-  ssebench run --task kvconf-12-afb9ee1 --agent dummy --tool-layer example
   ssebench run --task kvconf-12-afb9ee1 --agent loop --model gpt-4.1-mini --max-requests 50
   ssebench run --task kvconf-12-afb9ee1 --agent dummy --backend kubernetes --registry localhost:5000/ssebench`,
 		Args: cobra.NoArgs,
