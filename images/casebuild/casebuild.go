@@ -19,6 +19,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/42-b3yond-6ug/ssebench/images/buildkit"
+	"github.com/42-b3yond-6ug/ssebench/internal/units"
 	"github.com/42-b3yond-6ug/ssebench/oci/store"
 	"github.com/42-b3yond-6ug/ssebench/registry/naming"
 	"github.com/42-b3yond-6ug/ssebench/registry/remote"
@@ -320,7 +321,7 @@ func (b *Builder) BuildCases(ctx context.Context, dir string, o CaseOptions) ([]
 		out = append(out, oc)
 	}
 	if len(failed) > 0 {
-		return out, fmt.Errorf("%d case image(s) failed to build: %s", len(failed), strings.Join(failed, ", "))
+		return out, fmt.Errorf("%s failed to build: %s", units.Plural(len(failed), "case image"), strings.Join(failed, ", "))
 	}
 	return out, nil
 }

@@ -122,9 +122,9 @@ run verify again, which builds the case images with the new config.`,
 				for _, f := range failed {
 					parts = append(parts, fmt.Sprintf("%s %s %s (%s)", f.Task, f.Agent, f.Check, f.Why))
 				}
-				return fmt.Errorf("%d check(s) failed: %s", len(failed), strings.Join(parts, "; "))
+				return fmt.Errorf("%s failed: %s", units.Plural(len(failed), "check"), strings.Join(parts, "; "))
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "%d task(s) verified\n", len(rep.Verified))
+			fmt.Fprintf(cmd.ErrOrStderr(), "%s verified\n", units.Plural(len(rep.Verified), "task"))
 			return nil
 		},
 	}
@@ -236,7 +236,7 @@ pinned to another digest, or pinned from other files (stale); exit 1 if any.`,
 
 func errProblemsLock(cmd *cobra.Command, name string, n int) error {
 	cmd.SilenceErrors = true
-	fmt.Fprintf(cmd.ErrOrStderr(), "%s is out of date (run `ssebench dataset lock`): %d problem(s)\n", name, n)
+	fmt.Fprintf(cmd.ErrOrStderr(), "%s is out of date (run `ssebench dataset lock`): %s\n", name, units.Plural(n, "problem"))
 	return errProblems
 }
 
