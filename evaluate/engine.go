@@ -89,7 +89,7 @@ func WithProgress(p Progress) Option {
 func DefaultJobs() (n int, why string) {
 	cores := runtime.NumCPU()
 	n = cores
-	why = fmt.Sprintf("%d cores", cores)
+	why = results.Plural(cores, "core", "cores")
 	if avail, ok := availableMemory(); ok {
 		byMem := int(avail / memoryPerRun)
 		why += fmt.Sprintf(", %.1f GiB of memory available at 2 GiB a run", float64(avail)/(1<<30))

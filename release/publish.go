@@ -14,6 +14,7 @@ import (
 	ggremote "github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
+	"github.com/42-b3yond-6ug/ssebench/internal/units"
 	"github.com/42-b3yond-6ug/ssebench/oci/store"
 	"github.com/42-b3yond-6ug/ssebench/registry/remote"
 	"github.com/42-b3yond-6ug/ssebench/task"
@@ -81,7 +82,7 @@ func Publish(ctx context.Context, dir string, rec *Record, o PublishOptions) (*t
 		return nil, nil, err
 	}
 	if len(unverified) > 0 {
-		return nil, nil, fmt.Errorf("%d task(s) cannot be published: %s", len(unverified), strings.Join(unverified, "; "))
+		return nil, nil, fmt.Errorf("%s cannot be published: %s", units.Plural(len(unverified), "task"), strings.Join(unverified, "; "))
 	}
 	acc, err := remote.New(o.Remote...)
 	if err != nil {

@@ -143,7 +143,7 @@ func (r *Report) judgeTests(t *task.Task, done map[string]*results.Run, write bo
 			r.Findings = append(r.Findings, f(false, err.Error()))
 			return
 		}
-		r.Findings = append(r.Findings, f(true, fmt.Sprintf("wrote %d fail_to_pass and %d pass_to_pass test(s) to %s", len(f2p), len(p2p), t.ConfigFile)))
+		r.Findings = append(r.Findings, f(true, fmt.Sprintf("wrote %s and %s to %s", results.Plural(len(f2p), "fail_to_pass test", "fail_to_pass tests"), results.Plural(len(p2p), "pass_to_pass test", "pass_to_pass tests"), t.ConfigFile)))
 		return
 	}
 	if !tests.Listed() {

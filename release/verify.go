@@ -15,6 +15,7 @@ import (
 
 	"github.com/42-b3yond-6ug/ssebench/contract"
 	"github.com/42-b3yond-6ug/ssebench/evaluate"
+	"github.com/42-b3yond-6ug/ssebench/internal/units"
 	"github.com/42-b3yond-6ug/ssebench/results"
 	"github.com/42-b3yond-6ug/ssebench/task"
 )
@@ -172,7 +173,7 @@ func verifyOnce(ctx context.Context, backend func(planID string) evaluate.Backen
 	var runnable []*task.Task
 	for _, id := range ids {
 		if ps, ok := broken[id]; ok {
-			rep.Findings = append(rep.Findings, Finding{Task: id, Agent: "-", Check: "validate", Why: fmt.Sprintf("%d problem(s), first: %s", len(ps), ps[0])})
+			rep.Findings = append(rep.Findings, Finding{Task: id, Agent: "-", Check: "validate", Why: fmt.Sprintf("%s, first: %s", units.Plural(len(ps), "problem"), ps[0])})
 			continue
 		}
 		t := ds.Task(id)

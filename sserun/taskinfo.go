@@ -260,7 +260,7 @@ func (ti *TaskInfo) Text() string {
 	files("Proof of concept", ti.PoCs)
 	fmt.Fprintf(&b, "\nTools: %s.", strings.Join(ti.Tools, ", "))
 	if ti.PoCCount > 0 {
-		fmt.Fprintf(&b, " run_pocs runs %d proof(s) of concept.", ti.PoCCount)
+		fmt.Fprintf(&b, " run_pocs runs %s of concept.", plural(ti.PoCCount, "proof", "proofs"))
 	}
 	b.WriteString("\n")
 	return b.String()

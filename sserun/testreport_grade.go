@@ -55,12 +55,12 @@ func (d *Daemon) testScript(ctx context.Context, s *scratch, check string, lists
 			break
 		}
 		j := rep.Judge(lists...)
-		fmt.Fprintf(&extra, "[ssebench: %s judged by name: %d of %d listed test(s) passed]\n", check, j.Passed, j.Listed)
+		fmt.Fprintf(&extra, "[ssebench: %s judged by name: %d of %s passed]\n", check, j.Passed, plural(j.Listed, "listed test", "listed tests"))
 		for _, p := range j.Problems {
 			extra.WriteString(p + "\n")
 		}
 		if !j.OK && r.OK {
-			r.OK, r.Failed = false, fmt.Sprintf("%d listed test(s) did not pass", j.Listed-j.Passed)
+			r.OK, r.Failed = false, plural(j.Listed-j.Passed, "listed test", "listed tests")+" did not pass"
 		}
 	}
 	if extra.Len() > 0 {
@@ -70,4 +70,12 @@ func (d *Daemon) testScript(ctx context.Context, s *scratch, check string, lists
 		r.Output, r.OutputCut = t.String(), r.OutputCut+t.cut()
 	}
 	return r
+}
+
+// plural is "1 proof" or "n proofs".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }

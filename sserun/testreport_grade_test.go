@@ -55,7 +55,7 @@ func TestDaemonJudgesTestsByName(t *testing.T) {
 		want             []string // in intent_test's output
 	}{
 		{name: "fixed", main: "good fixed\n", intentOK: true, testOK: true,
-			want: []string{"intent_test judged by name: 2 of 2 listed test(s) passed", "=== test pass: future"}},
+			want: []string{"intent_test judged by name: 2 of 2 listed tests passed", "=== test pass: future"}},
 		{name: "still buggy", main: "good bug\n", testOK: true,
 			want: []string{"fail_to_pass future: failed"}},
 		{name: "exit 0 before the tests", main: "good bug\n", init: "exit 0\n",

@@ -26,11 +26,12 @@ const maxScriptFile = 16 << 20
 //	    tool_calls:
 //	      - name: edit_file
 //	        arguments: {path: /src/x.go, old_text: a, new_text: b}
-//	    input_tokens: 1000           # optional usage (default 100+step, 10+len(text)/4)
+//	    input_tokens: 1000           # optional usage (default 99+N for reply N, 10+len(text)/4)
 //	    output_tokens: 80
 //	  - text: Done.
 //
-// Reply N answers the request whose conversation holds N assistant turns.
+// Reply N (counted from 1) answers the request whose conversation holds
+// N-1 assistant turns.
 // Unknown keys are an error.
 type ScriptFile struct {
 	Replies []ScriptReply `yaml:"replies"`

@@ -3,10 +3,12 @@
 // responses and Anthropic messages APIs, streaming and not, and answers
 // each request with the script's reply for the conversation so far.
 //
-// The reply for a request is the script's step number N, where N is how
-// many assistant turns the conversation already holds: the first request
-// of a tool-use loop gets step 0, the request carrying the results of its
-// tool calls step 1, and so on. A retried request gets the same reply.
+// The reply for a request is the script's reply N+1, where N is how many
+// assistant turns the conversation already holds: the first request of a
+// tool-use loop gets reply 1 (the script's first), the request carrying
+// the results of its tool calls reply 2, and so on. A retried request
+// gets the same reply. Messages count replies from 1, as the script's
+// own errors do.
 //
 // Besides the agent's loop, a CLI may send side requests (a small model
 // asked for a title or a summary: SetAsides answers those apart from the
@@ -287,13 +289,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case isAside:
 		reply = side.Reply
 	case turn >= len(s.script):
-		httpError(w, http.StatusBadRequest, fmt.Sprintf("the script has %d steps and the conversation already has %d assistant turns", len(s.script), turn))
+		httpError(w, http.StatusBadRequest, fmt.Sprintf("the script has %s and the conversation already has %d assistant turns: the script needs a reply %d", plural(len(s.script), "reply", "replies"), turn, turn+1))
 		return
 	default:
 		reply = s.script[turn]
 	}
 	if reply.Match != "" && !strings.Contains(last, reply.Match) {
-		httpError(w, http.StatusBadRequest, fmt.Sprintf("step %d expects the last message to contain %q; it is %q", turn, reply.Match, cut(last, 300)))
+		httpError(w, http.StatusBadRequest, fmt.Sprintf("reply %d expects the last message to contain %q; it is %q", turn+1, reply.Match, cut(last, 300)))
 		return
 	}
 	if reply.Delay > 0 {
@@ -304,7 +306,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if reply.Status != 0 && reply.Status != http.StatusOK {
-		httpError(w, reply.Status, fmt.Sprintf("scripted error %d at step %d", reply.Status, turn))
+		httpError(w, reply.Status, fmt.Sprintf("scripted error %d at reply %d", reply.Status, turn+1))
 		return
 	}
 	a := &answer{Reply: reply, turn: turn, model: firstNonEmpty(reply.AnsweredBy, req.Model, "scripted"), includeUsage: req.StreamOptions.IncludeUsage && !reply.NoUsage}
@@ -517,4 +519,12 @@ func firstNonEmpty(s ...string) string {
 		}
 	}
 	return ""
+}
+
+// plural is "1 reply" or "n replies".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }

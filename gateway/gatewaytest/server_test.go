@@ -112,3 +112,42 @@ func TestMessagesStreamPing(t *testing.T) {
 		t.Errorf("stream has no ping after message_start:\n%s", body)
 	}
 }
+
+// TestMismatchNamesReply: the 400 a request the script did not expect
+// gets names the reply as the script's author counts it, from 1 (the
+// script's first reply is reply 1), as the script loader's errors do.
+func TestMismatchNamesReply(t *testing.T) {
+	s, err := New([]Reply{
+		{Text: "listing", ToolCalls: []ToolCall{{Name: "shell", Arguments: `{"command":"ls"}`}}},
+		{Match: "go.mod", Text: "done"},
+	}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	user := func(text string) map[string]any { return map[string]any{"role": "user", "content": text} }
+	asst := map[string]any{"role": "assistant", "content": "listing"}
+	for _, c := range []struct {
+		name string
+		msgs []any
+		want string
+	}{
+		{"second reply's match fails", []any{user("fix the bug"), asst, user("README.md")}, `reply 2 expects the last message to contain \"go.mod\"`},
+		{"past the last reply", []any{user("fix the bug"), asst, user("go.mod"), asst, user("more")}, `the script has 2 replies and the conversation already has 2 assistant turns: the script needs a reply 3`},
+	} {
+		code, body := post(t, s.URL+"/v1/messages", map[string]any{"model": "m", "max_tokens": 50, "messages": c.msgs})
+		if code != http.StatusBadRequest || !strings.Contains(body, c.want) {
+			t.Errorf("%s: %d %s, want 400 with %s", c.name, code, body, c.want)
+		}
+	}
+
+	failing, err := New([]Reply{{Status: http.StatusTooManyRequests}}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer failing.Close()
+	code, body := post(t, failing.URL+"/v1/messages", map[string]any{"model": "m", "max_tokens": 50, "messages": []any{user("fix the bug")}})
+	if want := "scripted error 429 at reply 1"; code != http.StatusTooManyRequests || !strings.Contains(body, want) {
+		t.Errorf("scripted status: %d %s, want 429 with %s", code, body, want)
+	}
+}

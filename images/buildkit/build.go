@@ -65,6 +65,9 @@ type BuildError struct {
 	Target string
 	// Err is the underlying solve error.
 	Err error
+	// Output is the last lines the failing step printed (at most 5), if
+	// it printed any: the reason a RUN failed, which Err does not hold.
+	Output []string
 }
 
 // Error implements error.
@@ -73,7 +76,11 @@ func (e *BuildError) Error() string {
 	if e.Target != "" {
 		what += fmt.Sprintf(" (target %q)", e.Target)
 	}
-	return what + ": " + oneLine(e.Err.Error())
+	msg := what + ": " + oneLine(e.Err.Error())
+	if len(e.Output) > 0 {
+		msg += "; its last output: " + strings.Join(e.Output, " | ")
+	}
+	return msg
 }
 
 // Unwrap returns the solve error.
@@ -137,9 +144,12 @@ func (c *Client) Build(ctx context.Context, req Request) (_ *Result, retErr erro
 		return nil, err
 	}
 
-	// Solve closes ch when it returns, which ends the display; the display
-	// keeps reading until then, because Solve blocks on sending.
-	ch := make(chan *bkclient.SolveStatus)
+	// Solve closes ch when it returns; the tee passes each status on to
+	// the display, keeping the steps' last output lines, and closes
+	// shown, which ends the display. Both keep reading until then,
+	// because Solve blocks on sending.
+	ch, shown := make(chan *bkclient.SolveStatus), make(chan *bkclient.SolveStatus)
+	tail := newLogTail()
 	var resp *bkclient.SolveResponse
 	eg, egctx := errgroup.WithContext(ctx)
 	eg.Go(func() error {
@@ -147,12 +157,20 @@ func (c *Client) Build(ctx context.Context, req Request) (_ *Result, retErr erro
 		resp, err = c.solver.Solve(egctx, nil, opt, ch)
 		return err
 	})
-	eg.Go(func() error { return show(ch) })
+	eg.Go(func() error {
+		defer close(shown)
+		for s := range ch {
+			tail.add(s)
+			shown <- s
+		}
+		return nil
+	})
+	eg.Go(func() error { return show(shown) })
 	if err := eg.Wait(); err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			err = errors.Join(ctxErr, err)
 		}
-		return nil, &BuildError{Dockerfile: req.dockerfilePath(), Target: req.Target, Err: err}
+		return nil, &BuildError{Dockerfile: req.dockerfilePath(), Target: req.Target, Err: err, Output: tail.failedOutput()}
 	}
 
 	raw := resp.ExporterResponse[exptypes.ExporterImageDigestKey]

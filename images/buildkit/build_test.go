@@ -190,3 +190,27 @@ func TestOneLine(t *testing.T) {
 		}
 	}
 }
+
+// TestBuildFailureKeepsStepOutput: the error of a failed build ends with
+// the last lines the failing step printed (its partial last line too),
+// not those of a step that succeeded, for a build nobody watched.
+func TestBuildFailureKeepsStepOutput(t *testing.T) {
+	ok, bad := digest.FromString("ok"), digest.FromString("bad")
+	var logs []*bkclient.VertexLog
+	for i := range 7 {
+		logs = append(logs, &bkclient.VertexLog{Vertex: bad, Data: []byte("line " + string(rune('1'+i)) + "\n")})
+	}
+	logs = append(logs, &bkclient.VertexLog{Vertex: bad, Data: []byte("cannot find libfoo.so")},
+		&bkclient.VertexLog{Vertex: ok, Data: []byte("all good\n")})
+	fake := &fakeSolver{statuses: []*bkclient.SolveStatus{
+		{Logs: logs},
+		{Vertexes: []*bkclient.Vertex{{Digest: ok, Name: "[1/2] RUN true"}, {Digest: bad, Name: "[2/2] RUN make", Error: "exit code: 2"}}},
+	}, err: errors.New("failed to solve: process \"/bin/sh -c make\" did not complete successfully: exit code: 2")}
+	c, _, _ := newFakeClient(t, fake)
+	df := filepath.Join(contextDir(t, "FROM scratch\n"), "Dockerfile")
+	_, err := c.Build(context.Background(), Request{ContextDir: filepath.Dir(df)})
+	want := `building "` + df + `": process "/bin/sh -c make" did not complete successfully: exit code: 2; its last output: line 4 | line 5 | line 6 | line 7 | cannot find libfoo.so`
+	if err == nil || err.Error() != want {
+		t.Errorf("Build() error = %v, want %q", err, want)
+	}
+}

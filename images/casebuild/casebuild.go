@@ -19,6 +19,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/42-b3yond-6ug/ssebench/images/buildkit"
+	"github.com/42-b3yond-6ug/ssebench/internal/units"
 	"github.com/42-b3yond-6ug/ssebench/oci/store"
 	"github.com/42-b3yond-6ug/ssebench/registry/naming"
 	"github.com/42-b3yond-6ug/ssebench/registry/remote"
@@ -277,9 +278,11 @@ func (b *Builder) BuildCases(ctx context.Context, dir string, o CaseOptions) ([]
 		return nil, err
 	}
 	var out []CaseOutcome
+	// failed is each failed task with its reason, for the returned error:
+	// the only place a quiet build says why.
 	var failed []string
 	fail := func(id string, err error) {
-		failed = append(failed, id)
+		failed = append(failed, id+" ("+firstLine(err)+")")
 		b.logf("FAILED %s: %v", id, err)
 		out = append(out, CaseOutcome{Task: id, Image: b.Names.Case(ds.Name, id), Action: "failed", Err: err})
 	}
@@ -317,15 +320,24 @@ func (b *Builder) BuildCases(ctx context.Context, dir string, o CaseOptions) ([]
 		}
 		oc := b.buildCase(ctx, ds, t, o)
 		if oc.Err != nil {
-			failed = append(failed, t.ID)
+			failed = append(failed, t.ID+" ("+firstLine(oc.Err)+")")
 			b.logf("FAILED %s: %v", t.ID, oc.Err)
 		}
 		out = append(out, oc)
 	}
 	if len(failed) > 0 {
-		return out, fmt.Errorf("%d case image(s) failed to build: %s", len(failed), strings.Join(failed, ", "))
+		return out, fmt.Errorf("%s failed to build: %s", units.Plural(len(failed), "case image"), strings.Join(failed, "; "))
 	}
 	return out, nil
+}
+
+// firstLine is the first line of err's text, with "…" when there is more.
+func firstLine(err error) string {
+	s, rest, _ := strings.Cut(strings.TrimSpace(err.Error()), "\n")
+	if strings.TrimSpace(rest) != "" {
+		s += " …"
+	}
+	return s
 }
 
 func sortedIDs[V any](m map[string]V) []string {

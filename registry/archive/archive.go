@@ -485,6 +485,9 @@ func Load(ctx context.Context, r io.Reader, opts ...Option) (*ArchiveReport, err
 	// The entries' walks share what they visited: entries that name one
 	// graph (or each other's) read it once, under one cap.
 	seen, budget := map[string]bool{}, oci.NewBudget(oci.MaxStoreNodes)
+	// The index lists the omitted blobs by digest only; their sizes are
+	// in the manifests that name them.
+	omittedSizes := map[string]int64{}
 	for _, d := range index.Manifests {
 		n := store.EntryName(d)
 		if n == "" {
@@ -499,7 +502,7 @@ func Load(ctx context.Context, r io.Reader, opts ...Option) (*ArchiveReport, err
 		if err != nil {
 			return nil, fmt.Errorf("index.json entry %s: %w", d.Digest, err)
 		}
-		if err := checkComplete(ctx, s, d, ref.Name(), omitted, oci.WithSeen(seen), oci.WithBudget(budget)); err != nil {
+		if err := checkComplete(ctx, s, d, ref.Name(), omitted, omittedSizes, oci.WithSeen(seen), oci.WithBudget(budget)); err != nil {
 			return nil, err
 		}
 		if old, err := s.Descriptor(ref); err == nil && old.Digest != d.Digest {
@@ -509,6 +512,9 @@ func Load(ctx context.Context, r io.Reader, opts ...Option) (*ArchiveReport, err
 			rep.Replaced = append(rep.Replaced, Replacement{Name: ref.Name(), Old: old.Digest, New: d.Digest})
 		}
 		entries = append(entries, entry{ref: ref, desc: d})
+	}
+	for _, n := range omittedSizes {
+		rep.OmittedBytes += n
 	}
 	refs, descs := make([]name.Reference, 0, len(entries)), make([]v1.Descriptor, 0, len(entries))
 	for _, e := range entries {
@@ -556,10 +562,14 @@ func archiveBlobError(h v1.Hash, err error) error {
 	return fmt.Errorf("reading blob %s from the archive: %w", h, err)
 }
 
-// checkComplete makes sure every blob the entry d needs is in the store.
-func checkComplete(ctx context.Context, s *store.Store, d v1.Descriptor, image string, omitted map[string]bool, opts ...oci.WalkOption) error {
+// checkComplete makes sure every blob the entry d needs is in the store,
+// and records in omittedSizes the size of each omitted blob it needs.
+func checkComplete(ctx context.Context, s *store.Store, d v1.Descriptor, image string, omitted map[string]bool, omittedSizes map[string]int64, opts ...oci.WalkOption) error {
 	read := func(d v1.Descriptor) ([]byte, error) { return s.ReadBlob(d.Digest, d.Size, image) }
 	return oci.WalkManifests(ctx, d, image, read, func(d v1.Descriptor, manifest bool) error {
+		if omitted[d.Digest.String()] {
+			omittedSizes[d.Digest.String()] = d.Size
+		}
 		if !s.HasBlob(d.Digest) {
 			if omitted[d.Digest.String()] {
 				return fmt.Errorf("blob %s of %s was left out of the archive (saved with --since) and is not in the store: load the earlier archive first", d.Digest, image)

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log"
 	"net/http/httptest"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/42-b3yond-6ug/ssebench/internal/imagetest"
 	"github.com/42-b3yond-6ug/ssebench/internal/testenv"
+	"github.com/42-b3yond-6ug/ssebench/internal/units"
 	"github.com/42-b3yond-6ug/ssebench/oci/store"
 	"github.com/42-b3yond-6ug/ssebench/registry/remote"
 )
@@ -280,10 +282,17 @@ func TestSaveSince(t *testing.T) {
 	})
 	t.Run("after the earlier one it does", func(t *testing.T) {
 		s := imagetest.Store(t)
+		var rep *ArchiveReport
 		for _, b := range [][]byte{old, next} {
-			if _, err := Load(context.Background(), bytes.NewReader(b), WithStore(s)); err != nil {
+			var err error
+			if rep, err = Load(context.Background(), bytes.NewReader(b), WithStore(s)); err != nil {
 				t.Fatalf("Load: %v", err)
 			}
+		}
+		// What load prints: the left-out blobs' real size, not "(0 B)".
+		want := fmt.Sprintf("2 blobs (%s) left out as already carried", units.Bytes(layerSize(t, f.shared...)))
+		if rep.OmittedBytes != layerSize(t, f.shared...) || !strings.Contains(rep.String(), want) {
+			t.Errorf("Load of the archive since old.tar = %q, want %q in it", rep, want)
 		}
 		img, err := s.Image(imagetest.Ref(t, f.refB))
 		if err != nil {

@@ -93,7 +93,7 @@ func Retag(ctx context.Context, src, dst string, opts ...Option) (*Copied, error
 	}
 	desc, err := remote.Get(s, o.remoteOptions(ctx)...)
 	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", s.Name(), err)
+		return nil, notFoundOr("reading", s, err)
 	}
 	if err := remote.Put(d, desc, o.remoteOptions(ctx)...); err != nil {
 		return nil, fmt.Errorf("tagging %s as %s: %w", s.Name(), d.Name(), err)
@@ -140,3 +140,30 @@ func (o *options) storeContent(ref name.Reference, desc v1.Descriptor) (remote.T
 // IsNotFound reports whether err says an image does not exist in its
 // registry.
 func IsNotFound(err error) bool { return isNotFound(err) }
+
+// NotFoundError is the error of reading an image or index that its
+// registry does not have (the manifest or the repository is unknown), as
+// Fetch, Copy and Retag return it: Ref names it, so that a command can
+// say which of its images is missing. Match it with errors.As.
+type NotFoundError struct {
+	// Ref is the image's reference (name.Reference.Name).
+	Ref string
+	// Err is the registry's answer.
+	Err error
+	op  string
+}
+
+// Error is "fetching REF: " and the registry's answer.
+func (e *NotFoundError) Error() string { return e.op + " " + e.Ref + ": " + e.Err.Error() }
+
+// Unwrap returns the registry's answer.
+func (e *NotFoundError) Unwrap() error { return e.Err }
+
+// notFoundOr wraps err of doing op (a gerund) on ref: as a *NotFoundError
+// when the registry does not have ref, else as "op ref: err".
+func notFoundOr(op string, ref name.Reference, err error) error {
+	if isNotFound(err) {
+		return &NotFoundError{Ref: ref.Name(), Err: err, op: op}
+	}
+	return fmt.Errorf("%s %s: %w", op, ref.Name(), err)
+}

@@ -55,7 +55,7 @@ func Fetch(ctx context.Context, ref string, opts ...Option) (remote.Taggable, v1
 func (o *options) fetch(ctx context.Context, ref name.Reference) (remote.Taggable, error) {
 	d, err := remote.Get(ref, o.remoteOptions(ctx)...)
 	if err != nil {
-		return nil, fmt.Errorf("fetching %s: %w", ref.Name(), err)
+		return nil, notFoundOr("fetching", ref, err)
 	}
 	switch {
 	case d.MediaType.IsIndex():

@@ -1,9 +1,10 @@
 package commands
 
 import (
-	"github.com/42-b3yond-6ug/ssebench/registry/remote"
 	"io"
 	"log"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -13,17 +14,23 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/42-b3yond-6ug/ssebench/cmd/ssebench/commands/options"
+	"github.com/42-b3yond-6ug/ssebench/registry/remote"
+	"github.com/42-b3yond-6ug/ssebench/task"
 )
 
 // needsHome names the commands that read datasets/ or agents/ of the
 // SSEBench home. Outside a home they fail at once with options.ErrNoHome
 // instead of looking in the working directory and reporting a task or agent
-// as missing. "assemble tool" needs one only without --source and "mirror"
-// only without --only-args or --all.
+// as missing. "assemble tool" needs one only without --source, "mirror"
+// only without --only-args or --all, and "tasks check" unless it is given
+// only dataset folders and no --agents.
 var needsHome = map[string]func(*cobra.Command) bool{
 	"names":          always,
 	"run":            always,
 	"eval":           always,
+	"grade":          always,
+	"dataset verify": always,
+	"tasks check":    tasksCheckNeedsHome,
 	"assemble agent": always,
 	"base-images":    always,
 	"runtime build":  always,
@@ -32,6 +39,21 @@ var needsHome = map[string]func(*cobra.Command) bool{
 }
 
 func always(*cobra.Command) bool { return true }
+
+// tasksCheckNeedsHome: `tasks check` reads the home's datasets unless every
+// argument is a dataset folder, and its agents with --agents.
+func tasksCheckNeedsHome(c *cobra.Command) bool {
+	args := c.Flags().Args()
+	if len(args) == 0 || c.Flags().Changed("agents") {
+		return true
+	}
+	for _, a := range args {
+		if st, err := os.Stat(filepath.Join(a, task.DatasetFile)); err != nil || st.IsDir() {
+			return true
+		}
+	}
+	return false
+}
 
 // preRun runs before every command: it checks the shared flags, the home
 // when the command needs one, and points the libraries' logs at stderr

@@ -70,7 +70,7 @@ manifest goes last, so an interrupted copy leaves DST as it was.`,
 				pp.Finish(nil)
 			}
 			if err != nil {
-				return err
+				return missingImage(g, err)
 			}
 			return printCopied(cmd.OutOrStdout(), res, o.JSON)
 		},
@@ -80,6 +80,21 @@ manifest goes last, so an interrupted copy leaves DST as it was.`,
 	f.IntVar(&o.Jobs, "jobs", 4, "blobs copied at once")
 	addJSONFlag(cmd, &o.JSON)
 	return cmd
+}
+
+// missingImage turns the error of an image that does not exist into one
+// line naming it and saying what to do; any other error is returned as it
+// is. The local store was asked first unless --pull is always.
+func missingImage(g *options.Global, err error) error {
+	var nf *remote.NotFoundError
+	if !errors.As(err, &nf) {
+		return err
+	}
+	where := "in the local store or its registry"
+	if g.Pull == string(remote.PullAlways) {
+		where = "in its registry"
+	}
+	return fmt.Errorf("image %s does not exist %s: check the name (`ssebench store ls` lists the store's images, `ssebench names --task ID` a task's)", nf.Ref, where)
 }
 
 func printCopied(w io.Writer, res *remote.Copied, asJSON bool) error {
@@ -143,7 +158,7 @@ nothing is created.`,
 			}
 			res, err := remote.Retag(cmd.Context(), src.Name(), dst.Name(), ropts...)
 			if err != nil {
-				return err
+				return missingImage(g, err)
 			}
 			return printCopied(cmd.OutOrStdout(), res, asJSON)
 		},

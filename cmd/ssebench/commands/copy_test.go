@@ -147,6 +147,17 @@ func TestCopy(t *testing.T) {
 	if after := digestAt(t, p+"/dst/multi:v1"); after != before {
 		t.Errorf("an interrupted copy moved the target from %s to %s", before, after)
 	}
+
+	// A source that does not exist, for copy and for save: one line
+	// naming it, not the registry's MANIFEST_UNKNOWN.
+	_, _, err = c.run(t, "copy", p+"/src/nothing:v1", p+"/dst/nothing:v1")
+	wantMissing(t, err, p+"/src/nothing:v1", "in the local store or its registry")
+	archive := filepath.Join(c.root, "out.tar")
+	_, _, err = c.run(t, "save", "-o", archive, p+"/src/multi:v1", p+"/src/nothing:v1")
+	wantMissing(t, err, p+"/src/nothing:v1", "in the local store or its registry")
+	if _, serr := os.Stat(archive); !os.IsNotExist(serr) {
+		t.Errorf("a failed save left %s (%v)", archive, serr)
+	}
 }
 
 // TestTag: tag adds a name to an image of the registry (no layer pulled)
@@ -181,6 +192,20 @@ func TestTag(t *testing.T) {
 		t.Error("tag of a store image wrote to the registry")
 	}
 
+	// An image that does not exist: one line naming it and what to do,
+	// not the registry's MANIFEST_UNKNOWN.
 	_, _, err := c.run(t, "tag", p+"/nothing:v1", "v2")
+	wantMissing(t, err, p+"/nothing:v1", "in the local store or its registry")
+	_, _, err = c.run(t, "tag", "--pull=always", p+"/nothing:v1", p+"/else:v2")
+	wantMissing(t, err, p+"/nothing:v1", "in its registry")
+}
+
+// wantMissing checks that err is the one line of an image ref that does
+// not exist where: it names the image and the commands that list names.
+func wantMissing(t *testing.T, err error, ref, where string) {
+	t.Helper()
 	oneLine(t, err)
+	if want := "image " + ref + " does not exist " + where + ": check the name (`ssebench store ls` lists the store's images, `ssebench names --task ID` a task's)"; err.Error() != want {
+		t.Errorf("error = %q, want %q", err, want)
+	}
 }

@@ -46,7 +46,7 @@ func printProblems(cmd *cobra.Command, err error, what string) error {
 		fmt.Fprintln(cmd.OutOrStdout(), p.String())
 	}
 	cmd.SilenceErrors = true
-	fmt.Fprintf(cmd.ErrOrStderr(), "%s: %d problem(s)\n", what, len(ps))
+	fmt.Fprintf(cmd.ErrOrStderr(), "%s: %s\n", what, units.Plural(len(ps), "problem"))
 	return errProblems
 }
 
@@ -207,7 +207,7 @@ func keepVerified(cmd *cobra.Command, g *options.Global, dir string, reasonFiles
 	if err := rewriteManifest(cmd, dir); err != nil {
 		return err
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "%d task(s) kept, %d dropped (reasons in %s/%s)\n", kept, dropped, dir, govulndb.TableFile)
+	fmt.Fprintf(cmd.OutOrStdout(), "%s kept, %d dropped (reasons in %s/%s)\n", units.Plural(kept, "task"), dropped, dir, govulndb.TableFile)
 	return nil
 }
 

@@ -76,7 +76,7 @@ func TestDatasetValidate(t *testing.T) {
 					t.Errorf("problem %d = %q, want %q", i+1, lines[i], w)
 				}
 			}
-			if want := dir + ": 3 problem(s)\n"; stderr != want {
+			if want := dir + ": 3 problems\n"; stderr != want {
 				t.Errorf("stderr = %q, want %q", stderr, want)
 			}
 		})
@@ -148,5 +148,12 @@ func TestDatasetOneTask(t *testing.T) {
 	}
 	if out, _ := c.mustRun(t, "dataset", "validate", dir); out != "ok "+dir+": 1 task\n" {
 		t.Errorf("dataset validate printed %q", out)
+	}
+	// One problem is "1 problem", not "1 problem(s)".
+	if err := os.Remove(filepath.Join(dir, "kvconf-12-afb9ee1", "Dockerfile")); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, err := c.run(t, "dataset", "validate", dir); err == nil || stderr != dir+": 1 problem\n" {
+		t.Errorf("dataset validate of one problem = %v, printed %q, want %q", err, stderr, dir+": 1 problem\n")
 	}
 }

@@ -2,6 +2,7 @@ package commands_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -118,5 +119,23 @@ func TestMirrorAllAndDryRun(t *testing.T) {
 	}
 	if digestAt(t, p+"/src/copy/a:v1") != "" {
 		t.Error("mirror --all copied into its own prefix")
+	}
+}
+
+// TestMirrorDatasetName: --dataset examples is the home's dataset of that
+// name even where the working directory has an examples/ folder (the
+// checkout's Go examples); ./examples is that folder.
+func TestMirrorDatasetName(t *testing.T) {
+	c := newCLI(t)
+	p := testPrefix(t)
+	exampleDataset(t, c)
+	writeFiles(t, c.wd, map[string]string{"examples/doc.go": "package examples\n"})
+	out, stderr, err := c.run(t, "--registry", p, "mirror", "--dataset", "examples", "--tasks", kvconf, "--to", p+"-dst", "--dry-run")
+	if want := p + "/case/examples/" + kvconf + ":examples-v1"; !strings.Contains(out+stderr+fmt.Sprint(err), want) {
+		t.Errorf("mirror --dataset examples = %v\n%s%s\nwant the home's dataset: %s named", err, out, stderr, want)
+	}
+	_, _, err = c.run(t, "--registry", p, "mirror", "--dataset", "./examples", "--to", p+"-dst", "--dry-run")
+	if err == nil || !strings.Contains(err.Error(), "reading dataset ./examples") {
+		t.Errorf("mirror --dataset ./examples = %v, want the working directory's folder read (it is no dataset)", err)
 	}
 }

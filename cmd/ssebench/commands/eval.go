@@ -13,6 +13,7 @@ import (
 	"github.com/42-b3yond-6ug/ssebench/contract"
 	"github.com/42-b3yond-6ug/ssebench/evaluate"
 	"github.com/42-b3yond-6ug/ssebench/gateway"
+	"github.com/42-b3yond-6ug/ssebench/internal/units"
 	"github.com/42-b3yond-6ug/ssebench/pipeline"
 	"github.com/42-b3yond-6ug/ssebench/results"
 	"github.com/42-b3yond-6ug/ssebench/runner"
@@ -156,7 +157,7 @@ on this machine: not --backend kubernetes, not --egress open.`,
 			out, err := evaluate.Evaluate(cmd.Context(), backend, dir, plan, eopts...)
 			if o.BuildOnly {
 				if err == nil {
-					fmt.Fprintf(stderr, "every image of the plan is built (%d builds)\n", len(out.Builds))
+					fmt.Fprintf(stderr, "every image of the plan is built (%s)\n", units.Plural(len(out.Builds), "build"))
 				}
 				return err
 			}

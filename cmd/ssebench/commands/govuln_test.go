@@ -66,7 +66,7 @@ func TestGovulnSample(t *testing.T) {
 			}
 		}
 	}
-	if !strings.Contains(stderr, "3 task(s) verified") {
+	if !strings.Contains(stderr, "3 tasks verified") {
 		t.Errorf("stderr:\n%s", stderr)
 	}
 }

@@ -153,8 +153,14 @@ func runGrade(cmd *cobra.Command, g *options.Global, o *gradeOptions) error {
 		}
 	}
 	// The folder first: the patches are written into it as they are read.
+	// It is absolute, since each run mounts its patch from there and a
+	// mount's host path must be (--runs-dir defaults to ./runs).
+	runsDir, err := filepath.Abs(o.RunsDir)
+	if err != nil {
+		return err
+	}
 	plan := evaluate.PlanOf(nil)
-	dir := filepath.Join(o.RunsDir, plan.FolderName())
+	dir := filepath.Join(runsDir, plan.FolderName())
 	preds, err := readPredictions(o.Predictions, filepath.Join(dir, predictionsDir), known)
 	if err != nil {
 		os.RemoveAll(dir)

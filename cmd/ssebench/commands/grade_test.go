@@ -180,8 +180,16 @@ func TestGradePredictions(t *testing.T) {
 	if imgs := importedImages(t, c, daemons, prefix); len(imgs) != 0 {
 		t.Errorf("after grade, containerd still holds %v, want none of its images", imgs)
 	}
-	writeFiles(t, c.root, map[string]string{"one.jsonl": jsonLine(t, map[string]any{"instance_id": gradeTask, "model_name_or_path": "kept-model", "model_patch": ""})})
-	c.mustRun(t, append([]string{"grade", "--predictions", filepath.Join(c.root, "one.jsonl"), "--runs-dir", runs, "--keep-images"}, daemons...)...)
+	// Without --runs-dir the folder is ./runs, a relative path the
+	// patch is still mounted from.
+	writeFiles(t, c.root, map[string]string{"one.jsonl": jsonLine(t, map[string]any{"instance_id": gradeTask, "model_name_or_path": "kept-model", "model_patch": string(ref)})})
+	out, _ = c.mustRun(t, append([]string{"grade", "--predictions", filepath.Join(c.root, "one.jsonl"), "--keep-images", "--json"}, daemons...)...)
+	if err := json.Unmarshal([]byte(out), &got); err != nil || len(got) != 1 || got[0].Status != "PASSED" {
+		t.Errorf("grade without --runs-dir printed %s (%v), want the reference patch PASSED", out, err)
+	}
+	if all, err := results.List(filepath.Join(c.wd, "runs")); err != nil || len(all) != 1 {
+		t.Errorf("runs under ./runs after grade without --runs-dir: %d (%v), want 1", len(all), err)
+	}
 	if imgs := importedImages(t, c, daemons, prefix); len(imgs) == 0 {
 		t.Errorf("after grade --keep-images, containerd holds none of its images, want the agent image kept")
 	}

@@ -192,3 +192,31 @@ func TestJSONBuildCase(t *testing.T) {
 		t.Errorf("build-case --json = %+v, want one failed row for kvconf-12-afb9ee1 with its error", rows)
 	}
 }
+
+// TestBuildCaseQuietSaysWhy: build-case -q prints no BuildKit log, so the
+// error says why the build failed: the failing step and its last output.
+func TestBuildCaseQuietSaysWhy(t *testing.T) {
+	addr := testenv.RequireBuildKit(t)
+	osImage := testenv.OSImage(t)
+	prefix, base, ok := strings.Cut(osImage, "/os/")
+	if !ok {
+		t.Skipf("the OS image %s is not under a PREFIX/os/ to build FROM ${SSEBENCH_REGISTRY}/os/...", osImage)
+	}
+	c := newCLI(t)
+	dir := filepath.Join(c.root, "examples")
+	copyTree(t, "datasets/examples", dir)
+	writeFiles(t, dir, map[string]string{"kvconf-12-afb9ee1/Dockerfile": "ARG SSEBENCH_REGISTRY=127.0.0.1:1/none\n" +
+		"FROM ${SSEBENCH_REGISTRY}/os/" + base + "\nCOPY sse/ /ssebench/\n" +
+		"RUN echo 'cannot find libfoo.so' >&2; exit 3\n"})
+	out, stderr, err := c.run(t, "build-case", "-q", "--benchmarks", dir, "--tasks", "kvconf-12-afb9ee1",
+		"--registry", prefix, "--buildkit-addr", addr)
+	oneLine(t, err)
+	for _, want := range []string{"1 case image failed to build: kvconf-12-afb9ee1 (building", "exit code: 3", "its last output: cannot find libfoo.so"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("build-case -q error = %q, want %q in it", err, want)
+		}
+	}
+	if stderr != "Error: "+err.Error()+"\n" || !strings.HasPrefix(out, "failed\tkvconf-12-afb9ee1\t") {
+		t.Errorf("build-case -q printed %q and %q on stderr, want one failed row and only the error on stderr", out, stderr)
+	}
+}

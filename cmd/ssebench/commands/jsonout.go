@@ -10,6 +10,7 @@ import (
 
 	"github.com/42-b3yond-6ug/ssebench/assemble"
 	"github.com/42-b3yond-6ug/ssebench/images/casebuild"
+	"github.com/42-b3yond-6ug/ssebench/internal/units"
 	"github.com/42-b3yond-6ug/ssebench/pipeline"
 	"github.com/42-b3yond-6ug/ssebench/registry/archive"
 	"github.com/42-b3yond-6ug/ssebench/registry/remote"
@@ -199,7 +200,7 @@ func validateJSON(cmd *cobra.Command, dir string, d *task.Dataset, err error) er
 	}
 	if !out.OK {
 		cmd.SilenceErrors = true
-		fmt.Fprintf(cmd.ErrOrStderr(), "%s: %d problem(s)\n", dir, len(ps))
+		fmt.Fprintf(cmd.ErrOrStderr(), "%s: %s\n", dir, units.Plural(len(ps), "problem"))
 		return errProblems
 	}
 	return nil

@@ -38,10 +38,10 @@ digests: manifests are copied byte for byte. Each unique blob moves once:
 blobs shared between images are uploaded once and mounted for the others,
 and within one registry every blob is mounted, so no layer bytes move.
 
-The tasks are those of --dataset (a folder, or a name under the home's
-datasets/; default: every dataset), narrowed by --tasks; agent images are
-made for each --agents folder. The case image is tagged with the dataset
-version. More images may be named as arguments. Source images that do not
+The tasks are those of --dataset (a name under the home's datasets/, or a
+folder path with a slash, e.g. ./mine; default: every dataset), narrowed
+by --tasks; agent images are made for each --agents folder. The case image
+is tagged with the dataset version. More images may be named as arguments. Source images that do not
 exist are listed together at the end, and the command then fails.
 
 --all SRCPREFIX copies, as skopeo sync does, every tag of every repository
@@ -148,7 +148,7 @@ mounted and which uploaded, and whether the tag is new, unchanged or moves;
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.To, "to", "", "target prefix (required), e.g. mirror.lan:5000/ssebench")
-	f.StringSliceVar(&o.Datasets, "dataset", nil, "dataset folder or name under the home's datasets/ (repeatable; default: every dataset)")
+	f.StringSliceVar(&o.Datasets, "dataset", nil, "dataset name under the home's datasets/, or a folder path with a slash (repeatable; default: every dataset)")
 	f.StringSliceVar(&o.Tasks, "tasks", nil, "only these task ids")
 	f.StringSliceVar(&o.Agents, "agents", nil, "agent folders whose agent images to copy too")
 	f.StringVar(&o.Platform, "platform", "", "take only this platform's image out of image indexes (default: whole indexes)")
@@ -193,9 +193,7 @@ func mirrorSet(home string, names naming.Names, o *mirrorOptions) ([]string, err
 	set := map[string]bool{}
 	found := map[string]bool{}
 	for _, dir := range dirs {
-		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-			dir = filepath.Join(home, "datasets", dir)
-		}
+		dir = datasetArg(home, dir)
 		d, err := task.LoadDataset(dir)
 		if err != nil {
 			return nil, fmt.Errorf("reading dataset %s: %w", dir, err)

@@ -22,10 +22,10 @@ func newCmdModelServer() *cobra.Command {
 		Long: `Serve the replies of a script file as a model API on this machine, until
 Ctrl-C: OpenAI chat completions (/v1/chat/completions), OpenAI responses
 (/v1/responses) and Anthropic messages (/v1/messages), streaming or not,
-with tool calls and token usage. Reply N of the script answers a request
-whose conversation already holds N assistant turns, so an agent's
-tool-use loop follows the script step by step; a request the script does
-not expect gets 400 with the reason.
+with tool calls and token usage. Reply N of the script (counted from 1)
+answers a request whose conversation already holds N-1 assistant turns,
+so an agent's tool-use loop follows the script step by step; a request
+the script does not expect gets 400 with the reason, naming the reply.
 
 A model file pointing at it (examples/models/scripted.yaml) gives a run
 its model: ssebench run --agent loop --model-file examples/models/scripted.yaml.

@@ -122,9 +122,9 @@ run verify again, which builds the case images with the new config.`,
 				for _, f := range failed {
 					parts = append(parts, fmt.Sprintf("%s %s %s (%s)", f.Task, f.Agent, f.Check, f.Why))
 				}
-				return fmt.Errorf("%d check(s) failed: %s", len(failed), strings.Join(parts, "; "))
+				return fmt.Errorf("%s failed: %s", units.Plural(len(failed), "check"), strings.Join(parts, "; "))
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "%d task(s) verified\n", len(rep.Verified))
+			fmt.Fprintf(cmd.ErrOrStderr(), "%s verified\n", units.Plural(len(rep.Verified), "task"))
 			return nil
 		},
 	}
@@ -207,14 +207,28 @@ pinned to another digest, or pinned from other files (stale); exit 1 if any.`,
 			if check {
 				if oldErr != nil {
 					fmt.Fprintf(cmd.OutOrStdout(), "%v\n", oldErr)
-					return errProblemsLock(cmd, name, 1)
+					return errProblemsLock(cmd, name, dir, 1, nil, nil)
 				}
 				diffs := release.CheckLock(old, lock, unverified)
 				for _, d := range diffs {
 					fmt.Fprintf(cmd.OutOrStdout(), "%s: %s\n", name, d)
 				}
 				if len(diffs) > 0 {
-					return errProblemsLock(cmd, name, len(diffs))
+					// A task that verified but is left out of the lock
+					// changed since; one the lock pins otherwise than
+					// it verified needs only the lock written again.
+					var changed, relock []string
+					for _, t := range ds.Tasks {
+						_, verified := rec.Tasks[t.ID]
+						want, locked := lock.Images[t.ID]
+						switch {
+						case verified && !locked:
+							changed = append(changed, t.ID)
+						case locked && old != nil && old.Images[t.ID] != want:
+							relock = append(relock, t.ID)
+						}
+					}
+					return errProblemsLock(cmd, name, dir, len(diffs), changed, relock)
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "ok %s\n", name)
 				return nil
@@ -234,9 +248,21 @@ pinned to another digest, or pinned from other files (stale); exit 1 if any.`,
 	return cmd
 }
 
-func errProblemsLock(cmd *cobra.Command, name string, n int) error {
+// errProblemsLock prints the summary of a failed lock --check of the
+// dataset in dir: the tasks whose folder changed since they verified
+// (changed), those only the lock is behind on (relock), and the commands
+// that bring the lock up to date.
+func errProblemsLock(cmd *cobra.Command, name, dir string, n int, changed, relock []string) error {
 	cmd.SilenceErrors = true
-	fmt.Fprintf(cmd.ErrOrStderr(), "%s is out of date (run `ssebench dataset lock`): %d problem(s)\n", name, n)
+	fix := fmt.Sprintf("refresh it with `ssebench dataset lock %s`", dir)
+	switch {
+	case len(changed) > 0:
+		fix = fmt.Sprintf("%s changed since verified: run `ssebench dataset verify %s --tasks %s`, then `ssebench dataset lock %s`",
+			strings.Join(changed, ", "), dir, strings.Join(changed, ","), dir)
+	case len(relock) > 0:
+		fix = fmt.Sprintf("its entries of %s are behind what verified: %s", strings.Join(relock, ", "), fix)
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "%s is out of date (%s): %s\n", name, units.Plural(n, "problem"), fix)
 	return errProblems
 }
 

@@ -77,7 +77,7 @@ The archive records REGISTRY, which load --push replaces.`,
 				return err
 			}, safefile.TempPattern(fmt.Sprintf(".%s-%d-*", filepath.Base(abs), os.Getpid())))
 			if err != nil {
-				return err
+				return missingImage(g, err)
 			}
 			for _, im := range rep.Images {
 				fmt.Fprintf(cmd.OutOrStdout(), "%s@%s\n", im.Name, im.Descriptor.Digest)

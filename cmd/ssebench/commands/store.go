@@ -133,6 +133,9 @@ never needed here): they are fetched, verified and kept when first read.`,
 					return fmt.Errorf("%q is not an image reference: %w", a, err)
 				}
 				if err := s.Delete(cmd.Context(), ref); err != nil {
+					if errors.Is(err, store.ErrNotFound) {
+						return fmt.Errorf("%s is not a name in the image store %s: `ssebench store ls` lists the names it holds", ref.Name(), s.Dir())
+					}
 					return err
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "removed %s\n", ref.Name())

@@ -46,6 +46,12 @@ func TestStoreCommands(t *testing.T) {
 	// not the layer a still uses.
 	before := blobFiles(t, c.store)
 	c.mustRun(t, "store", "rm", "localhost:5000/t/b:1")
+	// A name the store lacks: the error says which command lists its names.
+	_, _, err = c.run(t, "store", "rm", "localhost:5000/t/b:1")
+	oneLine(t, err)
+	if want := "localhost:5000/t/b:1 is not a name in the image store " + c.store + ": `ssebench store ls` lists the names it holds"; err == nil || err.Error() != want {
+		t.Errorf("store rm of a removed name = %v, want %q", err, want)
+	}
 	out, _ = c.mustRun(t, "store", "gc", "--json")
 	var gc store.GCResult
 	if err := json.Unmarshal([]byte(out), &gc); err != nil || gc.Blobs != 3 {

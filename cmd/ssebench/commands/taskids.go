@@ -24,6 +24,17 @@ func homeTasks(home, dataset string) []string {
 	return tasksIn(filepath.Join(home, "datasets", ds))
 }
 
+// datasetArg is the folder a --dataset argument names: a path when it has
+// a slash or is "." or "..", else the dataset of that name under the
+// home's datasets/, whatever folder of that name the working directory has
+// (the checkout's examples/ is Go code, not the dataset "examples").
+func datasetArg(home, arg string) string {
+	if strings.Contains(arg, "/") || arg == "." || arg == ".." {
+		return arg
+	}
+	return filepath.Join(home, "datasets", arg)
+}
+
 // tasksIn lists the task folders of the dataset folders pattern matches
 // (a folder, or a glob of folders).
 func tasksIn(pattern string) []string {

@@ -94,9 +94,25 @@ func TestDatasetLock(t *testing.T) {
 	}
 	// The task folder changes: the lock is stale.
 	writeFiles(t, dir, map[string]string{kvconf + "/src/NOTES": "x\n"})
-	out, _, err = c.run(t, "dataset", "lock", "--check", dir)
+	out, stderr, err = c.run(t, "dataset", "lock", "--check", dir)
 	if err == nil || !strings.Contains(out, "changed since it verified") || !strings.Contains(out, "images["+kvconf+"]: pinned, but not verified") {
 		t.Errorf("dataset lock --check of a changed folder = %v:\n%s", err, out)
 	}
+	// Its last line names the task that changed and the commands that
+	// refresh the lock.
+	lockFile := filepath.Join(dir, task.LockFile)
+	if want := lockFile + " is out of date (4 problems): " + kvconf + " changed since verified: run `ssebench dataset verify " + dir + " --tasks " + kvconf + "`, then `ssebench dataset lock " + dir + "`\n"; stderr != want {
+		t.Errorf("dataset lock --check of a changed folder printed\n%q, want\n%q", stderr, want)
+	}
 	os.Remove(filepath.Join(dir, kvconf, "src", "NOTES"))
+
+	// It verifies again as another image: only the lock is behind.
+	rec.Tasks[kvconf] = release.VerifiedTask{Image: "x/case/examples/" + kvconf, Digest: "sha256:" + strings.Repeat("8", 64), FilesSHA256: files}
+	if err := rec.Write(release.RecordFile(c.store, "examples", "examples-v1")); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, _ = c.run(t, "dataset", "lock", "--check", dir)
+	if want := lockFile + " is out of date (3 problems): its entries of " + kvconf + " are behind what verified: refresh it with `ssebench dataset lock " + dir + "`\n"; stderr != want {
+		t.Errorf("dataset lock --check of a lock behind the record printed\n%q, want\n%q", stderr, want)
+	}
 }

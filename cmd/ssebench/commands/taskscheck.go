@@ -17,6 +17,7 @@ import (
 
 	"github.com/42-b3yond-6ug/ssebench/agent"
 	"github.com/42-b3yond-6ug/ssebench/cmd/ssebench/commands/options"
+	"github.com/42-b3yond-6ug/ssebench/internal/units"
 	"github.com/42-b3yond-6ug/ssebench/oci/store"
 	"github.com/42-b3yond-6ug/ssebench/registry/naming"
 	"github.com/42-b3yond-6ug/ssebench/registry/remote"
@@ -117,7 +118,7 @@ func runTasksCheck(cmd *cobra.Command, g *options.Global, args, agentNames []str
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.Task, c.Kind, orDash(c.Agent), c.Where, orDash(strings.Join(c.Platforms, ",")), action, c.Ref)
 		}
 		tw.Flush()
-		fmt.Fprintf(cmd.OutOrStdout(), "%d of %d images must be built for %s\n", build, len(checks), want)
+		fmt.Fprintf(cmd.OutOrStdout(), "%d of %s must be built for %s\n", build, units.Plural(len(checks), "image"), want)
 	}
 	if err != nil {
 		return err

@@ -58,6 +58,11 @@ func TestNoHomeMessage(t *testing.T) {
 		{"base-images", "--os-image", "localhost:5000/os:1"},
 		{"runtime", "build"},
 		{"mirror", "--to", "localhost:5000/y"},
+		{"grade", "--predictions", "preds.jsonl"},
+		{"dataset", "verify", "examples"},
+		{"tasks", "check"},
+		{"tasks", "check", "examples"},
+		{"tasks", "check", "kvconf-12-afb9ee1", "--agents", "dummy"},
 	} {
 		code, _, errOut := mainRun(t, args...)
 		if code != 1 || errOut != want {

@@ -10,6 +10,7 @@ import (
 	"github.com/42-b3yond-6ug/ssebench/assemble"
 	"github.com/42-b3yond-6ug/ssebench/assemble/agentimage"
 	"github.com/42-b3yond-6ug/ssebench/cmd/ssebench/commands/options"
+	"github.com/42-b3yond-6ug/ssebench/internal/units"
 )
 
 // errChecksFailed makes the command exit 1 after it printed the failures.
@@ -69,7 +70,7 @@ can write) and exits 1 if any check failed.`,
 				}
 				if !v.OK {
 					cmd.SilenceErrors = true
-					fmt.Fprintf(cmd.ErrOrStderr(), "%s: %d check(s) failed\n", args[0], len(v.Failures))
+					fmt.Fprintf(cmd.ErrOrStderr(), "%s: %s failed\n", args[0], units.Plural(len(v.Failures), "check"))
 					return errChecksFailed
 				}
 				return nil
@@ -85,7 +86,7 @@ can write) and exits 1 if any check failed.`,
 			}
 			if failed > 0 {
 				cmd.SilenceErrors = true
-				fmt.Fprintf(cmd.ErrOrStderr(), "%s: %d check(s) failed\n", args[0], failed)
+				fmt.Fprintf(cmd.ErrOrStderr(), "%s: %s failed\n", args[0], units.Plural(failed, "check"))
 				return errChecksFailed
 			}
 			fmt.Fprintf(out, "ok %s\n", args[0])

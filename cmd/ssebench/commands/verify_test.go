@@ -48,7 +48,7 @@ func TestVerify(t *testing.T) {
 				t.Errorf("verify output lacks %q:\n%s", want, out)
 			}
 		}
-		if want := bad + ": " + strconv.Itoa(len(lines)) + " check(s) failed\n"; stderr != want {
+		if want := bad + ": " + strconv.Itoa(len(lines)) + " checks failed\n"; stderr != want {
 			t.Errorf("stderr = %q, want %q", stderr, want)
 		}
 	})
