@@ -59,3 +59,28 @@ func TestImportLayers(t *testing.T) {
 		}
 	}
 }
+
+// TestCLILinksNoClientset keeps client-go's clientset out of the ssebench
+// binary: the scheme under k8s.io/client-go/kubernetes registers every
+// API group of Kubernetes in its package inits, which ran in every
+// command (`ssebench --version` too) and kept their pages resident. The
+// Kubernetes backend speaks to the API with its own small client
+// (runner/kube/client.go); tests and tools may use the clientset.
+func TestCLILinksNoClientset(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command")
+	}
+	out, err := exec.Command("go", "list", "-deps", "-test=false", "-f", "{{.ImportPath}}", "./cmd/ssebench").Output()
+	if err != nil {
+		t.Fatalf("go list -deps ./cmd/ssebench: %v", err)
+	}
+	var linked []string
+	for _, dep := range strings.Fields(string(out)) {
+		if dep == "k8s.io/client-go/kubernetes" || strings.HasPrefix(dep, "k8s.io/client-go/kubernetes/") || dep == "k8s.io/client-go/discovery" {
+			linked = append(linked, dep)
+		}
+	}
+	if len(linked) > 0 {
+		t.Errorf("ssebench links %d packages of client-go's clientset (%s, ...), which register every Kubernetes API group at start-up; use runner/kube's own client", len(linked), linked[0])
+	}
+}

@@ -169,20 +169,20 @@ func (o *options) planGateway(p *plan, gw *runner.Gateway, deadline int64) error
 func (r *Runner) startGateway(ctx context.Context, p *plan, gw *runner.Gateway) (*reportReader, error) {
 	ns := r.opts.namespace
 	g := p.gateway
-	if _, err := r.cs.NetworkingV1().NetworkPolicies(ns).Create(ctx, g.policy, metav1.CreateOptions{}); err != nil {
+	if err := r.api.networkPolicies(ns).create(ctx, g.policy, nil); err != nil {
 		return nil, fmt.Errorf("creating the gateway's NetworkPolicy in namespace %s: %w", ns, err)
 	}
-	if _, err := r.cs.CoreV1().Secrets(ns).Create(ctx, g.secret, metav1.CreateOptions{}); err != nil {
+	if err := r.api.secrets(ns).create(ctx, g.secret, nil); err != nil {
 		return nil, fmt.Errorf("creating the gateway's Secret in namespace %s: %w", ns, err)
 	}
-	svc, err := r.cs.CoreV1().Services(ns).Create(ctx, g.service, metav1.CreateOptions{})
-	if err != nil {
+	svc := &corev1.Service{}
+	if err := r.api.services(ns).create(ctx, g.service, svc); err != nil {
 		return nil, fmt.Errorf("creating the gateway's Service in namespace %s: %w", ns, err)
 	}
 	if svc.Spec.ClusterIP == "" || svc.Spec.ClusterIP == corev1.ClusterIPNone {
 		return nil, fmt.Errorf("the gateway's Service %s got no cluster address", svc.Name)
 	}
-	if _, err := r.cs.CoreV1().Pods(ns).Create(ctx, g.pod, metav1.CreateOptions{}); err != nil {
+	if err := r.api.pods(ns).create(ctx, g.pod, nil); err != nil {
 		return nil, fmt.Errorf("creating the gateway's pod in namespace %s: %w", ns, err)
 	}
 	rctx, cancel := context.WithTimeout(ctx, gatewayReadyTimeout)
@@ -203,8 +203,8 @@ func (r *Runner) startGateway(ctx context.Context, p *plan, gw *runner.Gateway) 
 // cannot start, or that ended, is an error at once.
 func (r *Runner) waitReady(ctx context.Context, pod, container string) error {
 	for {
-		p, err := r.cs.CoreV1().Pods(r.opts.namespace).Get(ctx, pod, metav1.GetOptions{})
-		if err != nil {
+		p := &corev1.Pod{}
+		if err := r.api.pods(r.opts.namespace).get(ctx, pod, p); err != nil {
 			return fmt.Errorf("reading pod %s: %w", pod, err)
 		}
 		for _, cs := range p.Status.ContainerStatuses {
@@ -251,8 +251,8 @@ func (r *Runner) readReport(ctx context.Context, pod string, gw *runner.Gateway)
 		key, err := gateway.ReportKey(gw.Config)
 		for attempt := 0; attempt < 5 && key != nil; attempt++ {
 			var stream io.ReadCloser
-			req := r.cs.CoreV1().Pods(r.opts.namespace).GetLogs(pod, &corev1.PodLogOptions{Container: gatewayContainer, Follow: true})
-			if stream, err = req.Stream(ctx); err == nil {
+			stream, err = r.api.pods(r.opts.namespace).logs(ctx, pod, &corev1.PodLogOptions{Container: gatewayContainer, Follow: true})
+			if err == nil {
 				err = gateway.ReadReport(stream, key, records, nil, 0, &gw.Report)
 				stream.Close()
 				if err == nil {
@@ -272,7 +272,7 @@ func (r *Runner) readReport(ctx context.Context, pod string, gw *runner.Gateway)
 // gatewayGrace seconds) and waits for its last report.
 func (r *Runner) stopGateway(ctx context.Context, p *plan, rr *reportReader) error {
 	grace := int64(gatewayGrace)
-	err := r.cs.CoreV1().Pods(r.opts.namespace).Delete(ctx, p.gateway.pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &grace})
+	err := r.api.pods(r.opts.namespace).delete(ctx, p.gateway.pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &grace})
 	if err != nil {
 		rr.cancel()
 		<-rr.done

@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 )
 
 // DefaultDeadlineMargin is what a Job gets beyond the agent's TIMEOUT
@@ -39,8 +37,6 @@ type options struct {
 	platform       string
 	deadlineMargin time.Duration
 	ttl            time.Duration
-	clientset      kubernetes.Interface // tests
-	config         *rest.Config         // tests, with clientset
 	pollInterval   time.Duration
 }
 
@@ -115,17 +111,6 @@ func WithDeadlineMargin(d time.Duration) Option {
 			return errors.New("the deadline margin must be positive")
 		}
 		o.deadlineMargin = d
-		return nil
-	}
-}
-
-// withClientset gives the Runner a clientset instead of a kubeconfig
-// (tests with a fake API).
-func withClientset(cs kubernetes.Interface, namespace string) Option {
-	return func(o *options) error {
-		o.clientset = cs
-		o.namespace = namespace
-		o.config = &rest.Config{}
 		return nil
 	}
 }

@@ -72,7 +72,7 @@ func (r *Runner) Run(ctx context.Context, spec runner.RunSpec) (_ *runner.Result
 
 	// The policy first: the pod never runs unrestricted.
 	if p.policy != nil {
-		if _, err := r.cs.NetworkingV1().NetworkPolicies(ns).Create(ctx, p.policy, metav1.CreateOptions{}); err != nil {
+		if err := r.api.networkPolicies(ns).create(ctx, p.policy, nil); err != nil {
 			return nil, fmt.Errorf("creating the run's NetworkPolicy in namespace %s: %w", ns, err)
 		}
 	}
@@ -95,7 +95,7 @@ func (r *Runner) Run(ctx context.Context, spec runner.RunSpec) (_ *runner.Result
 			}
 		}()
 	}
-	if _, err := r.cs.BatchV1().Jobs(ns).Create(ctx, p.job, metav1.CreateOptions{}); err != nil {
+	if err := r.api.jobs(ns).create(ctx, p.job, nil); err != nil {
 		return nil, fmt.Errorf("creating Job %s in namespace %s: %w", p.name, ns, err)
 	}
 	pod, err := r.waitStarted(ctx, p.name)
@@ -146,15 +146,15 @@ func (r *Runner) waitStarted(ctx context.Context, name string) (string, error) {
 	ns := r.opts.namespace
 	sel := metav1.ListOptions{LabelSelector: RunLabel + "=" + name}
 	for {
-		job, err := r.cs.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
+		job := &batchv1.Job{}
+		if err := r.api.jobs(ns).get(ctx, name, job); err != nil {
 			return "", fmt.Errorf("reading Job %s: %w", name, err)
 		}
 		if c := jobFailed(job); c != nil {
 			return "", fmt.Errorf("Job %s failed before its pod started: %s: %s", name, c.Reason, c.Message)
 		}
-		pods, err := r.cs.CoreV1().Pods(ns).List(ctx, sel)
-		if err != nil {
+		pods := &corev1.PodList{}
+		if err := r.api.pods(ns).list(ctx, sel, pods); err != nil {
 			return "", fmt.Errorf("listing the pods of Job %s: %w", name, err)
 		}
 		for _, pod := range pods.Items {
@@ -191,8 +191,7 @@ func jobFailed(job *batchv1.Job) *batchv1.JobCondition {
 // readLog follows the container's log to its end, passing the output on
 // and extracting the results block.
 func (r *Runner) readLog(ctx context.Context, pod string, out io.Writer, p *plan) error {
-	req := r.cs.CoreV1().Pods(r.opts.namespace).GetLogs(pod, &corev1.PodLogOptions{Container: containerName, Follow: true})
-	stream, err := req.Stream(ctx)
+	stream, err := r.api.pods(r.opts.namespace).logs(ctx, pod, &corev1.PodLogOptions{Container: containerName, Follow: true})
 	if err != nil {
 		return fmt.Errorf("reading the log of pod %s: %w", pod, err)
 	}
@@ -205,8 +204,8 @@ func (r *Runner) readLog(ctx context.Context, pod string, out io.Writer, p *plan
 // podKilled).
 func (r *Runner) waitExit(ctx context.Context, pod string) (int, string, error) {
 	for {
-		p, err := r.cs.CoreV1().Pods(r.opts.namespace).Get(ctx, pod, metav1.GetOptions{})
-		if err != nil {
+		p := &corev1.Pod{}
+		if err := r.api.pods(r.opts.namespace).get(ctx, pod, p); err != nil {
 			return 0, "", fmt.Errorf("reading pod %s: %w", pod, err)
 		}
 		for _, cs := range p.Status.ContainerStatuses {
@@ -260,14 +259,14 @@ func (r *Runner) DeleteLabeled(ctx context.Context, selector string) error {
 			errs = append(errs, fmt.Errorf("deleting the %s labelled %s: %w", what, selector, err))
 		}
 	}
-	keep("Jobs", r.cs.BatchV1().Jobs(ns).DeleteCollection(ctx, del, list))
-	keep("pods", r.cs.CoreV1().Pods(ns).DeleteCollection(ctx, del, list))
-	keep("NetworkPolicies", r.cs.NetworkingV1().NetworkPolicies(ns).DeleteCollection(ctx, del, list))
+	keep("Jobs", r.api.jobs(ns).deleteCollection(ctx, del, list))
+	keep("pods", r.api.pods(ns).deleteCollection(ctx, del, list))
+	keep("NetworkPolicies", r.api.networkPolicies(ns).deleteCollection(ctx, del, list))
 	keep("Services", deleteServices(ctx, r, list))
-	keep("Secrets", r.cs.CoreV1().Secrets(ns).DeleteCollection(ctx, del, list))
+	keep("Secrets", r.api.secrets(ns).deleteCollection(ctx, del, list))
 	for {
-		pods, err := r.cs.CoreV1().Pods(ns).List(ctx, list)
-		if err != nil {
+		pods := &corev1.PodList{}
+		if err := r.api.pods(ns).list(ctx, list, pods); err != nil {
 			errs = append(errs, fmt.Errorf("listing the pods labelled %s: %w", selector, err))
 			break
 		}
@@ -285,13 +284,13 @@ func (r *Runner) DeleteLabeled(ctx context.Context, selector string) error {
 // deleteServices deletes Services one by one: the API has no
 // DeleteCollection for them.
 func deleteServices(ctx context.Context, r *Runner, list metav1.ListOptions) error {
-	svcs, err := r.cs.CoreV1().Services(r.opts.namespace).List(ctx, list)
-	if err != nil {
+	svcs := &corev1.ServiceList{}
+	if err := r.api.services(r.opts.namespace).list(ctx, list, svcs); err != nil {
 		return err
 	}
 	var errs []error
 	for _, s := range svcs.Items {
-		if err := r.cs.CoreV1().Services(r.opts.namespace).Delete(ctx, s.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		if err := r.api.services(r.opts.namespace).delete(ctx, s.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, err)
 		}
 	}

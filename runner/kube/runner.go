@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -17,7 +16,7 @@ var ErrUnreachable = errors.New("the Kubernetes API is unreachable")
 // Runner runs images as Jobs in one namespace of one cluster. It is safe
 // for concurrent use as long as the runs' IDs differ. Close it when done.
 type Runner struct {
-	cs   kubernetes.Interface
+	api  *client
 	cfg  *rest.Config
 	opts options
 }
@@ -29,9 +28,6 @@ func New(ctx context.Context, opts ...Option) (*Runner, error) {
 	o, err := makeOptions(opts...)
 	if err != nil {
 		return nil, err
-	}
-	if o.clientset != nil {
-		return &Runner{cs: o.clientset, cfg: o.config, opts: *o}, nil
 	}
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	if o.kubeconfig != "" {
@@ -48,11 +44,11 @@ func New(ctx context.Context, opts ...Option) (*Runner, error) {
 		}
 	}
 	cfg.UserAgent = "ssebench"
-	cs, err := kubernetes.NewForConfig(cfg)
+	api, err := newClient(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connecting to Kubernetes at %s: %w", cfg.Host, err)
 	}
-	r := &Runner{cs: cs, cfg: cfg, opts: *o}
+	r := &Runner{api: api, cfg: cfg, opts: *o}
 	if err := r.ping(ctx); err != nil {
 		return nil, err
 	}
@@ -60,8 +56,7 @@ func New(ctx context.Context, opts ...Option) (*Runner, error) {
 }
 
 func (r *Runner) ping(ctx context.Context) error {
-	res := r.cs.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx)
-	if err := res.Error(); err != nil {
+	if err := r.api.ready(ctx); err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -73,9 +68,6 @@ func (r *Runner) ping(ctx context.Context) error {
 // Namespace returns the namespace the runs go to.
 func (r *Runner) Namespace() string { return r.opts.namespace }
 
-// Clientset returns the client the Runner uses; the Runner owns it.
-func (r *Runner) Clientset() kubernetes.Interface { return r.cs }
-
 // ForPlatform returns a Runner of the same cluster whose pods run on
 // nodes of platform ("linux/arm64"); it shares the connection.
 func (r *Runner) ForPlatform(platform string) (*Runner, error) {
@@ -83,10 +75,10 @@ func (r *Runner) ForPlatform(platform string) (*Runner, error) {
 	if err := WithPlatform(platform)(&o); err != nil {
 		return nil, err
 	}
-	return &Runner{cs: r.cs, cfg: r.cfg, opts: o}, nil
+	return &Runner{api: r.api, cfg: r.cfg, opts: o}, nil
 }
 
-// Close releases the Runner. The clientset holds no connection that
+// Close releases the Runner. Its client holds no connection that
 // needs closing; Close exists so that every backend is closed the same
 // way.
 func (r *Runner) Close() error { return nil }

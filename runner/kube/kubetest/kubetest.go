@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/42-b3yond-6ug/ssebench/internal/testenv"
 	"github.com/42-b3yond-6ug/ssebench/runner/kube"
@@ -45,11 +46,16 @@ func Namespace(t testing.TB, prefix string) *Cluster {
 		return err
 	})
 	ctx := context.Background()
-	admin, err := kube.New(ctx, kube.WithKubeconfig(kubeconfig))
+	// The full clientset, which the Runner does without (it links every
+	// API group into ssebench).
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs := admin.Clientset()
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	b := make([]byte, 4)
 	rand.Read(b)
 	ns := prefix + "-" + hex.EncodeToString(b)
