@@ -10,7 +10,7 @@ import (
 // asyncDepth how many may wait. Together they bound the memory a layer
 // writer holds: about 1 MiB.
 const (
-	asyncChunk = 256 << 10
+	asyncChunk = 64 << 10
 	asyncDepth = 4
 )
 

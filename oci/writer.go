@@ -29,7 +29,7 @@ const (
 	// which come a few times slower than the tar stream. An assembler
 	// keeps three layer writers open; 1 MiB each was 2 MB of a 200,000
 	// file case's peak for nothing measurable in time.
-	spoolBufferSize = 256 << 10
+	spoolBufferSize = 64 << 10
 )
 
 // LayerWriter writes one layer as a tar stream, compressing it to a spool

@@ -431,7 +431,7 @@ func (b *Builder) writeFile(name string, write func(io.Writer) (objectID, []pack
 	if err != nil {
 		return objectID{}, nil, err
 	}
-	bw := bufio.NewWriterSize(f, 1<<20)
+	bw := bufio.NewWriterSize(f, 256<<10)
 	sum, p, err := write(bw)
 	if err == nil {
 		err = bw.Flush()

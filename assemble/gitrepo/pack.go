@@ -66,7 +66,7 @@ type spool struct {
 }
 
 func newSpool(f *os.File, level int) (*spool, error) {
-	s := &spool{f: f, w: bufio.NewWriterSize(f, 1<<20), h: sha1.New(), buf: make([]byte, 1<<16)}
+	s := &spool{f: f, w: bufio.NewWriterSize(f, 256<<10), h: sha1.New(), buf: make([]byte, 1<<16)}
 	zw, err := zlib.NewWriterLevel(s, level)
 	if err != nil {
 		return nil, err
