@@ -148,3 +148,9 @@ func (r *verifyingReader) Read(p []byte) (int, error) {
 }
 
 func (r *verifyingReader) Close() error { return r.f.Close() }
+
+// ReadAt reads the blob's file at off, unverified: a chunked upload sends a
+// chunk again from it after a broken connection, while Read, which the
+// upload reads to the end, verifies the whole blob, and the registry checks
+// the digest of what it was sent.
+func (r *verifyingReader) ReadAt(p []byte, off int64) (int, error) { return r.f.ReadAt(p, off) }

@@ -186,22 +186,45 @@ func (p *pusher) uploadChunks(ctx context.Context, c *http.Client, b blob, loc s
 		}
 		p.advance(b.digest, offset)
 	}
-	buf := make([]byte, p.o.move.chunkSize)
 	start := offset
-	for {
-		n, rerr := io.ReadFull(rc, buf)
-		if rerr != nil && rerr != io.ErrUnexpectedEOF && rerr != io.EOF {
-			return 0, rerr
-		}
-		if n > 0 {
-			if loc, err = p.patch(ctx, c, b.digest, loc, buf[:n], start); err != nil {
+	if ra, ok := rc.(io.ReaderAt); ok && b.size >= 0 {
+		// A blob in a file is sent chunk by chunk straight from its reader,
+		// which verifies it as it goes; a chunk sent again after a broken
+		// connection is read again from the file. No chunk is held in
+		// memory: with 4 jobs at 8 MiB that was 32 MB of a push's peak.
+		for start < b.size {
+			ch := &fileChunk{r: rc, ra: ra, start: start, n: min(p.o.move.chunkSize, b.size-start)}
+			if loc, err = p.patch(ctx, c, b.digest, loc, ch, start); err != nil {
+				return 0, err
+			}
+			if err := ch.finish(); err != nil {
 				return 0, err
 			}
 			save(loc)
-			start += int64(n)
+			start += ch.n
 		}
-		if rerr != nil {
-			break
+		// Read to the end, where the reader checks the blob's digest:
+		// a damaged blob fails before the upload is committed.
+		if _, err := io.Copy(io.Discard, rc); err != nil {
+			return 0, err
+		}
+	} else {
+		buf := make([]byte, p.o.move.chunkSize)
+		for {
+			n, rerr := io.ReadFull(rc, buf)
+			if rerr != nil && rerr != io.ErrUnexpectedEOF && rerr != io.EOF {
+				return 0, rerr
+			}
+			if n > 0 {
+				if loc, err = p.patch(ctx, c, b.digest, loc, bytesChunk(buf[:n]), start); err != nil {
+					return 0, err
+				}
+				save(loc)
+				start += int64(n)
+			}
+			if rerr != nil {
+				break
+			}
 		}
 	}
 	if start != b.size && b.size >= 0 {
@@ -218,24 +241,77 @@ func (p *pusher) uploadChunks(ctx context.Context, c *http.Client, b blob, loc s
 	return offset, err
 }
 
-// patch sends chunk, which starts at byte start of the blob, and returns
-// the upload's next location. A chunk whose connection broke is sent again
+// chunk is one PATCH of a chunked upload: its length, and its bytes from
+// an offset on, read again for each attempt.
+type chunk interface {
+	size() int64
+	from(off int64) io.Reader
+}
+
+// bytesChunk is a chunk held in memory.
+type bytesChunk []byte
+
+func (b bytesChunk) size() int64              { return int64(len(b)) }
+func (b bytesChunk) from(off int64) io.Reader { return bytes.NewReader(b[off:]) }
+
+// fileChunk is bytes [start, start+n) of a blob read in order from r, with
+// ra over the same bytes. The first attempt streams from r; a later one
+// first reads what is left of the chunk from r, so that r stays in step
+// (it verifies the whole blob), then sends from ra.
+type fileChunk struct {
+	r        io.Reader
+	ra       io.ReaderAt
+	start, n int64
+	read     int64 // bytes of the chunk read from r
+	streamed bool
+}
+
+func (c *fileChunk) size() int64 { return c.n }
+
+func (c *fileChunk) from(off int64) io.Reader {
+	if !c.streamed && off == 0 {
+		c.streamed = true
+		return &countingReader{r: io.LimitReader(c.r, c.n), add: func(n int64) { c.read += n }}
+	}
+	if err := c.finish(); err != nil {
+		return errorReader{err}
+	}
+	return io.NewSectionReader(c.ra, c.start+off, c.n-off)
+}
+
+// finish reads from r what the attempts left of the chunk.
+func (c *fileChunk) finish() error {
+	if c.read < c.n {
+		n, err := io.CopyN(io.Discard, c.r, c.n-c.read)
+		c.read += n
+		c.streamed = true
+		return err
+	}
+	return nil
+}
+
+type errorReader struct{ err error }
+
+func (e errorReader) Read([]byte) (int, error) { return 0, e.err }
+
+// patch sends ch, which starts at byte start of the blob, and returns the
+// upload's next location. A chunk whose connection broke is sent again
 // from where the registry says it stopped.
-func (p *pusher) patch(ctx context.Context, c *http.Client, d v1.Hash, loc string, chunk []byte, start int64) (string, error) {
-	sent := int64(0) // bytes of chunk the registry has
+func (p *pusher) patch(ctx context.Context, c *http.Client, d v1.Hash, loc string, ch chunk, start int64) (string, error) {
+	sent := int64(0) // bytes of the chunk the registry has
+	size := ch.size()
 	err := p.retry(ctx, func() error {
-		rest := chunk[sent:]
 		from := start + sent
 		hdr := http.Header{
 			"Content-Type":  {"application/octet-stream"},
-			"Content-Range": {fmt.Sprintf("%d-%d", from, from+int64(len(rest))-1)},
+			"Content-Range": {fmt.Sprintf("%d-%d", from, start+size-1)},
 		}
-		body := &countingReader{r: bytes.NewReader(rest), add: func(n int64) { p.advance(d, n) }}
-		resp, err := p.do(ctx, c, http.MethodPatch, loc, body, int64(len(rest)), hdr, http.StatusAccepted, http.StatusNoContent)
+		body := &countingReader{r: ch.from(sent), add: func(n int64) { p.advance(d, n) }}
+		resp, err := p.do(ctx, c, http.MethodPatch, loc, body, size-sent, hdr, http.StatusAccepted, http.StatusNoContent)
 		if err != nil {
 			p.advance(d, -body.n)
 			// Ask how far the registry got before trying again.
-			if n, ok := p.uploadStatus(ctx, c, loc); ok && n >= start && n <= start+int64(len(chunk)) {
+			if n, ok := p.uploadStatus(ctx, c, loc); ok && n >= start && n <= start+size {
 				p.advance(d, n-from)
 				sent = n - start
 			}
@@ -245,7 +321,7 @@ func (p *pusher) patch(ctx context.Context, c *http.Client, d v1.Hash, loc strin
 		if l, lerr := location(resp); lerr == nil {
 			loc = l
 		}
-		sent = int64(len(chunk))
+		sent = size
 		return nil
 	})
 	return loc, err
@@ -311,7 +387,7 @@ func (p *pusher) uploadStream(ctx context.Context, c *http.Client, dst name.Repo
 			return v1.Hash{}, 0, rerr
 		}
 		if n > 0 {
-			if loc, err = p.patch(ctx, c, v1.Hash{}, loc, buf[:n], start); err != nil {
+			if loc, err = p.patch(ctx, c, v1.Hash{}, loc, bytesChunk(buf[:n]), start); err != nil {
 				return v1.Hash{}, 0, err
 			}
 			start += int64(n)
