@@ -9,8 +9,8 @@ import (
 )
 
 type file struct {
-	Name   string            `yaml:"name"`
-	Models []string          `yaml:"models"`
+	Name   string   `yaml:"name"`
+	Models []string `yaml:"models"`
 	Prices map[string]struct {
 		Input float64 `yaml:"input"`
 	} `yaml:"prices"`
