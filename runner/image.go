@@ -194,14 +194,16 @@ func (r *Runner) importImage(ctx context.Context, ref string, labels map[string]
 // ensureBlob writes d from the store unless containerd has it; it reports
 // whether it wrote.
 func (r *Runner) ensureBlob(ctx context.Context, cs content.Store, src *storeProvider, d ocispec.Descriptor) (bool, error) {
+	// Lease first, then look: a blob that is present but held by nothing
+	// (an image another run just removed) could otherwise be collected
+	// between the look and the lease, and the image record would then
+	// name a blob containerd no longer has ("content digest ... not
+	// found", seen when two test packages ran at once).
+	if err := r.leaseContent(ctx, d.Digest); err != nil {
+		return false, err
+	}
 	_, err := cs.Info(ctx, d.Digest)
 	if err == nil {
-		// Present, but maybe held by nothing yet: add it to our lease so
-		// that the garbage collector cannot take it before the image
-		// record references it.
-		if err := r.leaseContent(ctx, d.Digest); err != nil {
-			return false, err
-		}
 		return false, nil
 	}
 	if !errdefs.IsNotFound(err) {
