@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	"gopkg.in/yaml.v3"
 
@@ -104,9 +106,9 @@ const DefaultBaseURLEnv = "SSE_BASE_URL"
 
 // LoadModelFile reads and checks a model file.
 func LoadModelFile(path string) (*ModelFile, error) {
-	data, err := os.ReadFile(path)
+	data, err := readModelFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("reading the model file: %w", err)
+		return nil, err
 	}
 	var m ModelFile
 	dec := yaml.NewDecoder(bytes.NewReader(data))
@@ -132,6 +134,33 @@ func LoadModelFile(path string) (*ModelFile, error) {
 		}
 	}
 	return &m, nil
+}
+
+// maxModelFile bounds a model file: a few keys and prices a person wrote.
+const maxModelFile = 1 << 20
+
+// readModelFile reads path when it is a regular file of at most
+// maxModelFile bytes: a FIFO or a device named by mistake must not hang or
+// fill memory before the first image is built.
+func readModelFile(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, fmt.Errorf("reading the model file: %w", err)
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil {
+		return nil, fmt.Errorf("reading the model file: %w", err)
+	} else if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("model file %s is not a regular file (%s): pass a YAML file", path, fi.Mode().Type())
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxModelFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading the model file: %w", err)
+	}
+	if len(data) > maxModelFile {
+		return nil, fmt.Errorf("model file %s is larger than %d bytes: a model file holds a few keys and prices", path, maxModelFile)
+	}
+	return data, nil
 }
 
 // FindModelFile returns dir/<name>.yaml (or .yml) when it exists, else "".

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -39,5 +40,23 @@ func TestLoadModelFileOneLine(t *testing.T) {
 	msg := err.Error()
 	if strings.Contains(msg, "\n") || strings.Contains(msg, "gateway.") || !strings.Contains(msg, `line 4: unknown key "flavor"`) || !strings.Contains(msg, "line 5: a string where a list belongs") {
 		t.Errorf("LoadModelFile: %q, want one line naming the unknown key flavor and the models list", msg)
+	}
+}
+
+// A model file that is huge, or not a regular file, is refused in one line
+// before it is read whole (or a FIFO blocks the run).
+func TestLoadModelFileHostile(t *testing.T) {
+	dir := t.TempDir()
+	huge := filepath.Join(dir, "huge.yaml")
+	os.WriteFile(huge, append([]byte("base_url: http://127.0.0.1:1/v1\n#"), make([]byte, 2<<20)...), 0o644)
+	fifo := filepath.Join(dir, "fifo.yaml")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ path, want string }{{huge, "larger than"}, {fifo, "not a regular file"}, {dir, "not a regular file"}} {
+		_, err := LoadModelFile(c.path)
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("LoadModelFile(%s) = %v, want one line with %q", c.path, err, c.want)
+		}
 	}
 }
