@@ -4,6 +4,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/42-b3yond-6ug/ssebench/internal/testenv"
 )
 
 // module is this module's import path.
@@ -67,9 +69,8 @@ func TestImportLayers(t *testing.T) {
 // Kubernetes backend speaks to the API with its own small client
 // (runner/kube/client.go); tests and tools may use the clientset.
 func TestCLILinksNoClientset(t *testing.T) {
-	if _, err := exec.LookPath("go"); err != nil {
-		t.Skip("no go command")
-	}
+	_, err := exec.LookPath("go")
+	testenv.Need(t, err == nil, "no go command on PATH: install Go")
 	out, err := exec.Command("go", "list", "-deps", "-test=false", "-f", "{{.ImportPath}}", "./cmd/ssebench").Output()
 	if err != nil {
 		t.Fatalf("go list -deps ./cmd/ssebench: %v", err)

@@ -199,9 +199,7 @@ func TestBuildCaseQuietSaysWhy(t *testing.T) {
 	addr := testenv.RequireBuildKit(t)
 	osImage := testenv.OSImage(t)
 	prefix, base, ok := strings.Cut(osImage, "/os/")
-	if !ok {
-		t.Skipf("the OS image %s is not under a PREFIX/os/ to build FROM ${SSEBENCH_REGISTRY}/os/...", osImage)
-	}
+	testenv.Need(t, ok, "the OS image "+osImage+" is not under a PREFIX/os/ to build FROM ${SSEBENCH_REGISTRY}/os/...: set SSEBENCH_TEST_OS_IMAGE to one")
 	c := newCLI(t)
 	dir := filepath.Join(c.root, "examples")
 	copyTree(t, "datasets/examples", dir)
