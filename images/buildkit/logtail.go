@@ -2,6 +2,8 @@ package buildkit
 
 import (
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	bkclient "github.com/moby/buildkit/client"
 	digest "github.com/opencontainers/go-digest"
@@ -34,7 +36,9 @@ func (t *logTail) add(s *bkclient.SolveStatus) {
 	for _, l := range s.Logs {
 		text := t.partial[l.Vertex] + string(l.Data)
 		lines := strings.Split(text, "\n")
-		t.partial[l.Vertex] = lines[len(lines)-1]
+		// A step that prints without newlines must not grow this: only
+		// the end of an unfinished line can be kept.
+		t.partial[l.Vertex] = lastBytes(lines[len(lines)-1], 4*maxTailLine)
 		for _, line := range lines[:len(lines)-1] {
 			t.push(l.Vertex, line)
 		}
@@ -47,7 +51,14 @@ func (t *logTail) add(s *bkclient.SolveStatus) {
 }
 
 func (t *logTail) push(v digest.Digest, line string) {
-	line = strings.TrimSpace(strings.ToValidUTF8(line, "?"))
+	// The output is the task author's: no terminal escapes or bidi
+	// controls reach the error line a user reads.
+	line = strings.TrimSpace(strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) {
+			return '?'
+		}
+		return r
+	}, strings.ToValidUTF8(line, "?")))
 	if line == "" {
 		return
 	}
@@ -83,4 +94,16 @@ func containsDigest(ds []digest.Digest, d digest.Digest) bool {
 		}
 	}
 	return false
+}
+
+// lastBytes is the end of s, at most n bytes, cut at a rune boundary.
+func lastBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	s = s[len(s)-n:]
+	for len(s) > 0 && !utf8.RuneStart(s[0]) {
+		s = s[1:]
+	}
+	return s
 }
