@@ -69,9 +69,27 @@ type RunResult struct {
 	// and why the kernel or the container runtime refused them. Empty
 	// when nothing was graded or the daemon is not root.
 	Sandbox string `json:"sandbox,omitempty"`
-	// Passed is true when every check that applies passed.
+	// Passed is true when every check that applies passed and the grade
+	// found nothing wrong with its evidence (Integrity is empty).
 	Passed     bool   `json:"passed"`
 	GradeError string `json:"grade_error,omitempty"`
+	// Judged says how the test checks were judged (JudgedByName, ...);
+	// empty when no test check ran.
+	Judged string `json:"judged,omitempty"`
+	// Integrity is a verdict of its own (IntegrityReportForged, ...): the
+	// grade's evidence was forged or could not be had because of what the
+	// agent did. Passed is then false, and reports count the run apart
+	// from the failed ones. Empty when nothing was wrong.
+	Integrity string `json:"integrity,omitempty"`
+	// DroppedPaths are the paths the agent changed that a fix may not
+	// change (the task's protected paths: test files, test data, vendored
+	// code, ...): final.patch shows the changes, and the graded tree has
+	// the pristine version of each (added ones removed).
+	DroppedPaths []string `json:"dropped_paths,omitempty"`
+	// Audit lists what final.patch holds that a fix never needs (a
+	// TestMain or init added, a re-exec of the test binary, ...); it does
+	// not change Passed, unless `eval --fail-on-audit` says so.
+	Audit []AuditFinding `json:"audit,omitempty"`
 	// Notes are things a reader of the result should know (no git, no
 	// daemon, ...).
 	Notes []string `json:"notes,omitempty"`
