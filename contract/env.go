@@ -43,6 +43,24 @@ const (
 	EnvWorkDir = "SSE_WORK_DIR"
 	// EnvRunnerUser names the account the daemon runs scripts as.
 	EnvRunnerUser = "SSE_RUNNER_USER"
+	// EnvRole says which of a run's two containers (SPEC.md section
+	// 17.1) the entrypoint is in: RoleTask or RoleAgent. Unset, the
+	// entrypoint runs the agent and grades in one container, which only
+	// an image run by hand does: no ssebench command grades that way.
+	EnvRole = "SSE_ROLE"
+)
+
+// The roles of a run's two containers (EnvRole).
+const (
+	// RoleTask is the task container: the tool image, with the answers,
+	// the pristine tree and the daemon. It serves the agent's tools
+	// during the phase, then takes the snapshot and grades, with its own
+	// git and toolchain.
+	RoleTask = "task"
+	// RoleAgent is the agent container: the agent image, which holds no
+	// answer. It runs the agent as model on the task container's
+	// SOURCE_DIR, and nothing of it runs in the grade.
+	RoleAgent = "agent"
 )
 
 // The model gateway in the container (SPEC.md section 14): the run says

@@ -43,7 +43,12 @@ func (e *Env) resolveImages(ctx context.Context, r *runState) error {
 			return err
 		}
 	}
-	if r.sidecar && r.srcDir == "" {
+	if !r.sidecar && r.ri != nil {
+		// The task container runs the tool image the agent image was
+		// grafted on, pinned.
+		r.toolName = r.ri.Tool
+	}
+	if r.srcDir == "" {
 		var err error
 		if r.srcDir, err = e.taskSource(r.req, r.datasetDir); err != nil {
 			return err

@@ -3,6 +3,9 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/name"
 
 	"github.com/42-b3yond-6ug/ssebench/assemble/agentimage"
 	"github.com/42-b3yond-6ug/ssebench/registry/remote"
@@ -27,6 +30,14 @@ func (e *Env) checkPrebuilt(ctx context.Context, r *runState) error {
 	if err != nil {
 		return fmt.Errorf("the prebuilt image %s: %w", r.agentName, err)
 	}
+	// The image it was built on, exactly: its manifest names it.
+	if m, err := agentRes.Image.Manifest(); err == nil {
+		if d := m.Annotations[agentimage.AnnotationBaseDigest]; strings.HasPrefix(d, "sha256:") {
+			if ref, err := name.ParseReference(baseName, name.WeakValidation); err == nil {
+				baseName = ref.Context().Name() + "@" + d
+			}
+		}
+	}
 	baseRes, err := rr.Resolve(ctx, baseName)
 	if err != nil {
 		return fmt.Errorf("checking the prebuilt image %s needs the image it was built on, %s: %w", r.agentName, baseName, err)
@@ -49,7 +60,16 @@ func (e *Env) checkPrebuilt(ctx context.Context, r *runState) error {
 	if err != nil {
 		return err
 	}
-	if _, err := agentimage.CheckAdded(ctx, baseRes.Image, agentRes.Image, pol); err != nil {
+	// A sandbox agent image is its tool image without the answers (the
+	// blind layer) plus the agent's layers; the sidecar agent runtime
+	// holds no answer to hide.
+	under := baseRes.Image
+	if !r.sidecar {
+		if under, err = agentimage.Blind(baseRes.Image); err != nil {
+			return err
+		}
+	}
+	if _, err := agentimage.CheckAdded(ctx, under, agentRes.Image, pol); err != nil {
 		return fmt.Errorf("the prebuilt image %s breaks the agent policy: %w", r.agentName, err)
 	}
 	d, err := agentRes.Image.Digest()
@@ -57,6 +77,14 @@ func (e *Env) checkPrebuilt(ctx context.Context, r *runState) error {
 		return err
 	}
 	r.agentName = agentRes.Ref.Context().Name() + "@" + d.String()
+	if !r.sidecar {
+		// The task container runs the tool image checked here.
+		td, err := baseRes.Image.Digest()
+		if err != nil {
+			return err
+		}
+		r.toolName = baseRes.Ref.Context().Name() + "@" + td.String()
+	}
 	e.logf("prebuilt %s: its agent layers pass the policy on %s", r.agentName, baseName)
 	return nil
 }

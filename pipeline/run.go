@@ -15,7 +15,6 @@ import (
 	"github.com/42-b3yond-6ug/ssebench/agent"
 	"github.com/42-b3yond-6ug/ssebench/contract"
 	"github.com/42-b3yond-6ug/ssebench/gateway"
-	"github.com/42-b3yond-6ug/ssebench/oci/store"
 	"github.com/42-b3yond-6ug/ssebench/results"
 	"github.com/42-b3yond-6ug/ssebench/runner"
 )
@@ -448,57 +447,53 @@ func (e *Env) runContainers(ctx context.Context, ex Executor, r *runState, spec 
 	t := time.Now()
 	var res *runner.Result
 	var err error
-	if r.sidecar {
-		res, err = e.runSidecarMode(ctx, ex, r, spec)
-	} else {
-		res, err = e.runSandbox(ctx, ex, r, spec)
-	}
+	res, err = e.runPair(ctx, ex, r, spec)
 	if res == nil {
 		return nil, err
 	}
 	r.lap("run", t)
-	r.timings["startup"] = res.StartupTime.Seconds()
-	if res.Image != nil && !r.sidecar {
-		r.images["agent"] = r.agentName + "@" + res.Image.Target.Digest.String()
-	}
 	return res, err
 }
 
-// runSandbox runs the one container of sandbox mode. A prebuilt image the
-// registry does not give is run from this machine's store when it is
-// there.
-func (e *Env) runSandbox(ctx context.Context, ex Executor, r *runState, spec runner.RunSpec) (*runner.Result, error) {
-	res, err := ex.Run(ctx, spec)
-	if err != nil && r.req.Prebuilt && r.req.Cluster == nil && res == nil && !errors.Is(err, context.Canceled) {
-		// The registry does not have it (or cannot be reached): a copy on
-		// this machine will do.
-		e.logf("warning: pulling the prebuilt image %s failed (%v); using the local copy", r.agentName, err)
-		spec.Pull = false
-		res, err = ex.Run(ctx, spec)
-		if errors.Is(err, store.ErrNotFound) {
-			return nil, fmt.Errorf("The prebuilt image %s is not in the registry or on this machine", r.agentName)
+// runPair runs the run's two containers (SPEC.md section 17.1): the task
+// container and the agent container, through runSidecar on a backend
+// that declares it can (SidecarRunner). The result is the task
+// container's, stopped when either container was; summary.json's startup
+// is both containers'.
+func (e *Env) runPair(ctx context.Context, ex Executor, r *runState, spec runner.RunSpec) (*runner.Result, error) {
+	rn, ok := ex.(SidecarRunner)
+	if !ok {
+		return nil, fmt.Errorf("a run's two containers (the task's and the agent's) share a tree on one machine: this backend cannot run them")
+	}
+	res, agentRes, err := e.runSidecar(ctx, rn, r.req, spec, r.toolName, r.srcDir, !r.sidecar)
+	if res != nil && agentRes != nil {
+		if agentRes.Image != nil {
+			r.images["agent"] = pinned(r.agentName, agentRes.Image.Target.Digest.String())
+		}
+		res.Stopped = res.Stopped || agentRes.Stopped
+		if res.Killed == "" {
+			res.Killed = agentRes.Killed
+		}
+	}
+	if res != nil {
+		startup := res.StartupTime
+		if agentRes != nil {
+			startup += agentRes.StartupTime
+		}
+		r.timings["startup"] = startup.Seconds()
+		if res.Image != nil {
+			r.images["tool"] = pinned(r.toolName, res.Image.Target.Digest.String())
 		}
 	}
 	return res, err
 }
 
-// runSidecarMode runs sidecar mode's two containers (runSidecar) on a
-// backend that declares it can (SidecarRunner). The result is the task
-// container's, stopped when either container was.
-func (e *Env) runSidecarMode(ctx context.Context, ex Executor, r *runState, spec runner.RunSpec) (*runner.Result, error) {
-	rn, ok := ex.(SidecarRunner)
-	if !ok {
-		return nil, errors.New("--mode sidecar runs two containers in containerd: it cannot run with --backend kubernetes")
+// pinned is name@digest, or name when it is pinned already.
+func pinned(name, digest string) string {
+	if strings.Contains(name, "@") {
+		return name
 	}
-	res, agentRes, err := e.runSidecar(ctx, rn, r.req, spec, r.toolName, r.srcDir)
-	if res != nil && agentRes != nil && agentRes.Image != nil {
-		r.images["agent"] = r.agentName + "@" + agentRes.Image.Target.Digest.String()
-		res.Stopped = res.Stopped || agentRes.Stopped
-	}
-	if res != nil && res.Image != nil {
-		r.images["tool"] = r.toolName + "@" + res.Image.Target.Digest.String()
-	}
-	return res, err
+	return name + "@" + digest
 }
 
 // DefaultTimeout is the agent's time limit, in seconds, when the request

@@ -135,9 +135,19 @@ const sidecarStartTimeout = 10 * time.Minute
 // container, without grading. The runner removes both containers and their
 // snapshots on every path. It returns the task container's result, whose
 // exit status is the agent's, and the agent container's.
-func (e *Env) runSidecar(ctx context.Context, rn SidecarRunner, req RunRequest, agentSpec runner.RunSpec, taskImage, srcDir string) (taskRes, agentRes *runner.Result, retErr error) {
+//
+// Sandbox mode (sandbox true, SPEC.md section 17.1) is the same shape:
+// taskImage is the tool image, whose entrypoint starts the daemon itself
+// when told it is the task container (SSE_ROLE=task, its sockets in the
+// environment), and the agent image (the tool image without the answers,
+// plus the agent's layers) is the agent container (SSE_ROLE=agent).
+func (e *Env) runSidecar(ctx context.Context, rn SidecarRunner, req RunRequest, agentSpec runner.RunSpec, taskImage, srcDir string, sandbox bool) (taskRes, agentRes *runner.Result, retErr error) {
+	mode := ModeSidecar
+	if sandbox {
+		mode = ModeSandbox
+	}
 	if srcDir == "" {
-		return nil, nil, errors.New("the task has no SOURCE_DIR (`source` in its config.yaml): sidecar mode shares it between the containers")
+		return nil, nil, fmt.Errorf("the task has no SOURCE_DIR (`source` in its config.yaml): %s mode shares it between the containers", mode)
 	}
 	sockDir, err := os.MkdirTemp("", "ssebench-sidecar-")
 	if err != nil {
@@ -157,11 +167,26 @@ func (e *Env) runSidecar(ctx context.Context, rn SidecarRunner, req RunRequest, 
 	taskSpec.ID = agentSpec.ID + "-task"
 	taskSpec.Network = runner.NetworkRestricted
 	taskSpec.Env = append(req.env(), contract.EnvSourceDir+"="+srcDir)
-	taskSpec.Mounts = append(append([]runner.Mount(nil), agentSpec.Mounts[:2]...), runner.Mount{Source: sockDir, Target: contract.SidecarDir})
-	taskSpec.Labels = withLabel(agentSpec.Labels, "ssebench.sidecar", "task")
-	taskSpec.Entrypoint = nil
+	// The task container has the results only: the archive is the
+	// agent's, and nothing of the task container reads it.
+	taskSpec.Mounts = []runner.Mount{agentSpec.Mounts[0], {Source: sockDir, Target: contract.SidecarDir}}
+	taskSpec.Labels = withLabel(agentSpec.Labels, "ssebench.role", contract.RoleTask)
+	taskSpec.Entrypoint, taskSpec.Args = nil, nil
 	agentSpec.ID += "-agent"
-	agentSpec.Labels = withLabel(agentSpec.Labels, "ssebench.sidecar", "agent")
+	agentSpec.Labels = withLabel(agentSpec.Labels, "ssebench.role", contract.RoleAgent)
+	if sandbox {
+		// The tool image's entrypoint is the task container's when told
+		// so, with its daemon's sockets where the agent container finds
+		// the agent's.
+		taskSpec.Env = append(taskSpec.Env,
+			contract.EnvRole+"="+contract.RoleTask,
+			contract.EnvAdminSocket+"="+contract.SidecarAdminSocket,
+			contract.EnvAgentSocket+"="+contract.SidecarTaskAgentSocket)
+		agentSpec.Env = append(agentSpec.Env, contract.EnvRole+"="+contract.RoleAgent)
+	} else {
+		taskSpec.Labels = withLabel(taskSpec.Labels, "ssebench.sidecar", "task")
+		agentSpec.Labels = withLabel(agentSpec.Labels, "ssebench.sidecar", "agent")
+	}
 	// No admin socket for the agent container: the task container alone
 	// ends the phase and grades.
 	agentSpec.Env = append(slices.DeleteFunc(slices.Clone(agentSpec.Env), func(kv string) bool {

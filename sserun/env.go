@@ -50,6 +50,9 @@ type Env struct {
 	ScriptTimeout time.Duration
 	WorkDir       string
 	RunnerUser    string
+	// Role is contract.RoleTask or contract.RoleAgent in a run of two
+	// containers; empty in one container.
+	Role string
 }
 
 // ReadEnv reads the settings through getenv (os.Getenv in the programs).
@@ -73,6 +76,7 @@ func ReadEnv(getenv func(string) string) (Env, error) {
 		SourceDir:     get(contract.EnvSourceDir, ""),
 		WorkDir:       get(contract.EnvWorkDir, os.TempDir()),
 		RunnerUser:    get(contract.EnvRunnerUser, DefaultRunnerUser),
+		Role:          get(contract.EnvRole, ""),
 		Timeout:       DefaultTimeout,
 		ScriptTimeout: DefaultScriptTimeout,
 		Difficulty:    DefaultDifficulty,
@@ -83,6 +87,11 @@ func ReadEnv(getenv func(string) string) (Env, error) {
 			return Env{}, fmt.Errorf("%s=%q is not a difficulty level: use 0 to %d", contract.EnvDifficulty, v, MaxDifficulty)
 		}
 		e.Difficulty = n
+	}
+	switch e.Role {
+	case "", contract.RoleTask, contract.RoleAgent:
+	default:
+		return Env{}, fmt.Errorf("%s=%q is not a role: use %s or %s", contract.EnvRole, e.Role, contract.RoleTask, contract.RoleAgent)
 	}
 	var err error
 	if e.Timeout, err = seconds(getenv, contract.EnvTimeout, DefaultTimeout, true); err != nil {

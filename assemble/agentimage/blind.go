@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"slices"
 	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -17,11 +18,18 @@ import (
 	"github.com/42-b3yond-6ug/ssebench/contract"
 )
 
-// blindPaths are what an agent's build must not see of the tool image: the
-// task's answers (reference patch, hidden tests, PoCs, config), the
-// pristine repository, the runtime's state and the sidecar's private
-// programs. The blind image removes them with whiteouts.
-var blindPaths = []string{contract.TaskRoot, contract.RepoDir, contract.StateDir, contract.SidecarMCPDir}
+// blindPaths are what an agent's build and its container must not see of
+// the tool image: the task's answers (reference patch, hidden tests, PoCs,
+// config) with the runtime's private programs under /ssebench, the
+// pristine repository, and the sidecar's private programs. The blind
+// image removes them with whiteouts.
+var blindPaths = []string{contract.TaskRoot, contract.RepoDir, contract.SidecarMCPDir}
+
+// emptiedPaths are directories the blind image keeps, root's and 0700,
+// but empty (an opaque whiteout): the runtime's state, whose directory
+// must stay root-only in the agent container, since the run's results are
+// mounted below it.
+var emptiedPaths = []string{contract.StateDir}
 
 // blindComment marks the history entry of the whiteout layer.
 const blindComment = "ssebench.agentimage.blind.v0"
@@ -39,9 +47,20 @@ func Blind(tool v1.Image) (v1.Image, error) {
 	when := defaultTime(cf)
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
+	var hdrs []*tar.Header
 	for _, p := range blindPaths {
 		dir, base := path.Split(strings.TrimPrefix(p, "/"))
-		h := &tar.Header{Typeflag: tar.TypeReg, Name: dir + ".wh." + base, Mode: 0o644, ModTime: when, Format: tar.FormatPAX}
+		hdrs = append(hdrs, &tar.Header{Typeflag: tar.TypeReg, Name: dir + ".wh." + base, Mode: 0o644, ModTime: when, Format: tar.FormatPAX})
+	}
+	for _, p := range emptiedPaths {
+		d := strings.TrimPrefix(p, "/") + "/"
+		hdrs = append(hdrs,
+			&tar.Header{Typeflag: tar.TypeDir, Name: d, Mode: contract.PrivateMode, ModTime: when, Format: tar.FormatPAX},
+			&tar.Header{Typeflag: tar.TypeReg, Name: d + ".wh..wh..opq", Mode: 0o644, ModTime: when, Format: tar.FormatPAX})
+	}
+	// Sorted, as every layer of ours: the same bytes everywhere.
+	slices.SortFunc(hdrs, func(a, b *tar.Header) int { return strings.Compare(a.Name, b.Name) })
+	for _, h := range hdrs {
 		if err := tw.WriteHeader(h); err != nil {
 			return nil, err
 		}
@@ -59,7 +78,7 @@ func Blind(tool v1.Image) (v1.Image, error) {
 		return nil, fmt.Errorf("making the blind layer: %w", err)
 	}
 	img, err := mutate.Append(tool, mutate.Addendum{Layer: l, History: v1.History{
-		Created: v1.Time{Time: when}, CreatedBy: "ssebench: hide " + strings.Join(blindPaths, " ") + " from the agent's build", Comment: blindComment,
+		Created: v1.Time{Time: when}, CreatedBy: "ssebench: hide " + strings.Join(append(slices.Clone(blindPaths), emptiedPaths...), " ") + " from the agent's build and container", Comment: blindComment,
 	}})
 	if err != nil {
 		return nil, fmt.Errorf("making the blind image: %w", err)

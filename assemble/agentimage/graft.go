@@ -96,19 +96,23 @@ func nonEmpty(h []v1.History) int {
 
 // Graft makes the agent image: the layers built (an image built on blind,
 // see Blind) added to blind, checked by pol (see CheckAdded), appended to
-// the real tool image with their history, and built's config. Nothing of
-// the agent's build saw the task's answers; nothing the policy refuses
-// reaches the tool image. The result is the same for the same inputs.
+// blind with their history, and built's config. The agent image keeps the
+// blind layer: the agent container runs it (SPEC.md section 17.1) and
+// holds no byte of the task's answers, in any layer, while the task
+// container runs tool. Nothing of the agent's build saw the answers;
+// nothing the policy refuses reaches the image. The manifest names tool
+// (AnnotationBaseDigest): the image a run's task container runs beside
+// it. The result is the same for the same inputs.
 func Graft(ctx context.Context, tool, blind, built v1.Image, pol *Policy) (v1.Image, error) {
 	add, err := CheckAdded(ctx, blind, built, pol)
 	if err != nil {
 		return nil, err
 	}
-	tcf, err := tool.ConfigFile()
+	tcf, err := blind.ConfigFile()
 	if err != nil {
 		return nil, fmt.Errorf("reading the config of the tool image: %w", err)
 	}
-	out := tool
+	out := blind
 	if len(add.Layers) > 0 {
 		adds := make([]mutate.Addendum, 0, len(add.Layers))
 		j := 0

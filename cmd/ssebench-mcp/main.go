@@ -10,22 +10,14 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/42-b3yond-6ug/ssebench/sserun"
 	"github.com/42-b3yond-6ug/ssebench/sserun/ssemcp"
 )
-
-// startTimeout bounds the wait for the daemon, which the entrypoint
-// started first.
-const startTimeout = 30 * time.Second
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
@@ -47,33 +39,5 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	sctx, cancel := context.WithTimeout(ctx, startTimeout)
-	defer cancel()
-	if err := sserun.WaitReady(sctx, env.AgentSocket); err != nil {
-		return err
-	}
-	srv, err := ssemcp.NewServer(sctx, ssemcp.SocketCaller(env.AgentSocket, "mcp"))
-	if err != nil {
-		return err
-	}
-	l, err := net.Listen("tcp", env.MCPAddr)
-	if err != nil {
-		return fmt.Errorf("listening for MCP clients: %w", err)
-	}
-	hs := &http.Server{Handler: ssemcp.Handler(srv), ReadHeaderTimeout: 30 * time.Second}
-	fmt.Fprintf(os.Stderr, "ssebench-mcp: serving http://%s%s for the daemon on %s\n", l.Addr(), ssemcp.Path, env.AgentSocket)
-	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(l) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	// A tool call in progress may wait for a long build: do not wait for it.
-	sctx, cancel = context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	if err := hs.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-		return err
-	}
-	return nil
+	return ssemcp.Serve(ctx, env.AgentSocket, env.MCPAddr, "mcp", os.Stderr)
 }

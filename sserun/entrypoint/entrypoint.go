@@ -125,10 +125,28 @@ func (e *entrypoint) run(ctx context.Context) int {
 	return m(ctx, e)
 }
 
-// Sandbox is sandbox mode: the daemon and the MCP server, the agent as
-// model, the end of the agent phase, final.patch and the grade. A mode of
-// an extension can do its own work around it.
+// Sandbox is sandbox mode. A run of ssebench has two containers (SPEC.md
+// section 17.1) and says which one this is (SSE_ROLE): the task
+// container (the tool image) runs the daemon, keeps the buggy commit,
+// and after the agent container has ended takes the snapshot and grades;
+// the agent container (the agent image, without the answers) runs the
+// MCP server and the agent. Without a role (an image run by hand) it is
+// both in one container: the daemon and the MCP server, the agent as
+// model, the end of the agent phase, final.patch and the grade, where
+// the agent's image could reach the grade. A mode of an extension can do
+// its own work around it.
 func (e *entrypoint) Sandbox(ctx context.Context) int {
+	switch e.env.Role {
+	case contract.RoleTask:
+		return e.runTaskSide(ctx, e.mode, true)
+	case contract.RoleAgent:
+		return e.runAgentSide(ctx, e.mode, selfMCP())
+	}
+	return e.oneContainer(ctx)
+}
+
+// oneContainer is sandbox mode in one container (see Sandbox).
+func (e *entrypoint) oneContainer(ctx context.Context) int {
 	res := &contract.RunResult{Mode: e.mode, Command: e.command}
 	note := func(format string, args ...any) {
 		msg := fmt.Sprintf(format, args...)

@@ -98,6 +98,39 @@ func callMain(args []string, stdout, stderr io.Writer) int {
 	return resp.Exit
 }
 
+// mcpHTTPFlag makes the entrypoint the agent's MCP server over HTTP
+// (mcpHTTPMain).
+const mcpHTTPFlag = "--mcp-http"
+
+// mcpHTTPMain is `entrypoint --mcp-http`: what ssebench-mcp is in a tool
+// image, for an agent container, which has no /ssebench. The entrypoint
+// starts it as root with $SSE_MCP_USER set, and it drops to that account
+// before it reads anything; it talks to the daemon's agent socket only.
+func mcpHTTPMain(args []string, stderr io.Writer) int {
+	if len(args) != 0 {
+		fmt.Fprintln(stderr, "usage: entrypoint "+mcpHTTPFlag)
+		return 2
+	}
+	if spec := os.Getenv(sserun.MCPUserEnv); spec != "" {
+		if err := sserun.DropPrivileges(spec); err != nil {
+			fmt.Fprintf(stderr, "ssebench-mcp: %v: the MCP server does not run as root\n", err)
+			return 1
+		}
+	}
+	env, err := sserun.ReadEnv(os.Getenv)
+	if err != nil {
+		fmt.Fprintln(stderr, "ssebench-mcp:", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if err := ssemcp.Serve(ctx, env.AgentSocket, env.MCPAddr, "mcp", stderr); err != nil {
+		fmt.Fprintln(stderr, "ssebench-mcp:", err)
+		return 1
+	}
+	return 0
+}
+
 // mcpStdioMain is `entrypoint --mcp-stdio`: the agent's MCP server on
 // standard input and output, for agents that spawn their MCP servers. It
 // runs as the agent (model) and talks only to the daemon's agent socket,

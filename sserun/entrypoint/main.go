@@ -58,6 +58,9 @@ func Main() {
 	if len(os.Args) > 1 && os.Args[1] == "--mcp-stdio" {
 		os.Exit(mcpStdioMain(os.Args[2:], os.Stderr))
 	}
+	if len(os.Args) > 1 && os.Args[1] == mcpHTTPFlag {
+		os.Exit(mcpHTTPMain(os.Args[2:], os.Stderr))
+	}
 	// A container's first process inherits every orphan: let a small
 	// init reap them and run the entrypoint as its child.
 	if os.Getpid() == 1 && os.Getenv(initChildEnv) == "" {
@@ -115,8 +118,10 @@ func RegisterMode(name string, m Mode) {
 
 func init() {
 	RegisterMode(modeSandbox, func(ctx context.Context, e *Entrypoint) int { return e.Sandbox(ctx) })
-	RegisterMode(modeSidecar, func(ctx context.Context, e *Entrypoint) int { return e.runSidecarAgent(ctx) })
-	RegisterMode(modeSidecarTask, func(ctx context.Context, e *Entrypoint) int { return e.runSidecarTask(ctx) })
+	RegisterMode(modeSidecar, func(ctx context.Context, e *Entrypoint) int {
+		return e.runAgentSide(ctx, modeSidecar, []string{contract.SidecarMCP})
+	})
+	RegisterMode(modeSidecarTask, func(ctx context.Context, e *Entrypoint) int { return e.runTaskSide(ctx, modeSidecar, false) })
 }
 
 // Modes lists the registered modes, sorted.

@@ -167,11 +167,29 @@ func (e *entrypoint) daemonEnv() []string {
 // nobody (sserun.MCPUser). Its log is opened here, by root, in the results
 // directory, where neither model nor nobody can write.
 func (e *entrypoint) startMCP(ctx context.Context, note func(string, ...any)) *service {
-	return e.startMCPAt(ctx, filepath.Join(e.env.TaskRoot, mcpName), note)
+	return e.startMCPAt(ctx, note, filepath.Join(e.env.TaskRoot, mcpName))
 }
 
-// startMCPAt starts the MCP server at path (see startMCP).
-func (e *entrypoint) startMCPAt(ctx context.Context, path string, note func(string, ...any)) *service {
+// selfMCP is the MCP server of an agent container, which has no
+// /ssebench: the entrypoint's own program (static, ours, a path the agent
+// policy keeps agent layers away from) with --mcp-http. self is nil when
+// the program cannot be found; the agent then has no MCP tools.
+func selfMCP() []string {
+	self, err := os.Executable()
+	if err != nil {
+		return nil
+	}
+	return []string{self, mcpHTTPFlag}
+}
+
+// startMCPAt starts the MCP server command (a program and its arguments;
+// see startMCP).
+func (e *entrypoint) startMCPAt(ctx context.Context, note func(string, ...any), command ...string) *service {
+	if len(command) == 0 {
+		note("no MCP server: the agent has no MCP tools (entrypoint --call still works)")
+		return nil
+	}
+	path := command[0]
 	if _, err := os.Stat(path); err != nil {
 		note("no MCP server at %s: the agent has no MCP tools (entrypoint --call still works)", path)
 		return nil
@@ -185,7 +203,7 @@ func (e *entrypoint) startMCPAt(ctx context.Context, path string, note func(stri
 		sserun.MCPUserEnv + "=" + e.mcpUser(),
 	}
 	ready := func(ctx context.Context) error { return waitListening(ctx, e.env.MCPAddr) }
-	return e.startService(ctx, "MCP server", path, nil, env, contract.MCPLog, ready, note)
+	return e.startService(ctx, "MCP server", path, command[1:], env, contract.MCPLog, ready, note)
 }
 
 // mcpUser is the MCP server's "uid:gid": nobody, unless the task's

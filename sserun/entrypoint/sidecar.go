@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -42,20 +44,25 @@ var daemonWait = 5 * time.Minute
 // sees.
 func (e *entrypoint) sidecarDir() string { return filepath.Dir(e.env.AdminSocket) }
 
-// runSidecarAgent is the agent container's side: it waits for the task
-// container's daemon on the agent socket (the only one it has), starts the
-// MCP server, runs the agent as model with no_new_privs in SOURCE_DIR (the
-// task container's tree), kills what the agent left and leaves its
-// report. The agent phase and the grade are the task container's.
-func (e *entrypoint) runSidecarAgent(ctx context.Context) int {
-	res := &contract.RunResult{Mode: modeSidecar, Command: e.command, Difficulty: e.env.Difficulty}
+// runAgentSide is the agent container's side of a run of two containers
+// (SPEC.md section 17.1; sidecar mode's agent container too): it waits
+// until the task container says it is ready (its daemon answers on the
+// agent socket, the only one this container has, and the buggy commit is
+// kept), starts the MCP server (command mcp), runs the agent as model with
+// no_new_privs in the shared SOURCE_DIR, kills what the agent left and
+// leaves its report for the task container. The agent phase, the snapshot
+// and the grade are the task container's: nothing here runs after the
+// agent but this program, which is static and ours.
+func (e *entrypoint) runAgentSide(ctx context.Context, mode string, mcp []string) int {
+	res := &contract.RunResult{Mode: mode, Command: e.command, Difficulty: e.env.Difficulty}
 	note := e.noter(res)
 	if err := os.MkdirAll(e.env.Results, 0o755); err != nil {
 		fmt.Fprintln(e.log, "entrypoint: creating the results directory:", err)
 		return 1
 	}
-	// The image knows no task: the agent works in the shared tree.
-	if e.env.SourceDir != "" {
+	// The sidecar agent image knows no task: the agent works in the
+	// shared tree. An agent image of sandbox mode has the task's WORKDIR.
+	if mode == modeSidecar && e.env.SourceDir != "" {
 		e.workDir = e.env.SourceDir
 	}
 	e.prepareArchive(note)
@@ -67,14 +74,17 @@ func (e *entrypoint) runSidecarAgent(ctx context.Context) int {
 		return 1
 	}
 	wctx, cancel := context.WithTimeout(ctx, daemonWait)
-	err := sserun.WaitReady(wctx, e.env.AgentSocket)
+	err := waitFile(wctx, filepath.Join(filepath.Dir(e.env.AgentSocket), filepath.Base(contract.SidecarReady)))
+	if err == nil {
+		err = sserun.WaitReady(wctx, e.env.AgentSocket)
+	}
 	cancel()
 	if err != nil {
 		note("the task container's daemon did not answer: %v", err)
 	}
 	svc := &services{}
 	if err == nil {
-		svc.mcp = e.startMCPAt(ctx, contract.SidecarMCP, note)
+		svc.mcp = e.startMCPAt(ctx, note, mcp...)
 	}
 	defer svc.stop()
 	fwd := sserun.ForwardGateway(os.Getenv, note)
@@ -103,12 +113,15 @@ func (e *entrypoint) runSidecarAgent(ctx context.Context) int {
 	return code
 }
 
-// runSidecarTask is the task container's side: once the daemon (started by
-// the entrypoint script) answers and the buggy commit is read, it says the
-// agent may start, waits for the host's word that the agent container has
-// ended (however it ended), ends the agent phase, and grades the tree.
-func (e *entrypoint) runSidecarTask(ctx context.Context) int {
-	res := &contract.RunResult{Mode: modeSidecar, Difficulty: e.env.Difficulty}
+// runTaskSide is the task container's side of a run of two containers
+// (SPEC.md section 17.1; sidecar mode's task container too). It starts the
+// daemon when ownDaemon (tool-sidecar's entrypoint script starts its own),
+// waits until it answers, keeps the buggy commit, says the agent may
+// start, waits for the word that the agent container has ended (however
+// it ended), ends the agent phase, and takes the snapshot and grades with
+// this image's git and toolchain: nothing of the agent's image runs here.
+func (e *entrypoint) runTaskSide(ctx context.Context, mode string, ownDaemon bool) int {
+	res := &contract.RunResult{Mode: mode, Difficulty: e.env.Difficulty}
 	note := e.noter(res)
 	if err := os.MkdirAll(e.env.Results, 0o755); err != nil {
 		fmt.Fprintln(e.log, "entrypoint: creating the results directory:", err)
@@ -124,11 +137,17 @@ func (e *entrypoint) runSidecarTask(ctx context.Context) int {
 	if cfg != nil && cfg.Source != "" {
 		sourceDir = cfg.Source
 	}
-	wctx, cancel := context.WithTimeout(ctx, daemonWait)
-	err = sserun.WaitReady(wctx, e.env.AdminSocket)
-	cancel()
-	if err != nil {
-		note("the daemon did not start (see %s): %v", contract.DaemonLog, err)
+	svc := &services{}
+	defer svc.stop()
+	if ownDaemon {
+		svc.daemon = e.startDaemon(ctx, note)
+	} else {
+		wctx, cancel := context.WithTimeout(ctx, daemonWait)
+		err = sserun.WaitReady(wctx, e.env.AdminSocket)
+		cancel()
+		if err != nil {
+			note("the daemon did not start (see %s): %v", contract.DaemonLog, err)
+		}
 	}
 	base := ""
 	var snap *snapshot
@@ -138,8 +157,12 @@ func (e *entrypoint) runSidecarTask(ctx context.Context) int {
 	}
 	defer snap.remove()
 	dir := e.sidecarDir()
-	if err := safefile.WriteBytes(filepath.Join(dir, filepath.Base(contract.SidecarReady)), []byte("ready\n"), 0o644); err != nil {
-		note("%v", err)
+	// Ready, where the host looks and where the agent container does
+	// (its one directory of ours, the agent socket's).
+	for _, d := range slices.Compact([]string{dir, filepath.Dir(e.env.AgentSocket)}) {
+		if err := safefile.WriteBytes(filepath.Join(d, filepath.Base(contract.SidecarReady)), []byte("ready\n"), 0o644); err != nil {
+			note("%v", err)
+		}
 	}
 	// The agent phase's clock starts when the host says the agent
 	// container started.
@@ -160,12 +183,14 @@ func (e *entrypoint) runSidecarTask(ctx context.Context) int {
 	stopStart()
 	if err != nil {
 		note("stopped by a signal: not grading")
+		res.GradeError = "stopped by a signal before the grade"
 		e.finishSidecar(res)
 		return 1
 	}
 	resp := e.agentPhase(ctx, "end", sserun.Request{Op: sserun.OpAgentEnd}, note)
 	if ar, err := readAgentResult(e.env.Results); err == nil {
 		res.Command, res.AgentExit, res.TimedOut, res.AgentDurationMS = ar.Command, ar.AgentExit, ar.TimedOut, ar.AgentDurationMS
+		res.Killed = ar.Killed
 		res.Notes = append(ar.Notes, res.Notes...)
 	} else {
 		res.AgentExit = code
@@ -197,11 +222,27 @@ func (e *entrypoint) noter(res *contract.RunResult) func(string, ...any) {
 	}
 }
 
-// readAgentResult reads the agent container's report.
+// maxAgentResult bounds the agent container's report: a few notes.
+const maxAgentResult = 1 << 20
+
+// readAgentResult reads the agent container's report: a regular file,
+// not a link, of at most maxAgentResult bytes (root wrote it there, but
+// the other container's root is not ours to trust with a path to follow).
 func readAgentResult(dir string) (*contract.RunResult, error) {
-	b, err := os.ReadFile(filepath.Join(dir, agentResultFile))
+	f, err := os.OpenFile(filepath.Join(dir, agentResultFile), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("reading %s: not a regular file", agentResultFile)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxAgentResult+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxAgentResult {
+		return nil, fmt.Errorf("reading %s: more than %d bytes", agentResultFile, maxAgentResult)
 	}
 	var r contract.RunResult
 	if err := json.Unmarshal(b, &r); err != nil {

@@ -3,6 +3,7 @@ package commands
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/spf13/cobra"
@@ -112,7 +113,18 @@ func verifyAgentLayers(cmd *cobra.Command, g *options.Global, toolRef, platform 
 	if err != nil {
 		return nil, err
 	}
-	_, err = agentimage.CheckAdded(cmd.Context(), res.Image, agent, pol)
+	// A sandbox agent image is the tool image without the answers (its
+	// blind layer) plus the agent's layers; a sidecar agent image is
+	// tool-sidecar-agent, which has none, plus the agent's.
+	under := res.Image
+	if cf, err := res.Image.ConfigFile(); err != nil {
+		return nil, err
+	} else if !slices.Equal(cf.Config.Entrypoint, assemble.SidecarAgentEntrypoint) {
+		if under, err = agentimage.Blind(res.Image); err != nil {
+			return nil, err
+		}
+	}
+	_, err = agentimage.CheckAdded(cmd.Context(), under, agent, pol)
 	var refused *agentimage.RefusedError
 	switch {
 	case err == nil:
