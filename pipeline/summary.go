@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/42-b3yond-6ug/ssebench/contract"
 	"github.com/42-b3yond-6ug/ssebench/results"
 	"github.com/42-b3yond-6ug/ssebench/runner"
 )
@@ -66,15 +67,15 @@ func (r *runState) summary(res *runner.Result) *results.Summary {
 }
 
 // runStatus is summary.json's status of a run whose container ended with
-// res: stopped (the run was cancelled), ok, timeout (the
-// entrypoint's 124) or failed.
+// res: stopped (the run was cancelled), ok, timeout (the entrypoint's
+// contract.TimeoutStatus) or failed.
 func runStatus(res *runner.Result) string {
 	switch {
 	case res.Stopped:
 		return "stopped"
 	case res.ExitCode == 0:
 		return "ok"
-	case res.ExitCode == 124:
+	case res.ExitCode == contract.TimeoutStatus:
 		return "timeout"
 	default:
 		return "failed"

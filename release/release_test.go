@@ -3,6 +3,7 @@ package release_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -104,6 +105,29 @@ func TestJudge(t *testing.T) {
 				t.Errorf("failed findings (-want +got):\n%s\n%+v", diff, fs)
 			}
 		})
+	}
+}
+
+// TestJudgeReferenceCheckNames checks that a reference run's checks are
+// found by the manifest's names and result.json's alike, and that a name
+// the grader does not know is said to be one, not a missing check.
+func TestJudgeReferenceCheckNames(t *testing.T) {
+	run := runDir(t, "reference", &contract.RunResult{Build: ok(), Test: ok(), Passed: true}, nil)
+	fs := release.JudgeReference(run, []string{"build", "function_test", "test", "intent_test", "fuzz"})
+	var got []string
+	for _, f := range fs {
+		got = append(got, fmt.Sprintf("%s %v %s", f.Check, f.OK, f.Why))
+	}
+	want := []string{
+		"apply true ",
+		"build true ",
+		"function_test true ",
+		"test true ",
+		"intent_test false the manifest lists it, but the grade has no such check",
+		"fuzz false the manifest lists a check the grader does not know",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("JudgeReference findings (-want +got):\n%s", diff)
 	}
 }
 

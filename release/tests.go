@@ -87,8 +87,8 @@ func readTestRuns(t *task.Task, done map[string]*results.Run) (testRuns, error) 
 		agent, check string
 		into         *[]contract.TestResult
 	}{
-		{DummyAgent, "test", &r.plainBefore}, {DummyAgent, "intent_test", &r.before},
-		{ReferenceAgent, "test", &r.plainAfter}, {ReferenceAgent, "intent_test", &r.after},
+		{DummyAgent, contract.CheckTest, &r.plainBefore}, {DummyAgent, contract.CheckIntentTest, &r.before},
+		{ReferenceAgent, contract.CheckTest, &r.plainAfter}, {ReferenceAgent, contract.CheckIntentTest, &r.after},
 	} {
 		run, ok := done[evaluate.Job{Task: t.ID, Agent: x.agent, Attempt: 1}.Key()]
 		if !ok {

@@ -283,19 +283,17 @@ func (r *Report) judge(t *task.Task, m *task.Manifest, done map[string]*results.
 	r.Verified[t.ID] = VerifiedTask{Image: name, Digest: digest, FilesSHA256: files, Verified: time.Now().UTC().Truncate(time.Second), Runs: r.Dir}
 }
 
-// checkResult maps a manifest check name to the run's check.
+// checkResult maps a manifest check name (or result.json's, which differs
+// only for the test check) to the run's check; false when the grader has
+// no check of that name.
 func checkResult(res *contract.RunResult, check string) (*contract.Check, bool) {
-	switch check {
-	case "build":
-		return res.Build, true
-	case "function_test", "test":
-		return res.Test, true
-	case "poc":
-		return res.PoC, true
-	case "intent_test":
-		return res.IntentTest, true
+	if check == contract.ManifestTestCheck {
+		check = contract.CheckTest
 	}
-	return nil, false
+	if !slices.Contains(contract.Checks, check) {
+		return nil, false
+	}
+	return res.Check(check), true
 }
 
 // JudgeReference checks a reference run: the patch applied (the agent
@@ -342,17 +340,20 @@ func JudgeDummy(run *results.Run, pocs []string) []Finding {
 		return []Finding{f("grade", false, strings.TrimPrefix(run.Grade(), "NOT GRADED: "))}
 	}
 	var out []Finding
-	for _, c := range []struct {
-		name string
-		rc   *contract.Check
-	}{{"build", res.Build}, {"function_test", res.Test}} {
+	for _, check := range []string{contract.CheckBuild, contract.CheckTest} {
+		// The findings call the checks what the manifest does.
+		name := check
+		if check == contract.CheckTest {
+			name = contract.ManifestTestCheck
+		}
+		rc := res.Check(check)
 		switch {
-		case c.rc == nil:
+		case rc == nil:
 			// The task has no such script: nothing to hold it to.
-		case !c.rc.OK:
-			out = append(out, f(c.name, false, "fails on the buggy tree: "+checkWhy(run.Dir, c.rc)))
+		case !rc.OK:
+			out = append(out, f(name, false, "fails on the buggy tree: "+checkWhy(run.Dir, rc)))
 		default:
-			out = append(out, f(c.name, true, ""))
+			out = append(out, f(name, true, ""))
 		}
 	}
 	if len(pocs) == 0 {
@@ -363,20 +364,20 @@ func JudgeDummy(run *results.Run, pocs []string) []Finding {
 		if res.PoC != nil {
 			why = "skipped: " + res.PoC.Skipped
 		}
-		return append(out, f("poc", false, why))
+		return append(out, f(contract.CheckPoC, false, why))
 	}
-	exits := pocExits(filepath.Join(run.Dir, contract.CheckLog("poc")))
+	exits := pocExits(filepath.Join(run.Dir, contract.CheckLog(contract.CheckPoC)))
 	for _, p := range pocs {
 		code, ok := exits[p]
 		switch {
 		case !ok && res.PoC.OK:
-			out = append(out, f("poc "+p, false, "no longer triggers: the proofs of concept pass on the buggy tree"))
+			out = append(out, f(contract.CheckPoC+" "+p, false, "no longer triggers: the proofs of concept pass on the buggy tree"))
 		case !ok:
-			out = append(out, f("poc "+p, false, "poc.log does not say how it ended"))
+			out = append(out, f(contract.CheckPoC+" "+p, false, "poc.log does not say how it ended"))
 		case code == 0:
-			out = append(out, f("poc "+p, false, "no longer triggers: it exits 0 on the buggy tree"))
+			out = append(out, f(contract.CheckPoC+" "+p, false, "no longer triggers: it exits 0 on the buggy tree"))
 		default:
-			out = append(out, f("poc "+p, true, ""))
+			out = append(out, f(contract.CheckPoC+" "+p, true, ""))
 		}
 	}
 	return out

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/42-b3yond-6ug/ssebench/contract"
 )
 
 // Formats are the report formats Write knows.
@@ -62,13 +64,13 @@ func writeMarkdown(w io.Writer, rep *Report) error {
 	}
 	b.WriteString("\nTime: building is images built and imported and the container started; agent is the agent's own time; grading the checks.\n")
 	b.WriteString("\n## Checks\n\n| agent | model |")
-	for _, n := range CheckNames {
+	for _, n := range contract.Checks {
 		b.WriteString(" " + n + " |")
 	}
-	b.WriteString("\n|---|---|" + strings.Repeat("---:|", len(CheckNames)) + "\n")
+	b.WriteString("\n|---|---|" + strings.Repeat("---:|", len(contract.Checks)) + "\n")
 	for _, a := range rep.Agents {
 		fmt.Fprintf(&b, "| %s | %s |", a.Agent, a.Model)
-		for _, n := range CheckNames {
+		for _, n := range contract.Checks {
 			cell := "-"
 			for _, c := range a.Checks {
 				if c.Name == n {

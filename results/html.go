@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+
+	"github.com/42-b3yond-6ug/ssebench/contract"
 )
 
 // chartJS is Chart.js's UMD build, vendored (see assets/README.md).
@@ -59,7 +61,7 @@ func writeHTML(w io.Writer, rep *Report) error {
 		return err
 	}
 	return pageTemplate.Execute(w, map[string]any{
-		"R": rep, "Checks": CheckNames, "ChartJS": template.JS(chartJS), "ChartJSVersion": chartJSVersion,
+		"R": rep, "Checks": contract.Checks, "ChartJS": template.JS(chartJS), "ChartJSVersion": chartJSVersion,
 		"Data": template.JS(data),
 	})
 }

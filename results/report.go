@@ -4,6 +4,8 @@ import (
 	"math"
 	"sort"
 	"time"
+
+	"github.com/42-b3yond-6ug/ssebench/contract"
 )
 
 // z95 is the normal quantile of a two-sided 95% interval.
@@ -207,7 +209,7 @@ func NewReport(title string, runs []*Run) *Report {
 		a.Seconds = round(a.Seconds, 3)
 		a.BuildSeconds, a.AgentSeconds, a.GradeSeconds = round(a.BuildSeconds, 3), round(a.AgentSeconds, 3), round(a.GradeSeconds, 3)
 		a.Checks = []CheckRate{}
-		for _, n := range CheckNames {
+		for _, n := range contract.Checks {
 			if cr := checks[k][n]; cr != nil {
 				cr.Rate = round(float64(cr.Passed)/float64(cr.Of), 4)
 				a.Checks = append(a.Checks, *cr)

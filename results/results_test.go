@@ -34,7 +34,7 @@ func fakeRun(t *testing.T, root, id, task, agent string, attempt int, checks map
 		return dir
 	}
 	r := &contract.RunResult{TaskID: task, Passed: true}
-	for _, n := range CheckNames {
+	for _, n := range contract.Checks {
 		ok, has := checks[n]
 		if !has {
 			continue
@@ -45,16 +45,7 @@ func fakeRun(t *testing.T, root, id, task, agent string, attempt int, checks map
 			r.Passed = false
 		}
 		os.WriteFile(filepath.Join(dir, c.Log), []byte(strings.Repeat("noise\n", 50)+n+" said why\n"), 0o644)
-		switch n {
-		case "build":
-			r.Build = c
-		case "test":
-			r.Test = c
-		case "poc":
-			r.PoC = c
-		case "intent_test":
-			r.IntentTest = c
-		}
+		r.SetCheck(n, c)
 	}
 	if err := contract.WriteRunResult(dir, r); err != nil {
 		t.Fatal(err)

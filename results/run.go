@@ -23,9 +23,6 @@ const (
 	ModelLog = "model.jsonl"
 )
 
-// CheckNames are the checks of a grade, in the order they run.
-var CheckNames = []string{"build", "test", "poc", "intent_test"}
-
 // Run is one run folder read back.
 type Run struct {
 	// ID is the run id, Dir its folder.
@@ -233,18 +230,19 @@ func (r *Run) ContainerTime() time.Duration {
 	return time.Duration(run * float64(time.Second))
 }
 
-// Checks are the run's checks in CheckNames order; a check the task does
-// not have is left out.
+// Checks are the run's checks in contract.Checks order; a check the task
+// does not have is left out.
 func (r *Run) Checks() []CheckOutcome {
 	if r.Result == nil {
 		return nil
 	}
 	var out []CheckOutcome
-	for i, c := range []*contract.Check{r.Result.Build, r.Result.Test, r.Result.PoC, r.Result.IntentTest} {
+	for _, name := range contract.Checks {
+		c := r.Result.Check(name)
 		if c == nil {
 			continue
 		}
-		o := CheckOutcome{Name: CheckNames[i], Exit: c.Exit, Seconds: float64(c.DurationMS) / 1000, Log: c.Log, SkipReason: c.Skipped}
+		o := CheckOutcome{Name: name, Exit: c.Exit, Seconds: float64(c.DurationMS) / 1000, Log: c.Log, SkipReason: c.Skipped}
 		switch {
 		case c.Skipped != "":
 			o.Status = "skipped"

@@ -362,72 +362,69 @@ func (d *Daemon) run(ctx context.Context, op, tree string) Response {
 	return Response{Result: r}
 }
 
-// grade runs every check that applies on one copy of the tree, then the
-// hidden tests on a copy of their own. Everything after the build is skipped
-// when the build fails: it would only fail again, slowly.
+// grade runs every check that applies (contract.ChecksFor, in its order)
+// on one copy of the tree, the hidden tests on a copy of their own.
+// Everything after the build is skipped when the build fails: it would only
+// fail again, slowly.
 func (d *Daemon) grade(ctx context.Context, s *scratch, start time.Time) Response {
 	var g Grade
 	c := d.cfg
+	sum := Result{OK: true}
+	var parts []string
 	buildFailed := false
-	if c.Scripts.Build != "" {
-		r := d.script(ctx, s, c.Scripts.Build)
-		g.Build = &r
-		buildFailed = !r.OK
-	}
-	skip := func() *Result { return &Result{Exit: -1, Skipped: "the build failed"} }
-	if c.Scripts.Test != "" {
-		if buildFailed {
-			g.Test = skip()
-		} else {
+	for _, name := range contract.ChecksFor(d.taskChecks()) {
+		var r Result
+		switch {
+		case buildFailed:
+			r = Result{Exit: -1, Skipped: "the build failed"}
+		case name == contract.CheckBuild:
+			r = d.script(ctx, s, c.Scripts.Build)
+			buildFailed = !r.OK
+		case name == contract.CheckTest:
 			// The hidden tests are not applied here: only the tests that
 			// pass with and without them are judged by name.
-			r := d.testScript(ctx, s, "test", NamedList{"pass_to_pass", c.Tests.PassToPass})
-			g.Test = &r
+			r = d.testScript(ctx, s, contract.CheckTest, NamedList{"pass_to_pass", c.Tests.PassToPass})
+		case name == contract.CheckPoC:
+			r, _ = d.pocs(ctx, s)
+		case name == contract.CheckIntentTest:
+			r = d.intentTest(ctx, s)
+		default:
+			// A check contract.Checks gained that the daemon cannot run
+			// yet: failing it beats passing a grade that left it out.
+			r = Result{Exit: -1, Output: fmt.Sprintf("the daemon does not know how to run the %s check\n", name)}
 		}
-	}
-	if c.Scripts.Run != "" && len(c.Files.PoC) > 0 {
-		if buildFailed {
-			g.PoC = skip()
-		} else {
-			r, _ := d.pocs(ctx, s)
-			g.PoC = &r
-		}
-	}
-	// The hidden tests run through the test script: without one, the
-	// check does not apply (task.Config.Checks agrees).
-	if c.Files.FutureTest != "" && c.Scripts.Test != "" {
-		g.IntentTest = skip()
-		if !buildFailed {
-			r := d.intentTest(ctx, s)
-			g.IntentTest = &r
-		}
-	}
-	sum := Result{OK: true, DurationMS: time.Since(start).Milliseconds()}
-	var parts []string
-	for _, ch := range []struct {
-		name string
-		r    *Result
-	}{{OpBuild, g.Build}, {OpTest, g.Test}, {OpPoC, g.PoC}, {"intent_test", g.IntentTest}} {
-		if ch.r == nil {
-			continue
-		}
-		if !ch.r.OK && sum.OK {
+		g.setCheck(name, &r)
+		if !r.OK && sum.OK {
 			sum.OK = false
-			sum.Exit = ch.r.Exit
+			sum.Exit = r.Exit
 		}
 		state := "ok"
 		switch {
-		case ch.r.Skipped != "":
+		case r.Skipped != "":
 			state = "skipped"
-		case !ch.r.OK && ch.r.Failed != "":
-			state = "failed (" + ch.r.Failed + ")"
-		case !ch.r.OK:
-			state = fmt.Sprintf("failed (exit %d)", ch.r.Exit)
+		case !r.OK && r.Failed != "":
+			state = "failed (" + r.Failed + ")"
+		case !r.OK:
+			state = fmt.Sprintf("failed (exit %d)", r.Exit)
 		}
-		parts = append(parts, ch.name+": "+state)
+		parts = append(parts, name+": "+state)
 	}
+	sum.DurationMS = time.Since(start).Milliseconds()
 	sum.Output = strings.Join(parts, "\n")
 	return Response{Result: sum, Grade: &g}
+}
+
+// taskChecks says which of the scripts and files that decide the grade's
+// checks the task has (task.Config.Checks asks the same of config.yaml).
+func (d *Daemon) taskChecks() contract.TaskChecks {
+	c := d.cfg
+	return contract.TaskChecks{
+		Build:      c.Scripts.Build != "",
+		Test:       c.Scripts.Test != "",
+		Run:        c.Scripts.Run != "",
+		PoCs:       len(c.Files.PoC) > 0,
+		FutureTest: c.Files.FutureTest != "",
+	}
 }
 
 // intentTest applies the task's future_test diff (the hidden tests) to a
@@ -453,7 +450,7 @@ func (d *Daemon) intentTest(ctx context.Context, grade *scratch) Result {
 		return Result{Exit: -1, Output: fmt.Sprintf("%s does not apply to the agent's tree: %v\n", file, err)}
 	}
 	t := d.cfg.Tests
-	return d.testScript(ctx, s, "intent_test", NamedList{"fail_to_pass", t.FailToPass}, NamedList{"pass_to_pass", t.PassToPass})
+	return d.testScript(ctx, s, contract.CheckIntentTest, NamedList{"fail_to_pass", t.FailToPass}, NamedList{"pass_to_pass", t.PassToPass})
 }
 
 // pocs runs the run script once per proof of concept, with the copy's

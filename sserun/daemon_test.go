@@ -12,6 +12,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/42-b3yond-6ug/ssebench/contract"
 )
 
 // fakeTask is a task root and a source tree for the daemon: the project's
@@ -227,16 +229,24 @@ func TestDaemonIntentTest(t *testing.T) {
 		base    string // tests/base.sh as the agent left it
 		want    Grade
 		wantOut string
+		// sum is the grade's own output, one line per check in
+		// contract.Checks order, and exit the first failing check's.
+		sum  string
+		exit int
 	}{
 		{name: "fixed", main: "good fixed\n", base: "true\n",
-			want: Grade{Build: ok, Test: ok, PoC: ok, IntentTest: ok}},
+			want: Grade{Build: ok, Test: ok, PoC: ok, IntentTest: ok},
+			sum:  "build: ok\ntest: ok\npoc: ok\nintent_test: ok"},
 		{name: "still buggy", main: "good bug\n", base: "true\n",
-			want: Grade{Build: ok, Test: ok, PoC: &Result{Exit: 86}, IntentTest: &Result{Exit: 1}}},
+			want: Grade{Build: ok, Test: ok, PoC: &Result{Exit: 86}, IntentTest: &Result{Exit: 1}},
+			sum:  "build: ok\ntest: ok\npoc: failed (exit 86)\nintent_test: failed (exit 1)", exit: 86},
 		{name: "the agent changed what the hidden tests change", main: "good fixed\n", base: "echo mine\n",
 			want:    Grade{Build: ok, Test: ok, PoC: ok, IntentTest: &Result{Exit: -1}},
-			wantOut: "diffs/future.diff does not apply to the agent's tree"},
+			wantOut: "diffs/future.diff does not apply to the agent's tree",
+			sum:     "build: ok\ntest: ok\npoc: ok\nintent_test: failed (exit -1)", exit: -1},
 		{name: "does not build", base: "true\n",
-			want: Grade{Build: &Result{Exit: 1}, Test: skipped, PoC: skipped, IntentTest: skipped}},
+			want: Grade{Build: &Result{Exit: 1}, Test: skipped, PoC: skipped, IntentTest: skipped},
+			sum:  "build: failed (exit 1)\ntest: skipped\npoc: skipped\nintent_test: skipped", exit: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -259,6 +269,9 @@ func TestDaemonIntentTest(t *testing.T) {
 			wantOK := tt.name == "fixed"
 			if got.OK != wantOK {
 				t.Errorf("grade ok = %t, want %t (%s)", got.OK, wantOK, got.Output)
+			}
+			if got.Output != tt.sum || got.Exit != tt.exit {
+				t.Errorf("grade = exit %d, %q; want exit %d, %q", got.Exit, got.Output, tt.exit, tt.sum)
 			}
 			// The hidden tests never reach the agent's tree.
 			if _, err := os.Stat(filepath.Join(ft.src, "tests", "future.sh")); err == nil {
@@ -293,7 +306,7 @@ func TestDaemonScriptTimeout(t *testing.T) {
 	ft := newFakeTask(t, "good\n")
 	write(t, filepath.Join(ft.root, "scripts", "build.sh"), "echo slow; exec sleep 30", 0o755)
 	got := ft.daemon(t, WithScriptTimeout(200*time.Millisecond)).Handle(context.Background(), Request{Op: OpBuild}, false)
-	if got.OK || got.Exit != TimeoutExit || !got.TimedOut || !strings.HasPrefix(got.Output, "slow\n") ||
+	if got.OK || got.Exit != contract.TimeoutStatus || !got.TimedOut || !strings.HasPrefix(got.Output, "slow\n") ||
 		!strings.Contains(got.Output, "scripts/build.sh was killed after 200ms") {
 		t.Errorf("build = %+v, want a timeout", got)
 	}

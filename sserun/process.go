@@ -15,11 +15,9 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-)
 
-// TimeoutExit is the exit status of a process killed at its time limit,
-// as timeout(1) reports it.
-const TimeoutExit = 124
+	"github.com/42-b3yond-6ug/ssebench/contract"
+)
 
 // outputGrace is how long Run waits, once the process group is dead, for
 // the last output to drain.
@@ -67,8 +65,8 @@ type Process struct {
 
 // Exit is how a Process ended.
 type Exit struct {
-	// Code is the exit status, 128+N after signal N, TimeoutExit when the
-	// time limit killed it.
+	// Code is the exit status, 128+N after signal N, contract.TimeoutStatus
+	// when the time limit killed it.
 	Code     int
 	TimedOut bool
 	Duration time.Duration
@@ -225,7 +223,7 @@ func (p *Process) run(ctx context.Context, sandboxed bool) (_ Exit, refused stri
 
 	ex := Exit{Code: exitCode(cmd.ProcessState), TimedOut: timedOut, Duration: time.Since(start)}
 	if timedOut {
-		ex.Code = TimeoutExit
+		ex.Code = contract.TimeoutStatus
 	}
 	return ex, "", nil
 }

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/42-b3yond-6ug/ssebench/contract"
 )
 
 // alive reports whether pid is a live process (not a zombie).
@@ -129,7 +131,7 @@ func TestProcessTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ex.Code != TimeoutExit || !ex.TimedOut {
+	if ex.Code != contract.TimeoutStatus || !ex.TimedOut {
 		t.Errorf("Run() = %+v, want code 124, timed out", ex)
 	}
 	if d := time.Since(start); d > 10*time.Second {

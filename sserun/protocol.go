@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/42-b3yond-6ug/ssebench/contract"
 )
 
 // The operations of the protocol. A client sends one Request per line and
@@ -99,7 +101,8 @@ type Result struct {
 	// OK is true when the script exited 0 (for OpPing, always).
 	OK bool `json:"ok"`
 	// Exit is the exit status; 128+N when a signal N ended the script and
-	// 124 when it ran out of time; -1 when it could not be started.
+	// contract.TimeoutStatus (124) when it ran out of time; -1 when it could
+	// not be started.
 	Exit int `json:"exit"`
 	// Output is the script's standard output and error, interleaved, cut
 	// to its last bytes when it was long (see WithOutputLimit).
@@ -172,8 +175,9 @@ type Status struct {
 	Killed int `json:"killed,omitempty"`
 }
 
-// Grade holds the checks of a grade. A nil check does not apply to the
-// task (no script for it, no proof of concept, no future_test).
+// Grade holds the checks of a grade, one field per name of
+// contract.Checks, under that name in JSON. A nil check does not apply to
+// the task (no script for it, no proof of concept, no future_test).
 type Grade struct {
 	Build *Result `json:"build"`
 	Test  *Result `json:"test"`
@@ -182,6 +186,37 @@ type Grade struct {
 	// to a copy of the agent's tree of its own, then the test script run
 	// there (the manifest's "intent_test" check).
 	IntentTest *Result `json:"intent_test,omitempty"`
+}
+
+// Check returns the check called name (one of contract.Checks) of g: nil
+// when the task has none or name is not a check.
+func (g *Grade) Check(name string) *Result {
+	if p := g.checkField(name); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// setCheck sets the check called name of g; a name that is not one of
+// contract.Checks is ignored.
+func (g *Grade) setCheck(name string, r *Result) {
+	if p := g.checkField(name); p != nil {
+		*p = r
+	}
+}
+
+func (g *Grade) checkField(name string) **Result {
+	switch name {
+	case contract.CheckBuild:
+		return &g.Build
+	case contract.CheckTest:
+		return &g.Test
+	case contract.CheckPoC:
+		return &g.PoC
+	case contract.CheckIntentTest:
+		return &g.IntentTest
+	}
+	return nil
 }
 
 // Call sends one request to the daemon listening on socket and returns its

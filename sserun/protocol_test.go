@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/42-b3yond-6ug/ssebench/contract"
 )
 
 // echoHandler answers every op with its name and the socket it came on.
@@ -199,4 +201,43 @@ type handlerFunc func(ctx context.Context, op string, admin bool) Response
 
 func (f handlerFunc) Handle(ctx context.Context, req Request, admin bool) Response {
 	return f(ctx, req.Op, admin)
+}
+
+// TestGradeChecks checks that every name of contract.Checks has a field of
+// its own in Grade, reached by Check, under the same JSON key: the daemon
+// stores a check by its name, and a name without a field would be dropped
+// from the grade the entrypoint reads.
+func TestGradeChecks(t *testing.T) {
+	for i, name := range contract.Checks {
+		t.Run(name, func(t *testing.T) {
+			var g Grade
+			r := &Result{Exit: i + 1}
+			g.setCheck(name, r)
+			if got := g.Check(name); got != r {
+				t.Fatalf("Check(%q) after setCheck(%q, r) = %v, want r", name, name, got)
+			}
+			for _, other := range contract.Checks {
+				if other != name && g.Check(other) != nil {
+					t.Errorf("setCheck(%q) set Check(%q) too: the two share a field", name, other)
+				}
+			}
+			data, err := json.Marshal(&g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var keys map[string]json.RawMessage
+			if err := json.Unmarshal(data, &keys); err != nil {
+				t.Fatal(err)
+			}
+			var got Result
+			if err := json.Unmarshal(keys[name], &got); err != nil || got.Exit != r.Exit {
+				t.Errorf("the grade's JSON %q = %s, want the check set by setCheck(%q) (exit %d)", name, keys[name], name, r.Exit)
+			}
+		})
+	}
+	var g Grade
+	g.setCheck(contract.ManifestTestCheck, &Result{OK: true})
+	if diff := cmp.Diff(Grade{}, g); diff != "" {
+		t.Errorf("setCheck(%q) changed the grade (-want +got):\n%s", contract.ManifestTestCheck, diff)
+	}
 }

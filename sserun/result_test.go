@@ -19,7 +19,7 @@ func TestNewCheck(t *testing.T) {
 	}{
 		{"passed", &Result{OK: true, DurationMS: 5, Output: "not in result.json"}, &contract.Check{OK: true, DurationMS: 5, Log: "build.log"}},
 		{"skipped", &Result{Exit: -1, Skipped: "the build failed"}, &contract.Check{Exit: -1, Skipped: "the build failed", Log: "build.log"}},
-		{"timed out", &Result{Exit: TimeoutExit, TimedOut: true}, &contract.Check{Exit: TimeoutExit, TimedOut: true, Log: "build.log"}},
+		{"timed out", &Result{Exit: contract.TimeoutStatus, TimedOut: true}, &contract.Check{Exit: contract.TimeoutStatus, TimedOut: true, Log: "build.log"}},
 		{"no result", nil, nil},
 	}
 	for _, tt := range tests {

@@ -14,6 +14,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/42-b3yond-6ug/ssebench/contract"
 )
 
 // Sandbox asks Process.Run to start the command in namespaces of its own
@@ -315,8 +317,8 @@ func readReport(r io.Reader) string {
 // its own; its runs are sandboxed as the build's are.
 func (g *Grade) Sandbox() string {
 	got := ""
-	for _, r := range []*Result{g.Build, g.Test, g.PoC, g.IntentTest} {
-		switch {
+	for _, name := range contract.Checks {
+		switch r := g.Check(name); {
 		case r == nil:
 		case strings.HasPrefix(r.Sandbox, SandboxNone):
 			return r.Sandbox

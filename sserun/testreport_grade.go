@@ -15,8 +15,8 @@ import (
 // exit status alone is not enough: the script runs the agent's code, which
 // can exit 0 before any test runs (an init, a TestMain).
 //
-// check is the grade's check ("test", "intent_test"), or "" for the agent's
-// test tool, which is not judged.
+// check is the grade's check (contract.CheckTest, contract.CheckIntentTest),
+// or "" for the agent's test tool, which is not judged.
 func (d *Daemon) testScript(ctx context.Context, s *scratch, check string, lists ...NamedList) Result {
 	if s.report != "" {
 		// The build ran in the same copy, with the agent's code: what it

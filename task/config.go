@@ -155,34 +155,42 @@ func (c *Config) Paths() []ConfigPath {
 	return out
 }
 
-// Checks returns the checks the grader runs for the task, as the daemon
-// derives them from the config (and as the original implementation
-// records them in the manifest); result.json names function_test "test":
-//
-//   - "build" when scripts.build is set;
-//   - "poc", the security check, when scripts.run is set and files.poc is
-//     not empty;
-//   - "function_test" when scripts.test is set;
-//   - "intent_test" when scripts.test and files.future_test are set (the
-//     hidden tests are applied, then scripts.test runs).
-//
-// files.security_test and files.intent_test are reference material the
-// grader does not run, so they add no check.
+// Checks returns the checks the grader runs for the task
+// (contract.ChecksFor of its scripts and files), as the original implementation
+// records them in the manifest: in manifestOrder, and with
+// contract.CheckTest called contract.ManifestTestCheck ("function_test").
+// result.json, the logs and the reports use the contract's names.
 func (c *Config) Checks() []string {
+	run := contract.ChecksFor(c.taskChecks())
 	checks := []string{}
-	if set(c.Scripts.Build) {
-		checks = append(checks, "build")
-	}
-	if set(c.Scripts.Run) && len(c.Files.Poc) > 0 {
-		checks = append(checks, "poc")
-	}
-	if set(c.Scripts.Test) {
-		checks = append(checks, "function_test")
-		if set(c.Files.FutureTest) {
-			checks = append(checks, "intent_test")
+	for _, n := range manifestOrder {
+		if !slices.Contains(run, n) {
+			continue
 		}
+		if n == contract.CheckTest {
+			n = contract.ManifestTestCheck
+		}
+		checks = append(checks, n)
 	}
 	return checks
+}
+
+// manifestOrder is the order manifest.json lists checks in: the original
+// implementation's, which puts the security check before the function
+// tests (the grade runs them the other way round, contract.Checks). Every
+// check of contract.Checks has a place here, or the manifest would drop it.
+var manifestOrder = []string{contract.CheckBuild, contract.CheckPoC, contract.CheckTest, contract.CheckIntentTest}
+
+// taskChecks says which of the scripts and files that decide the grade's
+// checks the task has; an empty script or file is not set.
+func (c *Config) taskChecks() contract.TaskChecks {
+	return contract.TaskChecks{
+		Build:      set(c.Scripts.Build),
+		Test:       set(c.Scripts.Test),
+		Run:        set(c.Scripts.Run),
+		PoCs:       len(c.Files.Poc) > 0,
+		FutureTest: set(c.Files.FutureTest),
+	}
 }
 
 func set(p *string) bool { return p != nil && *p != "" }

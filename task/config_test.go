@@ -1,10 +1,13 @@
 package task
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/42-b3yond-6ug/ssebench/contract"
 )
 
 // validConfig is a complete, valid config. Its line numbers matter: the
@@ -276,6 +279,8 @@ func TestChecks(t *testing.T) {
 		{"poc without run", Config{Scripts: Scripts{Build: str("b"), Test: str("t")}, Files: ConfigFiles{Poc: []string{"p"}}}, []string{"build", "function_test"}},
 		{"future test", Config{Scripts: Scripts{Build: str("b"), Test: str("t")}, Files: ConfigFiles{FutureTest: str("f")}}, []string{"build", "function_test", "intent_test"}},
 		{"security and intent files add nothing", Config{Scripts: Scripts{Build: str("b"), Test: str("t")}, Files: ConfigFiles{SecurityTest: str("s"), IntentTest: str("i")}}, []string{"build", "function_test"}},
+		{"future test without test script", Config{Scripts: Scripts{Build: str("b")}, Files: ConfigFiles{FutureTest: str("f")}}, []string{"build"}},
+		{"empty scripts are unset", Config{Scripts: Scripts{Build: str(""), Run: str(""), Test: str("t")}, Files: ConfigFiles{Poc: []string{"p"}, FutureTest: str("")}}, []string{"function_test"}},
 		{"nothing", Config{}, []string{}},
 	}
 	for _, tt := range tests {
@@ -284,5 +289,49 @@ func TestChecks(t *testing.T) {
 				t.Errorf("Checks() mismatch (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestChecksAreTheGrades checks that manifest.json's checks are the
+// grade's (contract.ChecksFor), renamed and reordered only, for every
+// combination of the scripts and files that decide them: a check added to
+// contract.Checks without a place in manifestOrder fails here.
+func TestChecksAreTheGrades(t *testing.T) {
+	str := func(s string) *string { return &s }
+	for mask := range 1 << 5 {
+		var cfg Config
+		on := func(bit int) bool { return mask&(1<<bit) != 0 }
+		if on(0) {
+			cfg.Scripts.Build = str("b")
+		}
+		if on(1) {
+			cfg.Scripts.Test = str("t")
+		}
+		if on(2) {
+			cfg.Scripts.Run = str("r")
+		}
+		if on(3) {
+			cfg.Files.Poc = []string{"p"}
+		}
+		if on(4) {
+			cfg.Files.FutureTest = str("f")
+		}
+		want := contract.ChecksFor(contract.TaskChecks{Build: on(0), Test: on(1), Run: on(2), PoCs: on(3), FutureTest: on(4)})
+		var got []string
+		for _, c := range cfg.Checks() {
+			if c == contract.ManifestTestCheck {
+				c = contract.CheckTest
+			}
+			got = append(got, c)
+		}
+		slices.SortFunc(got, func(a, b string) int { return slices.Index(contract.Checks, a) - slices.Index(contract.Checks, b) })
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%+v: Checks() renamed and in contract.Checks order differ from ChecksFor (-want +got):\n%s", cfg.taskChecks(), diff)
+		}
+	}
+	for _, c := range contract.Checks {
+		if !slices.Contains(manifestOrder, c) {
+			t.Errorf("check %q of contract.Checks has no place in manifest.json's order", c)
+		}
 	}
 }
