@@ -191,7 +191,7 @@ func (r *Run) Stopped() bool { return r.Summary != nil && r.Summary.Status == "s
 // evidence (no integrity verdict, whatever result.json's passed says),
 // and, under FailOnAudit, the audit flagged nothing.
 func (r *Run) Passed() bool {
-	return r.Result != nil && r.Result.Passed && r.Result.Integrity == "" && !r.failedByAudit()
+	return r.Result != nil && r.Result.Passed && r.Result.Integrity == "" && !r.FailedByAudit()
 }
 
 // Duration is the run's wall time, from the first build step to the
@@ -305,7 +305,7 @@ func (r *Run) Grade() string {
 	}
 	g := "FAILED"
 	failed := r.FailedChecks()
-	if r.failedByAudit() {
+	if r.FailedByAudit() {
 		failed = append(failed, ruleAudit)
 	}
 	if len(failed) > 0 {

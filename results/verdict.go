@@ -61,9 +61,9 @@ func (r *Run) Judged() string {
 	return r.Result.Judged
 }
 
-// failedByAudit says the run passed its checks and FailOnAudit turns it
+// FailedByAudit says the run passed its checks and FailOnAudit turns it
 // into a failure.
-func (r *Run) failedByAudit() bool {
+func (r *Run) FailedByAudit() bool {
 	return r.FailOnAudit && r.Flagged() && r.Result.Passed && r.Integrity() == ""
 }
 
@@ -97,7 +97,7 @@ func IntegrityText(v string) string {
 func JudgedText(j string) string {
 	switch j {
 	case contract.JudgedByName:
-		return "by name, from the test tool's report, which carried the grader's canary"
+		return "by name, from the test tool's report, checked with the grader's canary"
 	case contract.JudgedByNameNoCanary:
 		return "by name, from the test tool's report; the report format has no canary, so a report the test binary forged would not be caught"
 	case contract.JudgedExitStatus:
@@ -210,9 +210,11 @@ func attentionMarkdown(b *strings.Builder, rep *Report) {
 // backtick would end it.
 func mdCode(s string) string { return strings.ReplaceAll(s, "`", "'") }
 
-// verdictsLine counts what the runs' verdicts say beyond pass and fail:
-// "1 run forged (an integrity verdict); 2 runs flagged by the audit; 1
+// Verdicts counts what the runs' verdicts say beyond pass and fail: "1
+// run forged (an integrity verdict, ...); 2 runs flagged by the audit; 1
 // run judged by exit status". "" when there is nothing to say.
+func (rep *Report) Verdicts() string { return verdictsLine(rep) }
+
 func verdictsLine(rep *Report) string {
 	var forged, flagged, exitStatus int
 	for _, e := range rep.Entries {
