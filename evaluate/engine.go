@@ -38,6 +38,16 @@ type options struct {
 	backoff   time.Duration
 	buildOnly bool
 	ledger    *gateway.Ledger
+	// failOnAudit: see WithFailOnAudit.
+	failOnAudit bool
+}
+
+// WithFailOnAudit counts a run the audit flagged as failed: the runs
+// handed to Progress have results.Run.FailOnAudit set, so their Passed
+// and Grade say so (`eval --fail-on-audit`). The default counts a
+// flagged run by its checks alone.
+func WithFailOnAudit() Option {
+	return func(o *options) error { o.failOnAudit = true; return nil }
 }
 
 // WithBudget stops starting runs once the evaluation's budget (the
@@ -271,6 +281,7 @@ func Evaluate(ctx context.Context, b Backend, dir string, plan *Plan, opts ...Op
 				}
 				mu.Unlock()
 				if err == nil && run != nil {
+					run.FailOnAudit = o.failOnAudit
 					o.progress.Finish(j, run)
 				}
 			}

@@ -100,8 +100,13 @@ func (f *fakeBackend) Run(ctx context.Context, j Job, im *pipeline.RunImages, di
 	id := fmt.Sprintf("%s-%s-%d-%d", j.Task, j.Agent, j.Attempt, time.Now().UnixNano())
 	rd := filepath.Join(dir, id)
 	os.MkdirAll(rd, 0o755)
-	passed := j.Agent == "good"
-	contract.WriteRunResult(rd, &contract.RunResult{TaskID: j.Task, Passed: passed, Build: &contract.Check{OK: true}, PoC: &contract.Check{OK: passed}})
+	passed := j.Agent == "good" || j.Agent == "sly"
+	res := &contract.RunResult{TaskID: j.Task, Passed: passed, Build: &contract.Check{OK: true}, PoC: &contract.Check{OK: passed}}
+	if j.Agent == "sly" {
+		// Passes, with a patch the audit flagged.
+		res.Audit = []contract.AuditFinding{{Path: "x.go", Line: 3, Rule: "init added"}}
+	}
+	contract.WriteRunResult(rd, res)
 	s := results.Summary{RunID: id, Task: j.Task, Agent: j.Agent, Attempt: j.Attempt, Status: "ok", Results: rd, Started: time.Now()}
 	if f.spend != nil {
 		s.ModelUsage = f.spend(j, rd)

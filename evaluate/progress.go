@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -101,10 +102,6 @@ func (p *Printer) Finish(j Job, r *results.Run) {
 	p.done++
 	p.ranNow++
 	p.clearStatus()
-	mark := "✗"
-	if r.Passed() {
-		mark = "✓"
-	}
 	tok := "-"
 	if r.Tokens >= 0 {
 		tok = fmt.Sprint(r.Tokens)
@@ -112,7 +109,7 @@ func (p *Printer) Finish(j Job, r *results.Run) {
 			tok += fmt.Sprintf(" ($%.4f)", r.CostUSD)
 		}
 	}
-	fmt.Fprintf(p.w, "%s %s %s #%d  %s  %s  tokens %s\n", mark, j.Task, j.Agent, j.Attempt, r.Marks(), r.Duration().Round(100*time.Millisecond), tok)
+	fmt.Fprintf(p.w, "%s %s %s #%d  %s  %s  tokens %s%s\n", mark(r), j.Task, j.Agent, j.Attempt, r.Marks(), r.Duration().Round(100*time.Millisecond), tok, verdictNotes(r))
 	p.drawStatus()
 }
 
@@ -151,3 +148,32 @@ func (p *Printer) clearStatus() {
 }
 
 var _ Progress = (*Printer)(nil)
+
+// mark is a run's mark at the head of its line: ✓ passed, ✗ failed or
+// not graded, ‼ forged (an integrity verdict, neither).
+func mark(r *results.Run) string {
+	switch r.Verdict() {
+	case results.VerdictPassed:
+		return "✓"
+	case results.VerdictForged:
+		return "‼"
+	}
+	return "✗"
+}
+
+// verdictNotes ends a run's line with what its verdict holds beyond the
+// checks: "  FORGED: report forged; flagged by the audit (2 findings)",
+// "  FAILED: audit (...)" when a flagged run counts as failed, "" when
+// there is nothing to say.
+func verdictNotes(r *results.Run) string {
+	e := r.Entry()
+	var parts []string
+	if r.Forged() || r.FailedByAudit() {
+		parts = append(parts, e.Grade)
+	}
+	parts = append(parts, e.Flags()...)
+	if len(parts) == 0 {
+		return ""
+	}
+	return "  " + strings.Join(parts, "; ")
+}

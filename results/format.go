@@ -54,15 +54,20 @@ func writeMarkdown(w io.Writer, rep *Report) error {
 	if ev := rep.Evaluation; ev != nil {
 		writeBudgetMarkdown(&b, ev)
 	}
+	if v := verdictsLine(rep); v != "" {
+		b.WriteString("**" + v + "**\n\n")
+	}
 	b.WriteString("## Pass rate\n\n")
-	b.WriteString("| agent | model | passed | attempts | rate | 95% CI (Wilson) | not graded | tokens | cost | mean agent time | total time | building | agent | grading |\n")
-	b.WriteString("|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| agent | model | passed | attempts | rate | 95% CI (Wilson) | not graded | forged | flagged | tokens | cost | mean agent time | total time | building | agent | grading |\n")
+	b.WriteString("|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, a := range rep.Agents {
-		fmt.Fprintf(&b, "| %s | %s | %d | %d | %s | %s–%s | %d | %s | %s | %.1f s | %.1f s | %.1f s | %.1f s | %.1f s |\n",
-			a.Agent, a.Model, a.Passed, a.Attempts, pct(a.Rate), pct(a.Low), pct(a.High), a.NotGraded, tokens(a.Tokens), cost(a.CostUSD),
+		fmt.Fprintf(&b, "| %s | %s | %d | %d | %s | %s–%s | %d | %d | %d | %s | %s | %.1f s | %.1f s | %.1f s | %.1f s | %.1f s |\n",
+			a.Agent, a.Model, a.Passed, a.Attempts, pct(a.Rate), pct(a.Low), pct(a.High), a.NotGraded, a.Forged, a.Flagged, tokens(a.Tokens), cost(a.CostUSD),
 			a.MeanAgentSeconds, a.Seconds, a.BuildSeconds, a.AgentSeconds, a.GradeSeconds)
 	}
 	b.WriteString("\nTime: building is images built and imported and the container started; agent is the agent's own time; grading the checks.\n")
+	b.WriteString("Forged: runs with an integrity verdict (the grade's evidence was forged), neither passed nor failed. Flagged: runs whose patch the audit flagged.\n")
+	attentionMarkdown(&b, rep)
 	b.WriteString("\n## Checks\n\n| agent | model |")
 	for _, n := range contract.Checks {
 		b.WriteString(" " + n + " |")
@@ -89,7 +94,7 @@ func writeMarkdown(w io.Writer, rep *Report) error {
 	for _, row := range rep.Matrix {
 		b.WriteString("| " + row.Task + " |")
 		for _, c := range row.Cells {
-			fmt.Fprintf(&b, " %d/%d |", c.Passed, c.Attempts)
+			fmt.Fprintf(&b, " %s |", cellText(c))
 		}
 		b.WriteString("\n")
 	}
@@ -132,4 +137,13 @@ func writeBudgetMarkdown(b *strings.Builder, ev *Evaluation) {
 		}
 	}
 	b.WriteString("\n")
+}
+
+// cellText is a matrix cell: "1/2", "0/2 (1 forged)".
+func cellText(c Cell) string {
+	t := fmt.Sprintf("%d/%d", c.Passed, c.Attempts)
+	if c.Forged > 0 {
+		t += fmt.Sprintf(" (%d forged)", c.Forged)
+	}
+	return t
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"strings"
 
 	"github.com/42-b3yond-6ug/ssebench/contract"
 )
@@ -77,6 +78,17 @@ var pageTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 		return "-"
 	},
 	"secs": func(x float64) string { return fmt.Sprintf("%.1f s", x) },
+	"cell": cellText, "verdicts": verdictsLine, "finding": FindingText, "path": PathText,
+	"join": strings.Join,
+	"gradeClass": func(e Entry) string {
+		switch {
+		case e.Integrity != "":
+			return "forged"
+		case e.Passed:
+			return "pass"
+		}
+		return "fail"
+	},
 }).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -99,7 +111,10 @@ table { border-collapse: collapse; margin: 1em 0; }
 th, td { border: 1px solid #ccc; padding: 0.3em 0.7em; text-align: right; }
 th:first-child, td:first-child { text-align: left; }
 td.pass { background: #e3f6e3; } td.fail { background: #fbe4e4; }
-#runs td { text-align: left; } #runs td:nth-child(n+5) { text-align: right; white-space: nowrap; }
+td.forged, .forged strong { background: #f6d9f6; font-weight: bold; }
+#verdicts { background: #fff4d6; padding: 0.5em 1em; }
+#to-read li { margin: 0.4em 0; } #to-read code { background: #f4f4f4; }
+#runs td { text-align: left; } #runs td:nth-child(n+6) { text-align: right; white-space: nowrap; }
 .charts { display: flex; flex-wrap: wrap; gap: 2em; }
 .chart { width: 520px; height: 320px; }
 footer { color: #777; font-size: 0.85em; margin-top: 3em; }
@@ -108,7 +123,8 @@ footer { color: #777; font-size: 0.85em; margin-top: 3em; }
 <body>
 <h1>Evaluation report: {{.R.Title}}</h1>
 <p>{{plural .R.Runs "run" "runs"}} of {{plural (len .R.Agents) "agent" "agents"}} on {{plural (len .R.Tasks) "task" "tasks"}}{{if not .R.Started.IsZero}}, {{.R.Started.UTC.Format "2006-01-02 15:04"}} to {{.R.Finished.UTC.Format "2006-01-02 15:04"}} UTC{{end}}.</p>
-<div class="charts">
+{{with verdicts .R}}<p id="verdicts"><strong>{{.}}</strong></p>
+{{end}}<div class="charts">
 <div class="chart"><canvas id="pass-rate" aria-label="pass rate per agent" role="img"></canvas></div>
 <div class="chart"><canvas id="run-time" aria-label="time per run" role="img"></canvas></div>
 </div>
@@ -119,10 +135,19 @@ footer { color: #777; font-size: 0.85em; margin-top: 3em; }
 {{end}}</table>{{end}}</section>
 {{end}}<h2>Pass rate</h2>
 <table id="agents">
-<tr><th>agent</th><th>model</th><th>passed</th><th>attempts</th><th>rate</th><th>95% CI (Wilson)</th><th>not graded</th><th>tokens</th><th>cost</th><th>mean agent time</th><th>total time</th><th>building</th><th>agent</th><th>grading</th></tr>
-{{range .R.Agents}}<tr><td class="agent">{{.Agent}}</td><td>{{.Model}}</td><td>{{.Passed}}</td><td>{{.Attempts}}</td><td>{{pct .Rate}}</td><td>{{pct .Low}}–{{pct .High}}</td><td>{{.NotGraded}}</td><td class="tokens">{{tokens .Tokens}}</td><td class="cost">{{cost .CostUSD}}</td><td>{{secs .MeanAgentSeconds}}</td><td>{{secs .Seconds}}</td><td>{{secs .BuildSeconds}}</td><td>{{secs .AgentSeconds}}</td><td>{{secs .GradeSeconds}}</td></tr>
+<tr><th>agent</th><th>model</th><th>passed</th><th>attempts</th><th>rate</th><th>95% CI (Wilson)</th><th>not graded</th><th>forged</th><th>flagged</th><th>tokens</th><th>cost</th><th>mean agent time</th><th>total time</th><th>building</th><th>agent</th><th>grading</th></tr>
+{{range .R.Agents}}<tr><td class="agent">{{.Agent}}</td><td>{{.Model}}</td><td>{{.Passed}}</td><td>{{.Attempts}}</td><td>{{pct .Rate}}</td><td>{{pct .Low}}–{{pct .High}}</td><td>{{.NotGraded}}</td><td class="forged-count">{{.Forged}}</td><td class="flagged-count">{{.Flagged}}</td><td class="tokens">{{tokens .Tokens}}</td><td class="cost">{{cost .CostUSD}}</td><td>{{secs .MeanAgentSeconds}}</td><td>{{secs .Seconds}}</td><td>{{secs .BuildSeconds}}</td><td>{{secs .AgentSeconds}}</td><td>{{secs .GradeSeconds}}</td></tr>
 {{end}}</table>
-<h2>Checks</h2>
+<p>Forged: runs with an integrity verdict (the grade's evidence was forged), neither passed nor failed. Flagged: runs whose patch the audit flagged.</p>
+{{with .R.ToRead}}<section id="to-read">
+<h2>Runs to read</h2>
+<p>Forged runs have an integrity verdict: the grade found their evidence forged; they are counted apart from the failed ones. Flagged runs' patches hold what a fix never needs (the audit); a run judged by exit status had no test list, so its test check is weak.{{if $.R.FailOnAudit}} Flagged runs count as failed here (--fail-on-audit).{{end}}</p>
+<ul>
+{{range .}}<li class="{{gradeClass .}}"><strong>{{.ID}}</strong> {{.Task}}, {{.Agent}}: <strong>{{.Grade}}</strong>{{with .Flags}}; {{join . "; "}}{{end}}
+{{if or .DroppedPaths .Audit}}<ul>{{range .DroppedPaths}}<li>dropped: <code>{{path .}}</code></li>{{end}}{{range .Audit}}<li><code>{{finding .}}</code></li>{{end}}</ul>{{end}}</li>
+{{end}}</ul>
+</section>
+{{end}}<h2>Checks</h2>
 <table id="checks">
 <tr><th>agent</th>{{range .Checks}}<th>{{.}}</th>{{end}}</tr>
 {{range $a := .R.Agents}}<tr><td>{{$a.Label}}</td>{{range $.Checks}}<td>{{check $a .}}</td>{{end}}</tr>
@@ -130,12 +155,12 @@ footer { color: #777; font-size: 0.85em; margin-top: 3em; }
 <h2>Tasks</h2>
 <table id="matrix">
 <tr><th>task</th>{{range .R.Agents}}<th>{{.Label}}</th>{{end}}<th>tokens and cost</th></tr>
-{{range .R.Matrix}}<tr><td>{{.Task}}</td>{{range .Cells}}<td class="{{if eq .Passed .Attempts}}pass{{else}}fail{{end}}" title="{{spend .Spend}}">{{.Passed}}/{{.Attempts}}</td>{{end}}<td class="spend">{{spend .Spend}}</td></tr>
+{{range .R.Matrix}}<tr><td>{{.Task}}</td>{{range .Cells}}<td class="{{if .Forged}}forged{{else if eq .Passed .Attempts}}pass{{else}}fail{{end}}" title="{{spend .Spend}}">{{cell .}}</td>{{end}}<td class="spend">{{spend .Spend}}</td></tr>
 {{end}}</table>
 <h2>Runs</h2>
 <table id="runs">
-<tr><th>run</th><th>task</th><th>agent</th><th>grade</th><th>time</th><th>building</th><th>agent</th><th>grading</th><th>tokens</th><th>cost</th></tr>
-{{range .R.Entries}}<tr><td>{{.ID}}</td><td>{{.Task}}</td><td>{{.Agent}}</td><td class="{{if .Passed}}pass{{else}}fail{{end}}">{{.Grade}}</td><td>{{secs .DurationSeconds}}</td><td>{{secs .BuildSeconds}}</td><td>{{secs .AgentSeconds}}</td><td>{{secs .GradeSeconds}}</td><td class="tokens">{{tokens .Tokens}}</td><td class="cost">{{cost .CostUSD}}</td></tr>
+<tr><th>run</th><th>task</th><th>agent</th><th>grade</th><th>to read</th><th>time</th><th>building</th><th>agent</th><th>grading</th><th>tokens</th><th>cost</th></tr>
+{{range .R.Entries}}<tr><td>{{.ID}}</td><td>{{.Task}}</td><td>{{.Agent}}</td><td class="{{gradeClass .}}">{{.Grade}}</td><td class="flags">{{join .Flags "; "}}</td><td>{{secs .DurationSeconds}}</td><td>{{secs .BuildSeconds}}</td><td>{{secs .AgentSeconds}}</td><td>{{secs .GradeSeconds}}</td><td class="tokens">{{tokens .Tokens}}</td><td class="cost">{{cost .CostUSD}}</td></tr>
 {{end}}</table>
 <pre id="page-errors" hidden></pre>
 <footer>Made by ssebench; charts by Chart.js {{.ChartJSVersion}} (MIT licence), inlined: this page needs no network.</footer>

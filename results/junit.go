@@ -13,7 +13,10 @@ import (
 // importers follow): <testsuites> holds one <testsuite> per agent and
 // model, with one <testcase> per run; a graded failure is a <failure>
 // naming the failed checks with their logs' tails, a run left without a
-// grade an <error>. The schema wants properties, system-out and system-err
+// grade an <error>, and so is a run with an integrity verdict (type
+// "integrity": counted apart from the failures). A test case has no
+// output of its own in the schema, so the suite's system-out lists the
+// runs to read (forged, flagged by the audit, judged by exit status). The schema wants properties, system-out and system-err
 // in every suite, and a timestamp without a zone.
 
 type junitSuites struct {
@@ -85,14 +88,22 @@ func writeJUnit(w io.Writer, rep *Report) error {
 				s.Properties = append(s.Properties, junitProperty{Name: "not_started", Value: fmt.Sprintf("%d (%s)", n, ev.NotStarted[0].Reason)})
 			}
 		}
+		s.Properties = append(s.Properties, junitProperty{Name: "forged", Value: fmt.Sprint(a.Forged)}, junitProperty{Name: "flagged", Value: fmt.Sprint(a.Flagged)})
 		var secs float64
+		var toRead strings.Builder
 		for _, e := range rep.Entries {
 			if e.Agent != a.Agent || e.Model != a.Model {
 				continue
 			}
 			c := junitCase{Name: caseName(e), Classname: e.Task, Time: fmt.Sprintf("%.3f", e.DurationSeconds)}
 			secs += e.DurationSeconds
+			if e.Integrity != "" || len(e.Flags()) > 0 {
+				toRead.WriteString(readText(e))
+			}
 			switch {
+			case e.Integrity != "":
+				c.Error = &junitProblem{Message: e.Grade, Type: "integrity", Text: readText(e)}
+				s.Errors++
 			case !e.Graded:
 				c.Error = &junitProblem{Message: e.Grade, Type: "not-graded", Text: "run " + e.ID + " in " + e.Dir}
 				s.Errors++
@@ -104,6 +115,7 @@ func writeJUnit(w io.Writer, rep *Report) error {
 			s.Tests++
 		}
 		s.Time = fmt.Sprintf("%.3f", secs)
+		s.SystemOut = toRead.String()
 		out.Suites = append(out.Suites, s)
 	}
 	if _, err := io.WriteString(w, xml.Header); err != nil {
@@ -126,10 +138,33 @@ func caseName(e Entry) string {
 	return n
 }
 
+// readText is what a reader must know of a forged or flagged run: its
+// verdict, what it means, the paths dropped and the audit's findings.
+func readText(e Entry) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "run %s (%s) in %s: %s\n", e.ID, caseName(e), e.Dir, e.Grade)
+	if e.Integrity != "" {
+		b.WriteString("  " + IntegrityText(e.Integrity) + "\n")
+	}
+	if f := e.Flags(); len(f) > 0 {
+		b.WriteString("  " + strings.Join(f, "; ") + "\n")
+	}
+	for _, p := range e.DroppedPaths {
+		b.WriteString("  dropped: " + PathText(p) + "\n")
+	}
+	for _, f := range e.Audit {
+		b.WriteString("  audit: " + FindingText(f) + "\n")
+	}
+	return b.String()
+}
+
 // failureText names each failed check with the tail of its log.
 func failureText(e Entry) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "run %s in %s\n", e.ID, e.Dir)
+	for _, f := range e.Audit {
+		b.WriteString("audit: " + FindingText(f) + "\n")
+	}
 	for _, c := range e.Checks {
 		if c.OK() || c.Status == "skipped" {
 			continue

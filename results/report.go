@@ -30,6 +30,9 @@ type Report struct {
 	// Evaluation is the evaluation's budget and the runs it left
 	// unstarted (evaluation.json); nil without a budget.
 	Evaluation *Evaluation `json:"evaluation,omitempty"`
+	// FailOnAudit says the runs the audit flagged count as failed
+	// (--fail-on-audit; see FailOnAudit).
+	FailOnAudit bool `json:"fail_on_audit,omitempty"`
 }
 
 // AgentStats is one agent with one model over every attempt.
@@ -41,6 +44,11 @@ type AgentStats struct {
 	Attempts  int `json:"attempts"`
 	Passed    int `json:"passed"`
 	NotGraded int `json:"not_graded"`
+	// Forged counts the runs with an integrity verdict (their grade's
+	// evidence was forged): attempts that neither passed nor failed.
+	// Flagged counts the runs the audit flagged, whatever their grade.
+	Forged  int `json:"forged"`
+	Flagged int `json:"flagged"`
 	// Rate is Passed/Attempts; Low and High bound it: the Wilson score
 	// interval at 95%, which stays inside [0, 1] and is honest for few
 	// attempts.
@@ -118,6 +126,8 @@ type Cell struct {
 	Model    string `json:"model"`
 	Passed   int    `json:"passed"`
 	Attempts int    `json:"attempts"`
+	// Forged counts the attempts with an integrity verdict.
+	Forged int `json:"forged,omitempty"`
 	Spend
 }
 
@@ -147,6 +157,15 @@ func NewReport(title string, runs []*Run) *Report {
 		}
 		if !r.Graded() {
 			a.NotGraded++
+		}
+		if r.Forged() {
+			a.Forged++
+		}
+		if r.Flagged() {
+			a.Flagged++
+		}
+		if r.FailOnAudit {
+			rep.FailOnAudit = true
 		}
 		a.Seconds += r.Duration().Seconds()
 		a.BuildSeconds += r.BuildTime().Seconds()
@@ -180,6 +199,9 @@ func NewReport(title string, runs []*Run) *Report {
 		c.Attempts++
 		if r.Passed() {
 			c.Passed++
+		}
+		if r.Forged() {
+			c.Forged++
 		}
 		if rep.Started.IsZero() || r.Summary.Started.Before(rep.Started) {
 			rep.Started = r.Summary.Started

@@ -37,6 +37,9 @@ type Run struct {
 	Tokens  int64
 	CostUSD float64
 	Priced  bool
+	// FailOnAudit counts the run as failed when the audit flagged it
+	// (see FailOnAudit, the function).
+	FailOnAudit bool
 }
 
 // CheckOutcome is one check of a run.
@@ -172,16 +175,21 @@ func (r *Run) Model() string { return r.Summary.Config.Model }
 
 // Graded says the container wrote a grade. A run stopped before its grade
 // (Ctrl-C, a stopped evaluation) was not graded, whatever result.json it
-// left: its checks never ran.
+// left: its checks never ran. An integrity verdict is a grade, even when
+// it left the checks unfinished.
 func (r *Run) Graded() bool {
-	return r.Result != nil && r.Result.GradeError == "" && !r.Stopped()
+	return r.Result != nil && (r.Result.GradeError == "" || r.Result.Integrity != "") && !r.Stopped()
 }
 
 // Stopped says the run was cancelled (summary.json's status "stopped").
 func (r *Run) Stopped() bool { return r.Summary != nil && r.Summary.Status == "stopped" }
 
-// Passed says every check passed.
-func (r *Run) Passed() bool { return r.Result != nil && r.Result.Passed }
+// Passed says every check passed, the grade found nothing wrong with its
+// evidence (no integrity verdict, whatever result.json's passed says),
+// and, under FailOnAudit, the audit flagged nothing.
+func (r *Run) Passed() bool {
+	return r.Result != nil && r.Result.Passed && r.Result.Integrity == "" && !r.FailedByAudit()
+}
 
 // Duration is the run's wall time, from the first build step to the
 // container's exit.
@@ -277,11 +285,14 @@ func (r *Run) Grade() string {
 		return "NOT GRADED: stopped before its grade"
 	case r.Result == nil:
 		return fmt.Sprintf("NOT GRADED: the container wrote no %s (status %s, exit %d)", contract.ResultFile, r.Summary.Status, r.Summary.ExitCode)
+	case r.Forged():
+		// Before a grade error: the verdict is what the reader must see.
+		return VerdictForged + ": " + r.Result.Integrity
 	case r.Result.GradeError != "":
 		return "NOT GRADED: " + r.Result.GradeError
 	case r.Stopped():
 		return "NOT GRADED: stopped before its grade"
-	case r.Result.Passed:
+	case r.Passed():
 		return "PASSED"
 	}
 	var ok []string
@@ -291,8 +302,12 @@ func (r *Run) Grade() string {
 		}
 	}
 	g := "FAILED"
-	if f := r.FailedChecks(); len(f) > 0 {
-		g += ": " + strings.Join(f, ", ")
+	failed := r.FailedChecks()
+	if r.FailedByAudit() {
+		failed = append(failed, ruleAudit)
+	}
+	if len(failed) > 0 {
+		g += ": " + strings.Join(failed, ", ")
 	}
 	if len(ok) > 0 {
 		g += " (" + strings.Join(ok, " ") + ")"
@@ -346,6 +361,20 @@ type Entry struct {
 	CostUSD *float64  `json:"cost_usd"`
 	Started time.Time `json:"started"`
 	Dir     string    `json:"dir"`
+	// Judged is how the test checks were judged (result.json's judged:
+	// "by name", "by name, no canary", "exit status").
+	Judged string `json:"judged,omitempty"`
+	// Integrity is the run's integrity verdict ("report forged"): Grade
+	// is then "FORGED: ..." and reports count the run apart from the
+	// failed ones.
+	Integrity string `json:"integrity,omitempty"`
+	// DroppedPaths are the protected paths the agent changed, reset to
+	// pristine before the grade.
+	DroppedPaths []string `json:"dropped_paths,omitempty"`
+	// Audit is what the run's patch holds that a fix never needs; Flagged
+	// says it is not empty.
+	Audit   []contract.AuditFinding `json:"audit,omitempty"`
+	Flagged bool                    `json:"flagged"`
 }
 
 // Entry returns r as an Entry.
@@ -360,6 +389,10 @@ func (r *Run) Entry() Entry {
 	}
 	if e.Checks == nil {
 		e.Checks = []CheckOutcome{}
+	}
+	if r.Result != nil {
+		e.Judged, e.Integrity = r.Judged(), r.Integrity()
+		e.DroppedPaths, e.Audit, e.Flagged = r.Result.DroppedPaths, r.Result.Audit, r.Flagged()
 	}
 	if r.Tokens >= 0 {
 		t := r.Tokens

@@ -34,6 +34,9 @@ type evalOptions struct {
 	Prebuilt, BuildOnly, KeepImages              bool
 	// Check is --check: the preflight of `tasks check`, then exit.
 	Check bool
+	// FailOnAudit is --fail-on-audit: a run the audit flagged counts as
+	// failed, and eval exits ExitFailed when there is one.
+	FailOnAudit bool
 	backendOptions
 }
 
@@ -61,6 +64,15 @@ other formats). Exit status: 0 when every run of the plan is done, whatever
 the grades; 1 otherwise. --check runs nothing: it says which images of the
 plan exist and which must be built (see "ssebench tasks check") and exits 0,
 or 2 when something must be built.
+
+A run whose grade found its evidence forged (an integrity verdict, "FORGED:
+report forged") is neither passed nor failed: the lines mark it ‼ and the
+report counts it apart. Every run's patch is audited for what a fix never
+needs (a TestMain or init added, a re-exec of the test binary, ...); the
+report lists the flagged runs with the audit's findings. With
+--fail-on-audit a flagged run counts as failed, in the lines and the
+report, and eval exits 2 when every run is done but one of them was
+flagged.
 
 --budget bounds what all the runs together spend on the model: tokens
 (input plus output: 2000000, 500k, 2m) or US dollars ($5, 5usd; needs a
@@ -146,6 +158,9 @@ on this machine: not --backend kubernetes, not --egress open.`,
 				backend = &evaluate.Cluster{Containerd: *local, DeleteLabeled: cluster.r.DeleteLabeled}
 			}
 			eopts := []evaluate.Option{evaluate.WithJobs(jobs), evaluate.WithRetries(o.Retries)}
+			if o.FailOnAudit {
+				eopts = append(eopts, evaluate.WithFailOnAudit())
+			}
 			if o.BuildOnly {
 				eopts = append(eopts, evaluate.WithBuildOnly())
 			} else {
@@ -169,10 +184,19 @@ on this machine: not --backend kubernetes, not --egress open.`,
 				fmt.Fprintf(stderr, "; results in %s\n", dir)
 			}
 			if runs, lerr := results.List(dir); lerr == nil && len(runs) > 0 {
+				if o.FailOnAudit {
+					results.FailOnAudit(runs)
+				}
 				rep := results.NewReport(filepath.Base(dir), runs)
 				rep.Evaluation, _ = results.ReadEvaluation(dir)
+				if v := rep.Verdicts(); v != "" {
+					fmt.Fprintf(stderr, "%s: `ssebench runs report %s` lists them\n", v, dir)
+				}
 				if werr := results.Write(cmd.OutOrStdout(), rep, "md"); werr != nil && err == nil {
 					err = werr
+				}
+				if err == nil && o.FailOnAudit {
+					err = failOnAuditExit(cmd, runs)
 				}
 			}
 			return err
@@ -198,11 +222,30 @@ on this machine: not --backend kubernetes, not --egress open.`,
 	f.StringVar(&o.Resume, "resume", "", "finish the evaluation in this folder: run what is missing, keep what is done")
 	f.IntVar(&o.Retries, "retries", evaluate.DefaultRetries, "times a run that failed for an infrastructure reason is tried again")
 	f.StringVar(&o.Egress, "egress", "restricted", "container network: restricted (loopback only) or open")
+	f.BoolVar(&o.FailOnAudit, "fail-on-audit", false, "count a run the audit flagged (its patch holds what a fix never needs) as failed, and exit 2 when there is one")
 	f.StringVar(&o.Budget, "budget", "", "what all runs together may spend on the model: tokens (2000000, 500k, 2m) or US dollars ($5, 5usd); once spent, requests get 429 and no further run starts")
 	options.AddLimitFlags(f, &o.Resources)
 	f.StringVar(&o.Runtime, "runtime", "", "runtime image (default $SSEBENCH_RUNTIME_IMAGE, else REGISTRY/runtime:VERSION)")
 	addBackendFlags(cmd, &o.backendOptions)
 	return cmd
+}
+
+// failOnAuditExit is eval's exit under --fail-on-audit once every run is
+// done: ExitFailed when a run of the evaluation was flagged, as `ssebench
+// run` exits for a failed run.
+func failOnAuditExit(cmd *cobra.Command, runs []*results.Run) error {
+	n := 0
+	for _, r := range runs {
+		if r.Flagged() {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "%s flagged by the audit, counted as failed (--fail-on-audit)\n", results.Plural(n, "run", "runs"))
+	cmd.SilenceErrors = true
+	return &ExitError{Code: ExitFailed}
 }
 
 // evalPlan reads the plan of --resume, or makes a new one and writes it.

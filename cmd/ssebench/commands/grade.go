@@ -100,12 +100,19 @@ type gradeOutcome struct {
 	InstanceID string `json:"instance_id"`
 	Model      string `json:"model_name_or_path"`
 	Where      string `json:"where"`
-	// Status is PASSED, FAILED, "not graded" (the run left no grade),
-	// refused (not graded: Reason says why), error (an infrastructure
-	// failure: grade again) or "not run" (interrupted first).
+	// Status is PASSED, FAILED, FORGED (an integrity verdict: the
+	// grade's evidence was forged; Reason says which), "not graded" (the
+	// run left no grade), refused (not graded: Reason says why), error
+	// (an infrastructure failure: grade again) or "not run" (interrupted
+	// first).
 	Status string `json:"status"`
 	Reason string `json:"reason,omitempty"`
 	RunID  string `json:"run_id,omitempty"`
+	// Flags are what a reader must not miss beyond the status: "flagged
+	// by the audit (2 findings)", "judged by exit status", ...; Audit is
+	// the audit's findings (`ssebench runs show` prints them).
+	Flags []string                `json:"flags,omitempty"`
+	Audit []contract.AuditFinding `json:"audit,omitempty"`
 }
 
 func runGrade(cmd *cobra.Command, g *options.Global, o *gradeOptions) error {
@@ -301,6 +308,9 @@ func (o *gradeOutcome) line() string {
 	if o.Reason != "" {
 		s += ": " + o.Reason
 	}
+	if len(o.Flags) > 0 {
+		s += " [" + strings.Join(o.Flags, "; ") + "]"
+	}
 	return s
 }
 
@@ -393,14 +403,22 @@ func (p *gradeProgress) Finish(j evaluate.Job, r *results.Run) {
 	defer p.mu.Unlock()
 	out := p.outcomes[j.Key()]
 	out.RunID = r.ID
-	out.Status = "FAILED"
-	if r.Passed() {
+	switch r.Verdict() {
+	case results.VerdictPassed:
 		out.Status = "PASSED"
-	} else if !r.Graded() {
+	case results.VerdictForged:
+		out.Status = "FORGED"
+	case results.VerdictNotGraded:
 		out.Status = "not graded"
+	default:
+		out.Status = "FAILED"
 	}
+	e := r.Entry()
+	out.Flags, out.Audit = e.Flags(), e.Audit
 	if r.Result != nil {
-		if n := appliedNote(r.Result.AgentExit, p.patches[j.Key()]); n != "" {
+		if r.Forged() {
+			out.Reason = r.Integrity()
+		} else if n := appliedNote(r.Result.AgentExit, p.patches[j.Key()]); n != "" {
 			out.Reason = strings.TrimPrefix(n, "prediction: ")
 		} else if !r.Passed() {
 			// The verdict without the status the line already gives.

@@ -63,16 +63,10 @@ func newCmdRunsLs(runsDir *string) *cobra.Command {
 				return writeJSONTo(cmd.OutOrStdout(), entries)
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tTASK\tAGENT\tMODEL\tPASSED\tCHECKS\tDURATION\tAGENT TIME\tTOKENS\tCOST")
+			fmt.Fprintln(tw, "ID\tTASK\tAGENT\tMODEL\tVERDICT\tCHECKS\tFLAGS\tDURATION\tAGENT TIME\tTOKENS\tCOST")
 			for _, r := range runs {
 				e := r.Entry()
-				passed := "no"
-				if e.Passed {
-					passed = "yes"
-				} else if !e.Graded {
-					passed = "-"
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.ID, e.Task, e.Agent, e.Model, passed, r.Marks(),
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.ID, e.Task, e.Agent, e.Model, lsVerdict(r), r.Marks(), lsFlags(e),
 					r.Duration().Round(100*time.Millisecond), r.AgentTime().Round(100*time.Millisecond), tokenText(e.Tokens), costText(e.CostUSD))
 			}
 			return tw.Flush()
@@ -80,6 +74,37 @@ func newCmdRunsLs(runsDir *string) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the runs as a JSON array")
 	return cmd
+}
+
+// lsVerdict is a run's verdict in the list: PASSED, FAILED, NOT GRADED,
+// or its integrity verdict in full ("FORGED: report forged"), which is
+// neither a pass nor a failure.
+func lsVerdict(r *results.Run) string {
+	if r.Forged() {
+		return results.VerdictForged + ": " + printable(r.Integrity())
+	}
+	return r.Verdict()
+}
+
+// lsFlags marks what a reader of a run must not miss, in a word each:
+// "audit:3" (the audit's findings), "exit-status" (the tests judged by
+// the test script's exit status alone), "dropped:1" (protected paths the
+// agent changed); "-" when none. `runs show` says what they are.
+func lsFlags(e results.Entry) string {
+	var f []string
+	if n := len(e.Audit); n > 0 {
+		f = append(f, fmt.Sprintf("audit:%d", n))
+	}
+	if e.Judged == contract.JudgedExitStatus {
+		f = append(f, "exit-status")
+	}
+	if n := len(e.DroppedPaths); n > 0 {
+		f = append(f, fmt.Sprintf("dropped:%d", n))
+	}
+	if len(f) == 0 {
+		return "-"
+	}
+	return strings.Join(f, " ")
 }
 
 func tokenText(t *int64) string {
@@ -127,7 +152,7 @@ func showRun(w io.Writer, r *results.Run) {
 	if r.Result != nil && r.Result.CaseImage != "" {
 		fmt.Fprintf(w, "case     %s\n", r.Result.CaseImage)
 	}
-	fmt.Fprintf(w, "\n%s\n", r.Grade())
+	showVerdict(w, r)
 	for _, c := range r.Checks() {
 		fmt.Fprintf(w, "\n== %s: %s (exit %d, %.1f s)\n", c.Name, c.Status, c.Exit, c.Seconds)
 		if c.SkipReason != "" {
@@ -149,6 +174,59 @@ func showRun(w io.Writer, r *results.Run) {
 			fmt.Fprintln(w)
 		}
 	}
+}
+
+// showVerdict prints the grade and, below it, what a reader must see
+// before the checks: an integrity verdict and what it means, how the
+// tests were judged, the protected paths dropped and the audit's
+// findings.
+func showVerdict(w io.Writer, r *results.Run) {
+	if r.Forged() {
+		// Framed: this run is not a failed fix but a forged grade.
+		bar := strings.Repeat("!", 72)
+		fmt.Fprintf(w, "\n%s\n%s\n%s\n%s\n", bar, printable(r.Grade()), wrap(results.IntegrityText(r.Integrity()), 72), bar)
+	} else {
+		fmt.Fprintf(w, "\n%s\n", printable(r.Grade()))
+	}
+	if j := r.Judged(); j != "" {
+		fmt.Fprintf(w, "judged   %s\n", printable(results.JudgedText(j)))
+	}
+	if r.Result == nil {
+		return
+	}
+	if d := r.Result.DroppedPaths; len(d) > 0 {
+		fmt.Fprintf(w, "dropped  %s the agent changed, reset to pristine before the grade:\n", results.Plural(len(d), "protected path", "protected paths"))
+		for _, p := range d {
+			fmt.Fprintf(w, "  %s\n", results.PathText(p))
+		}
+	}
+	if a := r.Result.Audit; len(a) > 0 {
+		fmt.Fprintf(w, "audit    flagged: the patch holds what a fix never needs (docs/results.md, \"audit\"):\n")
+		for _, f := range a {
+			fmt.Fprintf(w, "  %s\n", results.FindingText(f))
+		}
+		if r.FailedByAudit() {
+			fmt.Fprintln(w, "  (counted as failed: --fail-on-audit)")
+		}
+	}
+}
+
+// wrap breaks s into lines of at most width bytes, at spaces.
+func wrap(s string, width int) string {
+	var b strings.Builder
+	n := 0
+	for i, word := range strings.Fields(s) {
+		if i > 0 && n+1+len(word) > width {
+			b.WriteString("\n")
+			n = 0
+		} else if i > 0 {
+			b.WriteString(" ")
+			n++
+		}
+		b.WriteString(word)
+		n += len(word)
+	}
+	return b.String()
 }
 
 // usageText is the run's model use in one line: tokens, cost, requests.
@@ -187,6 +265,7 @@ func indent(s string) string {
 
 func newCmdRunsReport() *cobra.Command {
 	var format, out string
+	var failOnAudit bool
 	cmd := &cobra.Command{
 		Use:   "report DIR [--format md|json|junit|html] [-o FILE]",
 		Short: "Report on the runs in DIR: pass rates, checks, a task matrix, tokens and cost",
@@ -196,7 +275,11 @@ attempts (Wilson's), each check's rate, a task-by-agent matrix, the tokens
 and cost (at the model file's prices) per agent and per task, and the time
 split into building (images and the container's start), the agent and
 grading. An evaluation with --budget also says what was spent of it and
-which runs were not started. Formats: md (the default), json, junit (one testcase per
+which runs were not started. Runs with an integrity verdict ("FORGED: report
+forged") are counted apart from the failed ones, and the runs to read
+(forged, flagged by the audit of their patch, judged by exit status) are
+listed with their findings; --fail-on-audit counts a flagged run as failed,
+as "ssebench eval --fail-on-audit" did. Formats: md (the default), json, junit (one testcase per
 run; failures carry the failed checks) and html (one self-contained page with
 charts, viewable without a network).`,
 		Example: `  ssebench runs report runs/eval-20261201-2130-ab12cd
@@ -211,6 +294,9 @@ charts, viewable without a network).`,
 			if len(runs) == 0 {
 				return fmt.Errorf("no runs in %s: pass an evaluation folder or a runs folder", args[0])
 			}
+			if failOnAudit {
+				results.FailOnAudit(runs)
+			}
 			abs, _ := filepath.Abs(args[0])
 			rep := results.NewReport(filepath.Base(abs), runs)
 			if rep.Evaluation, err = results.ReadEvaluation(args[0]); err != nil {
@@ -224,5 +310,6 @@ charts, viewable without a network).`,
 	}
 	cmd.Flags().StringVar(&format, "format", "md", "report format: "+strings.Join(results.Formats, ", "))
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write the report to FILE (default stdout)")
+	cmd.Flags().BoolVar(&failOnAudit, "fail-on-audit", false, "count a run the audit flagged as failed (its patch holds what a fix never needs)")
 	return cmd
 }

@@ -1,0 +1,97 @@
+package commands
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+
+	"github.com/42-b3yond-6ug/ssebench/contract"
+	"github.com/42-b3yond-6ug/ssebench/evaluate"
+	"github.com/42-b3yond-6ug/ssebench/results"
+)
+
+// loadRun writes a run folder with result.json res and loads it.
+func loadRun(t *testing.T, res *contract.RunResult) *results.Run {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, results.SummaryFile), []byte(`{"run_id": "r1", "task": "t1", "agent": "m", "status": "ok"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := contract.WriteRunResult(dir, res); err != nil {
+		t.Fatal(err)
+	}
+	r, err := results.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+var testAudit = []contract.AuditFinding{{Path: "x.go", Line: 3, Rule: "init added"}}
+
+// TestFailOnAuditExit: under --fail-on-audit eval exits ExitFailed once
+// every run is done and one was flagged; not otherwise.
+func TestFailOnAuditExit(t *testing.T) {
+	plain := loadRun(t, &contract.RunResult{Passed: true})
+	flagged := loadRun(t, &contract.RunResult{Passed: true, Audit: testAudit})
+	for _, tt := range []struct {
+		name string
+		runs []*results.Run
+		want int
+	}{
+		{"none flagged", []*results.Run{plain}, 0},
+		{"one flagged", []*results.Run{plain, flagged}, ExitFailed},
+	} {
+		var stderr bytes.Buffer
+		cmd := &cobra.Command{}
+		cmd.SetErr(&stderr)
+		err := failOnAuditExit(cmd, tt.runs)
+		var exit *ExitError
+		got := 0
+		if errors.As(err, &exit) {
+			got = exit.Code
+		} else if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		if got != tt.want {
+			t.Errorf("%s: exit %d, want %d", tt.name, got, tt.want)
+		}
+		if tt.want != 0 && !strings.Contains(stderr.String(), "1 run flagged by the audit, counted as failed (--fail-on-audit)") {
+			t.Errorf("%s: stderr = %q", tt.name, stderr.String())
+		}
+	}
+	if f := newCmdEval(nil).Flags().Lookup("fail-on-audit"); f == nil {
+		t.Error("eval has no --fail-on-audit")
+	}
+}
+
+// TestGradeLineVerdicts: grade's line of a prediction says FORGED for an
+// integrity verdict, and what the audit flagged.
+func TestGradeLineVerdicts(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		res  *contract.RunResult
+		want string
+	}{
+		{"forged", &contract.RunResult{Test: &contract.Check{}, Integrity: contract.IntegrityReportForged, Audit: testAudit},
+			`"t1" "m" (line 1): FORGED: report forged [flagged by the audit (1 finding)]`},
+		{"flagged", &contract.RunResult{Test: &contract.Check{OK: true}, Passed: true, Audit: testAudit},
+			`"t1" "m" (line 1): PASSED [flagged by the audit (1 finding)]`},
+		{"judged by exit status", &contract.RunResult{Test: &contract.Check{OK: true}, Passed: true, Judged: contract.JudgedExitStatus},
+			`"t1" "m" (line 1): PASSED [judged by exit status]`},
+	} {
+		j := evaluate.Job{Task: "t1", Agent: "m", Attempt: 1}
+		var w bytes.Buffer
+		out := &gradeOutcome{InstanceID: "t1", Model: "m", Where: "line 1"}
+		p := &gradeProgress{w: &w, patches: map[string]*prediction{j.Key(): {}}, outcomes: map[string]*gradeOutcome{j.Key(): out}}
+		p.Finish(j, loadRun(t, tt.res))
+		if got := strings.TrimSpace(w.String()); got != tt.want {
+			t.Errorf("%s: line = %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}
