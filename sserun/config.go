@@ -149,6 +149,15 @@ func (c *TaskConfig) ProtectedPaths() []string {
 	return contract.ProtectedPaths(c.Language)
 }
 
+// ProtectedGlobs compiles ProtectedPaths. A nil config protects nothing
+// (the sidecar agent image has no task config).
+func (c *TaskConfig) ProtectedGlobs() (*contract.Globs, error) {
+	if c == nil {
+		return nil, nil
+	}
+	return contract.CompileGlobs(c.ProtectedPaths())
+}
+
 // relPath cleans p, a slash-separated path relative to the task root, and
 // reports whether it names something below the root.
 func relPath(p string) (string, bool) {
