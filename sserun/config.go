@@ -124,12 +124,38 @@ func ParseTaskConfig(data []byte) (*TaskConfig, error) {
 	case c.Tests.Format == "" && c.Tests.Listed():
 		errs = append(errs, errors.New("tests lists tests but has no format: the grade cannot read the test report"))
 	}
+	for i := range c.Tests.Protected {
+		c.Tests.Protected[i] = strings.TrimSpace(c.Tests.Protected[i])
+		if err := contract.CheckGlob(c.Tests.Protected[i]); err != nil {
+			errs = append(errs, fmt.Errorf("tests.protected[%d]: %w", i, err))
+		}
+	}
 	c.TaskDescription.Issue = strings.TrimSpace(c.TaskDescription.Issue)
 	c.TaskDescription.BugDescription = strings.TrimSpace(c.TaskDescription.BugDescription)
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
 	return &c, nil
+}
+
+// ProtectedPaths returns the globs of the paths a fix may not change, which
+// the graded tree and the scripts' copies take from the pristine tree:
+// tests.protected when the key is present, even as an empty list, else
+// the defaults of the task's language (contract.ProtectedPaths).
+func (c *TaskConfig) ProtectedPaths() []string {
+	if c.Tests.Protected != nil {
+		return slices.Clone(c.Tests.Protected)
+	}
+	return contract.ProtectedPaths(c.Language)
+}
+
+// ProtectedGlobs compiles ProtectedPaths. A nil config protects nothing
+// (the sidecar agent image has no task config).
+func (c *TaskConfig) ProtectedGlobs() (*contract.Globs, error) {
+	if c == nil {
+		return nil, nil
+	}
+	return contract.CompileGlobs(c.ProtectedPaths())
 }
 
 // relPath cleans p, a slash-separated path relative to the task root, and

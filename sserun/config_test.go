@@ -55,12 +55,45 @@ func TestParseTaskConfigErrors(t *testing.T) {
 		{"root as script", "scripts:\n  test: .\n", "scripts.test"},
 		{"climbing crash report", "task_description:\n  crash_report: [/etc/shadow]\n", `task_description.crash_report[0] "/etc/shadow"`},
 		{"relative source", "source: src/p\n", `source "src/p" is not an absolute path`},
+		{"absolute protected path", "tests:\n  protected: [/etc/passwd]\n", `tests.protected[0]: "/etc/passwd" is not relative to SOURCE_DIR`},
+		{"climbing protected path", "tests:\n  protected: ['a/../../b']\n", `tests.protected[0]: "a/../../b" has a ".." element`},
+		{"malformed protected path", "tests:\n  protected: [ok/**, 'x/[']\n", `tests.protected[1]: "x/[" has a malformed element`},
+		{"empty protected path", "tests:\n  protected: ['']\n", `tests.protected[0]: is empty`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := ParseTaskConfig([]byte(tt.data))
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("ParseTaskConfig() = %v, want an error containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestTaskConfigProtectedPaths: tests.protected, when present (even
+// empty), replaces the language's defaults.
+func TestTaskConfigProtectedPaths(t *testing.T) {
+	goDefaults := []string{"**/*_test.go", "**/testdata/**", "vendor/**", "go.work", "go.work.sum"}
+	for _, tt := range []struct {
+		name, data string
+		want       []string
+	}{
+		{"go defaults", "language: go\n", goDefaults},
+		{"go defaults, tests without the key", "language: go\ntests: {format: go-test-json}\n", goDefaults},
+		{"go defaults, null", "language: go\ntests:\n  protected:\n", goDefaults},
+		{"rust defaults", "language: rust\n", []string{"tests/**", "benches/**"}},
+		{"c: none", "language: c\n", nil},
+		{"empty list: none", "language: go\ntests: {protected: []}\n", []string{}},
+		{"own list, trimmed", "language: c\ntests: {protected: [' t/** ', fixtures/*.bin]}\n", []string{"t/**", "fixtures/*.bin"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := ParseTaskConfig([]byte(tt.data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := c.ProtectedPaths()
+			if diff := cmp.Diff(tt.want, got); diff != "" || (got == nil) != (tt.want == nil) {
+				t.Errorf("ProtectedPaths() (-want +got):\n%s", diff)
 			}
 		})
 	}

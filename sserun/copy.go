@@ -8,8 +8,11 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
+
+	"github.com/42-b3yond-6ug/ssebench/contract"
 )
 
 // maxCopyDepth bounds directory nesting in a copied tree: a tree that the
@@ -31,6 +34,11 @@ type copyOpts struct {
 	// skipGit leaves out every directory named .git, at any depth (a
 	// submodule's .git file stays), as the tool layer's step 7 does.
 	skipGit bool
+	// skip, when set, leaves out every entry below the top for whose
+	// path (slash-separated, relative to the source) it is true, and
+	// with a directory all it holds: the protected paths, which
+	// copyProtected then takes from the pristine tree.
+	skip func(rel string) bool
 }
 
 // CopyOptions says how CopyTree copies.
@@ -120,6 +128,9 @@ func (c *copier) copy(rel string, depth int) error {
 			if c.o.skipGit && e.Name() == ".git" && e.IsDir() {
 				continue
 			}
+			if c.o.skip != nil && c.o.skip(path.Join(rel, e.Name())) {
+				continue
+			}
 			if err := c.copy(path.Join(rel, e.Name()), depth+1); err != nil {
 				return err
 			}
@@ -184,6 +195,110 @@ func (c *copier) copyFile(rel, target string, fi fs.FileInfo) error {
 		return err
 	}
 	return os.Chtimes(target, time.Time{}, st.ModTime())
+}
+
+// copyProtected copies from the pristine tree src into dst every path
+// protected matches, with all it holds (a directory such as vendor/
+// whole), and nothing else: dst is a copy of the agent's tree made with
+// copyOpts.skip set to protected.Match, so every file is copied once,
+// from one tree or the other, and the agent's additions at protected
+// paths are absent. Directories that lead to a protected path are made
+// where the agent removed them; where the agent put a file or a symlink
+// instead, it is replaced, so that nothing is ever written through a
+// symlink of the agent's. Only directories that can hold a match are
+// read (MatchBelow): a pattern such as "**/*_test.go" reads every one,
+// "tests/**" one.
+func copyProtected(src, dst string, protected *contract.Globs, o copyOpts) error {
+	if protected.Empty() {
+		return nil
+	}
+	root, err := os.OpenRoot(src)
+	if err != nil {
+		return fmt.Errorf("copying the protected paths of %s: %w", src, err)
+	}
+	defer root.Close()
+	o.skip = nil
+	c := copier{root: root, dst: dst, o: o}
+	if err := c.overlay(".", 0, protected); err != nil {
+		return fmt.Errorf("copying the protected paths of %s: %w", src, err)
+	}
+	return nil
+}
+
+// overlay copies the protected entries below dir, a directory of the
+// source that is not protected itself.
+func (c *copier) overlay(dir string, depth int, protected *contract.Globs) error {
+	if depth > maxCopyDepth {
+		return fmt.Errorf("%s: directories nested more than %d deep", dir, maxCopyDepth)
+	}
+	d, err := c.root.Open(dir)
+	if err != nil {
+		return err
+	}
+	ents, err := d.ReadDir(-1)
+	d.Close()
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		rel := path.Join(dir, e.Name())
+		switch {
+		case c.o.skipGit && e.Name() == ".git" && e.IsDir():
+		// Match, not Protects: no directory above rel matched, or the
+		// walk would not be here.
+		case protected.Match(rel):
+			if err := c.makeRoom(rel); err != nil {
+				return err
+			}
+			if err := c.copy(rel, depth+1); err != nil {
+				return err
+			}
+		case e.IsDir() && protected.MatchBelow(rel):
+			if err := c.overlay(rel, depth+1, protected); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// makeRoom makes every directory above rel in the copy a directory of
+// its own (never a symlink), as the source has it, and removes whatever
+// is at rel.
+func (c *copier) makeRoom(rel string) error {
+	parts := strings.Split(rel, "/")
+	for i := 1; i <= len(parts); i++ {
+		p := strings.Join(parts[:i], "/")
+		target := filepath.Join(c.dst, filepath.FromSlash(p))
+		fi, err := os.Lstat(target)
+		switch {
+		case err == nil && fi.IsDir() && i < len(parts):
+			continue
+		case err == nil:
+			// The agent's file or symlink where the pristine tree has a
+			// directory, or what is at rel itself: its content is not
+			// what the scripts may see.
+			if err := os.RemoveAll(target); err != nil {
+				return err
+			}
+		case !errors.Is(err, fs.ErrNotExist):
+			return err
+		}
+		if i == len(parts) {
+			return nil
+		}
+		src, err := c.root.Lstat(p)
+		if err != nil {
+			return err
+		}
+		if err := os.Mkdir(target, c.dirMode(src.Mode())); err != nil {
+			return err
+		}
+		if err := os.Lchown(target, c.o.uid, c.o.gid); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (c *copier) dirMode(m fs.FileMode) fs.FileMode {

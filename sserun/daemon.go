@@ -86,6 +86,11 @@ type daemonOptions struct {
 	difficulty    int
 	agentUser     *User
 	toolLog       io.Writer
+	pristine      string
+	// protected are the task's protected paths (TaskConfig.ProtectedGlobs),
+	// set by NewDaemon; nil when there is no pristine tree to take them
+	// from.
+	protected *contract.Globs
 }
 
 // WithSourceDir sets the tree the scripts run on, the agent's SOURCE_DIR.
@@ -183,6 +188,21 @@ func WithToolLog(w io.Writer) DaemonOption {
 	return func(o *daemonOptions) error { o.toolLog = w; return nil }
 }
 
+// WithPristine sets the pristine tree, out of the agent's reach, from
+// which every copy of the tree the scripts get takes the task's protected
+// paths (TaskConfig.ProtectedPaths: test files, test data, vendored code).
+// "" takes none; so does a directory that does not exist, which NewDaemon
+// logs. The default value is contract.RepoDir.
+func WithPristine(dir string) DaemonOption {
+	return func(o *daemonOptions) error {
+		if dir != "" && !filepath.IsAbs(dir) {
+			return fmt.Errorf("pristine tree %q is not an absolute path", dir)
+		}
+		o.pristine = dir
+		return nil
+	}
+}
+
 // NewDaemon returns a daemon for the task whose files are under root
 // (/ssebench) and whose config is cfg.
 func NewDaemon(root string, cfg *TaskConfig, opts ...DaemonOption) (*Daemon, error) {
@@ -195,10 +215,23 @@ func NewDaemon(root string, cfg *TaskConfig, opts ...DaemonOption) (*Daemon, err
 		log:           io.Discard,
 		difficulty:    DefaultDifficulty,
 		toolLog:       io.Discard,
+		pristine:      contract.RepoDir,
 	}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, err
+		}
+	}
+	protected, err := cfg.ProtectedGlobs()
+	if err != nil {
+		return nil, fmt.Errorf("reading the task's protected paths: %w", err)
+	}
+	if o.pristine != "" && !protected.Empty() {
+		if fi, err := os.Stat(o.pristine); err != nil || !fi.IsDir() {
+			fmt.Fprintf(o.log, "%s no pristine tree at %s: the scripts' copies keep the agent's changes to protected paths (%s)\n",
+				time.Now().UTC().Format(time.RFC3339), o.pristine, strings.Join(protected.Patterns(), ", "))
+		} else {
+			o.protected = protected
 		}
 	}
 	if o.sourceDir == "" {
@@ -627,8 +660,24 @@ func (d *Daemon) newScratch(withPoC bool, tree string) (_ *scratch, retErr error
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 		runner.reader = &[2]int{int(st.Uid), int(st.Gid)}
 	}
+	// Every copy, for the agent's build, test and run_pocs tools as for
+	// the grade (and the hidden tests' copy), takes the protected paths
+	// from the pristine tree: each tool then answers for the tree the
+	// grade will see, and a build or proof of concept that passes only
+	// through an edited vendored package or test helper does not tell the
+	// agent its fix works. The agent can still run its own tests in its
+	// own container. Each file is copied once, from one tree or the
+	// other, so a large vendor/ costs no more than before.
+	if d.o.protected != nil {
+		runner.skip = d.o.protected.Match
+	}
 	if err := copyTree(tree, s.src, ".", runner); err != nil {
 		return nil, err
+	}
+	if d.o.protected != nil {
+		if err := copyProtected(d.o.pristine, s.src, d.o.protected, copyOpts{uid: uid, gid: gid, skipGit: true}); err != nil {
+			return nil, err
+		}
 	}
 	if err := os.Lchown(top, os.Getuid(), gid); err != nil {
 		return nil, err

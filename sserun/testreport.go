@@ -278,11 +278,16 @@ func (rep *TestReport) libtestLine(line []byte) error {
 }
 
 // TestLists are the tests a task names (its config's tests): those that
-// must fail before the fix and pass after, and those that must pass both.
+// must fail before the fix and pass after, and those that must pass both;
+// and the paths a fix may not change.
 type TestLists struct {
 	Format     string   `yaml:"format"`
 	FailToPass []string `yaml:"fail_to_pass"`
 	PassToPass []string `yaml:"pass_to_pass"`
+	// Protected are globs of the paths a fix may not change
+	// (contract.Globs); nil, the key absent, means the language's
+	// defaults, an empty list none (TaskConfig.ProtectedPaths).
+	Protected []string `yaml:"protected"`
 }
 
 // Listed reports whether the task names any test.

@@ -60,6 +60,23 @@ type Tests struct {
 	// PassToPass pass before and after the fix, with and without the
 	// hidden tests: test and intent_test judge them.
 	PassToPass []string `yaml:"pass_to_pass,omitempty" json:"pass_to_pass"`
+	// Protected are the paths a fix may not change, as globs relative to
+	// SOURCE_DIR (contract.CheckGlob): the graded tree and the agent's
+	// test tool take the pristine version of each. nil, the key absent,
+	// means the language's defaults (contract.ProtectedPaths); a pointer
+	// to an empty list protects nothing. (A pointer, so that `protected:
+	// []` survives `dataset verify --write-tests` and the manifest.)
+	Protected *[]string `yaml:"protected,omitempty" json:"protected,omitempty"`
+}
+
+// ProtectedPaths returns the globs of the paths a fix may not change:
+// tests.protected when the key is present, even as an empty list, else
+// the defaults of the task's language.
+func (c *Config) ProtectedPaths() []string {
+	if c.Tests != nil && c.Tests.Protected != nil {
+		return slices.Clone(*c.Tests.Protected)
+	}
+	return contract.ProtectedPaths(c.Language)
 }
 
 // Listed reports whether the task names any test to judge.
@@ -514,8 +531,8 @@ func checkImagePath(p string) string {
 }
 
 // checkTests checks the tests mapping: a known format, lists only with a
-// format and a test script, no empty or repeated name, and no name in both
-// lists.
+// format and a test script, no empty or repeated name, no name in both
+// lists, and protected paths that are valid globs inside SOURCE_DIR.
 func (c *Config) checkTests(add func(key, format string, args ...any)) {
 	t := c.Tests
 	if t == nil {
@@ -549,6 +566,19 @@ func (c *Config) checkTests(add func(key, format string, args ...any)) {
 				add(key, "%q is already listed as %s", n, prev)
 			default:
 				seen[n] = key
+			}
+		}
+	}
+	if t.Protected != nil {
+		globs := map[string]string{}
+		for i, g := range *t.Protected {
+			key := fmt.Sprintf("tests.protected[%d]", i)
+			if err := contract.CheckGlob(g); err != nil {
+				add(key, "%v", err)
+			} else if prev, dup := globs[g]; dup {
+				add(key, "%q is already listed as %s", g, prev)
+			} else {
+				globs[g] = key
 			}
 		}
 	}

@@ -4,14 +4,18 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 
+	"github.com/42-b3yond-6ug/ssebench/contract"
 	"github.com/42-b3yond-6ug/ssebench/sserun"
 )
 
@@ -142,35 +146,52 @@ func (s *snapshot) run(ctx context.Context, workTree, index string, out io.Write
 // what `git add -A` sees there (untracked files included, ignored ones
 // not) to patch, and returns the graded tree: pristine (the original tree,
 // without its .git directories) with that change applied.
+//
+// Deprecated: use takeDropping, which keeps the agent's changes to
+// protected paths out of the graded tree; take protects nothing, and is
+// kept only until entrypoint.go calls takeDropping.
 func (s *snapshot) take(ctx context.Context, sourceDir, pristine string, patch io.Writer) (string, error) {
+	tree, _, err := s.takeDropping(ctx, sourceDir, pristine, nil, patch)
+	return tree, err
+}
+
+// takeDropping is take for a task whose protected paths (test files,
+// test data, vendored code: SPEC.md §17.1) are protected: the graded tree
+// keeps the pristine version of each path the agent changed that
+// protected.Protects (an added one is left out, a deleted one stays), and
+// dropped lists those paths, sorted as git sorts them, for result.json's
+// dropped_paths. The patch is unchanged: it shows everything the agent
+// did. A nil protected protects nothing.
+func (s *snapshot) takeDropping(ctx context.Context, sourceDir, pristine string, protected *contract.Globs, patch io.Writer) (tree string, dropped []string, err error) {
 	index := filepath.Join(s.dir, "index")
 	if err := s.run(ctx, sourceDir, index, nil, "read-tree", s.base); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	if err := s.run(ctx, sourceDir, index, nil, "add", "-A"); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	var out bytes.Buffer
 	if err := s.run(ctx, sourceDir, index, &out, "write-tree"); err != nil {
-		return "", err
+		return "", nil, err
 	}
-	tree := strings.TrimSpace(out.String())
+	agentTree := strings.TrimSpace(out.String())
 	// --no-renames keeps the patch usable by patch(1); --binary keeps
 	// binary changes.
-	if err := s.run(ctx, "", "", patch, "diff", "--binary", "--no-renames", "--no-color", "--no-ext-diff", "--no-textconv", s.base, tree); err != nil {
-		return "", err
+	if err := s.run(ctx, "", "", patch, "diff", "--binary", "--no-renames", "--no-color", "--no-ext-diff", "--no-textconv", s.base, agentTree); err != nil {
+		return "", nil, err
 	}
 	graded := filepath.Join(s.dir, "tree")
 	if err := os.Mkdir(graded, 0o755); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	if err := sserun.CopyTree(pristine, graded, ".", sserun.CopyOptions{UID: os.Getuid(), GID: os.Getgid(), SkipGitDirs: true}); err != nil {
-		return "", err
+		return "", nil, err
 	}
-	if err := s.apply(ctx, graded, tree); err != nil {
-		return "", fmt.Errorf("applying the agent's change to the pristine tree: %w", err)
+	dropped, err = s.apply(ctx, graded, agentTree, protected)
+	if err != nil {
+		return "", nil, fmt.Errorf("applying the agent's change to the pristine tree: %w", err)
 	}
-	return graded, nil
+	return graded, dropped, nil
 }
 
 // change is one line of `git diff-tree -r -z --no-renames`.
@@ -178,29 +199,47 @@ type change struct {
 	oldMode, newMode, newID, status, path string
 }
 
+// errInTheWay is write's answer when a directory the graded tree keeps
+// for its protected content stands where the agent put a file.
+var errInTheWay = errors.New("a directory holding protected paths is in the way")
+
 // apply writes into graded every change from the buggy commit to tree:
 // removals first, then new and changed files with git's modes (a changed
 // file that keeps its git mode keeps the pristine file's permissions).
 // graded is written through an os.Root, so no path of the agent's choosing
 // leaves it, whatever symlinks the pristine tree holds.
-func (s *snapshot) apply(ctx context.Context, graded, tree string) error {
+//
+// A change to a path protected.Protects is not applied, and is returned
+// in dropped (git's order); so is a file the agent put where the pristine
+// tree has a directory that still holds protected paths (the agent
+// replaced a package holding tests by a file): the directory and its
+// protected content stay.
+func (s *snapshot) apply(ctx context.Context, graded, tree string, protected *contract.Globs) (dropped []string, err error) {
 	var raw bytes.Buffer
 	if err := s.run(ctx, "", "", &raw, "diff-tree", "-r", "-z", "--no-renames", s.base, tree); err != nil {
-		return err
+		return nil, err
 	}
-	changes, err := parseRawDiff(raw.Bytes())
+	all, err := parseRawDiff(raw.Bytes())
 	if err != nil {
-		return err
+		return nil, err
+	}
+	var changes []change
+	for _, c := range all {
+		if protected.Protects(c.path) {
+			dropped = append(dropped, c.path)
+		} else {
+			changes = append(changes, c)
+		}
 	}
 	root, err := os.OpenRoot(graded)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer root.Close()
 	for _, c := range changes {
 		if c.status == "D" || c.status == "T" || (c.status == "M" && c.oldMode != c.newMode) {
 			if err := root.RemoveAll(c.path); err != nil {
-				return err
+				return nil, err
 			}
 		}
 	}
@@ -208,17 +247,61 @@ func (s *snapshot) apply(ctx context.Context, graded, tree string) error {
 		if c.status == "D" {
 			continue
 		}
-		if err := s.write(ctx, root, c); err != nil {
-			return fmt.Errorf("%s: %w", c.path, err)
+		err := s.write(ctx, root, c, protected)
+		switch {
+		case errors.Is(err, errInTheWay):
+			dropped = append(dropped, c.path)
+		case err != nil:
+			return nil, fmt.Errorf("%s: %w", c.path, err)
 		}
 	}
-	return nil
+	// In git's order: diff-tree's, byte-wise (an in-the-way file came
+	// after the protected paths of its directory).
+	slices.Sort(dropped)
+	return dropped, nil
+}
+
+// clearDir makes room for a file at name where the graded tree has a
+// directory: the pristine directory the agent replaced by a file, of which
+// the removals left empty folders and the files git ignores. It refuses
+// with errInTheWay when the directory holds a protected path, which the
+// graded tree keeps.
+func clearDir(root *os.Root, name string, protected *contract.Globs) error {
+	fi, err := root.Lstat(name)
+	if err != nil || !fi.IsDir() {
+		return nil
+	}
+	if !protected.Empty() {
+		found := false
+		err := fs.WalkDir(root.FS(), name, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if protected.Match(p) {
+				found = true
+				return fs.SkipAll
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if found {
+			return errInTheWay
+		}
+	}
+	return root.RemoveAll(name)
 }
 
 // write puts one new or changed entry of the agent's tree into root.
-func (s *snapshot) write(ctx context.Context, root *os.Root, c change) error {
+func (s *snapshot) write(ctx context.Context, root *os.Root, c change, protected *contract.Globs) error {
 	if dir := path.Dir(c.path); dir != "." {
 		if err := root.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+	}
+	if c.newMode != "160000" {
+		if err := clearDir(root, c.path, protected); err != nil {
 			return err
 		}
 	}

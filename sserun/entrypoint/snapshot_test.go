@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/42-b3yond-6ug/ssebench/contract"
 	"github.com/42-b3yond-6ug/ssebench/internal/hostile"
 	"github.com/42-b3yond-6ug/ssebench/sserun"
 )
@@ -23,6 +26,13 @@ type snapshotCase struct {
 }
 
 func newSnapshotCase(t *testing.T) *snapshotCase {
+	t.Helper()
+	return newSnapshotCaseWith(t, nil)
+}
+
+// newSnapshotCaseWith is newSnapshotCase with more files in both trees,
+// by slash-separated path.
+func newSnapshotCaseWith(t *testing.T, files map[string]string) *snapshotCase {
 	t.Helper()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("needs git")
@@ -39,6 +49,13 @@ func newSnapshotCase(t *testing.T) *snapshotCase {
 		// An ignored file the build needs (vendored, generated): part of
 		// the tree, not of the commit.
 		writeFile(t, filepath.Join(dir, "lib.o"), "pristine object\n")
+		for name, body := range files {
+			p := filepath.Join(dir, filepath.FromSlash(name))
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			writeFile(t, p, body)
+		}
 	}
 	gitInit(t, c.src)
 	out, err := exec.Command("git", "-C", c.src, "rev-parse", "HEAD").Output()
@@ -151,6 +168,91 @@ git config include.path /tmp/ssebench-agent-gitconfig; echo '* filter=x' > .gita
 				t.Errorf("graded main.go = %q, want the bytes the patch shows", got)
 			}
 		})
+	}
+}
+
+// TestSnapshotProtected: the agent's changes to protected paths (test
+// files, test data, vendored code, go.work) are in final.patch but not in
+// the graded tree, which keeps the pristine version of each (an added
+// one left out, a deleted one kept), and take lists them; the rest of the
+// change is applied.
+func TestSnapshotProtected(t *testing.T) {
+	hostile.Attack(t, "protected paths", "the graded tree takes protected paths from the pristine tree")
+	protected, err := contract.CompileGlobs(contract.ProtectedPaths("go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newSnapshotCaseWith(t, map[string]string{
+		"main_test.go":        "package main // pristine test\n",
+		"sub/keep_test.go":    "package sub // pristine test\n",
+		"pkg/a.go":            "package pkg\n",
+		"pkg/a_test.go":       "package pkg // pristine test\n",
+		"testdata/golden.txt": "pristine golden\n",
+		"vendor/dep/dep.go":   "package dep // pristine\n",
+		"vendor/modules.txt":  "# dep\n",
+	})
+	c.agent(t, `printf 'package main // fixed\n' > main.go
+printf 'package main // agent test\n' > main_test.go
+printf 'package main // agent added test\n' > new_test.go
+printf 'agent golden\n' > testdata/golden.txt
+printf 'package dep // agent\n' > vendor/dep/dep.go
+printf 'package dep // agent\n' > vendor/dep/new.go
+rm sub/keep_test.go
+printf 'go 1.22\nuse ./vendor/dep\n' > go.work
+rm -r pkg; printf 'not a package\n' > pkg
+echo new > sub/new.txt`)
+	var buf bytes.Buffer
+	tree, dropped, err := c.snap.takeDropping(context.Background(), c.src, c.pristine, protected, &buf)
+	if err != nil {
+		t.Fatalf("takeDropping() = %v", err)
+	}
+	patch := buf.String()
+
+	wantDropped := []string{"go.work", "main_test.go", "new_test.go", "pkg", "pkg/a_test.go", "sub/keep_test.go", "testdata/golden.txt", "vendor/dep/dep.go", "vendor/dep/new.go"}
+	if diff := cmp.Diff(wantDropped, dropped); diff != "" {
+		t.Errorf("dropped paths (-want +got):\n%s", diff)
+	}
+	// final.patch shows everything the agent did.
+	for _, want := range []string{"+package main // fixed", "+package main // agent test", "+package main // agent added test",
+		"+agent golden", "+package dep // agent", "deleted file mode 100644\nindex", "a/sub/keep_test.go", "+use ./vendor/dep", "+not a package", "+new"} {
+		if !strings.Contains(patch, want) {
+			t.Errorf("final.patch lacks %q:\n%s", want, patch)
+		}
+	}
+	// The graded tree is pristine at every protected path...
+	for name, want := range map[string]string{
+		"main_test.go":        "package main // pristine test\n",
+		"sub/keep_test.go":    "package sub // pristine test\n",
+		"pkg/a_test.go":       "package pkg // pristine test\n",
+		"testdata/golden.txt": "pristine golden\n",
+		"vendor/dep/dep.go":   "package dep // pristine\n",
+		// ...and has the rest of the change.
+		"main.go":     "package main // fixed\n",
+		"sub/new.txt": "new\n",
+	} {
+		if got, err := os.ReadFile(filepath.Join(tree, filepath.FromSlash(name))); err != nil || string(got) != want {
+			t.Errorf("graded %s = %q, %v; want %q", name, got, err, want)
+		}
+	}
+	for _, gone := range []string{"new_test.go", "vendor/dep/new.go", "go.work", "pkg/a.go"} {
+		if _, err := os.Lstat(filepath.Join(tree, filepath.FromSlash(gone))); !os.IsNotExist(err) {
+			t.Errorf("graded %s: %v, want it absent", gone, err)
+		}
+	}
+}
+
+// TestSnapshotDirectoryToFile: a directory the agent replaced by a file
+// becomes that file in the graded tree, whatever empty folders and
+// ignored files of the pristine tree the removals left in it.
+func TestSnapshotDirectoryToFile(t *testing.T) {
+	c := newSnapshotCaseWith(t, map[string]string{"pkg/deep/a.go": "package deep\n", "pkg/x.o": "ignored\n"})
+	c.agent(t, `rm -r pkg; printf 'a file now\n' > pkg; ln -s main.go sub2`)
+	patch, tree := c.take(t)
+	if !strings.Contains(patch, "+a file now") {
+		t.Errorf("final.patch lacks the new file:\n%s", patch)
+	}
+	if got := readFile(t, filepath.Join(tree, "pkg")); got != "a file now\n" {
+		t.Errorf("graded pkg = %q", got)
 	}
 }
 
