@@ -34,14 +34,16 @@ const (
 	pocHiddenLine  = "[PoC line hidden]"
 	pocHiddenWhole = "[PoC hidden]"
 	// pocReadLimit bounds how much of the proofs of concept, all
-	// together, is looked for: the patterns cost memory (a few bytes a
+	// together, is looked for: the patterns cost memory (32 bytes a
 	// line) for the length of the call. Lines past it are not hidden.
 	pocReadLimit = 8 << 20
-	// pocWorkBudget bounds the bytes compared while looking for them, a
-	// fraction of a second: a pathological pair of output and proof of
-	// concept (long runs of one byte in both) could otherwise cost
-	// output length times line length. Past it, the rest of the output
-	// is withheld rather than shown unchecked.
+	// pocWorkBudget bounds the work of looking for them, in bytes
+	// compared (a length tried at a position counts groupCost), about
+	// half a second at worst: a pathological proof of concept (a run of
+	// one byte, as lines of hundreds of lengths) with an output of that
+	// byte could otherwise cost output length times its lengths. Past
+	// it, the rest of the output is withheld rather than shown
+	// unchecked.
 	pocWorkBudget = 1 << 30
 )
 
@@ -54,7 +56,7 @@ var cutMarker = regexp.MustCompile(`(?m)^\[ssebench: the first [0-9]+ bytes of o
 // the trimmed whole file.
 type pocPattern struct {
 	key    uint64 // its first 8 bytes
-	hash   uint64 // polyHash of it
+	hash   uint64 // its polynomial hash in pocHider.base
 	off, n uint32 // where it is in pocHider.data
 	whole  bool
 }
