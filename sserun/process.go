@@ -74,7 +74,27 @@ type Exit struct {
 	// command ran in its sandbox, or SandboxNone and the reason the
 	// kernel or the container runtime refused it, when it ran without.
 	Sandbox string
+	// PIDNamespace is, for a Process with Sandbox set, SandboxOn when the
+	// command also had a PID namespace and a /proc of its own (it saw no
+	// other process, and nothing it started outlived it), or SandboxNone
+	// and why not: then it saw the container's processes in /proc, as a
+	// command without one does. A container runtime that masks paths of
+	// /proc (containerd's and Kubernetes' default) forbids a new /proc in
+	// a user namespace; see Sandbox.
+	PIDNamespace string
 }
+
+// runMode is how far Process.run isolates the command.
+type runMode int
+
+const (
+	// plain runs the command as it is, as User.
+	plain runMode = iota
+	// sandboxed runs it in user, mount, network and IPC namespaces.
+	sandboxed
+	// sandboxedPID adds a PID namespace and a /proc of its own.
+	sandboxedPID
+)
 
 // Run runs the process and waits for it. The error is about starting it;
 // how it ended is in Exit. When ctx ends first the group is killed and
@@ -88,37 +108,60 @@ func (p *Process) Run(ctx context.Context) (Exit, error) {
 		return Exit{Code: -1}, errors.New("running a process: no command")
 	}
 	if p.Sandbox == nil {
-		ex, _, err := p.run(ctx, false)
+		ex, _, err := p.run(ctx, plain)
 		return ex, err
 	}
-	ex, refused, err := p.run(ctx, true)
+	ex, refused, err := p.run(ctx, sandboxedPID)
 	if err != nil {
 		return ex, err
 	}
 	if refused == "" {
-		ex.Sandbox = SandboxOn
+		ex.Sandbox, ex.PIDNamespace = SandboxOn, SandboxOn
 		return ex, nil
 	}
 	// None of the command ran: the helper failed before its exec. A
 	// refusal is the kernel's or the runtime's, made before any of the
-	// agent's code runs, so the agent cannot bring it about; the command
-	// runs as it would without a sandbox, and the caller records why.
-	ex, _, err = p.run(ctx, false)
-	ex.Sandbox = SandboxNone + refused
+	// agent's code runs, so the agent cannot bring it about. Without its
+	// PID namespace the command runs as it did before there was one;
+	// without any sandbox it runs as it would without one. The caller
+	// records why.
+	noPID := refused
+	if pidRefusal(refused) {
+		ex, refused, err = p.run(ctx, sandboxed)
+		if err != nil {
+			return ex, err
+		}
+		if refused == "" {
+			ex.Sandbox, ex.PIDNamespace = SandboxOn, SandboxNone+noPID
+			return ex, nil
+		}
+	}
+	ex, _, err = p.run(ctx, plain)
+	ex.Sandbox, ex.PIDNamespace = SandboxNone+refused, SandboxNone+refused
 	return ex, err
 }
 
-// run runs the process once, in its sandbox when sandboxed is true. It
-// returns, in refused, why the sandbox could not be set up; the command
-// did not run then.
-func (p *Process) run(ctx context.Context, sandboxed bool) (_ Exit, refused string, _ error) {
+// pidRefusal tells whether the sandbox may have been refused for its PID
+// namespace alone: the proc mount failed, or clone did (which flag it
+// refused, it does not say).
+func pidRefusal(refused string) bool {
+	return strings.HasPrefix(refused, procStep) || strings.HasPrefix(refused, cloneStep)
+}
+
+// cloneStep starts the refusal of clone itself.
+const cloneStep = "creating namespaces: "
+
+// run runs the process once, isolated as mode says. It returns, in
+// refused, why the sandbox could not be set up; the command did not run
+// then.
+func (p *Process) run(ctx context.Context, mode runMode) (_ Exit, refused string, _ error) {
 	cmd := exec.Command(p.Args[0], p.Args[1:]...)
 	cmd.Dir = p.Dir
 	cmd.Env = p.Env
 	attr := &syscall.SysProcAttr{Setpgid: true}
 	var report *os.File
-	if sandboxed {
-		args, err := p.sandboxAttr(attr)
+	if mode != plain {
+		args, err := p.sandboxAttr(attr, mode == sandboxedPID)
 		if err != nil {
 			return Exit{Code: -1}, err.Error(), nil
 		}
@@ -159,7 +202,7 @@ func (p *Process) run(ctx context.Context, sandboxed bool) (_ Exit, refused stri
 	}
 
 	start := time.Now()
-	err = p.start(cmd, sandboxed)
+	err = p.start(cmd, mode != plain)
 	for _, s := range sinks {
 		// The child has its copy of the pipe's write end; ours must go,
 		// or the pipe never ends.
@@ -169,9 +212,9 @@ func (p *Process) run(ctx context.Context, sandboxed bool) (_ Exit, refused stri
 		for _, s := range sinks {
 			s.abort()
 		}
-		if sandboxed {
+		if mode != plain {
 			// clone or the id maps refused: no namespaces here.
-			return Exit{Code: -1}, "creating namespaces: " + err.Error(), nil
+			return Exit{Code: -1}, cloneStep + err.Error(), nil
 		}
 		return Exit{Code: -1}, "", fmt.Errorf("starting %s: %w", p.Args[0], err)
 	}
@@ -202,6 +245,9 @@ func (p *Process) run(ctx context.Context, sandboxed bool) (_ Exit, refused stri
 		expired = t.C
 	}
 	timedOut := false
+	// In its own PID namespace the helper is the command's init: killing
+	// it makes the kernel kill every process of the namespace, whatever
+	// group or session it moved to.
 	select {
 	case <-waited:
 	case <-expired:
@@ -214,7 +260,7 @@ func (p *Process) run(ctx context.Context, sandboxed bool) (_ Exit, refused stri
 	}
 	// Whatever the leader did, nothing it started may keep running.
 	killGroup(pgid)
-	if p.User != nil && !p.Beside {
+	if p.User != nil && !p.Beside && (mode != sandboxedPID || leftovers(p.User.UID)) {
 		_ = KillUser(p.User.UID)
 	}
 	for _, s := range sinks {
@@ -226,6 +272,18 @@ func (p *Process) run(ctx context.Context, sandboxed bool) (_ Exit, refused stri
 		ex.Code = contract.TimeoutStatus
 	}
 	return ex, "", nil
+}
+
+// leftovers tells whether uid still has a process after a command that ran
+// in a PID namespace of its own. It should have none: the kernel kills
+// every process of a PID namespace when its init ends, before the init's
+// parent can reap it, so what the command left died with it. When there
+// is none, KillUser's kill(-1) is not needed, and neither is the moment
+// in which a thread of the daemon takes the runner's uid to make it: no
+// process of the runner is left to stop that thread then.
+func leftovers(uid int) bool {
+	pids, err := processesOf(uid, hostPidNS())
+	return err != nil || len(pids) > 0
 }
 
 // start starts cmd; with no_new_privs unless the command runs as root.

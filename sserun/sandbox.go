@@ -19,19 +19,34 @@ import (
 )
 
 // Sandbox asks Process.Run to start the command in namespaces of its own
-// (user, mount, network and IPC), so that it shares with the rest of the
-// container neither /tmp, /var/tmp and /dev/shm, nor the loopback
-// interface, abstract Unix sockets or System V IPC: the task's scripts
-// run the agent's code, which must not hand what it sees (a proof of
-// concept, the hidden tests) to the agent through a shared temporary
-// directory or a listener of the agent's on 127.0.0.1.
+// (user, mount, network, IPC and PID), so that it shares with the rest of
+// the container neither /tmp, /var/tmp and /dev/shm, nor the loopback
+// interface, abstract Unix sockets or System V IPC, nor the view of the
+// container's processes: the task's scripts run the agent's code, which
+// must not hand what it sees (a proof of concept, the hidden tests) to
+// the agent through a shared temporary directory or a listener of the
+// agent's on 127.0.0.1, nor read other processes' command lines in /proc.
 //
 // The command gets fresh, empty tmpfs mounts on /tmp, /var/tmp and
 // /dev/shm, its own loopback interface (up, and empty of others'
-// listeners), no_new_privs, and runs as Process.User with no
-// capabilities. Where the kernel or the container runtime refuses the
-// namespaces (a seccomp profile that blocks them, user namespaces turned
-// off), the command runs without them and Exit.Sandbox says why.
+// listeners), a /proc of its own that lists only its own processes,
+// no_new_privs, and runs as Process.User with no capabilities. The
+// helper that set it up stays as the PID namespace's init, root and
+// hidden from the command (hidepid): it reaps orphans and ends with the
+// command's status, and its end makes the kernel kill whatever the
+// command left.
+//
+// Where the kernel or the container runtime refuses the namespaces (a
+// seccomp profile that blocks them, user namespaces turned off), the
+// command runs without them and Exit.Sandbox says why. Where only the new
+// /proc is refused, the command runs in the other namespaces, without a
+// PID namespace, and Exit.PIDNamespace says why: the kernel allows a new
+// proc mount in a user namespace only while some /proc of the mount
+// namespace shows everything, and runtimes that mask paths of /proc
+// (/proc/kcore, /proc/timer_list, ... bound over with /dev/null) leave
+// none. A PID namespace seen through the container's /proc would break
+// programs that look themselves up by their pid in it (LeakSanitizer
+// does), so it is not used alone.
 type Sandbox struct {
 	// Keep are directories that lie under a directory the sandbox
 	// replaces and that the command needs (its scratch tree, its HOME and
@@ -60,6 +75,16 @@ const sandboxArg0 = "ssebench-sandbox"
 // sandbox up; the reason goes down the report pipe.
 const sandboxFailed = 127
 
+// procStep starts the reason the helper reports when the PID namespace's
+// /proc could not be mounted: Process.Run then tries without a PID
+// namespace.
+const procStep = "mounting a /proc of its own: "
+
+// procOpts are the sandbox's /proc mount options: hidepid=2 hides the
+// processes of other users, the root init among them, so that the
+// command sees its own and nothing else.
+const procOpts = "hidepid=2"
+
 // privateDirs are the directories every user may write that the sandbox
 // replaces with a file system of its own: a tmpfs of a capped size, and
 // for POSIX message queues the new IPC namespace's own. Memory spent in a
@@ -85,6 +110,9 @@ type sandboxSpec struct {
 	Keep     []string
 	Hide     []string
 	Args     []string
+	// PID: the helper is the init of a new PID namespace; it mounts a
+	// /proc for it and runs the command as its child.
+	PID bool
 }
 
 func init() {
@@ -94,9 +122,11 @@ func init() {
 }
 
 // sandboxMain is the helper: it runs as root in the new namespaces, sets
-// them up, becomes the runner and execs the command. It never returns.
-// Any failure before the exec goes down fd 3 and ends the helper with
-// sandboxFailed; the parent then knows that none of the command ran.
+// them up, becomes the runner and execs the command; in a PID namespace
+// it starts the command as the runner instead, and stays its init. It
+// never returns. Any failure before the exec goes down fd 3 and ends the
+// helper with sandboxFailed; the parent then knows that none of the
+// command ran.
 func sandboxMain() {
 	// no_new_privs is per thread, and so is the exec: both on this one.
 	runtime.LockOSThread()
@@ -115,8 +145,27 @@ func sandboxMain() {
 	if err := setupSandbox(&spec); err != nil {
 		fail("setting up the sandbox", err)
 	}
+	if spec.PID {
+		// The kept directories were bound through /proc/self/fd: the
+		// new /proc comes after them.
+		flags := uintptr(unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC)
+		if err := unix.Mount("proc", "/proc", "proc", flags, procOpts); err != nil {
+			fail(strings.TrimSuffix(procStep, ": "), err)
+		}
+	}
+	// The command inherits it from this (locked) thread, in a fork as in
+	// an exec.
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		fail("setting no_new_privs", err)
+	}
+	if spec.PID {
+		pid, err := startAsInit(&spec)
+		if err != nil {
+			fail("starting "+spec.Args[0], err)
+		}
+		// The command runs: nothing more to report.
+		report.Close()
+		os.Exit(reap(pid))
 	}
 	// Leaving uid 0 for the runner's clears every capability.
 	if err := syscall.Setgroups([]int{}); err != nil {
@@ -130,6 +179,45 @@ func sandboxMain() {
 	}
 	err := syscall.Exec(spec.Args[0], spec.Args, os.Environ())
 	fail("starting "+spec.Args[0], err)
+}
+
+// startAsInit starts the command as the runner, with this process's
+// standard files, working directory and environment, and returns its pid.
+// The child drops the supplementary groups, then takes the runner's gid
+// and uid (all of real, effective and saved, as root's setgid and setuid
+// do), which clears every capability.
+func startAsInit(spec *sandboxSpec) (int, error) {
+	return syscall.ForkExec(spec.Args[0], spec.Args, &syscall.ProcAttr{
+		Env:   os.Environ(),
+		Files: []uintptr{0, 1, 2},
+		Sys: &syscall.SysProcAttr{
+			Credential: &syscall.Credential{Uid: uint32(spec.UID), Gid: uint32(spec.GID), Groups: []uint32{}},
+		},
+	})
+}
+
+// reap is the PID namespace's init: it reaps every process that ends,
+// orphans included, until the command itself ends, and returns the exit
+// status to end with, the command's: 128+N when signal N killed it, as a
+// shell says. Its own end then makes the kernel kill what is left.
+func reap(cmd int) int {
+	for {
+		var ws syscall.WaitStatus
+		pid, err := syscall.Wait4(-1, &ws, 0, nil)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return sandboxFailed // ECHILD: the command is gone unseen
+		}
+		if pid != cmd {
+			continue
+		}
+		if ws.Signaled() {
+			return 128 + int(ws.Signal())
+		}
+		return ws.ExitStatus()
+	}
 }
 
 // setupSandbox makes the mounts private, puts a fresh tmpfs on each
@@ -253,8 +341,9 @@ func loopbackUp() error {
 }
 
 // sandboxAttr sets attr up to start the helper in new namespaces with
-// identity id maps, and returns the helper's argv.
-func (p *Process) sandboxAttr(attr *syscall.SysProcAttr) ([]string, error) {
+// identity id maps, a PID namespace too when pid is true, and returns the
+// helper's argv.
+func (p *Process) sandboxAttr(attr *syscall.SysProcAttr, pid bool) ([]string, error) {
 	if p.User == nil {
 		return nil, errors.New("the daemon does not run as root, so it cannot run scripts as another user in a sandbox")
 	}
@@ -267,9 +356,12 @@ func (p *Process) sandboxAttr(attr *syscall.SysProcAttr) ([]string, error) {
 		return nil, err
 	}
 	attr.Cloneflags = syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWNET | syscall.CLONE_NEWIPC
+	if pid {
+		attr.Cloneflags |= syscall.CLONE_NEWPID
+	}
 	attr.UidMappings, attr.GidMappings = uids, gids
 	attr.GidMappingsEnableSetgroups = true
-	spec, err := json.Marshal(sandboxSpec{UID: p.User.UID, GID: p.User.GID, Dir: p.Dir, Keep: p.Sandbox.Keep, Hide: p.Sandbox.Hide, Args: p.Args})
+	spec, err := json.Marshal(sandboxSpec{UID: p.User.UID, GID: p.User.GID, Dir: p.Dir, Keep: p.Sandbox.Keep, Hide: p.Sandbox.Hide, Args: p.Args, PID: pid})
 	if err != nil {
 		return nil, err
 	}

@@ -7,7 +7,10 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -16,6 +19,7 @@ import (
 	"github.com/42-b3yond-6ug/ssebench/internal/testenv"
 
 	"github.com/42-b3yond-6ug/ssebench/internal/hostile"
+	"golang.org/x/sys/unix"
 )
 
 // sandboxProbeEnv makes the test binary, run as a sandboxed command,
@@ -217,16 +221,17 @@ func TestSandbox(t *testing.T) {
 }
 
 // TestSandboxKillsLeftovers checks that what a sandboxed command leaves
-// running dies with it.
+// running dies with it, even out of its process group. The leftover's pid
+// is the PID namespace's own, meaningless outside: what is checked is
+// that the user has no process left.
 func TestSandboxKillsLeftovers(t *testing.T) {
 	testenv.Need(t, os.Geteuid() == 0, "the sandbox test needs root")
 	u, err := LookupUser(PasswdFile, "nobody")
 	testenv.Need(t, err == nil, fmt.Sprintf("the sandbox test needs the account nobody: %v", err))
 	requireIdle(t, u.UID)
 	dir := sharedTempDir(t)
-	pidFile := filepath.Join(dir, "pid")
 	p := &Process{
-		Args:    []string{Shell, "-c", "setsid sleep 300 & echo $! > " + pidFile},
+		Args:    []string{Shell, "-c", "setsid sleep 300 & setsid sh -c 'sleep 300 & sleep 300' & echo started"},
 		Dir:     dir,
 		User:    &u,
 		Sandbox: &Sandbox{Keep: []string{dir}},
@@ -235,10 +240,178 @@ func TestSandboxKillsLeftovers(t *testing.T) {
 	if err != nil || ex.Sandbox != SandboxOn {
 		t.Fatalf("Run() = %+v, %v", ex, err)
 	}
-	pid := readPID(t, pidFile)
-	if !exited(pid, 5*time.Second) {
+	pids, err := processesOf(u.UID, hostPidNS())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pid := range pids {
 		syscall.Kill(pid, syscall.SIGKILL)
-		t.Errorf("a process left by the sandboxed command outlived it")
+	}
+	if len(pids) > 0 {
+		t.Errorf("processes %v left by the sandboxed command outlived it", pids)
+	}
+}
+
+// TestSandboxProcesses checks that a sandboxed script sees its own
+// processes and no other's: not the command line of a process of the
+// container (here a marker started by the test), of the test itself (as
+// of the daemon), or of the helper that is its init.
+func TestSandboxProcesses(t *testing.T) {
+	hostile.Attack(t, "grader sandbox", "each script in a PID namespace of its own, with a /proc that lists only its processes")
+	testenv.Need(t, os.Geteuid() == 0, "the sandbox test needs root")
+	u, err := LookupUser(PasswdFile, "nobody")
+	testenv.Need(t, err == nil, fmt.Sprintf("the sandbox test needs the account nobody: %v", err))
+	requireIdle(t, u.UID)
+	marker := fmt.Sprintf("ssebench-marker-%d", time.Now().UnixNano())
+	other := exec.Command(Shell, "-c", "sleep 300", marker)
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		other.Process.Kill()
+		other.Wait()
+	}()
+	dir := sharedTempDir(t)
+	var out bytes.Buffer
+	p := &Process{
+		Args:    []string{Shell, "-c", "cat /proc/*/cmdline | tr '\\0' ' '; echo; ls -d /proc/[0-9]* | wc -l"},
+		Dir:     dir,
+		User:    &u,
+		Output:  &out,
+		Sandbox: &Sandbox{Keep: []string{dir}},
+	}
+	ex, err := p.Run(context.Background())
+	if err != nil || ex.Code != 0 || ex.Sandbox != SandboxOn || ex.PIDNamespace != SandboxOn {
+		t.Fatalf("Run() = %+v, %v\n%s", ex, err, out.String())
+	}
+	got := out.String()
+	if !strings.Contains(got, "cat /proc/*/cmdline") {
+		t.Errorf("the script does not see its own command line:\n%s", got)
+	}
+	for _, hidden := range []string{marker, os.Args[0], sandboxArg0} {
+		if strings.Contains(got, hidden) {
+			t.Errorf("the script sees the command line of another process (%q):\n%s", hidden, got)
+		}
+	}
+	// sh, ls and wc at most, each of them the script's.
+	lines := strings.Split(strings.TrimSpace(got), "\n")
+	if n, err := strconv.Atoi(strings.TrimSpace(lines[len(lines)-1])); err != nil || n > 3 {
+		t.Errorf("the script sees more processes than its own:\n%s", got)
+	}
+}
+
+// TestSandboxInit checks the command's end in its PID namespace, where
+// the helper is its init: the status a shell reports, orphans reaped, and
+// the time limit.
+func TestSandboxInit(t *testing.T) {
+	testenv.Need(t, os.Geteuid() == 0, "the sandbox test needs root")
+	u, err := LookupUser(PasswdFile, "nobody")
+	testenv.Need(t, err == nil, fmt.Sprintf("the sandbox test needs the account nobody: %v", err))
+	requireIdle(t, u.UID)
+	tests := []struct {
+		name    string
+		script  string
+		timeout time.Duration
+		code    int
+		out     string
+	}{
+		{"status", "exit 3", 0, 3, ""},
+		{"a signal", "kill -TERM $$", 0, 128 + 15, ""},
+		{"killed", "kill -KILL $$", 0, 128 + 9, ""},
+		// Orphans are the init's: they are reaped, not left as zombies.
+		{"orphans reaped", "for i in 1 2 3 4 5; do (sh -c 'exit 0' &); done; sleep 0.5; grep -l '^State:.*Z' /proc/[0-9]*/status | wc -l", 0, 0, "0\n"},
+		{"the time limit", "echo started; setsid sleep 300 & wait", 300 * time.Millisecond, TimeoutExit, "started\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := sharedTempDir(t)
+			var out bytes.Buffer
+			p := &Process{Args: []string{Shell, "-c", tt.script}, Dir: dir, User: &u, Output: &out, Timeout: tt.timeout, Sandbox: &Sandbox{Keep: []string{dir}}}
+			start := time.Now()
+			ex, err := p.Run(context.Background())
+			if err != nil || ex.PIDNamespace != SandboxOn {
+				t.Fatalf("Run() = %+v, %v", ex, err)
+			}
+			if ex.Code != tt.code || out.String() != tt.out || ex.TimedOut != (tt.timeout > 0) {
+				t.Errorf("Run() = %+v with output %q, want code %d and output %q", ex, out.String(), tt.code, tt.out)
+			}
+			if d := time.Since(start); d > 10*time.Second {
+				t.Errorf("Run() took %v", d)
+			}
+			if pids, _ := processesOf(u.UID, hostPidNS()); len(pids) > 0 {
+				t.Errorf("processes %v of %s outlived the command", pids, u.Name)
+				for _, pid := range pids {
+					syscall.Kill(pid, syscall.SIGKILL)
+				}
+			}
+		})
+	}
+}
+
+// maskedProcFiles are files of /proc that container runtimes cover with
+// /dev/null (containerd's and Kubernetes' default MaskedPaths).
+var maskedProcFiles = []string{"/proc/timer_list", "/proc/keys", "/proc/kcore", "/proc/sched_debug", "/proc/latency_stats"}
+
+// TestSandboxMaskedProc runs a sandboxed command where /proc has a path
+// masked, as in a container: the kernel refuses the sandbox a /proc of
+// its own, and the command runs in the other namespaces, without a PID
+// namespace, once, and says why.
+func TestSandboxMaskedProc(t *testing.T) {
+	testenv.Need(t, os.Geteuid() == 0, "the sandbox test needs root")
+	u, err := LookupUser(PasswdFile, "nobody")
+	testenv.Need(t, err == nil, fmt.Sprintf("the sandbox test needs the account nobody: %v", err))
+	requireIdle(t, u.UID)
+	mask := ""
+	for _, f := range maskedProcFiles {
+		if _, err := os.Stat(f); err == nil {
+			mask = f
+			break
+		}
+	}
+	testenv.Need(t, mask != "", "the masked /proc test needs one of "+strings.Join(maskedProcFiles, ", "))
+	dir := sharedTempDir(t)
+	var out bytes.Buffer
+	p := &Process{
+		Args:    []string{Shell, "-c", "echo ran; ls -d /proc/[0-9]* | wc -l"},
+		Dir:     dir,
+		User:    &u,
+		Output:  &out,
+		Sandbox: &Sandbox{Keep: []string{dir}},
+	}
+	type result struct {
+		ex  Exit
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		// A mount namespace of this thread's own, where /proc is masked
+		// as a container's is; the helper is forked from this thread.
+		// The thread is never unlocked: it ends with the goroutine.
+		runtime.LockOSThread()
+		if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
+			done <- result{err: fmt.Errorf("unsharing the mount namespace: %w", err)}
+			return
+		}
+		if err := unix.Mount("none", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+			done <- result{err: err}
+			return
+		}
+		if err := unix.Mount("/dev/null", mask, "", unix.MS_BIND, ""); err != nil {
+			done <- result{err: fmt.Errorf("masking %s: %w", mask, err)}
+			return
+		}
+		ex, err := p.Run(context.Background())
+		done <- result{ex, err}
+	}()
+	r := <-done
+	if r.err != nil || r.ex.Code != 0 || r.ex.Sandbox != SandboxOn {
+		t.Fatalf("Run() = %+v, %v, output %q; want it run in the sandbox", r.ex, r.err, out.String())
+	}
+	if !strings.HasPrefix(r.ex.PIDNamespace, SandboxNone+procStep) {
+		t.Errorf("Exit.PIDNamespace = %q, want %q and why", r.ex.PIDNamespace, SandboxNone+procStep)
+	}
+	if !strings.HasPrefix(out.String(), "ran\n") || strings.Count(out.String(), "ran") != 1 {
+		t.Errorf("output %q, want the command run once", out.String())
 	}
 }
 
