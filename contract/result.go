@@ -37,7 +37,7 @@ type RunResult struct {
 	Mode string `json:"mode"`
 	// Command is the agent command as run by `sh -c`.
 	Command string `json:"command"`
-	// AgentExit is the agent's exit status (124, sserun.TimeoutExit, when
+	// AgentExit is the agent's exit status (TimeoutStatus, 124, when
 	// it timed out, 128+N after signal N); the container exits with it.
 	AgentExit int  `json:"agent_exit"`
 	TimedOut  bool `json:"timed_out"`

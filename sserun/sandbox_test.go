@@ -16,10 +16,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/42-b3yond-6ug/ssebench/internal/testenv"
-
-	"github.com/42-b3yond-6ug/ssebench/internal/hostile"
 	"golang.org/x/sys/unix"
+
+	"github.com/42-b3yond-6ug/ssebench/contract"
+	"github.com/42-b3yond-6ug/ssebench/internal/hostile"
+	"github.com/42-b3yond-6ug/ssebench/internal/testenv"
 )
 
 // sandboxProbeEnv makes the test binary, run as a sandboxed command,
@@ -320,7 +321,7 @@ func TestSandboxInit(t *testing.T) {
 		{"killed", "kill -KILL $$", 0, 128 + 9, ""},
 		// Orphans are the init's: they are reaped, not left as zombies.
 		{"orphans reaped", "for i in 1 2 3 4 5; do (sh -c 'exit 0' &); done; sleep 0.5; grep -l '^State:.*Z' /proc/[0-9]*/status | wc -l", 0, 0, "0\n"},
-		{"the time limit", "echo started; setsid sleep 300 & wait", 300 * time.Millisecond, TimeoutExit, "started\n"},
+		{"the time limit", "echo started; setsid sleep 300 & wait", 300 * time.Millisecond, contract.TimeoutStatus, "started\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
