@@ -19,6 +19,7 @@ import (
 	"github.com/42-b3yond-6ug/ssebench/internal/limitevents"
 	"github.com/42-b3yond-6ug/ssebench/internal/safefile"
 	"github.com/42-b3yond-6ug/ssebench/sserun"
+	"github.com/42-b3yond-6ug/ssebench/sserun/audit"
 )
 
 // Modes of the entrypoint (SPEC.md sections 4 and 7).
@@ -207,7 +208,7 @@ func (e *entrypoint) oneContainer(ctx context.Context) int {
 	if ctx.Err() != nil {
 		note("stopped by a signal: not grading")
 		res.GradeError = "stopped by a signal before the grade"
-	} else if tree, ok := e.writePatch(ctx, sourceDir, base, snap, res, note); ok {
+	} else if tree, ok := e.writePatch(ctx, sourceDir, base, snap, e.protectedPaths(cfg, note), res, note); ok {
 		e.grade(ctx, tree, res, note)
 	}
 	if err := contract.WriteRunResult(e.env.Results, res); err != nil {
@@ -452,14 +453,18 @@ func (e *entrypoint) headCommit(ctx context.Context, dir string, note func(strin
 // SOURCE_DIR is graded. ok is false when the tree could not be read: the
 // run is then not graded, since what would be graded is not what the
 // patch says.
-func (e *entrypoint) writePatch(ctx context.Context, dir, base string, snap *snapshot, res *contract.RunResult, note func(string, ...any)) (tree string, ok bool) {
+//
+// The graded tree keeps the pristine version of every path protected
+// lists (the task's protected paths: res.DroppedPaths names the agent's
+// changes there), and final.patch is audited (res.Audit).
+func (e *entrypoint) writePatch(ctx context.Context, dir, base string, snap *snapshot, protected *contract.Globs, res *contract.RunResult, note func(string, ...any)) (tree string, ok bool) {
 	h := sha256.New()
 	var n int64
 	var snapErr error
 	err := safefile.WriteFile(filepath.Join(e.env.Results, contract.PatchFile), 0o644, func(f *os.File) error {
 		var err error
 		if snap != nil {
-			tree, err = snap.take(ctx, dir, e.pristine, f)
+			tree, res.DroppedPaths, err = snap.take(ctx, dir, e.pristine, protected, f)
 			snapErr = err
 		} else {
 			err = e.diff(ctx, dir, base, f)
@@ -478,8 +483,23 @@ func (e *entrypoint) writePatch(ctx context.Context, dir, base string, snap *sna
 		if _, err := f.Seek(0, io.SeekStart); err != nil {
 			return err
 		}
-		n, err = io.Copy(h, f)
-		return err
+		if n, err = io.Copy(h, f); err != nil {
+			return err
+		}
+		// What a fix never needs, for the reader of the result: it does
+		// not change the grade (eval --fail-on-audit may).
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return err
+		}
+		aopts := []audit.Option{audit.WithDropped(res.DroppedPaths)}
+		if !protected.Empty() {
+			aopts = append(aopts, audit.WithProtected(protected.Protects))
+		}
+		var aerr error
+		if res.Audit, aerr = audit.Patch(f, aopts...); aerr != nil {
+			note("auditing %s: %v", contract.PatchFile, aerr)
+		}
+		return nil
 	})
 	switch {
 	case snapErr != nil:
@@ -496,6 +516,23 @@ func (e *entrypoint) writePatch(ctx context.Context, dir, base string, snap *sna
 	res.PatchBytes = n
 	res.PatchSHA256 = hex.EncodeToString(h.Sum(nil))
 	return tree, true
+}
+
+// protectedPaths are the task's protected paths (tests.protected, else
+// its language's), which the graded tree takes from the pristine tree;
+// nil protects nothing (no task config).
+func (e *entrypoint) protectedPaths(cfg *sserun.TaskConfig, note func(string, ...any)) *contract.Globs {
+	if cfg == nil {
+		return nil
+	}
+	g, err := cfg.ProtectedGlobs()
+	if err != nil {
+		// ReadTaskConfig checked them: not reached but by a config
+		// written around it.
+		note("the task's protected paths: %v", err)
+		return nil
+	}
+	return g
 }
 
 // diff writes the patch to out.

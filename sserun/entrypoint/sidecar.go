@@ -199,7 +199,7 @@ func (e *entrypoint) runTaskSide(ctx context.Context, mode string, ownDaemon boo
 	if resp != nil && resp.Status != nil {
 		res.ToolCalls = resp.Status.Calls
 	}
-	if tree, ok := e.writePatch(ctx, sourceDir, base, snap, res, note); ok {
+	if tree, ok := e.writePatch(ctx, sourceDir, base, snap, e.protectedPaths(cfg, note), res, note); ok {
 		e.grade(ctx, tree, res, note)
 	}
 	e.finishSidecar(res)

@@ -145,24 +145,14 @@ func (s *snapshot) run(ctx context.Context, workTree, index string, out io.Write
 // take reads sourceDir once: it writes the patch from the buggy commit to
 // what `git add -A` sees there (untracked files included, ignored ones
 // not) to patch, and returns the graded tree: pristine (the original tree,
-// without its .git directories) with that change applied.
-//
-// Deprecated: use takeDropping, which keeps the agent's changes to
-// protected paths out of the graded tree; take protects nothing, and is
-// kept only until entrypoint.go calls takeDropping.
-func (s *snapshot) take(ctx context.Context, sourceDir, pristine string, patch io.Writer) (string, error) {
-	tree, _, err := s.takeDropping(ctx, sourceDir, pristine, nil, patch)
-	return tree, err
-}
-
-// takeDropping is take for a task whose protected paths (test files,
-// test data, vendored code: SPEC.md §17.1) are protected: the graded tree
-// keeps the pristine version of each path the agent changed that
-// protected.Protects (an added one is left out, a deleted one stays), and
-// dropped lists those paths, sorted as git sorts them, for result.json's
-// dropped_paths. The patch is unchanged: it shows everything the agent
-// did. A nil protected protects nothing.
-func (s *snapshot) takeDropping(ctx context.Context, sourceDir, pristine string, protected *contract.Globs, patch io.Writer) (tree string, dropped []string, err error) {
+// without its .git directories) with that change applied, except on the
+// task's protected paths (test files, test data, vendored code: SPEC.md
+// §17.1). There the graded tree keeps the pristine version of each path
+// the agent changed that protected.Protects (an added one is left out, a
+// deleted one stays), and dropped lists those paths, sorted as git sorts
+// them, for result.json's dropped_paths. The patch is unchanged: it shows
+// everything the agent did. A nil protected protects nothing.
+func (s *snapshot) take(ctx context.Context, sourceDir, pristine string, protected *contract.Globs, patch io.Writer) (tree string, dropped []string, err error) {
 	index := filepath.Join(s.dir, "index")
 	if err := s.run(ctx, sourceDir, index, nil, "read-tree", s.base); err != nil {
 		return "", nil, err

@@ -86,7 +86,7 @@ func (c *snapshotCase) agent(t *testing.T, script string) {
 func (c *snapshotCase) take(t *testing.T) (patch, tree string) {
 	t.Helper()
 	var buf bytes.Buffer
-	tree, err := c.snap.take(context.Background(), c.src, c.pristine, &buf)
+	tree, _, err := c.snap.take(context.Background(), c.src, c.pristine, nil, &buf)
 	if err != nil {
 		t.Fatalf("take() = %v", err)
 	}
@@ -202,9 +202,9 @@ printf 'go 1.22\nuse ./vendor/dep\n' > go.work
 rm -r pkg; printf 'not a package\n' > pkg
 echo new > sub/new.txt`)
 	var buf bytes.Buffer
-	tree, dropped, err := c.snap.takeDropping(context.Background(), c.src, c.pristine, protected, &buf)
+	tree, dropped, err := c.snap.take(context.Background(), c.src, c.pristine, protected, &buf)
 	if err != nil {
-		t.Fatalf("takeDropping() = %v", err)
+		t.Fatalf("take() = %v", err)
 	}
 	patch := buf.String()
 
