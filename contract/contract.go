@@ -90,3 +90,33 @@ const (
 	SidecarMCPDir = "/usr/local/libexec/ssebench"
 	SidecarMCP    = SidecarMCPDir + "/ssebench-mcp"
 )
+
+// A run's two containers in one unit (a Kubernetes pod, SPEC.md section
+// 17.1), where no host stands between them: the agent container's side
+// says itself that the agent started and ended, through a root-only
+// directory that both mount (EnvHandoverDir), and holds a lock there for
+// as long as it lives, so that the task container knows it ended however
+// it ended. The seed (an init container from the tool image) makes the
+// directories and copies SOURCE_DIR into the volume both share.
+const (
+	// EnvHandoverDir is the hand-over directory as the container sees
+	// it: HandoverTaskDir in the task container, HandoverAgentDir in the
+	// agent container. Unset on containerd, where the host hands over.
+	EnvHandoverDir = "SSE_HANDOVER_DIR"
+	// HandoverTaskDir is the hand-over directory in the task container,
+	// below SidecarDir; HandoverAgentDir the same directory in the agent
+	// container, where only root (the entrypoint) may write it.
+	HandoverTaskDir  = SidecarDir + "/handover"
+	HandoverAgentDir = "/run/ssebench-handover"
+	// HandoverStart, HandoverExit and HandoverLock are its files: the
+	// agent started; the agent's side ended (its status); the lock the
+	// agent's side holds while it lives.
+	HandoverStart = "agent-start"
+	HandoverExit  = "agent-exit"
+	HandoverLock  = "agent.lock"
+	// SeedFlag makes the entrypoint the seed: `entrypoint --seed SRC RUN`
+	// copies SOURCE_DIR into SRC, owners and modes kept, and makes RUN
+	// (SidecarDir's volume) root's 0755 with its agent/ (0755) and
+	// handover/ (0700) directories.
+	SeedFlag = "--seed"
+)

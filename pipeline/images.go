@@ -150,7 +150,9 @@ func (e *Env) taskImages(ctx context.Context, req RunRequest, datasetDir string,
 	if err != nil {
 		return nil, err
 	}
-	if ti.Tool, err = layer.Tool(ctx, e.toolEnv(), ToolInput{Case: caseRef, Task: req.Task, SourceDir: srcDir, Home: e.Home, Plugins: req.Plugins, Platform: plat}); err != nil {
+	// The task container runs the tool image: a run through a registry
+	// pulls it from there too.
+	if ti.Tool, err = layer.Tool(ctx, e.toolEnv(), ToolInput{Case: caseRef, Task: req.Task, SourceDir: srcDir, Home: e.Home, Plugins: req.Plugins, Platform: plat, Push: req.ViaRegistry}); err != nil {
 		return nil, err
 	}
 	ti.ToolTook = time.Since(t)

@@ -461,11 +461,19 @@ func (e *Env) runContainers(ctx context.Context, ex Executor, r *runState, spec 
 // container's, stopped when either container was; summary.json's startup
 // is both containers'.
 func (e *Env) runPair(ctx context.Context, ex Executor, r *runState, spec runner.RunSpec) (*runner.Result, error) {
-	rn, ok := ex.(SidecarRunner)
-	if !ok {
-		return nil, fmt.Errorf("a run's two containers (the task's and the agent's) share a tree on one machine: this backend cannot run them")
+	var res, agentRes *runner.Result
+	var err error
+	switch rn := ex.(type) {
+	case SidecarRunner:
+		res, agentRes, err = e.runSidecar(ctx, rn, r.req, spec, r.toolName, r.srcDir, !r.sidecar)
+	case PairRunner:
+		if r.sidecar {
+			return nil, errors.New("--mode sidecar runs its two containers in containerd: it cannot run with --backend kubernetes (sandbox mode runs both in one pod)")
+		}
+		res, agentRes, err = e.runPod(ctx, rn, r.req, spec, r.toolName, r.srcDir)
+	default:
+		return nil, errors.New("this backend cannot run a run's two containers (the task's and the agent's)")
 	}
-	res, agentRes, err := e.runSidecar(ctx, rn, r.req, spec, r.toolName, r.srcDir, !r.sidecar)
 	if res != nil && agentRes != nil {
 		if agentRes.Image != nil {
 			r.images["agent"] = pinned(r.agentName, agentRes.Image.Target.Digest.String())

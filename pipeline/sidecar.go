@@ -162,38 +162,8 @@ func (e *Env) runSidecar(ctx context.Context, rn SidecarRunner, req RunRequest, 
 		return nil, nil, fmt.Errorf("creating the sidecar directory: %w", err)
 	}
 	handOver := func(p string) string { return filepath.Join(sockDir, filepath.Base(p)) }
-	taskSpec := agentSpec
-	taskSpec.Image = taskImage
-	taskSpec.ID = agentSpec.ID + "-task"
-	taskSpec.Network = runner.NetworkRestricted
-	taskSpec.Env = append(req.env(), contract.EnvSourceDir+"="+srcDir)
-	// The task container has the results only: the archive is the
-	// agent's, and nothing of the task container reads it.
-	taskSpec.Mounts = []runner.Mount{agentSpec.Mounts[0], {Source: sockDir, Target: contract.SidecarDir}}
-	taskSpec.Labels = withLabel(agentSpec.Labels, "ssebench.role", contract.RoleTask)
-	taskSpec.Entrypoint, taskSpec.Args = nil, nil
-	agentSpec.ID += "-agent"
-	agentSpec.Labels = withLabel(agentSpec.Labels, "ssebench.role", contract.RoleAgent)
-	if sandbox {
-		// The tool image's entrypoint is the task container's when told
-		// so, with its daemon's sockets where the agent container finds
-		// the agent's.
-		taskSpec.Env = append(taskSpec.Env,
-			contract.EnvRole+"="+contract.RoleTask,
-			contract.EnvAdminSocket+"="+contract.SidecarAdminSocket,
-			contract.EnvAgentSocket+"="+contract.SidecarTaskAgentSocket)
-		agentSpec.Env = append(agentSpec.Env, contract.EnvRole+"="+contract.RoleAgent)
-	} else {
-		taskSpec.Labels = withLabel(taskSpec.Labels, "ssebench.sidecar", "task")
-		agentSpec.Labels = withLabel(agentSpec.Labels, "ssebench.sidecar", "agent")
-	}
-	// No admin socket for the agent container: the task container alone
-	// ends the phase and grades.
-	agentSpec.Env = append(slices.DeleteFunc(slices.Clone(agentSpec.Env), func(kv string) bool {
-		return strings.HasPrefix(kv, contract.EnvAdminSocket+"=")
-	}),
-		contract.EnvAgentSocket+"="+contract.SidecarAgentSocket,
-		contract.EnvSourceDir+"="+srcDir)
+	taskSpec, agentSpec := pairSpecs(req, agentSpec, taskImage, srcDir, sandbox)
+	taskSpec.Mounts = append(taskSpec.Mounts, runner.Mount{Source: sockDir, Target: contract.SidecarDir})
 	agentStarted := agentSpec.Started
 	agentSpec.Started = func(pid uint32) {
 		if agentStarted != nil {
@@ -327,6 +297,69 @@ func (e *Env) runSidecar(ctx context.Context, rn SidecarRunner, req RunRequest, 
 		stopTask()
 	}
 	return taskOut.res, agentRes, errors.Join(aerr, taskOut.err)
+}
+
+// pairSpecs makes the specs of a run's two containers (SPEC.md section
+// 17.1) from agentSpec, the agent container's spec as a run of one would
+// have it: the task container runs taskImage with the run's environment,
+// SOURCE_DIR and the results only, its own ID and role label, no
+// replaced entrypoint and no network; the agent container keeps the rest,
+// without the admin socket, with the agent socket where it sees it. In
+// sandbox mode both are told their role (SSE_ROLE) and the task
+// container its daemon's sockets, which tool-sidecar's entrypoint script
+// sets itself. A backend adds the run directory and the shared tree.
+func pairSpecs(req RunRequest, agentSpec runner.RunSpec, taskImage, srcDir string, sandbox bool) (taskSpec, _ runner.RunSpec) {
+	taskSpec = agentSpec
+	taskSpec.Image = taskImage
+	taskSpec.ID = agentSpec.ID + "-task"
+	taskSpec.Network = runner.NetworkRestricted
+	taskSpec.Env = append(req.env(), contract.EnvSourceDir+"="+srcDir)
+	// The task container has the results only: the archive is the
+	// agent's, and nothing of the task container reads it.
+	taskSpec.Mounts = []runner.Mount{agentSpec.Mounts[0]}
+	taskSpec.Labels = withLabel(agentSpec.Labels, "ssebench.role", contract.RoleTask)
+	taskSpec.Entrypoint, taskSpec.Args, taskSpec.Gateway = nil, nil, nil
+	agentSpec.ID += "-agent"
+	agentSpec.Labels = withLabel(agentSpec.Labels, "ssebench.role", contract.RoleAgent)
+	if sandbox {
+		// The tool image's entrypoint is the task container's when told
+		// so, with its daemon's sockets where the agent container finds
+		// the agent's.
+		taskSpec.Env = append(taskSpec.Env,
+			contract.EnvRole+"="+contract.RoleTask,
+			contract.EnvAdminSocket+"="+contract.SidecarAdminSocket,
+			contract.EnvAgentSocket+"="+contract.SidecarTaskAgentSocket)
+		agentSpec.Env = append(slices.Clone(agentSpec.Env), contract.EnvRole+"="+contract.RoleAgent)
+	} else {
+		taskSpec.Labels = withLabel(taskSpec.Labels, "ssebench.sidecar", "task")
+		agentSpec.Labels = withLabel(agentSpec.Labels, "ssebench.sidecar", "agent")
+	}
+	// No admin socket for the agent container: the task container alone
+	// ends the phase and grades.
+	agentSpec.Env = append(slices.DeleteFunc(slices.Clone(agentSpec.Env), func(kv string) bool {
+		return strings.HasPrefix(kv, contract.EnvAdminSocket+"=")
+	}),
+		contract.EnvAgentSocket+"="+contract.SidecarAgentSocket,
+		contract.EnvSourceDir+"="+srcDir)
+	return taskSpec, agentSpec
+}
+
+// PairRunner is an Executor that runs a run's two containers as one unit
+// in which they share the tree and the run directory themselves (a
+// Kubernetes pod): kube.Runner does.
+type PairRunner interface {
+	Executor
+	RunPair(ctx context.Context, ps runner.PairSpec) (taskRes, agentRes *runner.Result, err error)
+}
+
+// runPod runs a sandbox run's two containers on a PairRunner.
+func (e *Env) runPod(ctx context.Context, rn PairRunner, req RunRequest, agentSpec runner.RunSpec, taskImage, srcDir string) (*runner.Result, *runner.Result, error) {
+	if srcDir == "" {
+		return nil, nil, errors.New("the task has no SOURCE_DIR (`source` in its config.yaml): the run's two containers share it")
+	}
+	taskSpec, agentSpec := pairSpecs(req, agentSpec, taskImage, srcDir, true)
+	taskSpec.Pull = true
+	return rn.RunPair(ctx, runner.PairSpec{Task: taskSpec, Agent: agentSpec, SourceDir: srcDir})
 }
 
 func withLabel(labels map[string]string, k, v string) map[string]string {

@@ -302,3 +302,17 @@ func bindMounts(ms []Mount) []specs.Mount {
 	}
 	return out
 }
+
+// PairSpec is a run of two containers (SPEC.md section 17.1) for a backend
+// that runs them as one unit, where no host stands between them (a
+// Kubernetes pod): the task container (the tool image, which grades) and
+// the agent container (the agent image, which holds no answer). They
+// share SourceDir, which the task's image seeds, and /run/ssebench, of
+// which the agent container sees only the agent socket's directory; each
+// gets the mounts of its own spec. Only the task container's output is
+// the run's (Task.Output).
+type PairSpec struct {
+	Task, Agent RunSpec
+	// SourceDir is the task's SOURCE_DIR, the same path in both.
+	SourceDir string
+}

@@ -53,6 +53,9 @@ type Env struct {
 	// Role is contract.RoleTask or contract.RoleAgent in a run of two
 	// containers; empty in one container.
 	Role string
+	// HandoverDir is where the two containers of a pod hand over
+	// (contract.EnvHandoverDir); empty where the host does.
+	HandoverDir string
 }
 
 // ReadEnv reads the settings through getenv (os.Getenv in the programs).
@@ -77,6 +80,7 @@ func ReadEnv(getenv func(string) string) (Env, error) {
 		WorkDir:       get(contract.EnvWorkDir, os.TempDir()),
 		RunnerUser:    get(contract.EnvRunnerUser, DefaultRunnerUser),
 		Role:          get(contract.EnvRole, ""),
+		HandoverDir:   get(contract.EnvHandoverDir, ""),
 		Timeout:       DefaultTimeout,
 		ScriptTimeout: DefaultScriptTimeout,
 		Difficulty:    DefaultDifficulty,
@@ -102,8 +106,11 @@ func ReadEnv(getenv func(string) string) (Env, error) {
 	}
 	for _, p := range []struct{ name, v string }{
 		{contract.EnvResults, e.Results}, {contract.EnvAgentSocket, e.AgentSocket}, {contract.EnvAdminSocket, e.AdminSocket},
-		{contract.EnvTaskRoot, e.TaskRoot}, {contract.EnvWorkDir, e.WorkDir},
+		{contract.EnvTaskRoot, e.TaskRoot}, {contract.EnvWorkDir, e.WorkDir}, {contract.EnvHandoverDir, e.HandoverDir},
 	} {
+		if p.name == contract.EnvHandoverDir && p.v == "" {
+			continue
+		}
 		if !filepath.IsAbs(p.v) {
 			return Env{}, fmt.Errorf("%s=%q is not an absolute path", p.name, p.v)
 		}

@@ -194,8 +194,12 @@ func (r *Runner) startGateway(ctx context.Context, p *plan, gw *runner.Gateway) 
 		return nil, err
 	}
 	addr := svc.Spec.ClusterIP + ":" + strconv.Itoa(GatewayPort)
-	c := &p.job.Spec.Template.Spec.Containers[0]
-	c.Env = append(c.Env, corev1.EnvVar{Name: contract.EnvGatewayAddr, Value: addr})
+	cs := p.job.Spec.Template.Spec.Containers
+	for i := range cs {
+		if cs[i].Name == p.agent {
+			cs[i].Env = append(cs[i].Env, corev1.EnvVar{Name: contract.EnvGatewayAddr, Value: addr})
+		}
+	}
 	return r.readReport(context.WithoutCancel(ctx), g.pod.Name, gw), nil
 }
 

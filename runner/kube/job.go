@@ -54,6 +54,9 @@ type plan struct {
 	gateway *gatewayPlan
 	// dest maps the stream's directories to the run's folders.
 	dest map[string]string
+	// agent is the container of the run's agent: the one the gateway's
+	// address goes to (containerName, or agentContainer in a pair).
+	agent string
 }
 
 // planRun turns a run's spec into the objects of one Job. The image must
@@ -70,7 +73,7 @@ func (o *options) planRun(spec runner.RunSpec, token string) (*plan, error) {
 	if spec.ID == "" {
 		return nil, errors.New("the run has no ID")
 	}
-	p := &plan{name: jobName(spec.ID), token: token, dest: map[string]string{}}
+	p := &plan{name: jobName(spec.ID), token: token, dest: map[string]string{}, agent: containerName}
 	labels := map[string]string{RunLabel: p.name, ManagedLabel: managedBy, RoleLabel: roleRun}
 	annotations := map[string]string{}
 	for k, v := range spec.Labels {

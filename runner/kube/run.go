@@ -50,7 +50,7 @@ var _ interface {
 //
 // Run deletes everything it created, whatever happens, with a context
 // that outlives ctx, and waits until the pod is gone.
-func (r *Runner) Run(ctx context.Context, spec runner.RunSpec) (_ *runner.Result, retErr error) {
+func (r *Runner) Run(ctx context.Context, spec runner.RunSpec) (*runner.Result, error) {
 	start := time.Now()
 	token, err := newToken()
 	if err != nil {
@@ -60,6 +60,18 @@ func (r *Runner) Run(ctx context.Context, spec runner.RunSpec) (_ *runner.Result
 	if err != nil {
 		return nil, err
 	}
+	res, _, err := r.runPlan(ctx, p, spec.ID, spec.Output, spec.Gateway, start, nil)
+	return res, err
+}
+
+// runPlan creates p's objects, waits for its Job's pod, brings its
+// results back and waits for its run container (containerName) to end;
+// watch, when set, is called with the pod each time its status is read
+// while the run container runs, and an error it returns ends the run. It
+// returns the pod's name too ("" when none started). Everything created is
+// deleted on the way out, with a context that outlives ctx.
+func (r *Runner) runPlan(ctx context.Context, p *plan, id string, output io.Writer, gw *runner.Gateway, start time.Time, watch func(*corev1.Pod) error) (_ *runner.Result, podName string, retErr error) {
+	var err error
 	ns := r.opts.namespace
 	res := &runner.Result{ContainerID: p.name}
 	defer func() {
@@ -73,17 +85,17 @@ func (r *Runner) Run(ctx context.Context, spec runner.RunSpec) (_ *runner.Result
 	// The policy first: the pod never runs unrestricted.
 	if p.policy != nil {
 		if err := r.api.networkPolicies(ns).create(ctx, p.policy, nil); err != nil {
-			return nil, fmt.Errorf("creating the run's NetworkPolicy in namespace %s: %w", ns, err)
+			return nil, "", fmt.Errorf("creating the run's NetworkPolicy in namespace %s: %w", ns, err)
 		}
 	}
 	var report *reportReader
 	if p.gateway != nil {
-		if report, err = r.startGateway(ctx, p, spec.Gateway); err != nil {
+		if report, err = r.startGateway(ctx, p, gw); err != nil {
 			if ctx.Err() != nil {
 				res.Stopped = true
-				return res, err
+				return res, "", err
 			}
-			return nil, err
+			return nil, "", err
 		}
 		defer func() {
 			// Before the deletion above: the gateway's last records
@@ -96,29 +108,47 @@ func (r *Runner) Run(ctx context.Context, spec runner.RunSpec) (_ *runner.Result
 		}()
 	}
 	if err := r.api.jobs(ns).create(ctx, p.job, nil); err != nil {
-		return nil, fmt.Errorf("creating Job %s in namespace %s: %w", p.name, ns, err)
+		return nil, "", fmt.Errorf("creating Job %s in namespace %s: %w", p.name, ns, err)
 	}
 	pod, err := r.waitStarted(ctx, p.name)
 	if err != nil {
 		if ctx.Err() != nil {
 			res.Stopped = true
-			return res, err
+			return res, "", err
 		}
-		return nil, err
+		return nil, "", err
 	}
 	res.StartupTime = time.Since(start)
 	started := time.Now()
 
-	streamErr := r.readLog(ctx, pod, spec.Output, p)
+	// The watch looks at the pod while its run container runs: an error
+	// of it (the pair's agent container cannot start) stops the run.
+	rctx, stopRun := context.WithCancelCause(ctx)
+	defer stopRun(nil)
+	if watch != nil {
+		go r.watchPod(rctx, pod, watch, stopRun)
+	}
+	streamErr := r.readLog(rctx, pod, output, p)
+	if cause := context.Cause(rctx); ctx.Err() == nil && rctx.Err() != nil && cause != nil {
+		return nil, pod, cause
+	}
 	if ctx.Err() != nil {
 		res.Stopped = true
 		res.Duration = time.Since(started)
-		return res, fmt.Errorf("run %s: %w", spec.ID, ctx.Err())
+		return res, pod, fmt.Errorf("run %s: %w", id, ctx.Err())
 	}
-	code, killed, err := r.waitExit(ctx, pod)
+	code, killed, err := r.waitExit(ctx, pod, containerName)
 	res.Duration = time.Since(started)
 	if err != nil {
-		return nil, err
+		return nil, pod, err
+	}
+	if watch != nil {
+		// Once more, as the run ends: the watch sees the pod's last
+		// state before it is deleted.
+		last := &corev1.Pod{}
+		if err := r.api.pods(ns).get(ctx, pod, last); err == nil {
+			_ = watch(last)
+		}
 	}
 	res.ExitCode = code
 	if res.Killed == "" {
@@ -129,13 +159,28 @@ func (r *Runner) Run(ctx context.Context, spec runner.RunSpec) (_ *runner.Result
 		// The container ended before its entrypoint wrote the results
 		// (it crashed, or it is not ssebench's): the run has none, as a
 		// container on containerd that wrote none.
-		if spec.Output != nil {
-			fmt.Fprintf(spec.Output, "ssebench: pod %s ended (exit %d) without writing its results\n", pod, code)
+		if output != nil {
+			fmt.Fprintf(output, "ssebench: pod %s ended (exit %d) without writing its results\n", pod, code)
 		}
 	case streamErr != nil:
-		return res, fmt.Errorf("bringing the results of pod %s back: %w", pod, streamErr)
+		return res, pod, fmt.Errorf("bringing the results of pod %s back: %w", pod, streamErr)
 	}
-	return res, nil
+	return res, pod, nil
+}
+
+// watchPod reads pod every poll interval and calls watch with it until ctx
+// ends; an error of watch stops the run (stop).
+func (r *Runner) watchPod(ctx context.Context, pod string, watch func(*corev1.Pod) error, stop context.CancelCauseFunc) {
+	for sleep(ctx, r.opts.pollInterval) == nil {
+		p := &corev1.Pod{}
+		if err := r.api.pods(r.opts.namespace).get(ctx, pod, p); err != nil {
+			continue
+		}
+		if err := watch(p); err != nil {
+			stop(err)
+			return
+		}
+	}
 }
 
 // waitStarted waits until the Job's pod has its container running (or
@@ -199,17 +244,17 @@ func (r *Runner) readLog(ctx context.Context, pod string, out io.Writer, p *plan
 	return contract.ReadResultsStream(stream, out, p.token, p.dest, 0)
 }
 
-// waitExit waits for the container to have ended and returns its exit
+// waitExit waits for the pod's container to have ended and returns its exit
 // status, and the limit that ended it when the kubelet says so (see
 // podKilled).
-func (r *Runner) waitExit(ctx context.Context, pod string) (int, string, error) {
+func (r *Runner) waitExit(ctx context.Context, pod, container string) (int, string, error) {
 	for {
 		p := &corev1.Pod{}
 		if err := r.api.pods(r.opts.namespace).get(ctx, pod, p); err != nil {
 			return 0, "", fmt.Errorf("reading pod %s: %w", pod, err)
 		}
 		for _, cs := range p.Status.ContainerStatuses {
-			if cs.Name == containerName && cs.State.Terminated != nil {
+			if cs.Name == container && cs.State.Terminated != nil {
 				return int(cs.State.Terminated.ExitCode), podKilled(p, cs.State.Terminated), nil
 			}
 		}

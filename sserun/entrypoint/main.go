@@ -58,6 +58,9 @@ func Main() {
 	if len(os.Args) > 1 && os.Args[1] == "--mcp-stdio" {
 		os.Exit(mcpStdioMain(os.Args[2:], os.Stderr))
 	}
+	if len(os.Args) > 1 && os.Args[1] == contract.SeedFlag {
+		os.Exit(seedMain(os.Args[2:], os.Stderr))
+	}
 	if len(os.Args) > 1 && os.Args[1] == mcpHTTPFlag {
 		os.Exit(mcpHTTPMain(os.Args[2:], os.Stderr))
 	}

@@ -11,8 +11,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -90,6 +88,7 @@ func (e *entrypoint) runAgentSide(ctx context.Context, mode string, mcp []string
 	fwd := sserun.ForwardGateway(os.Getenv, note)
 	defer fwd.Close()
 
+	hand := e.startHandOver(note)
 	oc := e.startOpenCode(ctx, svc.mcp != nil, note)
 	code := e.runAgent(ctx, res, note)
 	// No daemon here to end the phase in this container: every process
@@ -110,6 +109,7 @@ func (e *entrypoint) runAgentSide(ctx context.Context, mode string, mcp []string
 	if err != nil {
 		fmt.Fprintln(e.log, "entrypoint:", err)
 	}
+	hand.end(code, note)
 	return code
 }
 
@@ -164,18 +164,19 @@ func (e *entrypoint) runTaskSide(ctx context.Context, mode string, ownDaemon boo
 			note("%v", err)
 		}
 	}
-	// The agent phase's clock starts when the host says the agent
-	// container started.
+	// The agent phase's clock starts when the host (or, in a pod, the
+	// agent container's side) says the agent container started.
+	watch := e.watchAgent()
 	sctx, stopStart := context.WithCancel(ctx)
 	startDone := make(chan struct{})
-	startFile := filepath.Join(dir, filepath.Base(contract.SidecarAgentStart))
+	startFile := watch.start
 	go func() {
 		defer close(startDone)
 		if waitFile(sctx, startFile) == nil {
 			e.agentPhase(ctx, "start", sserun.Request{Op: sserun.OpAgentStart, TimeoutMS: e.env.Timeout.Milliseconds()}, note)
 		}
 	}()
-	code, err := waitAgentExit(ctx, filepath.Join(dir, filepath.Base(contract.SidecarAgentExit)))
+	code, _, err := watch.wait(ctx)
 	if _, serr := os.Stat(startFile); serr != nil || err != nil {
 		stopStart()
 	}
@@ -265,23 +266,6 @@ func waitFile(ctx context.Context, path string) error {
 		case <-time.After(handOverPoll):
 		}
 	}
-}
-
-// waitAgentExit waits for the host's hand-over file and returns the agent
-// container's exit status it holds.
-func waitAgentExit(ctx context.Context, path string) (int, error) {
-	if err := waitFile(ctx, path); err != nil {
-		return 0, err
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return 0, err
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		return 1, nil
-	}
-	return n, nil
 }
 
 // prSetNoNewPrivs is PR_SET_NO_NEW_PRIVS of prctl(2).
