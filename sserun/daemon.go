@@ -368,6 +368,7 @@ func (d *Daemon) run(ctx context.Context, op, tree string) Response {
 func (d *Daemon) grade(ctx context.Context, s *scratch, start time.Time) Response {
 	var g Grade
 	c := d.cfg
+	verdicts := map[string]testVerdict{}
 	buildFailed := false
 	if c.Scripts.Build != "" {
 		r := d.script(ctx, s, c.Scripts.Build)
@@ -381,8 +382,9 @@ func (d *Daemon) grade(ctx context.Context, s *scratch, start time.Time) Respons
 		} else {
 			// The hidden tests are not applied here: only the tests that
 			// pass with and without them are judged by name.
-			r := d.testScript(ctx, s, "test", NamedList{"pass_to_pass", c.Tests.PassToPass})
+			r, v := d.testCheck(ctx, s, "test", NamedList{"pass_to_pass", c.Tests.PassToPass})
 			g.Test = &r
+			verdicts[contract.CheckTest] = v
 		}
 	}
 	if c.Scripts.Run != "" && len(c.Files.PoC) > 0 {
@@ -398,10 +400,14 @@ func (d *Daemon) grade(ctx context.Context, s *scratch, start time.Time) Respons
 	if c.Files.FutureTest != "" && c.Scripts.Test != "" {
 		g.IntentTest = skip()
 		if !buildFailed {
-			r := d.intentTest(ctx, s)
+			r, v, ran := d.intentTest(ctx, s)
 			g.IntentTest = &r
+			if ran {
+				verdicts[contract.CheckIntentTest] = v
+			}
 		}
 	}
+	g.Judged, g.Integrity = d.judged(verdicts)
 	sum := Result{OK: true, DurationMS: time.Since(start).Milliseconds()}
 	var parts []string
 	for _, ch := range []struct {
@@ -426,6 +432,10 @@ func (d *Daemon) grade(ctx context.Context, s *scratch, start time.Time) Respons
 		}
 		parts = append(parts, ch.name+": "+state)
 	}
+	if g.Integrity != "" {
+		sum.OK = false
+		parts = append(parts, "integrity: "+g.Integrity)
+	}
 	sum.Output = strings.Join(parts, "\n")
 	return Response{Result: sum, Grade: &g}
 }
@@ -435,25 +445,27 @@ func (d *Daemon) grade(ctx context.Context, s *scratch, start time.Time) Respons
 // that does not apply (the agent changed the lines it touches) fails the
 // check. The script gets the home and temporary directory of the grade's
 // own copy, where the build left its caches (Go's build cache is in HOME):
-// it then compiles only what the diff changed.
-func (d *Daemon) intentTest(ctx context.Context, grade *scratch) Result {
+// it then compiles only what the diff changed. ran is false when the test
+// script did not run.
+func (d *Daemon) intentTest(ctx context.Context, grade *scratch) (_ Result, _ testVerdict, ran bool) {
 	file := d.cfg.Files.FutureTest
 	patch, err := os.ReadFile(filepath.Join(d.root, filepath.FromSlash(file)))
 	if err != nil {
-		return Result{Exit: -1, Output: fmt.Sprintf("reading %s: %v\n", file, err)}
+		return Result{Exit: -1, Output: fmt.Sprintf("reading %s: %v\n", file, err)}, testVerdict{}, false
 	}
 	s, err := d.newScratch(false, grade.from)
 	if err != nil {
-		return Result{Exit: -1, Output: fmt.Sprintf("preparing a copy of the tree: %v\n", err)}
+		return Result{Exit: -1, Output: fmt.Sprintf("preparing a copy of the tree: %v\n", err)}, testVerdict{}, false
 	}
 	defer s.remove()
 	s.home, s.tmp = grade.home, grade.tmp
 	uid, gid := d.runnerIDs()
 	if err := applyDiff(patch, s.src, uid, gid); err != nil {
-		return Result{Exit: -1, Output: fmt.Sprintf("%s does not apply to the agent's tree: %v\n", file, err)}
+		return Result{Exit: -1, Output: fmt.Sprintf("%s does not apply to the agent's tree: %v\n", file, err)}, testVerdict{}, false
 	}
 	t := d.cfg.Tests
-	return d.testScript(ctx, s, "intent_test", NamedList{"fail_to_pass", t.FailToPass}, NamedList{"pass_to_pass", t.PassToPass})
+	r, v := d.testCheck(ctx, s, "intent_test", NamedList{"fail_to_pass", t.FailToPass}, NamedList{"pass_to_pass", t.PassToPass})
+	return r, v, true
 }
 
 // pocs runs the run script once per proof of concept, with the copy's
