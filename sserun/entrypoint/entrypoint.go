@@ -555,5 +555,7 @@ func (e *entrypoint) grade(ctx context.Context, tree string, res *contract.RunRe
 	if strings.HasPrefix(res.Sandbox, sserun.SandboxNone) {
 		note("the grade's scripts ran without a sandbox (no private /tmp or loopback): %s", strings.TrimPrefix(res.Sandbox, sserun.SandboxNone))
 	}
-	res.Passed = resp.OK
+	res.Judged, res.Integrity = resp.Grade.Judged, resp.Grade.Integrity
+	// An integrity verdict is never a pass, whatever the checks say.
+	res.Passed = resp.OK && res.Integrity == ""
 }
