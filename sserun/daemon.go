@@ -414,6 +414,7 @@ func (d *Daemon) grade(ctx context.Context, s *scratch, start time.Time) Respons
 	c := d.cfg
 	sum := Result{OK: true}
 	var parts []string
+	verdicts := map[string]testVerdict{}
 	buildFailed := false
 	for _, name := range contract.ChecksFor(d.taskChecks()) {
 		var r Result
@@ -426,11 +427,17 @@ func (d *Daemon) grade(ctx context.Context, s *scratch, start time.Time) Respons
 		case name == contract.CheckTest:
 			// The hidden tests are not applied here: only the tests that
 			// pass with and without them are judged by name.
-			r = d.testScript(ctx, s, contract.CheckTest, NamedList{"pass_to_pass", c.Tests.PassToPass})
+			var v testVerdict
+			r, v = d.testCheck(ctx, s, contract.CheckTest, NamedList{"pass_to_pass", c.Tests.PassToPass})
+			verdicts[contract.CheckTest] = v
 		case name == contract.CheckPoC:
 			r, _ = d.pocs(ctx, s)
 		case name == contract.CheckIntentTest:
-			r = d.intentTest(ctx, s)
+			var v testVerdict
+			var ran bool
+			if r, v, ran = d.intentTest(ctx, s); ran {
+				verdicts[contract.CheckIntentTest] = v
+			}
 		default:
 			// A check contract.Checks gained that the daemon cannot run
 			// yet: failing it beats passing a grade that left it out.
@@ -451,6 +458,11 @@ func (d *Daemon) grade(ctx context.Context, s *scratch, start time.Time) Respons
 			state = fmt.Sprintf("failed (exit %d)", r.Exit)
 		}
 		parts = append(parts, name+": "+state)
+	}
+	g.Judged, g.Integrity = d.judged(verdicts)
+	if g.Integrity != "" {
+		sum.OK = false
+		parts = append(parts, "integrity: "+g.Integrity)
 	}
 	sum.DurationMS = time.Since(start).Milliseconds()
 	sum.Output = strings.Join(parts, "\n")
@@ -475,25 +487,27 @@ func (d *Daemon) taskChecks() contract.TaskChecks {
 // that does not apply (the agent changed the lines it touches) fails the
 // check. The script gets the home and temporary directory of the grade's
 // own copy, where the build left its caches (Go's build cache is in HOME):
-// it then compiles only what the diff changed.
-func (d *Daemon) intentTest(ctx context.Context, grade *scratch) Result {
+// it then compiles only what the diff changed. ran is false when the test
+// script did not run.
+func (d *Daemon) intentTest(ctx context.Context, grade *scratch) (_ Result, _ testVerdict, ran bool) {
 	file := d.cfg.Files.FutureTest
 	patch, err := os.ReadFile(filepath.Join(d.root, filepath.FromSlash(file)))
 	if err != nil {
-		return Result{Exit: -1, Output: fmt.Sprintf("reading %s: %v\n", file, err)}
+		return Result{Exit: -1, Output: fmt.Sprintf("reading %s: %v\n", file, err)}, testVerdict{}, false
 	}
 	s, err := d.newScratch(false, grade.from)
 	if err != nil {
-		return Result{Exit: -1, Output: fmt.Sprintf("preparing a copy of the tree: %v\n", err)}
+		return Result{Exit: -1, Output: fmt.Sprintf("preparing a copy of the tree: %v\n", err)}, testVerdict{}, false
 	}
 	defer s.remove()
 	s.home, s.tmp = grade.home, grade.tmp
 	uid, gid := d.runnerIDs()
 	if err := applyDiff(patch, s.src, uid, gid); err != nil {
-		return Result{Exit: -1, Output: fmt.Sprintf("%s does not apply to the agent's tree: %v\n", file, err)}
+		return Result{Exit: -1, Output: fmt.Sprintf("%s does not apply to the agent's tree: %v\n", file, err)}, testVerdict{}, false
 	}
 	t := d.cfg.Tests
-	return d.testScript(ctx, s, contract.CheckIntentTest, NamedList{"fail_to_pass", t.FailToPass}, NamedList{"pass_to_pass", t.PassToPass})
+	r, v := d.testCheck(ctx, s, contract.CheckIntentTest, NamedList{"fail_to_pass", t.FailToPass}, NamedList{"pass_to_pass", t.PassToPass})
+	return r, v, true
 }
 
 // pocs runs the run script once per proof of concept, with the copy's

@@ -172,9 +172,9 @@ func TestDaemonGrade(t *testing.T) {
 		want Grade
 		ok   bool
 	}{
-		{"fixed", "good fixed\n", Grade{Build: &Result{OK: true}, Test: &Result{OK: true}, PoC: &Result{OK: true}}, true},
-		{"still buggy", "good bug\n", Grade{Build: &Result{OK: true}, Test: &Result{OK: true}, PoC: &Result{Exit: 86}}, false},
-		{"tests fail", "bad\n", Grade{Build: &Result{OK: true}, Test: &Result{Exit: 1}, PoC: &Result{OK: true}}, false},
+		{"fixed", "good fixed\n", Grade{Build: &Result{OK: true}, Test: &Result{OK: true}, PoC: &Result{OK: true}, Judged: contract.JudgedExitStatus}, true},
+		{"still buggy", "good bug\n", Grade{Build: &Result{OK: true}, Test: &Result{OK: true}, PoC: &Result{Exit: 86}, Judged: contract.JudgedExitStatus}, false},
+		{"tests fail", "bad\n", Grade{Build: &Result{OK: true}, Test: &Result{Exit: 1}, PoC: &Result{OK: true}, Judged: contract.JudgedExitStatus}, false},
 		{"does not build", "", Grade{Build: &Result{Exit: 1}, Test: &Result{Exit: -1, Skipped: "the build failed"}, PoC: &Result{Exit: -1, Skipped: "the build failed"}}, false},
 	}
 	for _, tt := range tests {
@@ -235,13 +235,13 @@ func TestDaemonIntentTest(t *testing.T) {
 		exit int
 	}{
 		{name: "fixed", main: "good fixed\n", base: "true\n",
-			want: Grade{Build: ok, Test: ok, PoC: ok, IntentTest: ok},
+			want: Grade{Build: ok, Test: ok, PoC: ok, IntentTest: ok, Judged: contract.JudgedExitStatus},
 			sum:  "build: ok\ntest: ok\npoc: ok\nintent_test: ok"},
 		{name: "still buggy", main: "good bug\n", base: "true\n",
-			want: Grade{Build: ok, Test: ok, PoC: &Result{Exit: 86}, IntentTest: &Result{Exit: 1}},
+			want: Grade{Build: ok, Test: ok, PoC: &Result{Exit: 86}, IntentTest: &Result{Exit: 1}, Judged: contract.JudgedExitStatus},
 			sum:  "build: ok\ntest: ok\npoc: failed (exit 86)\nintent_test: failed (exit 1)", exit: 86},
 		{name: "the agent changed what the hidden tests change", main: "good fixed\n", base: "echo mine\n",
-			want:    Grade{Build: ok, Test: ok, PoC: ok, IntentTest: &Result{Exit: -1}},
+			want:    Grade{Build: ok, Test: ok, PoC: ok, IntentTest: &Result{Exit: -1}, Judged: contract.JudgedExitStatus},
 			wantOut: "diffs/future.diff does not apply to the agent's tree",
 			sum:     "build: ok\ntest: ok\npoc: ok\nintent_test: failed (exit -1)", exit: -1},
 		{name: "does not build", base: "true\n",

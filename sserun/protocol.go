@@ -186,6 +186,16 @@ type Grade struct {
 	// to a copy of the agent's tree of its own, then the test script run
 	// there (the manifest's "intent_test" check).
 	IntentTest *Result `json:"intent_test,omitempty"`
+	// Judged says how the test checks were judged: contract.JudgedByName
+	// (with the grader's canary), JudgedByNameNoCanary (a report format
+	// without one: junit-xml, libtest), JudgedExitStatus (the task lists
+	// no tests); empty when no test check ran.
+	Judged string `json:"judged,omitempty"`
+	// Integrity is contract.IntegrityReportForged when a test report got
+	// the grader's canary wrong: the check that read it failed with Failed
+	// "report forged", and the run is not a pass whatever else it did.
+	// Empty when nothing was wrong.
+	Integrity string `json:"integrity,omitempty"`
 }
 
 // Check returns the check called name (one of contract.Checks) of g: nil

@@ -50,6 +50,18 @@ type TestReport struct {
 	// Output is the tests' own text when the format carries it (go test
 	// -json's output events), for people to read; at most its limit.
 	Output *tailBuffer
+	// packages are, for go-test-json, the packages the report has any
+	// event of, each with whether its test binary ran to its end.
+	packages map[string]bool
+}
+
+// RanToEnd reports whether the report has the package pkg (go-test-json
+// only) and its test binary ran to its end: it printed its closing PASS or
+// FAIL line, and no test of it is unfinished. A binary that crashed (a
+// panic, os.Exit, a timeout) or never built did not.
+func (rep *TestReport) RanToEnd(pkg string) (present, ended bool) {
+	ended, present = rep.packages[pkg]
+	return present, ended
 }
 
 // ReadTestReport parses the report in file, at most limit bytes, in
@@ -115,12 +127,16 @@ func (rep *TestReport) add(t TestResult) error {
 
 // parseGoJSON reads test2json events (go doc test2json). A test that ran
 // but has no pass, fail or skip event ended with its binary (a panic, an
-// os.Exit): it is unfinished.
+// os.Exit): it is unfinished. A package ran to its end when its binary
+// printed the line testing.M ends with, "PASS" or "FAIL" (test2json gives
+// it as the package's output): a panic's trace, a timeout or an os.Exit
+// ends the binary without it.
 func (rep *TestReport) parseGoJSON(r io.Reader) error {
 	dec := json.NewDecoder(r)
 	type key struct{ pkg, test string }
 	running := map[key]bool{}
 	var order []key
+	rep.packages = map[string]bool{}
 	for {
 		var ev struct {
 			Action  string
@@ -136,7 +152,18 @@ func (rep *TestReport) parseGoJSON(r io.Reader) error {
 		if ev.Output != "" {
 			_, _ = rep.Output.Write([]byte(ev.Output))
 		}
+		if ev.Package != "" {
+			if _, ok := rep.packages[ev.Package]; !ok {
+				if len(rep.packages) >= maxTests {
+					return fmt.Errorf("more than %d packages", maxTests)
+				}
+				rep.packages[ev.Package] = false
+			}
+		}
 		if ev.Test == "" {
+			if ev.Package != "" && ev.Action == "output" && (ev.Output == "PASS\n" || ev.Output == "FAIL\n") {
+				rep.packages[ev.Package] = true
+			}
 			continue
 		}
 		k := key{ev.Package, ev.Test}
@@ -158,6 +185,7 @@ func (rep *TestReport) parseGoJSON(r io.Reader) error {
 	}
 	for _, k := range order {
 		if running[k] {
+			rep.packages[k.pkg] = false
 			if err := rep.add(TestResult{Group: k.pkg, Name: k.test, Outcome: TestUnfinished}); err != nil {
 				return err
 			}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/42-b3yond-6ug/ssebench/contract"
 	"github.com/42-b3yond-6ug/ssebench/internal/hostile"
 )
 
@@ -79,6 +80,11 @@ func TestDaemonJudgesTestsByName(t *testing.T) {
 			got := ft.daemon(t).Handle(context.Background(), Request{Op: OpGrade}, true)
 			if got.Error != "" || got.Grade == nil || got.Grade.IntentTest == nil || got.Grade.Test == nil {
 				t.Fatalf("grade = %+v", got)
+			}
+			// libtest has no canary: cargo test stops at the first test
+			// target that fails.
+			if got.Grade.Judged != contract.JudgedByNameNoCanary || got.Grade.Integrity != "" {
+				t.Errorf("grade judged %q, integrity %q; want %q and none", got.Grade.Judged, got.Grade.Integrity, contract.JudgedByNameNoCanary)
 			}
 			it, te := got.Grade.IntentTest, got.Grade.Test
 			if it.OK != tt.intentOK || te.OK != tt.testOK {

@@ -88,7 +88,13 @@ func (t *Tests) Listed() bool {
 // grade weaker than it could be, one line each.
 func (c *Config) Warnings() []string {
 	var out []string
-	if set(c.Scripts.Test) && !c.Tests.Listed() {
+	switch {
+	case !set(c.Scripts.Test) || c.Tests.Listed():
+	case set(c.Files.FutureTest):
+		// The hidden tests are judged the same way: the run whose
+		// agent added `func init() { os.Exit(0) }` passes intent_test.
+		out = append(out, "judged by exit status: an init that exits 0 passes; write the lists with `ssebench dataset verify --write-tests`")
+	default:
 		out = append(out, "tests: no fail_to_pass or pass_to_pass: the test checks are judged by the test script's exit code only, which the agent's code can forge (fill them with `ssebench dataset verify --write-tests`)")
 	}
 	return out

@@ -102,14 +102,23 @@ func TestConfigProtectedPaths(t *testing.T) {
 }
 
 // TestConfigWarnsExitCodeOnly: a task without lists is still valid, but
-// said to be judged by exit code only.
+// said to be judged by exit code only; one with hidden tests is told that
+// an init that exits 0 passes them, and how to write the lists.
 func TestConfigWarnsExitCodeOnly(t *testing.T) {
 	cfg, ps := ParseConfig("c.yaml", []byte(validConfig))
 	if len(ps) > 0 {
 		t.Fatal(ps)
 	}
+	want := "judged by exit status: an init that exits 0 passes; write the lists with `ssebench dataset verify --write-tests`"
+	if w := cfg.Warnings(); len(w) != 1 || w[0] != want {
+		t.Errorf("Warnings() = %q, want %q", w, want)
+	}
+	cfg, ps = ParseConfig("c.yaml", []byte(edit(t, "  future_test: diffs/test.diff\n", "  future_test:\n")))
+	if len(ps) > 0 {
+		t.Fatal(ps)
+	}
 	if w := cfg.Warnings(); len(w) != 1 || !strings.Contains(w[0], "judged by the test script's exit code only") {
-		t.Errorf("Warnings() = %q", w)
+		t.Errorf("Warnings() without future_test = %q", w)
 	}
 	cfg, _ = ParseConfig("c.yaml", []byte(validConfig+"tests: {format: libtest, pass_to_pass: [a]}\n"))
 	if w := cfg.Warnings(); len(w) != 0 {

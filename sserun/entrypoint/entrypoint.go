@@ -602,13 +602,14 @@ func (e *entrypoint) grade(ctx context.Context, tree string, res *contract.RunRe
 		}
 		return sserun.NewCheck(r, log)
 	}
-	res.Build = check(sserun.OpBuild, resp.Grade.Build)
-	res.Test = check(sserun.OpTest, resp.Grade.Test)
-	res.PoC = check(sserun.OpPoC, resp.Grade.PoC)
-	res.IntentTest = check("intent_test", resp.Grade.IntentTest)
+	for _, name := range contract.Checks {
+		res.SetCheck(name, check(name, resp.Grade.Check(name)))
+	}
 	res.Sandbox = resp.Grade.Sandbox()
 	if strings.HasPrefix(res.Sandbox, sserun.SandboxNone) {
 		note("the grade's scripts ran without a sandbox (no private /tmp or loopback): %s", strings.TrimPrefix(res.Sandbox, sserun.SandboxNone))
 	}
-	res.Passed = resp.OK
+	res.Judged, res.Integrity = resp.Grade.Judged, resp.Grade.Integrity
+	// An integrity verdict is never a pass, whatever the checks say.
+	res.Passed = resp.OK && res.Integrity == ""
 }

@@ -195,6 +195,9 @@ end. Sidecar mode runs in containerd only.`,
 				fmt.Fprintf(cmd.ErrOrStderr(), "model: %s\n", usageText(run))
 			}
 			fmt.Fprintln(cmd.ErrOrStderr(), run.Grade())
+			if n := judgedNote(run); n != "" {
+				fmt.Fprintln(cmd.ErrOrStderr(), n)
+			}
 			if o.JSON {
 				if jerr := writeJSONTo(cmd.OutOrStdout(), run.Entry()); jerr != nil {
 					return jerr
@@ -235,6 +238,17 @@ end. Sidecar mode runs in containerd only.`,
 	f.StringVar(&o.Runtime, "runtime", "", "runtime image (default $SSEBENCH_RUNTIME_IMAGE, else REGISTRY/runtime:VERSION)")
 	addBackendFlags(cmd, &o.backendOptions)
 	return cmd
+}
+
+// judgedNote is what run adds to its verdict about how the tests were
+// judged: a task that lists no tests was judged by the test script's exit
+// status, which the agent's code decides (an init that exits 0 passes);
+// "" otherwise.
+func judgedNote(run *results.Run) string {
+	if run.Result == nil || run.Result.Judged != contract.JudgedExitStatus {
+		return ""
+	}
+	return "note: the tests were judged by the test script's exit status (the task lists no tests), which the agent's code can forge: an init that exits 0 passes; write the lists with `ssebench dataset verify --write-tests`"
 }
 
 // runExit turns a run's grade into the exit status.
