@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	goruntime "runtime"
 	"strings"
 	"testing"
@@ -19,8 +20,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/42-b3yond-6ug/ssebench/contract"
 	"github.com/42-b3yond-6ug/ssebench/gateway"
 	"github.com/42-b3yond-6ug/ssebench/gateway/gatewaytest"
+	"github.com/42-b3yond-6ug/ssebench/internal/hostile"
 	"github.com/42-b3yond-6ug/ssebench/internal/testenv"
 	"github.com/42-b3yond-6ug/ssebench/pipeline"
 	"github.com/42-b3yond-6ug/ssebench/registry/remote"
@@ -127,6 +130,7 @@ func TestKubernetesRun(t *testing.T) {
 	})
 
 	t.Run("restricted egress", func(t *testing.T) { testKubeEgress(t, x, cluster, cs) })
+	t.Run("grade apart", func(t *testing.T) { testKubeGradeApart(t, x, cluster, cs, ns) })
 	t.Run("assembly job", func(t *testing.T) { testKubeAssembly(t, x, cs, ns) })
 
 	for _, agent := range []string{"dummy", "patcher"} {
@@ -395,3 +399,54 @@ func testKubeAssembly(t *testing.T, x *e2e, cs kubernetes.Interface, ns string) 
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// testKubeGradeApart runs attacks of SPEC.md section 17.1 as Jobs: the pod
+// has the task container and the agent container, the agent sees no
+// process of the grader, a test binary that rewrites its report is caught
+// by the canary, and a toolchain the agent's build edited grades nothing.
+func testKubeGradeApart(t *testing.T, x *e2e, cluster kubeCluster, cs kubernetes.Interface, ns string) {
+	ctx := context.Background()
+	plantAgent(t, x.home, "kube-forge", "zz_forge.go", initForger("kvconf"))
+	// The agent also says which processes it sees: none of the task
+	// container's.
+	script := filepath.Join(x.home, "agents", "kube-forge", "attack.sh")
+	b := read(t, script)
+	b = strings.Replace(b, "echo \"attack done\"", "for f in /proc/[0-9]*/cmdline; do tr '\\0' ' ' < \"$f\"; echo; done 2>/dev/null | sed 's/^/PROC /'\necho \"attack done\"", 1)
+	if err := os.WriteFile(script, []byte(b), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	gorootAgent(t, x.home, "kube-goroot")
+	for _, tc := range []struct {
+		agent, stoppedBy string
+		forged           bool
+	}{
+		{"kube-forge", "the grader's canary, in the pod's task container", true},
+		{"kube-goroot", "the grade runs in the pod's task container, with the tool image's toolchain", false},
+	} {
+		t.Run(tc.agent, func(t *testing.T) {
+			outcome := hostile.Attack(t, "grade apart (Kubernetes)", tc.stoppedBy)
+			res, out, err := x.run(t, ctx, tc.agent, func(q *pipeline.RunRequest) { q.Cluster, q.ViaRegistry = cluster, true })
+			if err != nil {
+				t.Fatalf("Kubernetes run: %v\n%s", err, out)
+			}
+			outcome.Verdict("%s", verdict(t, res.Dir))
+			r, err := contract.ReadRunResult(res.Dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Passed {
+				t.Fatalf("PASSED on Kubernetes:\n%s", read(t, filepath.Join(res.Dir, "intent_test.log")))
+			}
+			if tc.forged && r.Integrity != contract.IntegrityReportForged {
+				t.Errorf("integrity = %q, want %q", r.Integrity, contract.IntegrityReportForged)
+			}
+			log := read(t, filepath.Join(res.Dir, "agent.log"))
+			if tc.forged && (!strings.Contains(log, "PROC ") || strings.Contains(log, "ssebench-daemon")) {
+				t.Errorf("the agent's processes are not apart from the grader's:\n%s", log)
+			}
+			if left := leftovers(t, cs, ns); len(left) > 0 {
+				t.Errorf("left in namespace %s after the run: %v", ns, left)
+			}
+		})
+	}
+}

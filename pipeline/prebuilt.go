@@ -3,9 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
-	"strings"
 
-	"github.com/google/go-containerregistry/pkg/name"
 
 	"github.com/42-b3yond-6ug/ssebench/assemble/agentimage"
 	"github.com/42-b3yond-6ug/ssebench/registry/remote"
@@ -29,14 +27,6 @@ func (e *Env) checkPrebuilt(ctx context.Context, r *runState) error {
 	agentRes, err := rr.Resolve(ctx, r.agentName)
 	if err != nil {
 		return fmt.Errorf("the prebuilt image %s: %w", r.agentName, err)
-	}
-	// The image it was built on, exactly: its manifest names it.
-	if m, err := agentRes.Image.Manifest(); err == nil {
-		if d := m.Annotations[agentimage.AnnotationBaseDigest]; strings.HasPrefix(d, "sha256:") {
-			if ref, err := name.ParseReference(baseName, name.WeakValidation); err == nil {
-				baseName = ref.Context().Name() + "@" + d
-			}
-		}
 	}
 	baseRes, err := rr.Resolve(ctx, baseName)
 	if err != nil {

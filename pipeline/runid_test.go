@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/containerd/containerd/v2/pkg/identifiers"
+
 	"github.com/42-b3yond-6ug/ssebench/internal/hostile"
 )
 
@@ -25,5 +27,29 @@ func TestHostileAgentNameInRunID(t *testing.T) {
 	}
 	if got := runIDPart("org/Model-7b"); got != "org-model-7b" {
 		t.Errorf("runIDPart(org/Model-7b) = %q", got)
+	}
+}
+
+// TestContainerIDs: a run's two containers get IDs containerd takes, and
+// two runs of long names still get different ones (the run id's random
+// part is kept).
+func TestContainerIDs(t *testing.T) {
+	long := "ssebench-" + newRunID("kvconf-12-afb9ee1", "redteam-gateway-token", time.Unix(0, 0))
+	other := "ssebench-" + newRunID("kvconf-12-afb9ee1", "redteam-gateway-token", time.Unix(0, 0))
+	seen := map[string]bool{}
+	for _, base := range []string{"ssebench-short", long, other} {
+		for _, suffix := range []string{"-task", "-agent"} {
+			id := withSuffix(base, suffix)
+			if err := identifiers.Validate(id); err != nil {
+				t.Errorf("withSuffix(%q, %q) = %q: %v", base, suffix, id, err)
+			}
+			if !strings.HasSuffix(id, suffix) || seen[id] {
+				t.Errorf("withSuffix(%q, %q) = %q: not the %s container's own ID", base, suffix, id, suffix)
+			}
+			seen[id] = true
+		}
+	}
+	if got := withSuffix("ssebench-short", "-task"); got != "ssebench-short-task" {
+		t.Errorf("withSuffix(ssebench-short, -task) = %q", got)
 	}
 }

@@ -311,7 +311,7 @@ func (e *Env) runSidecar(ctx context.Context, rn SidecarRunner, req RunRequest, 
 func pairSpecs(req RunRequest, agentSpec runner.RunSpec, taskImage, srcDir string, sandbox bool) (taskSpec, _ runner.RunSpec) {
 	taskSpec = agentSpec
 	taskSpec.Image = taskImage
-	taskSpec.ID = agentSpec.ID + "-task"
+	taskSpec.ID = withSuffix(agentSpec.ID, "-task")
 	taskSpec.Network = runner.NetworkRestricted
 	taskSpec.Env = append(req.env(), contract.EnvSourceDir+"="+srcDir)
 	// The task container has the results only: the archive is the
@@ -319,7 +319,7 @@ func pairSpecs(req RunRequest, agentSpec runner.RunSpec, taskImage, srcDir strin
 	taskSpec.Mounts = []runner.Mount{agentSpec.Mounts[0]}
 	taskSpec.Labels = withLabel(agentSpec.Labels, "ssebench.role", contract.RoleTask)
 	taskSpec.Entrypoint, taskSpec.Args, taskSpec.Gateway = nil, nil, nil
-	agentSpec.ID += "-agent"
+	agentSpec.ID = withSuffix(agentSpec.ID, "-agent")
 	agentSpec.Labels = withLabel(agentSpec.Labels, "ssebench.role", contract.RoleAgent)
 	if sandbox {
 		// The tool image's entrypoint is the task container's when told
@@ -360,6 +360,21 @@ func (e *Env) runPod(ctx context.Context, rn PairRunner, req RunRequest, agentSp
 	taskSpec, agentSpec := pairSpecs(req, agentSpec, taskImage, srcDir, true)
 	taskSpec.Pull = true
 	return rn.RunPair(ctx, runner.PairSpec{Task: taskSpec, Agent: agentSpec, SourceDir: srcDir})
+}
+
+// maxContainerID is the longest container ID containerd takes.
+const maxContainerID = 76
+
+// withSuffix is id with suffix, within maxContainerID: a long id loses
+// characters before its last seven ("-" and the run id's random part), so
+// that two runs' containers still differ.
+func withSuffix(id, suffix string) string {
+	if len(id)+len(suffix) <= maxContainerID {
+		return id + suffix
+	}
+	tail := id[len(id)-7:]
+	head := strings.TrimRight(id[:maxContainerID-len(suffix)-len(tail)], "-._")
+	return head + tail + suffix
 }
 
 func withLabel(labels map[string]string, k, v string) map[string]string {

@@ -204,6 +204,10 @@ func (e *entrypoint) runTaskSide(ctx context.Context, mode string, ownDaemon boo
 		e.grade(ctx, tree, res, note)
 	}
 	e.finishSidecar(res)
+	if e.env.KeepAlive && ctx.Err() == nil {
+		fmt.Fprintf(e.log, "entrypoint: %s=1: staying alive until stopped\n", contract.EnvKeepAlive)
+		<-ctx.Done()
+	}
 	return res.AgentExit
 }
 
