@@ -131,7 +131,7 @@ COPY shim.c /opt/shim.c
 RUN set -e; d=/usr/lib/$(gcc -print-multiarch); real=$(readlink -f "$d/libpcre2-8.so.0"); \
     sed 's/libpcre2-8\.so\.0/libpcre2-8.so.R/g' "$real" > "$d/libpcre2-8.so.R"; \
     gcc -shared -fPIC -o /opt/libpcre2-8.so.0 /opt/shim.c -Wl,-soname,libpcre2-8.so.0 -Wl,--no-as-needed "$d/libpcre2-8.so.R"; \
-    rm -f "$d/libpcre2-8.so.0"; cp /opt/libpcre2-8.so.0 "$d/libpcre2-8.so.0"; \
+    mv -f /opt/libpcre2-8.so.0 "$d/libpcre2-8.so.0"; \
     git --version; ldd "$(command -v git)" | grep pcre
 CMD ["id"]
 `, map[string]string{"shim.c": shimSource})

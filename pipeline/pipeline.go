@@ -372,6 +372,9 @@ func (e *Env) Agent(ctx context.Context, req AgentRequest) (*Built, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The sidecar agent runtime holds no answer: the agent's layers go
+	// onto it as it is (its MCP server stays).
+	g.OntoTool = req.Sidecar
 	ws, err := agentimage.Workspace(e.Home, a.Dir, e.Store.TempDir())
 	if err != nil {
 		return nil, err
@@ -392,7 +395,7 @@ func (e *Env) Agent(ctx context.Context, req AgentRequest) (*Built, error) {
 			return nil, err
 		default:
 			defer img.Close()
-			out, err := agentimage.Graft(ctx, g.Tool, g.Blind, img, g.Policy)
+			out, err := g.Graft(ctx, img)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", filepath.Join(a.Dir, "Dockerfile"), err)
 			}

@@ -53,7 +53,7 @@ touch /run/ssebench/agent-exit 2>/dev/null && bad "model wrote the hand-over fil
 ln -s /tmp/x /run/ssebench/evil 2>/dev/null && bad "model wrote /run/ssebench"
 [ -e /run/ssebench/admin.sock ] && bad "the admin socket is in the agent container"
 [ -z "$SSE_ADMIN_SOCKET" ] || bad "SSE_ADMIN_SOCKET=$SSE_ADMIN_SOCKET"
-[ "$(ls /run/ssebench)" = sse.sock ] || bad "/run/ssebench holds $(ls /run/ssebench)"
+[ "$(ls /run/ssebench | tr '\n' ' ')" = "ready sse.sock " ] || bad "/run/ssebench holds $(ls /run/ssebench)"
 grep -q '^NoNewPrivs:[[:space:]]*1' /proc/self/status || bad "the agent runs without no_new_privs"
 mcp=
 for p in /proc/[0-9]*; do

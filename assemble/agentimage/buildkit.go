@@ -62,6 +62,10 @@ type BuildRequest struct {
 type GraftTarget struct {
 	Tool, Blind v1.Image
 	Policy      *Policy
+	// OntoTool appends the agent's layers onto Tool rather than Blind:
+	// for the sidecar agent runtime, which holds no answer, and whose
+	// blind image only hides its MCP server from the agent's build.
+	OntoTool bool
 	// View is the blind image's merged view when the caller indexed it
 	// (for a native assembly, WithLowerView); BuildKit does not use it.
 	View *oci.View
@@ -135,7 +139,7 @@ func BuildKit(ctx context.Context, b Builder, req BuildRequest) (v1.Hash, error)
 		return v1.Hash{}, &Error{Dockerfile: breq.Dockerfile, Err: err}
 	}
 	if g := req.Graft; g != nil {
-		if img, err = Graft(ctx, g.Tool, g.Blind, img, g.Policy); err != nil {
+		if img, err = g.Graft(ctx, img); err != nil {
 			return v1.Hash{}, &Error{Dockerfile: breq.Dockerfile, Err: err}
 		}
 	}

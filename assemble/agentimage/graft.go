@@ -104,15 +104,30 @@ func nonEmpty(h []v1.History) int {
 // (AnnotationBaseDigest): the image a run's task container runs beside
 // it. The result is the same for the same inputs.
 func Graft(ctx context.Context, tool, blind, built v1.Image, pol *Policy) (v1.Image, error) {
+	return graft(ctx, blind, tool, blind, built, pol)
+}
+
+// Graft grafts built onto g: onto g.Blind (see the package function
+// Graft), or onto g.Tool itself when g.OntoTool says so.
+func (g *GraftTarget) Graft(ctx context.Context, built v1.Image) (v1.Image, error) {
+	onto := g.Blind
+	if g.OntoTool {
+		onto = g.Tool
+	}
+	return graft(ctx, onto, g.Tool, g.Blind, built, g.Policy)
+}
+
+// graft appends what built adds to blind onto onto (blind, or tool).
+func graft(ctx context.Context, onto, tool, blind, built v1.Image, pol *Policy) (v1.Image, error) {
 	add, err := CheckAdded(ctx, blind, built, pol)
 	if err != nil {
 		return nil, err
 	}
-	tcf, err := blind.ConfigFile()
+	tcf, err := onto.ConfigFile()
 	if err != nil {
 		return nil, fmt.Errorf("reading the config of the tool image: %w", err)
 	}
-	out := blind
+	out := onto
 	if len(add.Layers) > 0 {
 		adds := make([]mutate.Addendum, 0, len(add.Layers))
 		j := 0
@@ -123,7 +138,7 @@ func Graft(ctx context.Context, tool, blind, built v1.Image, pol *Policy) (v1.Im
 			adds = append(adds, mutate.Addendum{Layer: add.Layers[j], History: h})
 			j++
 		}
-		if out, err = mutate.Append(tool, adds...); err != nil {
+		if out, err = mutate.Append(onto, adds...); err != nil {
 			return nil, fmt.Errorf("grafting the agent's layers: %w", err)
 		}
 	}
