@@ -538,7 +538,7 @@ exec /usr/local/bin/entrypoint /opt/attack.sh
 // through a way to the gateway that is not the closed forwarder, and is
 // refused: the token was revoked when the phase ended.
 func testRedTeamGatewayToken(t *testing.T, x *e2e) {
-	outcome := hostile.Attack(t, "gateway token after the phase", "the run's token revoked at the gateway when the phase ends")
+	outcome := hostile.Attack(t, "gateway token after the phase", "the grade runs in the task container, which has no way to the gateway; the run's token is revoked when the phase ends")
 	ctx := context.Background()
 	bin := filepath.Join(t.TempDir(), "relay")
 	build := exec.Command("go", "build", "-trimpath", "-o", bin, "./testdata/relay")
@@ -574,11 +574,18 @@ func testRedTeamGatewayToken(t *testing.T, x *e2e) {
 	if strings.Contains(logs.String(), "RED TEAM GATEWAY 200") || len(up.Received()) != 0 {
 		t.Errorf("the agent's code reached the model after the phase (%d upstream requests):\n%s", len(up.Received()), logs.String())
 	}
-	if !strings.Contains(logs.String(), "RED TEAM GATEWAY 403") {
-		t.Errorf("the agent's code was not refused with 403:\n%s", logs.String())
-	}
-	if m := read(t, filepath.Join(res.Dir, pipeline.ModelLog)); !strings.Contains(m, `"refused":"revoked"`) {
-		t.Errorf("model.jsonl does not say the token was revoked:\n%s", m)
+	// The grade runs in the task container, where the relay the agent's
+	// side planted is not: its code there finds no way to the gateway
+	// (on a cluster, where the pod's network reaches the gateway's
+	// Service, the token's revocation stops it: 403).
+	switch {
+	case strings.Contains(logs.String(), "RED TEAM GATEWAY 403"):
+		if m := read(t, filepath.Join(res.Dir, pipeline.ModelLog)); !strings.Contains(m, `"refused":"revoked"`) {
+			t.Errorf("model.jsonl does not say the token was revoked:\n%s", m)
+		}
+	case strings.Contains(logs.String(), "RED TEAM GATEWAY error: "):
+	default:
+		t.Errorf("the agent's code was neither refused with 403 nor without a way to the gateway:\n%s", logs.String())
 	}
 	outcome.Verdict("%s", verdict(t, res.Dir))
 	if r := readResult(t, res.Dir); r.Passed {
