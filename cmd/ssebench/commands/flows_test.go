@@ -1,0 +1,32 @@
+package commands_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/42-b3yond-6ug/ssebench/cmd/ssebench/commands"
+)
+
+// TestTimeoutDurations: every --timeout takes what run's does, a duration
+// as well as seconds (issue 40: `dataset verify --timeout 90m` was
+// refused).
+func TestTimeoutDurations(t *testing.T) {
+	for _, path := range [][]string{{"run"}, {"eval"}, {"dataset", "verify"}, {"grade"}} {
+		t.Run(strings.Join(path, " "), func(t *testing.T) {
+			cmd, _, err := commands.New().Find(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := cmd.Flags().Lookup("timeout")
+			if f == nil {
+				t.Fatalf("%s has no --timeout", strings.Join(path, " "))
+			}
+			if err := f.Value.Set("90m"); err != nil {
+				t.Fatalf("%s --timeout 90m: %v", strings.Join(path, " "), err)
+			}
+			if got := f.Value.String(); got != "1h30m0s" {
+				t.Errorf("%s --timeout 90m = %s, want 1h30m0s", strings.Join(path, " "), got)
+			}
+		})
+	}
+}
