@@ -30,3 +30,24 @@ func TestTimeoutDurations(t *testing.T) {
 		})
 	}
 }
+
+// TestMirrorDryRunMissing: a dry run with a missing source image fails as
+// the copy would, after printing its plan (it exited 0).
+func TestMirrorDryRunMissing(t *testing.T) {
+	c := newCLI(t)
+	p := testPrefix(t)
+	pushImage(t, p+"/src/a:v1")
+	for _, dry := range []bool{true, false} {
+		args := []string{"mirror", "--to", p + "/dst", "--only-args", p + "/src/a:v1", p + "/src/gone:v1"}
+		if dry {
+			args = append(args, "--dry-run")
+		}
+		out, _, err := c.run(t, args...)
+		if err == nil || !strings.Contains(err.Error(), "1 image is missing from the source registry: "+p+"/src/gone:v1") {
+			t.Errorf("mirror (dry run %v) of a missing image = %v, want it named in the error", dry, err)
+		}
+		if dry && !strings.Contains(out, "missing from the source registry: "+p+"/src/gone:v1") {
+			t.Errorf("mirror --dry-run printed no plan line for the missing image:\n%s", out)
+		}
+	}
+}
