@@ -268,6 +268,9 @@ func evalPlan(g *options.Global, e *pipeline.Env, cmd *cobra.Command, o *evalOpt
 	agents := evaluate.SplitList(o.Agents)
 	tasks := evaluate.SplitList(o.Tasks)
 	local := o.Local
+	if err := checkLocal(local); err != nil {
+		return nil, "", err
+	}
 	if len(tasks) == 0 {
 		var err error
 		if tasks, local, err = allTasks(cmd.Context(), e, local, o.Catalog); err != nil {

@@ -1,6 +1,7 @@
 package commands_test
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -48,6 +49,24 @@ func TestMirrorDryRunMissing(t *testing.T) {
 		}
 		if dry && !strings.Contains(out, "missing from the source registry: "+p+"/src/gone:v1") {
 			t.Errorf("mirror --dry-run printed no plan line for the missing image:\n%s", out)
+		}
+	}
+}
+
+// TestLocalMissing: a --local folder that does not exist is said to be
+// missing, by run and by eval, before anything else.
+func TestLocalMissing(t *testing.T) {
+	c := newCLI(t)
+	copyTree(t, "agents/dummy", filepath.Join(c.home, "agents", "dummy"))
+	gone := filepath.Join(c.root, "no-such-dataset")
+	for _, args := range [][]string{
+		{"run", "--task", "kvconf-12-afb9ee1", "--agent", "dummy", "--local", gone},
+		{"eval", "--agents", "dummy", "--local", gone},
+		{"eval", "--agents", "dummy", "--tasks", "kvconf-12-afb9ee1", "--local", gone},
+	} {
+		_, _, err := c.run(t, args...)
+		if want := "--local " + gone + ": no such folder"; err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s = %v, want %q", strings.Join(args, " "), err, want)
 		}
 	}
 }
