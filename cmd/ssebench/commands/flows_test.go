@@ -5,7 +5,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-containerregistry/pkg/name"
+
 	"github.com/42-b3yond-6ug/ssebench/cmd/ssebench/commands"
+	"github.com/42-b3yond-6ug/ssebench/oci/store"
 )
 
 // TestTimeoutDurations: every --timeout takes what run's does, a duration
@@ -68,5 +71,34 @@ func TestLocalMissing(t *testing.T) {
 		if want := "--local " + gone + ": no such folder"; err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s = %v, want %q", strings.Join(args, " "), err, want)
 		}
+	}
+}
+
+// TestTagSaysWhere: a tag added in the local store says so (it printed
+// what a registry's tag prints), and a tag in another registry is
+// refused, for a store image as for a registry's.
+func TestTagSaysWhere(t *testing.T) {
+	c := newCLI(t)
+	p := testPrefix(t)
+	c.storeImage(t, p+"/local:v1", caseImage(t))
+	_, stderr := c.mustRun(t, "tag", p+"/local:v1", "stable")
+	if !strings.Contains(stderr, "tagged in the local store only") || !strings.Contains(stderr, "ssebench push "+p+"/local:stable") {
+		t.Errorf("tag in the store printed on stderr %q, want it to say the store only and how to push", stderr)
+	}
+	pushImage(t, p+"/remote:v1")
+	for _, src := range []string{p + "/local:v1", p + "/remote:v1"} {
+		_, _, err := c.run(t, "tag", src, "other.example:5000/x/y:v1")
+		oneLine(t, err)
+		if want := "a tag stays in its registry; copy it there with `ssebench copy " + src + " other.example:5000/x/y:v1`"; !strings.Contains(err.Error(), want) {
+			t.Errorf("tag %s into another registry = %v, want %q", src, err, want)
+		}
+	}
+	s, err := store.Open(c.store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Descriptor(name.MustParseReference("other.example:5000/x/y:v1")); err == nil {
+		t.Error("the refused tag is in the store")
 	}
 }
