@@ -1,9 +1,11 @@
 package commands_test
 
 import (
+	"net"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 
@@ -100,5 +102,54 @@ func TestTagSaysWhere(t *testing.T) {
 	defer s.Close()
 	if _, err := s.Descriptor(name.MustParseReference("other.example:5000/x/y:v1")); err == nil {
 		t.Error("the refused tag is in the store")
+	}
+}
+
+// TestRegistryScheme: a registry prefix written as a URL is refused at
+// once, saying what to pass (it was refused after the case build began,
+// with go-containerregistry's hint "use name.Insecure").
+func TestRegistryScheme(t *testing.T) {
+	c := newCLI(t)
+	exampleDataset(t, c)
+	copyTree(t, "agents/dummy", filepath.Join(c.home, "agents", "dummy"))
+	for _, args := range [][]string{
+		{"run", "--task", kvconf, "--agent", "dummy", "--registry", "http://127.0.0.1:5000/p"},
+		{"tasks", "check", kvconf, "--registry", "http://127.0.0.1:5000/p"},
+		{"names", "--task", kvconf, "--registry", "http://127.0.0.1:5000/p"},
+	} {
+		_, _, err := c.run(t, args...)
+		oneLine(t, err)
+		if want := "--registry http://127.0.0.1:5000/p: a registry prefix has no scheme: pass 127.0.0.1:5000/p"; !strings.Contains(err.Error(), want) {
+			t.Errorf("%s = %v, want %q", strings.Join(args, " "), err, want)
+		}
+		if strings.Contains(err.Error(), "name.Insecure") {
+			t.Errorf("%s = %v: a Go API hint", strings.Join(args, " "), err)
+		}
+	}
+	t.Setenv("SSEBENCH_REGISTRY", "https://registry.example/team")
+	_, _, err := c.run(t, "names", "--task", kvconf)
+	if want := "SSEBENCH_REGISTRY https://registry.example/team: a registry prefix has no scheme: pass registry.example/team (HTTPS is the default)"; err == nil || err.Error() != want {
+		t.Errorf("names with SSEBENCH_REGISTRY=https://... = %v, want %q", err, want)
+	}
+}
+
+// TestRefusedLoopbackCLI: what the user reads when a loopback registry is
+// not running: one failure, over the HTTP that was sent, at once.
+func TestRefusedLoopbackCLI(t *testing.T) {
+	newCLI(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	var stdout, stderr strings.Builder
+	start := time.Now()
+	code := commands.Main(t.Context(), []string{"inspect", "--pull", "always", addr + "/x/y:v1"}, &stdout, &stderr)
+	if code != 1 || time.Since(start) > 3*time.Second {
+		t.Errorf("inspect of a refusing loopback registry exited %d after %s, want 1 at once", code, time.Since(start))
+	}
+	if msg := stderr.String(); strings.Contains(msg, "https://") || strings.Count(msg, "connection refused") != 1 {
+		t.Errorf("inspect of a refusing loopback registry printed %q, want one refusal over http://", msg)
 	}
 }
