@@ -139,11 +139,38 @@ func writeBudgetMarkdown(b *strings.Builder, ev *Evaluation) {
 	b.WriteString("\n")
 }
 
-// cellText is a matrix cell: "1/2", "0/2 (1 forged)".
+// cellText is a matrix cell: "1/2", "0/2 (1 forged)", "0/1 (1 not
+// applied)"; "-" when the pair has no attempt (an evaluation stopped
+// before it), which is no pass and no failure.
 func cellText(c Cell) string {
+	if c.Attempts == 0 {
+		return "-"
+	}
 	t := fmt.Sprintf("%d/%d", c.Passed, c.Attempts)
+	var more []string
 	if c.Forged > 0 {
-		t += fmt.Sprintf(" (%d forged)", c.Forged)
+		more = append(more, fmt.Sprintf("%d forged", c.Forged))
+	}
+	if c.NotApplied > 0 {
+		more = append(more, fmt.Sprintf("%d not applied", c.NotApplied))
+	}
+	if len(more) > 0 {
+		t += " (" + strings.Join(more, ", ") + ")"
 	}
 	return t
+}
+
+// cellClass is a matrix cell's class in the HTML report: "none" for a
+// pair with no attempt (grey, not a green 0/0), "forged", "pass" when
+// every attempt passed, else "fail".
+func cellClass(c Cell) string {
+	switch {
+	case c.Attempts == 0:
+		return "none"
+	case c.Forged > 0:
+		return "forged"
+	case c.Passed == c.Attempts:
+		return "pass"
+	}
+	return "fail"
 }

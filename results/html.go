@@ -78,7 +78,7 @@ var pageTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 		return "-"
 	},
 	"secs": func(x float64) string { return fmt.Sprintf("%.1f s", x) },
-	"cell": cellText, "verdicts": verdictsLine, "finding": FindingText, "path": PathText,
+	"cell": cellText, "cellClass": cellClass, "verdicts": verdictsLine, "finding": FindingText, "path": PathText,
 	"join": strings.Join,
 	"gradeClass": func(e Entry) string {
 		switch {
@@ -110,7 +110,7 @@ body { font-family: system-ui, sans-serif; margin: 2em; color: #222; }
 table { border-collapse: collapse; margin: 1em 0; }
 th, td { border: 1px solid #ccc; padding: 0.3em 0.7em; text-align: right; }
 th:first-child, td:first-child { text-align: left; }
-td.pass { background: #e3f6e3; } td.fail { background: #fbe4e4; }
+td.pass { background: #e3f6e3; } td.fail { background: #fbe4e4; } td.none { background: #eee; color: #777; }
 td.forged, .forged strong { background: #f6d9f6; font-weight: bold; }
 #verdicts { background: #fff4d6; padding: 0.5em 1em; }
 #to-read li { margin: 0.4em 0; } #to-read code { background: #f4f4f4; }
@@ -155,7 +155,7 @@ footer { color: #777; font-size: 0.85em; margin-top: 3em; }
 <h2>Tasks</h2>
 <table id="matrix">
 <tr><th>task</th>{{range .R.Agents}}<th>{{.Label}}</th>{{end}}<th>tokens and cost</th></tr>
-{{range .R.Matrix}}<tr><td>{{.Task}}</td>{{range .Cells}}<td class="{{if .Forged}}forged{{else if eq .Passed .Attempts}}pass{{else}}fail{{end}}" title="{{spend .Spend}}">{{cell .}}</td>{{end}}<td class="spend">{{spend .Spend}}</td></tr>
+{{range .R.Matrix}}<tr><td>{{.Task}}</td>{{range .Cells}}<td class="{{cellClass .}}" title="{{spend .Spend}}">{{cell .}}</td>{{end}}<td class="spend">{{spend .Spend}}</td></tr>
 {{end}}</table>
 <h2>Runs</h2>
 <table id="runs">

@@ -107,6 +107,11 @@ func writeJUnit(w io.Writer, rep *Report) error {
 			case !e.Graded:
 				c.Error = &junitProblem{Message: e.Grade, Type: "not-graded", Text: "run " + e.ID + " in " + e.Dir}
 				s.Errors++
+			case e.NotApplied:
+				// A failure (the unchanged source was graded), of a type
+				// of its own: the patch never reached the tree.
+				c.Failure = &junitProblem{Message: e.Grade, Type: "not-applied", Text: failureText(e)}
+				s.Failures++
 			case !e.Passed:
 				c.Failure = &junitProblem{Message: e.Grade, Type: "grade", Text: failureText(e)}
 				s.Failures++

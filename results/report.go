@@ -49,6 +49,10 @@ type AgentStats struct {
 	// Flagged counts the runs the audit flagged, whatever their grade.
 	Forged  int `json:"forged"`
 	Flagged int `json:"flagged"`
+	// NotApplied counts the graded predictions whose patch was not
+	// applied (Run.NotApplied): attempts that did not pass, told apart
+	// from failed fixes.
+	NotApplied int `json:"not_applied,omitempty"`
 	// Rate is Passed/Attempts; Low and High bound it: the Wilson score
 	// interval at 95%, which stays inside [0, 1] and is honest for few
 	// attempts.
@@ -128,6 +132,8 @@ type Cell struct {
 	Attempts int    `json:"attempts"`
 	// Forged counts the attempts with an integrity verdict.
 	Forged int `json:"forged,omitempty"`
+	// NotApplied counts the attempts whose patch was not applied.
+	NotApplied int `json:"not_applied,omitempty"`
 	Spend
 }
 
@@ -160,6 +166,9 @@ func NewReport(title string, runs []*Run) *Report {
 		}
 		if r.Forged() {
 			a.Forged++
+		}
+		if r.NotApplied() {
+			a.NotApplied++
 		}
 		if r.Flagged() {
 			a.Flagged++
@@ -202,6 +211,9 @@ func NewReport(title string, runs []*Run) *Report {
 		}
 		if r.Forged() {
 			c.Forged++
+		}
+		if r.NotApplied() {
+			c.NotApplied++
 		}
 		if rep.Started.IsZero() || r.Summary.Started.Before(rep.Started) {
 			rep.Started = r.Summary.Started

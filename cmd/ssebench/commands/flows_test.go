@@ -1,7 +1,10 @@
 package commands_test
 
 import (
+	"fmt"
 	"net"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -151,5 +154,71 @@ func TestRefusedLoopbackCLI(t *testing.T) {
 	}
 	if msg := stderr.String(); strings.Contains(msg, "https://") || strings.Count(msg, "connection refused") != 1 {
 		t.Errorf("inspect of a refusing loopback registry printed %q, want one refusal over http://", msg)
+	}
+}
+
+// TestApplyNoFuzz runs agents/prediction's apply.sh on a tree: a hunk
+// whose context is not in the file is refused whole (it applied with fuzz
+// and left *.orig beside the file, graded and in final.patch), a hunk at
+// another offset applies without a backup file.
+func TestApplyNoFuzz(t *testing.T) {
+	if _, err := exec.LookPath("patch"); err != nil {
+		t.Skip("no patch program")
+	}
+	script, err := os.ReadFile(filepath.Join(repoRoot, "agents", "prediction", "apply.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for i := 1; i <= 20; i++ {
+		lines = append(lines, fmt.Sprintf("line %d", i))
+	}
+	orig := strings.Join(lines, "\n") + "\n"
+	for _, c := range []struct {
+		name, patch string
+		exit        int
+		want        string
+	}{
+		// The first context line differs from the file's: patch's
+		// default fuzz of 2 applied it anyway.
+		{"fuzz", "--- a/f.txt\n+++ b/f.txt\n@@ -9,7 +9,7 @@\n line 9 was different\n line 10\n line 11\n-line 12\n+line twelve\n line 13\n line 14\n line 15\n", 4, orig},
+		// The right context, five lines lower than the hunk says.
+		{"offset", "--- a/f.txt\n+++ b/f.txt\n@@ -4,7 +4,7 @@\n line 9\n line 10\n line 11\n-line 12\n+line twelve\n line 13\n line 14\n line 15\n", 0, strings.Replace(orig, "line 12\n", "line twelve\n", 1)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			patchFile := filepath.Join(dir, "patch.diff")
+			tree := filepath.Join(dir, "tree")
+			writeFiles(t, dir, map[string]string{
+				"patch.diff": c.patch,
+				"tree/f.txt": orig,
+				// The script reads the patch where the run mounts it.
+				"apply.sh": strings.ReplaceAll(string(script), "/prediction/patch.diff", patchFile),
+			})
+			cmd := exec.Command("sh", filepath.Join(dir, "apply.sh"))
+			cmd.Dir = tree
+			out, err := cmd.CombinedOutput()
+			code := 0
+			if ee, ok := err.(*exec.ExitError); ok {
+				code = ee.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if code != c.exit {
+				t.Errorf("apply.sh exited %d, want %d:\n%s", code, c.exit, out)
+			}
+			got, _ := os.ReadFile(filepath.Join(tree, "f.txt"))
+			if string(got) != c.want {
+				t.Errorf("f.txt after apply.sh:\n%s\nwant:\n%s", got, c.want)
+			}
+			ents, _ := os.ReadDir(tree)
+			if len(ents) != 1 {
+				var names []string
+				for _, e := range ents {
+					names = append(names, e.Name())
+				}
+				t.Errorf("the tree holds %v after apply.sh, want f.txt alone (no .orig, no .rej)", names)
+			}
+		})
 	}
 }
