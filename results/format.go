@@ -47,6 +47,20 @@ func cost(c *float64) string {
 	return fmt.Sprintf("$%.4f", *c)
 }
 
+// spendCost is a total's cost: "$0.0123"; "≥ $0.0123 (2 runs unpriced)"
+// when runs that used the model had no price, which the sum leaves out;
+// "- (2 runs unpriced)" when none had one; "-" without a model.
+func spendCost(s Spend) string {
+	if s.Unpriced == 0 {
+		return cost(s.CostUSD)
+	}
+	unpriced := Plural(s.Unpriced, "run", "runs") + " unpriced"
+	if s.CostUSD == nil {
+		return "- (" + unpriced + ")"
+	}
+	return "≥ " + cost(s.CostUSD) + " (" + unpriced + ")"
+}
+
 func writeMarkdown(w io.Writer, rep *Report) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Evaluation report: %s\n\n", rep.Title)
@@ -62,7 +76,7 @@ func writeMarkdown(w io.Writer, rep *Report) error {
 	b.WriteString("|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, a := range rep.Agents {
 		fmt.Fprintf(&b, "| %s | %s | %d | %d | %s | %s–%s | %d | %d | %d | %s | %s | %.1f s | %.1f s | %.1f s | %.1f s | %.1f s |\n",
-			a.Agent, a.Model, a.Passed, a.Attempts, pct(a.Rate), pct(a.Low), pct(a.High), a.NotGraded, a.Forged, a.Flagged, tokens(a.Tokens), cost(a.CostUSD),
+			a.Agent, a.Model, a.Passed, a.Attempts, pct(a.Rate), pct(a.Low), pct(a.High), a.NotGraded, a.Forged, a.Flagged, tokens(a.Tokens), spendCost(a.Spend),
 			a.MeanAgentSeconds, a.Seconds, a.BuildSeconds, a.AgentSeconds, a.GradeSeconds)
 	}
 	b.WriteString("\nTime: building is images built and imported and the container started; agent is the agent's own time; grading the checks.\n")
@@ -119,10 +133,10 @@ func spendText(s Spend) string {
 	switch {
 	case s.Tokens == nil:
 		return "-"
-	case s.CostUSD == nil:
+	case s.CostUSD == nil && s.Unpriced == 0:
 		return tokens(s.Tokens) + " tokens"
 	}
-	return tokens(s.Tokens) + " tokens, " + cost(s.CostUSD)
+	return tokens(s.Tokens) + " tokens, " + spendCost(s)
 }
 
 func writeBudgetMarkdown(b *strings.Builder, ev *Evaluation) {

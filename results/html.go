@@ -68,7 +68,7 @@ func writeHTML(w io.Writer, rep *Report) error {
 }
 
 var pageTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
-	"pct": pct, "tokens": tokens, "cost": cost, "spend": spendText, "plural": Plural,
+	"pct": pct, "tokens": tokens, "cost": cost, "spendCost": spendCost, "spend": spendText, "plural": Plural,
 	"check": func(a AgentStats, name string) string {
 		for _, c := range a.Checks {
 			if c.Name == name {
@@ -136,7 +136,7 @@ footer { color: #777; font-size: 0.85em; margin-top: 3em; }
 {{end}}<h2>Pass rate</h2>
 <table id="agents">
 <tr><th>agent</th><th>model</th><th>passed</th><th>attempts</th><th>rate</th><th>95% CI (Wilson)</th><th>not graded</th><th>forged</th><th>flagged</th><th>tokens</th><th>cost</th><th>mean agent time</th><th>total time</th><th>building</th><th>agent</th><th>grading</th></tr>
-{{range .R.Agents}}<tr><td class="agent">{{.Agent}}</td><td>{{.Model}}</td><td>{{.Passed}}</td><td>{{.Attempts}}</td><td>{{pct .Rate}}</td><td>{{pct .Low}}–{{pct .High}}</td><td>{{.NotGraded}}</td><td class="forged-count">{{.Forged}}</td><td class="flagged-count">{{.Flagged}}</td><td class="tokens">{{tokens .Tokens}}</td><td class="cost">{{cost .CostUSD}}</td><td>{{secs .MeanAgentSeconds}}</td><td>{{secs .Seconds}}</td><td>{{secs .BuildSeconds}}</td><td>{{secs .AgentSeconds}}</td><td>{{secs .GradeSeconds}}</td></tr>
+{{range .R.Agents}}<tr><td class="agent">{{.Agent}}</td><td>{{.Model}}</td><td>{{.Passed}}</td><td>{{.Attempts}}</td><td>{{pct .Rate}}</td><td>{{pct .Low}}–{{pct .High}}</td><td>{{.NotGraded}}</td><td class="forged-count">{{.Forged}}</td><td class="flagged-count">{{.Flagged}}</td><td class="tokens">{{tokens .Tokens}}</td><td class="cost">{{spendCost .Spend}}</td><td>{{secs .MeanAgentSeconds}}</td><td>{{secs .Seconds}}</td><td>{{secs .BuildSeconds}}</td><td>{{secs .AgentSeconds}}</td><td>{{secs .GradeSeconds}}</td></tr>
 {{end}}</table>
 <p>Forged: runs with an integrity verdict (the grade's evidence was forged), neither passed nor failed. Flagged: runs whose patch the audit flagged.</p>
 {{with .R.ToRead}}<section id="to-read">

@@ -73,7 +73,7 @@ func writeJUnit(w io.Writer, rep *Report) error {
 			Name: a.Label(), Package: "ssebench." + a.Agent, ID: i, Hostname: host,
 			Timestamp: rep.Started.UTC().Format("2006-01-02T15:04:05"),
 			Properties: []junitProperty{{Name: "agent", Value: a.Agent}, {Name: "model", Value: a.Model},
-				{Name: "tokens", Value: tokens(a.Tokens)}, {Name: "cost_usd", Value: strings.TrimPrefix(cost(a.CostUSD), "$")},
+				{Name: "tokens", Value: tokens(a.Tokens)}, {Name: "cost_usd", Value: strings.TrimPrefix(cost(a.CostUSD), "$")}, {Name: "unpriced_runs", Value: fmt.Sprint(a.Unpriced)},
 				{Name: "build_seconds", Value: fmt.Sprintf("%.3f", a.BuildSeconds)}, {Name: "agent_seconds", Value: fmt.Sprintf("%.3f", a.AgentSeconds)},
 				{Name: "grade_seconds", Value: fmt.Sprintf("%.3f", a.GradeSeconds)}},
 		}

@@ -81,6 +81,10 @@ type Spend struct {
 	// a price.
 	Tokens  *int64   `json:"tokens"`
 	CostUSD *float64 `json:"cost_usd"`
+	// Unpriced counts the runs that used tokens at no known price (their
+	// model file has none): CostUSD leaves them out, so it is a lower
+	// bound when Unpriced is not 0.
+	Unpriced int `json:"unpriced_runs,omitempty"`
 }
 
 func (s *Spend) add(r *Run) {
@@ -89,6 +93,9 @@ func (s *Spend) add(r *Run) {
 			s.Tokens = new(int64)
 		}
 		*s.Tokens += r.Tokens
+	}
+	if r.Tokens > 0 && !r.Priced {
+		s.Unpriced++
 	}
 	if r.Priced {
 		if s.CostUSD == nil {
@@ -271,6 +278,7 @@ func NewReport(title string, runs []*Run) *Report {
 }
 
 func (s *Spend) merge(o Spend) {
+	s.Unpriced += o.Unpriced
 	if o.Tokens != nil {
 		if s.Tokens == nil {
 			s.Tokens = new(int64)

@@ -241,3 +241,40 @@ func writeSummary(t *testing.T, dir string, s *Summary) {
 		t.Fatal(err)
 	}
 }
+
+// TestUnpricedTotals: a total over runs some of which had no price says
+// it is a lower bound and how many runs it leaves out (it silently left
+// them out).
+func TestUnpricedTotals(t *testing.T) {
+	root := t.TempDir()
+	a := fakeRun(t, root, "a", "task-a", "loop", 1, allOK, 100)
+	writeModelLog(t, a, rec(1, 1000, 200, 0.01))
+	b := fakeRun(t, root, "b", "task-b", "loop", 1, bugged, 50)
+	writeModelLog(t, b, rec(1, 500, 50, 0))
+	fakeRun(t, root, "c", "task-b", "dummy", 1, bugged, 30) // no model: not unpriced
+	runs, err := List(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := NewReport("eval", runs)
+	for _, s := range rep.Agents {
+		if want := map[string]int{"loop": 1, "dummy": 0}[s.Agent]; s.Unpriced != want {
+			t.Errorf("%s: %d unpriced runs, want %d", s.Agent, s.Unpriced, want)
+		}
+	}
+	for _, format := range []string{"md", "html"} {
+		var out bytes.Buffer
+		if err := Write(&out, rep, format); err != nil {
+			t.Fatal(err)
+		}
+		if want := "≥ $0.0100 (1 run unpriced)"; !strings.Contains(out.String(), want) {
+			t.Errorf("the %s report has no %q:\n%s", format, want, out.String())
+		}
+	}
+	var md bytes.Buffer
+	Write(&md, rep, "md")
+	// The task whose one model run had no price.
+	if want := "| 550 tokens, - (1 run unpriced) |"; !strings.Contains(md.String(), want) {
+		t.Errorf("the Markdown report has no %q:\n%s", want, md.String())
+	}
+}

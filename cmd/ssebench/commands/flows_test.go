@@ -1,6 +1,7 @@
 package commands_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -13,6 +14,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 
 	"github.com/42-b3yond-6ug/ssebench/cmd/ssebench/commands"
+	"github.com/42-b3yond-6ug/ssebench/gateway"
+	"github.com/42-b3yond-6ug/ssebench/gateway/gatewaytest"
 	"github.com/42-b3yond-6ug/ssebench/oci/store"
 )
 
@@ -220,5 +223,41 @@ func TestApplyNoFuzz(t *testing.T) {
 				t.Errorf("the tree holds %v after apply.sh, want f.txt alone (no .orig, no .rej)", names)
 			}
 		})
+	}
+}
+
+// TestOpenCodeScript: the opencode example script (docs/models.md) parses,
+// its bash call applies exactly the example task's reference patch and
+// prints what its second reply waits for, and the model file it is used
+// with prices the model.
+func TestOpenCodeScript(t *testing.T) {
+	replies, err := gatewaytest.LoadScript(filepath.Join(repoRoot, "examples", "models", "opencode-kvconf.script.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(replies) != 2 || len(replies[0].ToolCalls) != 2 || replies[0].ToolCalls[1].Name != "bash" {
+		t.Fatalf("the script has %d replies, want 2, the first calling ssebench_task_info and bash: %+v", len(replies), replies)
+	}
+	var args struct{ Command string }
+	if err := json.Unmarshal([]byte(replies[0].ToolCalls[1].Arguments), &args); err != nil {
+		t.Fatal(err)
+	}
+	ref, err := os.ReadFile(filepath.Join(repoRoot, "datasets", "examples", kvconf, "sse", "diffs", "patch.diff"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, rest, _ := strings.Cut(args.Command, "\n")
+	if patch, _, ok := strings.Cut(rest, "PATCH\n"); !ok || patch != string(ref) {
+		t.Errorf("the bash call's patch is not the task's reference patch:\n%s", rest)
+	}
+	if !strings.Contains(first, "echo "+replies[1].Match) {
+		t.Errorf("the bash call (%q) does not print %q, which reply 2 waits for", first, replies[1].Match)
+	}
+	mf, err := gateway.LoadModelFile(filepath.Join(repoRoot, "examples", "models", "scripted.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, ok := mf.Prices[mf.Name]; !ok || p.Input <= 0 || p.Output <= 0 {
+		t.Errorf("examples/models/scripted.yaml prices %q at %+v, want a price", mf.Name, mf.Prices)
 	}
 }
