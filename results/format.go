@@ -65,6 +65,9 @@ func writeMarkdown(w io.Writer, rep *Report) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Evaluation report: %s\n\n", rep.Title)
 	fmt.Fprintf(&b, "%s of %s on %s.\n\n", Plural(rep.Runs, "run", "runs"), Plural(len(rep.Agents), "agent", "agents"), Plural(len(rep.Tasks), "task", "tasks"))
+	if p := rep.Partial; p != nil {
+		b.WriteString("**" + p.Text() + "**\n\n")
+	}
 	if ev := rep.Evaluation; ev != nil {
 		writeBudgetMarkdown(&b, ev)
 	}

@@ -123,7 +123,8 @@ footer { color: #777; font-size: 0.85em; margin-top: 3em; }
 <body>
 <h1>Evaluation report: {{.R.Title}}</h1>
 <p>{{plural .R.Runs "run" "runs"}} of {{plural (len .R.Agents) "agent" "agents"}} on {{plural (len .R.Tasks) "task" "tasks"}}{{if not .R.Started.IsZero}}, {{.R.Started.UTC.Format "2006-01-02 15:04"}} to {{.R.Finished.UTC.Format "2006-01-02 15:04"}} UTC{{end}}.</p>
-{{with verdicts .R}}<p id="verdicts"><strong>{{.}}</strong></p>
+{{with .R.Partial}}<p id="partial"><strong>{{.Text}}</strong></p>
+{{end}}{{with verdicts .R}}<p id="verdicts"><strong>{{.}}</strong></p>
 {{end}}<div class="charts">
 <div class="chart"><canvas id="pass-rate" aria-label="pass rate per agent" role="img"></canvas></div>
 <div class="chart"><canvas id="run-time" aria-label="time per run" role="img"></canvas></div>

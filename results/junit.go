@@ -77,6 +77,9 @@ func writeJUnit(w io.Writer, rep *Report) error {
 				{Name: "build_seconds", Value: fmt.Sprintf("%.3f", a.BuildSeconds)}, {Name: "agent_seconds", Value: fmt.Sprintf("%.3f", a.AgentSeconds)},
 				{Name: "grade_seconds", Value: fmt.Sprintf("%.3f", a.GradeSeconds)}},
 		}
+		if p := rep.Partial; p != nil {
+			s.Properties = append(s.Properties, junitProperty{Name: "partial", Value: p.Text()})
+		}
 		if ev := rep.Evaluation; ev != nil {
 			n := 0
 			for _, ns := range ev.NotStarted {

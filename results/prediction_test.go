@@ -94,3 +94,31 @@ func TestCellWithoutAttempt(t *testing.T) {
 		t.Errorf("the HTML matrix has %d cells of class none, want 2", n)
 	}
 }
+
+// TestPartialReport: a report of an evaluation with planned runs missing
+// says so, with the command that runs them, in every format.
+func TestPartialReport(t *testing.T) {
+	root := t.TempDir()
+	fakeRun(t, root, "r1", "task", "one", 1, allOK, 2)
+	fakeRun(t, root, "r2", "task", "two", 1, bugged, 2)
+	runs, err := List(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := NewReport("eval-x", runs)
+	rep.Partial = &Partial{Planned: 6, Missing: 4, Resume: "ssebench eval --resume runs/eval-x"}
+	want := "Partial: 4 of 6 planned runs are missing; `ssebench eval --resume runs/eval-x` runs them."
+	for _, format := range Formats {
+		var out bytes.Buffer
+		if err := Write(&out, rep, format); err != nil {
+			t.Fatal(err)
+		}
+		w := want
+		if format == "json" {
+			w = `"partial": {`
+		}
+		if !strings.Contains(out.String(), w) {
+			t.Errorf("the %s report does not say it is partial (%q):\n%s", format, w, out.String())
+		}
+	}
+}

@@ -30,6 +30,9 @@ type Report struct {
 	// Evaluation is the evaluation's budget and the runs it left
 	// unstarted (evaluation.json); nil without a budget.
 	Evaluation *Evaluation `json:"evaluation,omitempty"`
+	// Partial says the runs are part of what their evaluation planned;
+	// nil when every planned run is there (or there is no plan).
+	Partial *Partial `json:"partial,omitempty"`
 	// FailOnAudit says the runs the audit flagged count as failed
 	// (--fail-on-audit; see FailOnAudit).
 	FailOnAudit bool `json:"fail_on_audit,omitempty"`

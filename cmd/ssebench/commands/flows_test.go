@@ -1,6 +1,7 @@
 package commands_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -14,9 +15,12 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 
 	"github.com/42-b3yond-6ug/ssebench/cmd/ssebench/commands"
+	"github.com/42-b3yond-6ug/ssebench/evaluate"
 	"github.com/42-b3yond-6ug/ssebench/gateway"
 	"github.com/42-b3yond-6ug/ssebench/gateway/gatewaytest"
+	"github.com/42-b3yond-6ug/ssebench/internal/testenv"
 	"github.com/42-b3yond-6ug/ssebench/oci/store"
+	"github.com/42-b3yond-6ug/ssebench/results"
 )
 
 // TestTimeoutDurations: every --timeout takes what run's does, a duration
@@ -259,5 +263,104 @@ func TestOpenCodeScript(t *testing.T) {
 	}
 	if p, ok := mf.Prices[mf.Name]; !ok || p.Input <= 0 || p.Output <= 0 {
 		t.Errorf("examples/models/scripted.yaml prices %q at %+v, want a price", mf.Name, mf.Prices)
+	}
+}
+
+// TestEvalPartialReport: `runs report` of an evaluation folder with runs
+// of its plan missing says the report is partial and how to finish it.
+func TestEvalPartialReport(t *testing.T) {
+	c := newCLI(t)
+	dir := filepath.Join(c.root, "runs", "eval-x")
+	plan, err := evaluate.NewPlan([]string{"one", "two"}, []string{"task-a", "task-b", "task-c"}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := evaluate.WritePlan(dir, plan); err != nil {
+		t.Fatal(err)
+	}
+	for i, j := range plan.Runs[:2] {
+		s := results.Summary{RunID: fmt.Sprint("run-", i), Task: j.Task, Agent: j.Agent, Attempt: j.Attempt, Status: "ok", Timings: map[string]float64{"total": 1}}
+		b, _ := json.Marshal(s)
+		writeFiles(t, filepath.Join(dir, "runs", s.RunID), map[string]string{results.SummaryFile: string(b)})
+	}
+	out, _ := c.mustRun(t, "runs", "report", dir)
+	if want := "Partial: 4 of 6 planned runs are missing; `ssebench eval --resume " + dir + "` runs them."; !strings.Contains(out, want) {
+		t.Errorf("runs report of a partial evaluation does not say %q:\n%s", want, out)
+	}
+}
+
+// evalFolder is the one evaluation folder under runs.
+func evalFolder(t *testing.T, runs string) string {
+	t.Helper()
+	dirs, _ := filepath.Glob(filepath.Join(runs, "eval-*"))
+	if len(dirs) != 1 {
+		t.Fatalf("evaluation folders under %s: %v, want 1", runs, dirs)
+	}
+	return dirs[0]
+}
+
+// TestResumeKeepsJobs: `eval --resume` runs as many at once as the
+// evaluation was started with (it forgot --jobs).
+func TestResumeKeepsJobs(t *testing.T) {
+	c := newCLI(t)
+	exampleDataset(t, c)
+	copyTree(t, "agents/dummy", filepath.Join(c.home, "agents", "dummy"))
+	runs := filepath.Join(c.root, "runs")
+	// A cluster without a kubeconfig: each eval stops once it has said
+	// how many runs go at once.
+	noCtrd := []string{"--backend", "kubernetes", "--kubeconfig", filepath.Join(c.root, "no-kubeconfig")}
+	_, stderr, err := c.run(t, append([]string{"eval", "--agents", "dummy", "--tasks", kvconf, "--prebuilt", "--jobs", "3", "--runs-dir", runs}, noCtrd...)...)
+	if err == nil || !strings.Contains(stderr, "3 at once (--jobs)") {
+		t.Fatalf("eval --jobs 3 = %v, want a failure after it says 3 at once:\n%s", err, stderr)
+	}
+	dir := evalFolder(t, runs)
+	_, stderr, _ = c.run(t, append([]string{"eval", "--resume", dir}, noCtrd...)...)
+	if !strings.Contains(stderr, "3 at once (--jobs of the evaluation's start)") {
+		t.Errorf("eval --resume does not keep --jobs 3:\n%s", stderr)
+	}
+	_, stderr, _ = c.run(t, append([]string{"eval", "--resume", dir, "--jobs", "1"}, noCtrd...)...)
+	if !strings.Contains(stderr, "1 at once (--jobs)") {
+		t.Errorf("eval --resume --jobs 1 does not run one at once:\n%s", stderr)
+	}
+}
+
+// TestEvalInterruptedSaysResume: an interrupted evaluation says how to
+// finish it.
+func TestEvalInterruptedSaysResume(t *testing.T) {
+	ctrd := testenv.RequireContainerd(t)
+	c := newCLI(t)
+	exampleDataset(t, c)
+	copyTree(t, "agents/dummy", filepath.Join(c.home, "agents", "dummy"))
+	runs := filepath.Join(c.root, "runs")
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	var stdout, stderr strings.Builder
+	code := commands.Main(ctx, []string{"eval", "--agents", "dummy", "--tasks", kvconf, "--prebuilt", "--runs-dir", runs,
+		"--containerd-addr", ctrd, "--home", c.home}, &stdout, &stderr)
+	if code != commands.ExitInterrupted {
+		t.Errorf("an interrupted eval exited %d, want %d:\n%s", code, commands.ExitInterrupted, stderr.String())
+	}
+	if want := "`ssebench eval --resume " + evalFolder(t, runs) + "` runs the rest"; !strings.Contains(stderr.String(), want) {
+		t.Errorf("an interrupted eval printed\n%s\nwant %q", stderr.String(), want)
+	}
+}
+
+// TestEvalNoDaemon: an evaluation whose containerd is not there says so
+// before anything, and leaves no folder (it removed "what the
+// interrupted evaluation left" and left an empty one).
+func TestEvalNoDaemon(t *testing.T) {
+	c := newCLI(t)
+	exampleDataset(t, c)
+	copyTree(t, "agents/dummy", filepath.Join(c.home, "agents", "dummy"))
+	runs := filepath.Join(c.root, "runs")
+	gone := filepath.Join(c.root, "no-containerd.sock")
+	start := time.Now()
+	_, _, err := c.run(t, "eval", "--agents", "dummy", "--tasks", kvconf, "--prebuilt", "--runs-dir", runs, "--containerd-addr", gone)
+	oneLine(t, err)
+	if want := "containerd is not running: there is no socket " + gone; !strings.HasPrefix(err.Error(), want) || time.Since(start) > 5*time.Second {
+		t.Errorf("eval without containerd = %v after %s, want %q at once", err, time.Since(start), want)
+	}
+	if ents, _ := os.ReadDir(runs); len(ents) > 0 {
+		t.Errorf("eval without containerd left %d entries in %s", len(ents), runs)
 	}
 }

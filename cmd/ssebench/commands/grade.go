@@ -163,6 +163,10 @@ func runGrade(cmd *cobra.Command, g *options.Global, o *gradeOptions) error {
 			return fmt.Errorf("--tasks: %s", unknownTask(id, known))
 		}
 	}
+	// Before the folder, which a grade that cannot run would leave.
+	if err := checkDaemons(g, "grade", daemonNeeds{Containerd: true, BuildKit: true}); err != nil {
+		return err
+	}
 	// The folder first: the patches are written into it as they are read.
 	// It is absolute, since each run mounts its patch from there and a
 	// mount's host path must be (--runs-dir defaults to ./runs).

@@ -156,6 +156,11 @@ end. Sidecar mode runs in containerd only.`,
 				Limits: o.Limits, Network: network, Lookup: g.Lookup}); err != nil {
 				return err
 			}
+			// Before any image: whoever may not use the daemons hears it
+			// once, now.
+			if err := checkDaemons(g, "run", daemonNeeds{Containerd: containerdBackend(cmd, g, o.Backend), BuildKit: !prebuilt}); err != nil {
+				return err
+			}
 			cluster, err := o.cluster(cmd.Context(), g, cmd, prebuilt)
 			if err != nil {
 				return err
