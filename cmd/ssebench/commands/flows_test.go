@@ -3,11 +3,13 @@ package commands_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -362,5 +364,77 @@ func TestEvalNoDaemon(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(runs); len(ents) > 0 {
 		t.Errorf("eval without containerd left %d entries in %s", len(ents), runs)
+	}
+}
+
+// TestTasksCheckNeeds: tasks check under an empty prefix lists every
+// image a run needs, the runtime included, and prints the commands that
+// make the ones a run does not make (it left out the runtime, and the
+// hint of the missing base left out --registry and --os-image); a base
+// the store holds under another prefix is copied.
+func TestTasksCheckNeeds(t *testing.T) {
+	c := newCLI(t)
+	exampleDataset(t, c)
+	copyTree(t, "agents/dummy", filepath.Join(c.home, "agents", "dummy"))
+	p := testPrefix(t)
+	out, _, err := c.run(t, "tasks", "check", kvconf, "--agents", "dummy", "--registry", p)
+	var exit *commands.ExitError
+	if !errors.As(err, &exit) || exit.Code != commands.ExitMustBuild {
+		t.Fatalf("tasks check = %v, want exit %d\n%s", err, commands.ExitMustBuild, out)
+	}
+	for _, want := range []string{
+		`(?m)^-\s+runtime\s+-\s+missing\s+-\s+make\s+` + regexp.QuoteMeta(p) + `/runtime:`,
+		`(?m)^` + kvconf + `\s+base\s+-\s+missing\s+-\s+make\s+` + regexp.QuoteMeta(p) + `/base-generic-go:`,
+		`(?m)^` + kvconf + `\s+case\s+-\s+missing\s+-\s+build\s+`,
+		`(?m)^  ssebench base-images go --registry ` + regexp.QuoteMeta(p) + ` --os-image OS_IMAGE$`,
+		`(?m)^  ssebench runtime build --registry ` + regexp.QuoteMeta(p) + `$`,
+	} {
+		if !regexp.MustCompile(want).MatchString(out) {
+			t.Errorf("tasks check printed no line matching %s:\n%s", want, out)
+		}
+	}
+	// The base under another prefix in the store: a copy puts it there.
+	names, _ := c.mustRun(t, "names", "--task", kvconf, "--registry", "elsewhere.example/team", "--json")
+	var n struct{ Base string }
+	if err := json.Unmarshal([]byte(names), &n); err != nil || n.Base == "" {
+		t.Fatalf("names --json = %s (%v), want a base", names, err)
+	}
+	c.storeImage(t, n.Base, caseImage(t))
+	out, _, _ = c.run(t, "tasks", "check", kvconf, "--registry", p)
+	want := "  ssebench copy " + n.Base + " " + p + "/" + strings.SplitN(n.Base, "/", 3)[2]
+	if !strings.Contains(out, want+"\n") {
+		t.Errorf("tasks check with the base under another prefix printed\n%s\nwant %q", out, want)
+	}
+}
+
+// TestRunNeedsAtOnce: run (and eval) under an empty prefix say every
+// image they need and do not make, in one line, before anything is built
+// (they failed at the base, then at the runtime, each after a build).
+func TestRunNeedsAtOnce(t *testing.T) {
+	ctrd := testenv.RequireContainerd(t)
+	c := newCLI(t)
+	exampleDataset(t, c)
+	copyTree(t, "agents/dummy", filepath.Join(c.home, "agents", "dummy"))
+	p := testPrefix(t)
+	runs := filepath.Join(c.root, "runs")
+	for _, args := range [][]string{
+		{"run", "--task", kvconf, "--agent", "dummy"},
+		{"eval", "--agents", "dummy", "--tasks", kvconf},
+	} {
+		start := time.Now()
+		_, stderr, err := c.run(t, append(args, "--registry", p, "--runs-dir", runs, "--containerd-addr", ctrd,
+			"--buildkit-addr", "unix://"+filepath.Join(c.root, "no-buildkit.sock"))...)
+		oneLine(t, err)
+		for _, want := range []string{p + "/base-generic-go:", p + "/runtime:", "`ssebench base-images go --registry " + p + " --os-image OS_IMAGE` and `ssebench runtime build --registry " + p + "`"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("%s = %v, want %q in it", args[0], err, want)
+			}
+		}
+		if strings.Contains(stderr, "case image") || time.Since(start) > 5*time.Second {
+			t.Errorf("%s began building before it refused (%s):\n%s", args[0], time.Since(start), stderr)
+		}
+	}
+	if ents, _ := os.ReadDir(runs); len(ents) > 0 {
+		t.Errorf("the refused runs left %d entries in %s", len(ents), runs)
 	}
 }

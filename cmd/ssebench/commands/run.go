@@ -161,6 +161,12 @@ end. Sidecar mode runs in containerd only.`,
 			if err := checkDaemons(g, "run", daemonNeeds{Containerd: containerdBackend(cmd, g, o.Backend), BuildKit: !prebuilt}); err != nil {
 				return err
 			}
+			// Every image the run needs and does not make, at once.
+			if preflightRuns(prebuilt, o.Mode, o.ToolLayer, o.Catalog, o.Build) {
+				if err := checkRunNeeds(cmd.Context(), g, e, "the run", o.Local, []string{o.Task}, []string{o.Agent}, o.Runtime); err != nil {
+					return err
+				}
+			}
 			cluster, err := o.cluster(cmd.Context(), g, cmd, prebuilt)
 			if err != nil {
 				return err
