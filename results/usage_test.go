@@ -278,3 +278,34 @@ func TestUnpricedTotals(t *testing.T) {
 		t.Errorf("the Markdown report has no %q:\n%s", want, md.String())
 	}
 }
+
+// TestModelUnreachable: a run whose every request got no answer from the
+// upstream is told apart; one answered request, or none forwarded, is an
+// ordinary run.
+func TestModelUnreachable(t *testing.T) {
+	root := t.TempDir()
+	down := func(seq int) gateway.Record {
+		return gateway.Record{Seq: seq, Method: "POST", Path: "/chat/completions", Status: 502, Failed: true, Error: "dial tcp 127.0.0.1:9: connect: connection refused"}
+	}
+	for _, c := range []struct {
+		name string
+		recs []gateway.Record
+		want bool
+	}{
+		{"all refused", []gateway.Record{down(1), down(2), {Seq: 3, Status: 429, Refused: "max_requests"}}, true},
+		{"one answered", []gateway.Record{down(1), rec(2, 10, 5, 0)}, false},
+		{"upstream error status", []gateway.Record{{Seq: 1, Status: 500, Failed: true, Error: "upstream said 500"}}, false},
+		{"no request", nil, false},
+	} {
+		dir := fakeRun(t, root, strings.ReplaceAll(c.name, " ", "-"), "task", "loop", 1, bugged, 2)
+		writeModelLog(t, dir, c.recs...)
+		r, err := Load(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, n, why := r.ModelUnreachable()
+		if got != c.want || (got && (n != 2 || !strings.Contains(why, "connection refused"))) {
+			t.Errorf("%s: ModelUnreachable() = %v, %d, %q; want %v", c.name, got, n, why, c.want)
+		}
+	}
+}

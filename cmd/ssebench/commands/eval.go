@@ -338,8 +338,14 @@ func evalPlan(g *options.Global, e *pipeline.Env, cmd *cobra.Command, o *evalOpt
 	// Before the plan is written: an evaluation that cannot run leaves no
 	// folder behind, and a base image or runtime it lacks is said once,
 	// not found by every run and retried as an infrastructure failure.
-	if err := checkDaemons(g, "eval", daemonNeeds{Containerd: containerdBackend(cmd, g, o.Backend), BuildKit: !p.Prebuilt}); err != nil {
+	onHost := containerdBackend(cmd, g, o.Backend)
+	if err := checkDaemons(g, "eval", daemonNeeds{Containerd: onHost, BuildKit: !p.Prebuilt}); err != nil {
 		return nil, "", err
+	}
+	if onHost {
+		if err := checkUpstream(cmd.Context(), g, e.Home, p.Model, "", ""); err != nil {
+			return nil, "", err
+		}
 	}
 	if preflightRuns(p.Prebuilt, p.Mode, "", p.Catalog, false) {
 		if err := checkRunNeeds(cmd.Context(), g, e, "the evaluation", local, tasks, agents, o.Runtime); err != nil {

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -436,5 +438,49 @@ func TestRunNeedsAtOnce(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(runs); len(ents) > 0 {
 		t.Errorf("the refused runs left %d entries in %s", len(ents), runs)
+	}
+}
+
+// TestUpstreamDown: a model upstream that does not answer (a wrong
+// base_url) stops run and eval before any image, naming the URL and the
+// file it came from (every run was graded FAILED instead); any HTTP
+// answer, 404 included, is an upstream that is there.
+func TestUpstreamDown(t *testing.T) {
+	ctrd := testenv.RequireContainerd(t)
+	c := newCLI(t)
+	exampleDataset(t, c)
+	copyTree(t, "agents/dummy", filepath.Join(c.home, "agents", "dummy"))
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := "http://" + l.Addr().String() + "/v1"
+	l.Close()
+	mf := filepath.Join(c.root, "down.yaml")
+	writeFiles(t, c.root, map[string]string{"down.yaml": "name: m\nbase_url: " + down + "\napi_key_env: none\n"})
+	runs := filepath.Join(c.root, "runs")
+	noBuild := []string{"--containerd-addr", ctrd, "--buildkit-addr", "unix://" + filepath.Join(c.root, "no-buildkit.sock"), "--runs-dir", runs}
+	_, _, err = c.run(t, append([]string{"run", "--task", kvconf, "--agent", "dummy", "--model-file", mf}, noBuild...)...)
+	oneLine(t, err)
+	if want := "the model upstream " + down + " does not answer"; !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "check base_url in "+mf) {
+		t.Errorf("run with an upstream that does not answer = %v, want %q and the file", err, want)
+	}
+	models := filepath.Join(c.home, "models")
+	writeFiles(t, models, map[string]string{"m.yaml": "name: m\nbase_url: " + down + "\napi_key_env: none\n"})
+	_, _, err = c.run(t, append([]string{"eval", "--agents", "dummy", "--tasks", kvconf, "--model", "m"}, noBuild...)...)
+	if want := "the model upstream " + down + " does not answer"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("eval with an upstream that does not answer = %v, want %q", err, want)
+	}
+	if ents, _ := os.ReadDir(runs); len(ents) > 0 {
+		t.Errorf("the refused eval left %d entries in %s", len(ents), runs)
+	}
+	// An upstream that answers 404 to GET /models is there: the run goes
+	// on (to the images, which this world lacks).
+	up := httptest.NewServer(http.NotFoundHandler())
+	defer up.Close()
+	writeFiles(t, models, map[string]string{"m.yaml": "name: m\nbase_url: " + up.URL + "/v1\napi_key_env: none\n"})
+	_, _, err = c.run(t, append([]string{"run", "--task", kvconf, "--agent", "dummy", "--model", "m"}, noBuild...)...)
+	if err == nil || strings.Contains(err.Error(), "does not answer") {
+		t.Errorf("run with an upstream that answers 404 = %v, want it past the upstream's check", err)
 	}
 }
