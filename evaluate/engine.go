@@ -375,7 +375,11 @@ func attempt(ctx context.Context, b Backend, builds *memo, plan *Plan, j Job, di
 		if err == nil {
 			return run, false, nil
 		}
-		o.progress.Retry(j, err, try < o.retries, time.Since(start))
+		again := try < o.retries && retryable(err)
+		o.progress.Retry(j, err, again, time.Since(start))
+		if !again {
+			return nil, false, err
+		}
 	}
 	return nil, false, err
 }
@@ -406,6 +410,10 @@ func runOne(ctx context.Context, b Backend, builds *memo, plan *Plan, j Job, dir
 	defer os.RemoveAll(tmp)
 	runDir, err := b.Run(ctx, j, images, tmp)
 	if err != nil {
+		return nil, err
+	}
+	if err := modelReached(runDir); err != nil {
+		// Not a result: tried again, else left for --resume.
 		return nil, err
 	}
 	final := filepath.Join(dir, RunsDir, filepath.Base(runDir))
@@ -511,4 +519,19 @@ func (p *pending) others(j Job) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.n[[2]string{j.Task, j.Agent}] > 1
+}
+
+// modelReached fails a run whose model upstream answered none of its
+// requests (results.Run.ModelUnreachable): an infrastructure failure, as
+// a pull that fails is, not a FAILED grade of the agent.
+func modelReached(runDir string) error {
+	r, err := results.Load(runDir)
+	if err != nil {
+		// The folder is read again once in place, and said there.
+		return nil
+	}
+	if down, n, why := r.ModelUnreachable(); down {
+		return fmt.Errorf("the model upstream answered none of the run's %s (first: %s)", results.Plural(n, "request", "requests"), why)
+	}
+	return nil
 }

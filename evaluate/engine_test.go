@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/42-b3yond-6ug/ssebench/contract"
 	"github.com/42-b3yond-6ug/ssebench/gateway"
+	"github.com/42-b3yond-6ug/ssebench/oci/store"
 	"github.com/42-b3yond-6ug/ssebench/pipeline"
 	"github.com/42-b3yond-6ug/ssebench/results"
 )
@@ -39,10 +41,21 @@ type fakeBackend struct {
 	// needed, when set, records by job what the run's WithImagesNeeded
 	// said as it ended.
 	needed map[string]bool
+	// modelDown makes the run's model upstream answer none of its
+	// requests, that many times per job.
+	modelDown map[string]int
+	// fixed fails a job's images for good (a missing base image), by job.
+	fixed map[string]int
 }
 
 func (f *fakeBackend) BuildTask(ctx context.Context, task string) (*pipeline.TaskImages, error) {
 	f.count("task:" + task)
+	if f.fixed[task] > 0 {
+		return nil, fmt.Errorf("building the case image of %s: base image x/base-generic-go:1 is %w", task, store.ErrNotFound)
+	}
+	if f.fixed["permanent:"+task] > 0 {
+		return nil, Permanent(errors.New("the task folder is gone"))
+	}
 	time.Sleep(20 * time.Millisecond)
 	img, _ := random.Image(10, 1)
 	d, _ := img.Digest()
@@ -110,6 +123,16 @@ func (f *fakeBackend) Run(ctx context.Context, j Job, im *pipeline.RunImages, di
 	s := results.Summary{RunID: id, Task: j.Task, Agent: j.Agent, Attempt: j.Attempt, Status: "ok", Results: rd, Started: time.Now()}
 	if f.spend != nil {
 		s.ModelUsage = f.spend(j, rd)
+	}
+	f.mu.Lock()
+	down := f.modelDown[j.Key()] > 0
+	if down {
+		f.modelDown[j.Key()]--
+	}
+	f.mu.Unlock()
+	if down {
+		rec, _ := json.Marshal(gateway.Record{Seq: 1, Method: "POST", Path: "/chat/completions", Status: 502, Failed: true, Error: "dial tcp 127.0.0.1:9: connect: connection refused"})
+		os.WriteFile(filepath.Join(rd, results.ModelLog), append(rec, '\n'), 0o644)
 	}
 	return rd, writeJSONFile(filepath.Join(rd, "summary.json"), s)
 }
@@ -351,5 +374,48 @@ func TestEvaluateImagesNeeded(t *testing.T) {
 	Evaluate(ctx, f, t.TempDir(), p, WithJobs(1))
 	if got := f.needed["t1/a/1"]; got {
 		t.Errorf("the run interrupted by Ctrl-C kept its image for a later run that will not start")
+	}
+}
+
+// TestModelDownIsInfrastructure: a run whose model upstream answered
+// none of its requests is no result: it is tried again, and when the
+// upstream stays down, left for --resume (it was graded FAILED, and an
+// outage read as 0%).
+func TestModelDownIsInfrastructure(t *testing.T) {
+	dir := t.TempDir()
+	p := testPlan(t)
+	WritePlan(dir, p)
+	f := newFake()
+	f.modelDown = map[string]int{"t1/good/1": 1, "t2/good/1": 100}
+	out, err := Evaluate(context.Background(), f, dir, p, WithJobs(2), WithRetries(1), func(o *options) error { o.backoff = time.Millisecond; return nil })
+	if err == nil || len(out.Failed) != 1 || out.Failed["t2/good/1"] == nil || !strings.Contains(out.Failed["t2/good/1"].Error(), "the model upstream answered none of the run's 1 request") {
+		t.Fatalf("Evaluate() = %+v, %v; want t2/good/1 failed for an infrastructure reason", out, err)
+	}
+	done, _ := Done(dir)
+	if _, ok := done["t2/good/1"]; ok || len(done) != 11 {
+		t.Errorf("the folder holds %d runs (t2/good/1 among them: %v), want the 11 others", len(done), ok)
+	}
+	if r := done["t1/good/1"]; r == nil || !r.Passed() {
+		t.Errorf("t1/good/1, whose upstream came back, = %v, want it run again and passed", r)
+	}
+}
+
+// TestFixedFailureNotRetried: a build that fails because an image is
+// missing (or a failure marked Permanent) is tried once, not retried as
+// an infrastructure failure; the job is still left for --resume.
+func TestFixedFailureNotRetried(t *testing.T) {
+	for _, task := range []string{"t1", "permanent:t1"} {
+		dir := t.TempDir()
+		p, _ := NewPlan([]string{"good"}, []string{"t1"}, 1)
+		WritePlan(dir, p)
+		f := newFake()
+		f.fixed = map[string]int{task: 1}
+		out, err := Evaluate(context.Background(), f, dir, p, WithJobs(1), WithRetries(2), func(o *options) error { o.backoff = time.Millisecond; return nil })
+		if err == nil || len(out.Failed) != 1 {
+			t.Fatalf("%s: Evaluate() = %+v, %v; want the job failed", task, out, err)
+		}
+		if n := f.builds["task:t1"]; n != 1 {
+			t.Errorf("%s: the task's images were built %d times, want once", task, n)
+		}
 	}
 }

@@ -51,6 +51,10 @@ type Plan struct {
 	OSImage string `json:"os_image,omitempty"`
 	// Budget is what all runs together may spend on the model (--budget).
 	Budget *gateway.Budget `json:"budget,omitempty"`
+	// Jobs is the runs at once the evaluation was started with (--jobs);
+	// 0 means the machine's default. --resume keeps it unless given
+	// another.
+	Jobs int `json:"jobs,omitempty"`
 	// Runs are the jobs, in the order they start.
 	Runs []Job `json:"runs"`
 }

@@ -41,6 +41,33 @@ func (b *BudgetUse) Text() string {
 	return fmt.Sprintf("%d of %s", b.SpentTokens, b.Budget)
 }
 
+// Partial says a report covers part of what its evaluation planned: the
+// evaluation was interrupted (or its runs failed for an infrastructure
+// reason) before every run of its plan was done.
+type Partial struct {
+	// Planned is how many runs the plan has; Missing how many of them
+	// have no finished run.
+	Planned int `json:"planned"`
+	Missing int `json:"missing"`
+	// Resume is the command that runs the missing ones ("ssebench eval
+	// --resume DIR"), "" when there is none.
+	Resume string `json:"resume,omitempty"`
+}
+
+// Text is "Partial: 4 of 6 planned runs are missing; `ssebench eval
+// --resume DIR` runs them."
+func (p *Partial) Text() string {
+	verb := "are"
+	if p.Missing == 1 {
+		verb = "is"
+	}
+	s := fmt.Sprintf("Partial: %d of %s %s missing", p.Missing, Plural(p.Planned, "planned run", "planned runs"), verb)
+	if p.Resume != "" {
+		s += "; `" + p.Resume + "` runs them"
+	}
+	return s + "."
+}
+
 // NotStarted is a run of the plan that never started, and why.
 type NotStarted struct {
 	Task    string `json:"task"`

@@ -47,10 +47,27 @@ func cost(c *float64) string {
 	return fmt.Sprintf("$%.4f", *c)
 }
 
+// spendCost is a total's cost: "$0.0123"; "≥ $0.0123 (2 runs unpriced)"
+// when runs that used the model had no price, which the sum leaves out;
+// "- (2 runs unpriced)" when none had one; "-" without a model.
+func spendCost(s Spend) string {
+	if s.Unpriced == 0 {
+		return cost(s.CostUSD)
+	}
+	unpriced := Plural(s.Unpriced, "run", "runs") + " unpriced"
+	if s.CostUSD == nil {
+		return "- (" + unpriced + ")"
+	}
+	return "≥ " + cost(s.CostUSD) + " (" + unpriced + ")"
+}
+
 func writeMarkdown(w io.Writer, rep *Report) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Evaluation report: %s\n\n", rep.Title)
 	fmt.Fprintf(&b, "%s of %s on %s.\n\n", Plural(rep.Runs, "run", "runs"), Plural(len(rep.Agents), "agent", "agents"), Plural(len(rep.Tasks), "task", "tasks"))
+	if p := rep.Partial; p != nil {
+		b.WriteString("**" + p.Text() + "**\n\n")
+	}
 	if ev := rep.Evaluation; ev != nil {
 		writeBudgetMarkdown(&b, ev)
 	}
@@ -62,7 +79,7 @@ func writeMarkdown(w io.Writer, rep *Report) error {
 	b.WriteString("|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, a := range rep.Agents {
 		fmt.Fprintf(&b, "| %s | %s | %d | %d | %s | %s–%s | %d | %d | %d | %s | %s | %.1f s | %.1f s | %.1f s | %.1f s | %.1f s |\n",
-			a.Agent, a.Model, a.Passed, a.Attempts, pct(a.Rate), pct(a.Low), pct(a.High), a.NotGraded, a.Forged, a.Flagged, tokens(a.Tokens), cost(a.CostUSD),
+			a.Agent, a.Model, a.Passed, a.Attempts, pct(a.Rate), pct(a.Low), pct(a.High), a.NotGraded, a.Forged, a.Flagged, tokens(a.Tokens), spendCost(a.Spend),
 			a.MeanAgentSeconds, a.Seconds, a.BuildSeconds, a.AgentSeconds, a.GradeSeconds)
 	}
 	b.WriteString("\nTime: building is images built and imported and the container started; agent is the agent's own time; grading the checks.\n")
@@ -119,10 +136,10 @@ func spendText(s Spend) string {
 	switch {
 	case s.Tokens == nil:
 		return "-"
-	case s.CostUSD == nil:
+	case s.CostUSD == nil && s.Unpriced == 0:
 		return tokens(s.Tokens) + " tokens"
 	}
-	return tokens(s.Tokens) + " tokens, " + cost(s.CostUSD)
+	return tokens(s.Tokens) + " tokens, " + spendCost(s)
 }
 
 func writeBudgetMarkdown(b *strings.Builder, ev *Evaluation) {
@@ -139,11 +156,38 @@ func writeBudgetMarkdown(b *strings.Builder, ev *Evaluation) {
 	b.WriteString("\n")
 }
 
-// cellText is a matrix cell: "1/2", "0/2 (1 forged)".
+// cellText is a matrix cell: "1/2", "0/2 (1 forged)", "0/1 (1 not
+// applied)"; "-" when the pair has no attempt (an evaluation stopped
+// before it), which is no pass and no failure.
 func cellText(c Cell) string {
+	if c.Attempts == 0 {
+		return "-"
+	}
 	t := fmt.Sprintf("%d/%d", c.Passed, c.Attempts)
+	var more []string
 	if c.Forged > 0 {
-		t += fmt.Sprintf(" (%d forged)", c.Forged)
+		more = append(more, fmt.Sprintf("%d forged", c.Forged))
+	}
+	if c.NotApplied > 0 {
+		more = append(more, fmt.Sprintf("%d not applied", c.NotApplied))
+	}
+	if len(more) > 0 {
+		t += " (" + strings.Join(more, ", ") + ")"
 	}
 	return t
+}
+
+// cellClass is a matrix cell's class in the HTML report: "none" for a
+// pair with no attempt (grey, not a green 0/0), "forged", "pass" when
+// every attempt passed, else "fail".
+func cellClass(c Cell) string {
+	switch {
+	case c.Attempts == 0:
+		return "none"
+	case c.Forged > 0:
+		return "forged"
+	case c.Passed == c.Attempts:
+		return "pass"
+	}
+	return "fail"
 }

@@ -68,7 +68,7 @@ func writeHTML(w io.Writer, rep *Report) error {
 }
 
 var pageTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
-	"pct": pct, "tokens": tokens, "cost": cost, "spend": spendText, "plural": Plural,
+	"pct": pct, "tokens": tokens, "cost": cost, "spendCost": spendCost, "spend": spendText, "plural": Plural,
 	"check": func(a AgentStats, name string) string {
 		for _, c := range a.Checks {
 			if c.Name == name {
@@ -78,7 +78,7 @@ var pageTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 		return "-"
 	},
 	"secs": func(x float64) string { return fmt.Sprintf("%.1f s", x) },
-	"cell": cellText, "verdicts": verdictsLine, "finding": FindingText, "path": PathText,
+	"cell": cellText, "cellClass": cellClass, "verdicts": verdictsLine, "finding": FindingText, "path": PathText,
 	"join": strings.Join,
 	"gradeClass": func(e Entry) string {
 		switch {
@@ -110,7 +110,7 @@ body { font-family: system-ui, sans-serif; margin: 2em; color: #222; }
 table { border-collapse: collapse; margin: 1em 0; }
 th, td { border: 1px solid #ccc; padding: 0.3em 0.7em; text-align: right; }
 th:first-child, td:first-child { text-align: left; }
-td.pass { background: #e3f6e3; } td.fail { background: #fbe4e4; }
+td.pass { background: #e3f6e3; } td.fail { background: #fbe4e4; } td.none { background: #eee; color: #777; }
 td.forged, .forged strong { background: #f6d9f6; font-weight: bold; }
 #verdicts { background: #fff4d6; padding: 0.5em 1em; }
 #to-read li { margin: 0.4em 0; } #to-read code { background: #f4f4f4; }
@@ -123,7 +123,8 @@ footer { color: #777; font-size: 0.85em; margin-top: 3em; }
 <body>
 <h1>Evaluation report: {{.R.Title}}</h1>
 <p>{{plural .R.Runs "run" "runs"}} of {{plural (len .R.Agents) "agent" "agents"}} on {{plural (len .R.Tasks) "task" "tasks"}}{{if not .R.Started.IsZero}}, {{.R.Started.UTC.Format "2006-01-02 15:04"}} to {{.R.Finished.UTC.Format "2006-01-02 15:04"}} UTC{{end}}.</p>
-{{with verdicts .R}}<p id="verdicts"><strong>{{.}}</strong></p>
+{{with .R.Partial}}<p id="partial"><strong>{{.Text}}</strong></p>
+{{end}}{{with verdicts .R}}<p id="verdicts"><strong>{{.}}</strong></p>
 {{end}}<div class="charts">
 <div class="chart"><canvas id="pass-rate" aria-label="pass rate per agent" role="img"></canvas></div>
 <div class="chart"><canvas id="run-time" aria-label="time per run" role="img"></canvas></div>
@@ -136,7 +137,7 @@ footer { color: #777; font-size: 0.85em; margin-top: 3em; }
 {{end}}<h2>Pass rate</h2>
 <table id="agents">
 <tr><th>agent</th><th>model</th><th>passed</th><th>attempts</th><th>rate</th><th>95% CI (Wilson)</th><th>not graded</th><th>forged</th><th>flagged</th><th>tokens</th><th>cost</th><th>mean agent time</th><th>total time</th><th>building</th><th>agent</th><th>grading</th></tr>
-{{range .R.Agents}}<tr><td class="agent">{{.Agent}}</td><td>{{.Model}}</td><td>{{.Passed}}</td><td>{{.Attempts}}</td><td>{{pct .Rate}}</td><td>{{pct .Low}}–{{pct .High}}</td><td>{{.NotGraded}}</td><td class="forged-count">{{.Forged}}</td><td class="flagged-count">{{.Flagged}}</td><td class="tokens">{{tokens .Tokens}}</td><td class="cost">{{cost .CostUSD}}</td><td>{{secs .MeanAgentSeconds}}</td><td>{{secs .Seconds}}</td><td>{{secs .BuildSeconds}}</td><td>{{secs .AgentSeconds}}</td><td>{{secs .GradeSeconds}}</td></tr>
+{{range .R.Agents}}<tr><td class="agent">{{.Agent}}</td><td>{{.Model}}</td><td>{{.Passed}}</td><td>{{.Attempts}}</td><td>{{pct .Rate}}</td><td>{{pct .Low}}–{{pct .High}}</td><td>{{.NotGraded}}</td><td class="forged-count">{{.Forged}}</td><td class="flagged-count">{{.Flagged}}</td><td class="tokens">{{tokens .Tokens}}</td><td class="cost">{{spendCost .Spend}}</td><td>{{secs .MeanAgentSeconds}}</td><td>{{secs .Seconds}}</td><td>{{secs .BuildSeconds}}</td><td>{{secs .AgentSeconds}}</td><td>{{secs .GradeSeconds}}</td></tr>
 {{end}}</table>
 <p>Forged: runs with an integrity verdict (the grade's evidence was forged), neither passed nor failed. Flagged: runs whose patch the audit flagged.</p>
 {{with .R.ToRead}}<section id="to-read">
@@ -155,7 +156,7 @@ footer { color: #777; font-size: 0.85em; margin-top: 3em; }
 <h2>Tasks</h2>
 <table id="matrix">
 <tr><th>task</th>{{range .R.Agents}}<th>{{.Label}}</th>{{end}}<th>tokens and cost</th></tr>
-{{range .R.Matrix}}<tr><td>{{.Task}}</td>{{range .Cells}}<td class="{{if .Forged}}forged{{else if eq .Passed .Attempts}}pass{{else}}fail{{end}}" title="{{spend .Spend}}">{{cell .}}</td>{{end}}<td class="spend">{{spend .Spend}}</td></tr>
+{{range .R.Matrix}}<tr><td>{{.Task}}</td>{{range .Cells}}<td class="{{cellClass .}}" title="{{spend .Spend}}">{{cell .}}</td>{{end}}<td class="spend">{{spend .Spend}}</td></tr>
 {{end}}</table>
 <h2>Runs</h2>
 <table id="runs">

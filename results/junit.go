@@ -73,9 +73,12 @@ func writeJUnit(w io.Writer, rep *Report) error {
 			Name: a.Label(), Package: "ssebench." + a.Agent, ID: i, Hostname: host,
 			Timestamp: rep.Started.UTC().Format("2006-01-02T15:04:05"),
 			Properties: []junitProperty{{Name: "agent", Value: a.Agent}, {Name: "model", Value: a.Model},
-				{Name: "tokens", Value: tokens(a.Tokens)}, {Name: "cost_usd", Value: strings.TrimPrefix(cost(a.CostUSD), "$")},
+				{Name: "tokens", Value: tokens(a.Tokens)}, {Name: "cost_usd", Value: strings.TrimPrefix(cost(a.CostUSD), "$")}, {Name: "unpriced_runs", Value: fmt.Sprint(a.Unpriced)},
 				{Name: "build_seconds", Value: fmt.Sprintf("%.3f", a.BuildSeconds)}, {Name: "agent_seconds", Value: fmt.Sprintf("%.3f", a.AgentSeconds)},
 				{Name: "grade_seconds", Value: fmt.Sprintf("%.3f", a.GradeSeconds)}},
+		}
+		if p := rep.Partial; p != nil {
+			s.Properties = append(s.Properties, junitProperty{Name: "partial", Value: p.Text()})
 		}
 		if ev := rep.Evaluation; ev != nil {
 			n := 0
@@ -107,6 +110,11 @@ func writeJUnit(w io.Writer, rep *Report) error {
 			case !e.Graded:
 				c.Error = &junitProblem{Message: e.Grade, Type: "not-graded", Text: "run " + e.ID + " in " + e.Dir}
 				s.Errors++
+			case e.NotApplied:
+				// A failure (the unchanged source was graded), of a type
+				// of its own: the patch never reached the tree.
+				c.Failure = &junitProblem{Message: e.Grade, Type: "not-applied", Text: failureText(e)}
+				s.Failures++
 			case !e.Passed:
 				c.Failure = &junitProblem{Message: e.Grade, Type: "grade", Text: failureText(e)}
 				s.Failures++

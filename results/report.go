@@ -30,6 +30,9 @@ type Report struct {
 	// Evaluation is the evaluation's budget and the runs it left
 	// unstarted (evaluation.json); nil without a budget.
 	Evaluation *Evaluation `json:"evaluation,omitempty"`
+	// Partial says the runs are part of what their evaluation planned;
+	// nil when every planned run is there (or there is no plan).
+	Partial *Partial `json:"partial,omitempty"`
 	// FailOnAudit says the runs the audit flagged count as failed
 	// (--fail-on-audit; see FailOnAudit).
 	FailOnAudit bool `json:"fail_on_audit,omitempty"`
@@ -49,6 +52,10 @@ type AgentStats struct {
 	// Flagged counts the runs the audit flagged, whatever their grade.
 	Forged  int `json:"forged"`
 	Flagged int `json:"flagged"`
+	// NotApplied counts the graded predictions whose patch was not
+	// applied (Run.NotApplied): attempts that did not pass, told apart
+	// from failed fixes.
+	NotApplied int `json:"not_applied,omitempty"`
 	// Rate is Passed/Attempts; Low and High bound it: the Wilson score
 	// interval at 95%, which stays inside [0, 1] and is honest for few
 	// attempts.
@@ -77,6 +84,10 @@ type Spend struct {
 	// a price.
 	Tokens  *int64   `json:"tokens"`
 	CostUSD *float64 `json:"cost_usd"`
+	// Unpriced counts the runs that used tokens at no known price (their
+	// model file has none): CostUSD leaves them out, so it is a lower
+	// bound when Unpriced is not 0.
+	Unpriced int `json:"unpriced_runs,omitempty"`
 }
 
 func (s *Spend) add(r *Run) {
@@ -85,6 +96,9 @@ func (s *Spend) add(r *Run) {
 			s.Tokens = new(int64)
 		}
 		*s.Tokens += r.Tokens
+	}
+	if r.Tokens > 0 && !r.Priced {
+		s.Unpriced++
 	}
 	if r.Priced {
 		if s.CostUSD == nil {
@@ -128,6 +142,8 @@ type Cell struct {
 	Attempts int    `json:"attempts"`
 	// Forged counts the attempts with an integrity verdict.
 	Forged int `json:"forged,omitempty"`
+	// NotApplied counts the attempts whose patch was not applied.
+	NotApplied int `json:"not_applied,omitempty"`
 	Spend
 }
 
@@ -160,6 +176,9 @@ func NewReport(title string, runs []*Run) *Report {
 		}
 		if r.Forged() {
 			a.Forged++
+		}
+		if r.NotApplied() {
+			a.NotApplied++
 		}
 		if r.Flagged() {
 			a.Flagged++
@@ -202,6 +221,9 @@ func NewReport(title string, runs []*Run) *Report {
 		}
 		if r.Forged() {
 			c.Forged++
+		}
+		if r.NotApplied() {
+			c.NotApplied++
 		}
 		if rep.Started.IsZero() || r.Summary.Started.Before(rep.Started) {
 			rep.Started = r.Summary.Started
@@ -259,6 +281,7 @@ func NewReport(title string, runs []*Run) *Report {
 }
 
 func (s *Spend) merge(o Spend) {
+	s.Unpriced += o.Unpriced
 	if o.Tokens != nil {
 		if s.Tokens == nil {
 			s.Tokens = new(int64)

@@ -40,6 +40,9 @@ type Run struct {
 	// FailOnAudit counts the run as failed when the audit flagged it
 	// (see FailOnAudit, the function).
 	FailOnAudit bool
+	// Prediction is prediction.json: what became of the patch of a
+	// prediction `ssebench grade` graded; nil for an agent's run.
+	Prediction *Prediction
 }
 
 // CheckOutcome is one check of a run.
@@ -81,6 +84,9 @@ func Load(dir string) (*Run, error) {
 		}
 	}
 	r.Tokens, r.CostUSD, r.Priced = modelUse(dir, &s)
+	if r.Prediction, err = readPrediction(dir); err != nil {
+		return nil, err
+	}
 	return r, nil
 }
 
@@ -188,7 +194,7 @@ func (r *Run) Stopped() bool { return r.Summary != nil && r.Summary.Status == "s
 // evidence (no integrity verdict, whatever result.json's passed says),
 // and, under FailOnAudit, the audit flagged nothing.
 func (r *Run) Passed() bool {
-	return r.Result != nil && r.Result.Passed && r.Result.Integrity == "" && !r.FailedByAudit()
+	return r.Result != nil && r.Result.Passed && r.Result.Integrity == "" && !r.FailedByAudit() && !r.NotApplied()
 }
 
 // Duration is the run's wall time, from the first build step to the
@@ -292,6 +298,12 @@ func (r *Run) Grade() string {
 		return "NOT GRADED: " + r.Result.GradeError
 	case r.Stopped():
 		return "NOT GRADED: stopped before its grade"
+	case r.NotApplied():
+		why := r.Prediction.Why
+		if why == "" {
+			why = "the patch does not apply"
+		}
+		return VerdictNotApplied + ": " + why + " (graded on the unchanged source)"
 	case r.Passed():
 		return "PASSED"
 	}
@@ -375,6 +387,9 @@ type Entry struct {
 	// says it is not empty.
 	Audit   []contract.AuditFinding `json:"audit,omitempty"`
 	Flagged bool                    `json:"flagged"`
+	// NotApplied says the run graded a prediction whose patch was not
+	// applied (Run.NotApplied): Grade is then "NOT APPLIED: ...".
+	NotApplied bool `json:"not_applied,omitempty"`
 }
 
 // Entry returns r as an Entry.
@@ -386,6 +401,7 @@ func (r *Run) Entry() Entry {
 		DurationSeconds: round(r.Duration().Seconds(), 3), Started: r.Summary.Started, Dir: r.Dir,
 		BuildSeconds: round(r.BuildTime().Seconds(), 3), AgentSeconds: round(r.AgentTime().Seconds(), 3),
 		GradeSeconds: round(r.GradeTime().Seconds(), 3),
+		NotApplied:   r.NotApplied(),
 	}
 	if e.Checks == nil {
 		e.Checks = []CheckOutcome{}

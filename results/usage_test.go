@@ -241,3 +241,71 @@ func writeSummary(t *testing.T, dir string, s *Summary) {
 		t.Fatal(err)
 	}
 }
+
+// TestUnpricedTotals: a total over runs some of which had no price says
+// it is a lower bound and how many runs it leaves out (it silently left
+// them out).
+func TestUnpricedTotals(t *testing.T) {
+	root := t.TempDir()
+	a := fakeRun(t, root, "a", "task-a", "loop", 1, allOK, 100)
+	writeModelLog(t, a, rec(1, 1000, 200, 0.01))
+	b := fakeRun(t, root, "b", "task-b", "loop", 1, bugged, 50)
+	writeModelLog(t, b, rec(1, 500, 50, 0))
+	fakeRun(t, root, "c", "task-b", "dummy", 1, bugged, 30) // no model: not unpriced
+	runs, err := List(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := NewReport("eval", runs)
+	for _, s := range rep.Agents {
+		if want := map[string]int{"loop": 1, "dummy": 0}[s.Agent]; s.Unpriced != want {
+			t.Errorf("%s: %d unpriced runs, want %d", s.Agent, s.Unpriced, want)
+		}
+	}
+	for _, format := range []string{"md", "html"} {
+		var out bytes.Buffer
+		if err := Write(&out, rep, format); err != nil {
+			t.Fatal(err)
+		}
+		if want := "≥ $0.0100 (1 run unpriced)"; !strings.Contains(out.String(), want) {
+			t.Errorf("the %s report has no %q:\n%s", format, want, out.String())
+		}
+	}
+	var md bytes.Buffer
+	Write(&md, rep, "md")
+	// The task whose one model run had no price.
+	if want := "| 550 tokens, - (1 run unpriced) |"; !strings.Contains(md.String(), want) {
+		t.Errorf("the Markdown report has no %q:\n%s", want, md.String())
+	}
+}
+
+// TestModelUnreachable: a run whose every request got no answer from the
+// upstream is told apart; one answered request, or none forwarded, is an
+// ordinary run.
+func TestModelUnreachable(t *testing.T) {
+	root := t.TempDir()
+	down := func(seq int) gateway.Record {
+		return gateway.Record{Seq: seq, Method: "POST", Path: "/chat/completions", Status: 502, Failed: true, Error: "dial tcp 127.0.0.1:9: connect: connection refused"}
+	}
+	for _, c := range []struct {
+		name string
+		recs []gateway.Record
+		want bool
+	}{
+		{"all refused", []gateway.Record{down(1), down(2), {Seq: 3, Status: 429, Refused: "max_requests"}}, true},
+		{"one answered", []gateway.Record{down(1), rec(2, 10, 5, 0)}, false},
+		{"upstream error status", []gateway.Record{{Seq: 1, Status: 500, Failed: true, Error: "upstream said 500"}}, false},
+		{"no request", nil, false},
+	} {
+		dir := fakeRun(t, root, strings.ReplaceAll(c.name, " ", "-"), "task", "loop", 1, bugged, 2)
+		writeModelLog(t, dir, c.recs...)
+		r, err := Load(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, n, why := r.ModelUnreachable()
+		if got != c.want || (got && (n != 2 || !strings.Contains(why, "connection refused"))) {
+			t.Errorf("%s: ModelUnreachable() = %v, %d, %q; want %v", c.name, got, n, why, c.want)
+		}
+	}
+}

@@ -20,6 +20,11 @@ const (
 	// integrity): the grade found its evidence forged. It is neither
 	// passed nor failed, and reports count it apart.
 	VerdictForged = "FORGED"
+	// VerdictNotApplied: the run graded a prediction whose patch does
+	// not apply (or is no diff), as SWE-bench's harness reports it apart:
+	// the unchanged source was graded, so it is not passed, but it is no
+	// failed fix either.
+	VerdictNotApplied = "NOT APPLIED"
 )
 
 // ruleAudit is the name a failed audit takes among the failed checks of
@@ -68,13 +73,15 @@ func (r *Run) FailedByAudit() bool {
 }
 
 // Verdict is the run's verdict in one word: VerdictPassed,
-// VerdictFailed, VerdictNotGraded or VerdictForged.
+// VerdictFailed, VerdictNotGraded, VerdictForged or VerdictNotApplied.
 func (r *Run) Verdict() string {
 	switch {
 	case r.Forged():
 		return VerdictForged
 	case !r.Graded():
 		return VerdictNotGraded
+	case r.NotApplied():
+		return VerdictNotApplied
 	case r.Passed():
 		return VerdictPassed
 	}
@@ -216,10 +223,13 @@ func mdCode(s string) string { return strings.ReplaceAll(s, "`", "'") }
 func (rep *Report) Verdicts() string { return verdictsLine(rep) }
 
 func verdictsLine(rep *Report) string {
-	var forged, flagged, exitStatus int
+	var forged, flagged, exitStatus, notApplied int
 	for _, e := range rep.Entries {
 		if e.Integrity != "" {
 			forged++
+		}
+		if e.NotApplied {
+			notApplied++
 		}
 		if e.Flagged {
 			flagged++
@@ -241,6 +251,9 @@ func verdictsLine(rep *Report) string {
 	}
 	if exitStatus > 0 {
 		parts = append(parts, Plural(exitStatus, "run", "runs")+" judged by exit status")
+	}
+	if notApplied > 0 {
+		parts = append(parts, Plural(notApplied, "patch", "patches")+" not applied (no diff, or a hunk that does not apply: the unchanged source was graded, not passed)")
 	}
 	return strings.Join(parts, "; ")
 }

@@ -14,9 +14,15 @@ if [ ! -s "$p" ]; then
 fi
 # A dry run first, so a patch that applies in part changes nothing.
 # --forward: a patch already applied is an error, not a question; --batch:
-# never ask; patch's default fuzz, as SWE-bench's harness allows.
-if ! patch -p1 --forward --batch --dry-run <"$p"; then
+# never ask; --fuzz=0: every hunk's context must match (at any offset),
+# as git apply asks, so a hunk written for other lines is refused rather
+# than put somewhere near; --no-backup-if-mismatch: no *.orig beside a
+# file (it would be graded, and be in final.patch).
+opts="-p1 --forward --batch --fuzz=0 --no-backup-if-mismatch"
+# shellcheck disable=SC2086 # opts are words
+if ! patch $opts --dry-run <"$p"; then
 	echo "prediction: the patch does not apply" >&2
 	exit 4
 fi
-exec patch -p1 --forward --batch <"$p"
+# shellcheck disable=SC2086
+exec patch $opts <"$p"

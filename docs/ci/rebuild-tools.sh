@@ -38,7 +38,7 @@ export SSEBENCH_REGISTRY SSEBENCH_SIGN_KEY
 #    Pushing moves only the blobs the registry lacks.
 if [ -z "${SSEBENCH_RUNTIME_IMAGE:-}" ]; then
 	echo "== runtime image (built from this checkout, pushed)" >&2
-	"$ssebench" runtime build --push
+	"$ssebench" runtime build --platform all --push
 fi
 
 # 2. Every tool image of the dataset, assembled on the runtime; those the

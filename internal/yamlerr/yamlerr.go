@@ -6,7 +6,9 @@ package yamlerr
 
 import (
 	"errors"
+	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -52,6 +54,11 @@ func Message(err error) string {
 	}
 	for i, p := range parts {
 		p = strings.TrimPrefix(strings.TrimSpace(p), "yaml: ")
+		if te == nil {
+			if line, msg := Split(p); line > 0 {
+				p = fmt.Sprintf("line %d: %s", line, msg)
+			}
+		}
 		p = notFound.ReplaceAllString(p, `unknown key "$1"`)
 		p = cannotUnmarshal.ReplaceAllStringFunc(p, func(m string) string {
 			sub := cannotUnmarshal.FindStringSubmatch(m)
@@ -64,4 +71,44 @@ func Message(err error) string {
 		parts[i] = strings.Join(strings.Fields(p), " ")
 	}
 	return strings.Join(parts, "; ")
+}
+
+// parserProblems are the problems yaml.v3's parser (not its scanner)
+// reports. For those, yaml.v3 v3.0.1 prints a line number counted from 0
+// (decode.go's fail adds 1 only to scanner errors), so "line 3" means the
+// fourth line: the user looks one line too early.
+var parserProblems = []string{
+	"did not find expected <stream-start>",
+	"did not find expected <document start>",
+	"did not find expected node content",
+	"did not find expected '-' indicator",
+	"did not find expected key",
+	"did not find expected ',' or ']'",
+	"did not find expected ',' or '}'",
+	"found undefined tag handle",
+	"found incompatible YAML document",
+	"found duplicate %YAML directive",
+	"found duplicate %TAG directive",
+}
+
+var lineRE = regexp.MustCompile(`^line (\d+): (.*)$`)
+
+// Split turns a syntax error of yaml.v3 ("yaml: line 3: did not find
+// expected key") into the line it is about, counted from 1, and its
+// message. It corrects yaml.v3's parser errors, which count from 0 (and
+// print no line at all for the first one). line is 0 when the error names
+// no line.
+func Split(s string) (line int, msg string) {
+	s = strings.TrimPrefix(strings.TrimSpace(s), "yaml: ")
+	msg = s
+	if m := lineRE.FindStringSubmatch(s); m != nil {
+		line, _ = strconv.Atoi(m[1])
+		msg = m[2]
+	}
+	for _, p := range parserProblems {
+		if msg == p {
+			return line + 1, msg
+		}
+	}
+	return line, msg
 }

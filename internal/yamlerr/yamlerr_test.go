@@ -45,3 +45,29 @@ func TestMessage(t *testing.T) {
 		}
 	}
 }
+
+// TestSyntaxLine: a syntax error names the line of the mistake, counted
+// from 1, where yaml.v3's parser errors name the line before it.
+func TestSyntaxLine(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		// The second item is indented less than the first.
+		{"a: 1\nb:\n  - x\n - y\n", "line 4: did not find expected key"},
+		// A list item where a key belongs.
+		{"a: 1\nb: 2\n- c\n", "line 3: did not find expected key"},
+		// A flow list opened on line 2 and never closed.
+		{"name: x\nmodels: [a, b\nother: 1\n", "line 2: did not find expected ',' or ']'"},
+		{"- a\nb: 1\n", "line 2: did not find expected '-' indicator"},
+		// Scanner errors were right already and stay so.
+		{"a: 1\nb: 2\nc\nd: 4\n", "line 3: could not find expected ':'"},
+		{"a: 1\nb: 2\nc: 3: 4\n", "line 3: mapping values are not allowed in this context"},
+	} {
+		var v map[string]any
+		err := yaml.Unmarshal([]byte(c.in), &v)
+		if err == nil {
+			t.Fatalf("%q parsed", c.in)
+		}
+		if got := Message(err); got != c.want {
+			t.Errorf("Message(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}

@@ -62,7 +62,7 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		var failed error
 		switch {
 		case err != nil:
-			if !retryable(err) {
+			if !retryable(err) || refusedLoopback(r, err) {
 				return nil, err
 			}
 			failed = err

@@ -95,7 +95,9 @@ func (p *Policy) Check(ctx context.Context, repo name.Repository, d v1.Hash, opt
 		return nil
 	}
 	if p == nil || p.Key == nil {
-		return fmt.Errorf("%s is not a trusted registry and no verification key is set (--trust-registry or --verify-key)", repo.RegistryStr())
+		// The flag with its value: the flows of a registry end here, and
+		// the user should not have to look up what it takes.
+		return fmt.Errorf("%s is not a trusted registry and no verification key is set (--trust-registry or --verify-key): pass --trust-registry %s if whoever can push there is trusted (or set SSEBENCH_TRUSTED_REGISTRIES), or --verify-key with the public key its publisher signs with", repo.RegistryStr(), repo.RegistryStr())
 	}
 	return verify(ctx, p.Key, repo, d, opts...)
 }

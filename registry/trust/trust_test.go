@@ -39,6 +39,9 @@ func TestSignAndCheck(t *testing.T) {
 	var none *Policy
 	if err := none.Check(ctx, repo, d); err == nil {
 		t.Error("no policy trusted an unsigned image")
+	} else if want := "pass --trust-registry " + host + " if"; !strings.Contains(err.Error(), want) {
+		// The flag with the value that trusts this registry (issue 40).
+		t.Errorf("no policy: %v, want %q", err, want)
 	}
 	if err := (&Policy{Registries: []string{host}}).Check(ctx, repo, d); err != nil {
 		t.Errorf("a trusted registry: %v", err)

@@ -45,7 +45,7 @@ type openCode struct {
 // Its output goes to opencode.log in the results. It returns nil when
 // there is no server.
 func (e *entrypoint) startOpenCode(ctx context.Context, mcp bool, note func(string, ...any)) *openCode {
-	if _, err := os.Stat(openCodeBinary); err != nil {
+	if _, err := os.Stat(openCodeBinary); err != nil || !openCodeWanted(e.environ) {
 		return nil
 	}
 	logf, err := os.OpenFile(filepath.Join(e.env.Results, OpenCodeLog), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)

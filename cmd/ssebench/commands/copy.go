@@ -116,11 +116,12 @@ func newCmdTag(g *options.Global) *cobra.Command {
 		Short: "Add a tag to an image that exists, in the local store or its registry",
 		Long: `Make NEWTAG name the image or index IMAGE names, as crane tag does, without
 pulling a layer. NEWTAG is a tag ("v2", in IMAGE's repository) or a full
-reference in the same registry (or, for the store, any name). When the local
-store has IMAGE (and --pull is not always) the tag is added in the store;
-else in IMAGE's registry: within one repository only the manifest is put
-again, into another repository every blob is mounted. IMAGE must exist:
-nothing is created.`,
+reference in the same registry; a tag in another registry is refused (copy
+the image there with "ssebench copy"). When the local store has IMAGE (and
+--pull is not always) the tag is added in the store only, and stderr says
+so; else in IMAGE's registry: within one repository only the manifest is
+put again, into another repository every blob is mounted. IMAGE must
+exist: nothing is created.`,
 		Example: `  ssebench tag localhost:5000/ssebench/case/examples/kvconf-12-afb9ee1:0.1.0 v1
   ssebench tag --pull always localhost:5000/ssebench/runtime:0.1.0-dev localhost:5000/ssebench/runtime:stable`,
 		Args: cobra.ExactArgs(2),
@@ -132,6 +133,11 @@ nothing is created.`,
 			dst, err := newTag(src, args[1])
 			if err != nil {
 				return err
+			}
+			// A tag names an image where the image is: another registry
+			// gets it by a copy, in the store as in a registry.
+			if src.Context().RegistryStr() != dst.Context().RegistryStr() {
+				return fmt.Errorf("cannot tag %s as %s: a tag stays in its registry; copy it there with `ssebench copy %s %s`", src.Name(), dst.Name(), src.Name(), dst.Name())
 			}
 			s, ropts, err := g.StoreOptions(nil)
 			if err != nil {
@@ -149,6 +155,9 @@ nothing is created.`,
 					if err := s.Tag(cmd.Context(), src, dst); err != nil {
 						return fmt.Errorf("tagging %s as %s in the local store: %w", src.Name(), dst.Name(), err)
 					}
+					// Said apart from a registry's tag, which prints the
+					// same name: this one is on this machine only.
+					fmt.Fprintf(cmd.ErrOrStderr(), "tagged in the local store only (%s is unchanged): `ssebench push %s` sends it, or tag it there with --pull always\n", src.Context().RegistryStr(), dst.Name())
 					return printCopied(cmd.OutOrStdout(), &remote.Copied{Source: src.Name(), Target: dst.Name(), Digest: desc.Digest, FromStore: true}, asJSON)
 				case !errors.Is(err, store.ErrNotFound):
 					return err

@@ -118,10 +118,7 @@ on this machine: not --backend kubernetes, not --egress open.`,
 			if err != nil {
 				return err
 			}
-			jobs, why := evaluate.DefaultJobs()
-			if cmd.Flag("jobs").Changed {
-				jobs, why = o.Jobs, "--jobs"
-			}
+			jobs, why := evalJobs(cmd, o, plan)
 			stderr := cmd.ErrOrStderr()
 			fmt.Fprintf(stderr, "evaluation %s: %s (%s × %s × %s), %d at once (%s)\n",
 				dir, results.Plural(len(plan.Runs), "run", "runs"), results.Plural(len(plan.Tasks), "task", "tasks"),
@@ -183,12 +180,17 @@ on this machine: not --backend kubernetes, not --egress open.`,
 				}
 				fmt.Fprintf(stderr, "; results in %s\n", dir)
 			}
+			if cmd.Context().Err() != nil {
+				// Said before the report, which says it is partial.
+				fmt.Fprintf(stderr, "interrupted: what is done stays; `ssebench eval --resume %s` runs the rest\n", dir)
+			}
 			if runs, lerr := results.List(dir); lerr == nil && len(runs) > 0 {
 				if o.FailOnAudit {
 					results.FailOnAudit(runs)
 				}
 				rep := results.NewReport(filepath.Base(dir), runs)
 				rep.Evaluation, _ = results.ReadEvaluation(dir)
+				rep.Partial = evalPartial(dir)
 				if v := rep.Verdicts(); v != "" {
 					fmt.Fprintf(stderr, "%s: `ssebench runs report %s` lists them\n", v, dir)
 				}
@@ -257,7 +259,13 @@ func evalPlan(g *options.Global, e *pipeline.Env, cmd *cobra.Command, o *evalOpt
 			}
 		}
 		p, err := evaluate.ReadPlan(o.Resume)
-		return p, o.Resume, err
+		if err != nil {
+			return nil, "", err
+		}
+		if err := checkDaemons(g, "eval", daemonNeeds{Containerd: containerdBackend(cmd, g, o.Backend), BuildKit: !p.Prebuilt}); err != nil {
+			return nil, "", err
+		}
+		return p, o.Resume, nil
 	}
 	if o.Local != "" && o.Catalog != "" {
 		return nil, "", errors.New("--local and --catalog name two sources of the tasks: pass one")
@@ -268,6 +276,9 @@ func evalPlan(g *options.Global, e *pipeline.Env, cmd *cobra.Command, o *evalOpt
 	agents := evaluate.SplitList(o.Agents)
 	tasks := evaluate.SplitList(o.Tasks)
 	local := o.Local
+	if err := checkLocal(local); err != nil {
+		return nil, "", err
+	}
 	if len(tasks) == 0 {
 		var err error
 		if tasks, local, err = allTasks(cmd.Context(), e, local, o.Catalog); err != nil {
@@ -286,6 +297,9 @@ func evalPlan(g *options.Global, e *pipeline.Env, cmd *cobra.Command, o *evalOpt
 		return nil, "", err
 	}
 	p.Dataset, p.Catalog, p.Timeout, p.Difficulty, p.Prebuilt = local, o.Catalog, o.Timeout, o.Difficulty, o.Prebuilt
+	if cmd.Flag("jobs").Changed {
+		p.Jobs = o.Jobs
+	}
 	if o.Mode != "" && o.Mode != pipeline.ModeSandbox && o.Mode != pipeline.ModeSidecar {
 		return nil, "", fmt.Errorf("unknown --mode %q: use %s or %s", o.Mode, pipeline.ModeSandbox, pipeline.ModeSidecar)
 	}
@@ -318,6 +332,23 @@ func evalPlan(g *options.Global, e *pipeline.Env, cmd *cobra.Command, o *evalOpt
 	// would fail every run after its images: say so once, now.
 	if network, err := runner.ParseNetwork(o.Egress); err == nil {
 		if err := e.CheckModel(&pipeline.RunRequest{Model: p.Model, Network: network, Lookup: g.Lookup}); err != nil {
+			return nil, "", err
+		}
+	}
+	// Before the plan is written: an evaluation that cannot run leaves no
+	// folder behind, and a base image or runtime it lacks is said once,
+	// not found by every run and retried as an infrastructure failure.
+	onHost := containerdBackend(cmd, g, o.Backend)
+	if err := checkDaemons(g, "eval", daemonNeeds{Containerd: onHost, BuildKit: !p.Prebuilt}); err != nil {
+		return nil, "", err
+	}
+	if onHost {
+		if err := checkUpstream(cmd.Context(), g, e.Home, p.Model, "", ""); err != nil {
+			return nil, "", err
+		}
+	}
+	if preflightRuns(p.Prebuilt, p.Mode, "", p.Catalog, false) {
+		if err := checkRunNeeds(cmd.Context(), g, e, "the evaluation", local, tasks, agents, o.Runtime); err != nil {
 			return nil, "", err
 		}
 	}
@@ -393,4 +424,17 @@ func evalBudget(g *options.Global, e *pipeline.Env, cmd *cobra.Command, o *evalO
 		}
 	}
 	return &b, nil
+}
+
+// evalJobs is how many runs go at once, and why: --jobs, else what the
+// evaluation was started with (a resumed one keeps its --jobs), else the
+// machine's default.
+func evalJobs(cmd *cobra.Command, o *evalOptions, plan *evaluate.Plan) (int, string) {
+	switch {
+	case cmd.Flag("jobs").Changed:
+		return o.Jobs, "--jobs"
+	case plan.Jobs > 0:
+		return plan.Jobs, "--jobs of the evaluation's start"
+	}
+	return evaluate.DefaultJobs()
 }

@@ -66,9 +66,11 @@ runs ls/show/report" read it. A patch is untrusted input, so it is applied
 as an agent would change the source: by agents/prediction, as the model
 user, in the agent phase of a run of its own.
 
-One line is printed per prediction. An empty patch, one that is not a diff
-and one that does not apply are graded on the unchanged source (FAILED),
-and their result.json notes say why. An unknown instance_id (with the
+One line is printed per prediction. A patch is applied whole, with no fuzz
+and no backup files, or not at all. An empty patch is graded on the
+unchanged source (FAILED); one that is not a diff or does not apply is
+graded there too, with a verdict of its own, NOT APPLIED, in runs ls and
+every report; result.json's notes say why. An unknown instance_id (with the
 closest task id), a duplicate of an earlier prediction by the same model
 and a malformed name are not graded: evaluation.json lists them with the
 reason, and so does every report. Exit status: 0 when every prediction
@@ -100,8 +102,10 @@ type gradeOutcome struct {
 	InstanceID string `json:"instance_id"`
 	Model      string `json:"model_name_or_path"`
 	Where      string `json:"where"`
-	// Status is PASSED, FAILED, FORGED (an integrity verdict: the
-	// grade's evidence was forged; Reason says which), "not graded" (the
+	// Status is PASSED, FAILED, NOT APPLIED (the patch is no diff or does
+	// not apply: the unchanged source was graded), FORGED (an integrity
+	// verdict: the grade's evidence was forged; Reason says which), "not
+	// graded" (the
 	// run left no grade), refused (not graded: Reason says why), error
 	// (an infrastructure failure: grade again) or "not run" (interrupted
 	// first).
@@ -158,6 +162,10 @@ func runGrade(cmd *cobra.Command, g *options.Global, o *gradeOptions) error {
 		if !slices.Contains(known, id) {
 			return fmt.Errorf("--tasks: %s", unknownTask(id, known))
 		}
+	}
+	// Before the folder, which a grade that cannot run would leave.
+	if err := checkDaemons(g, "grade", daemonNeeds{Containerd: true, BuildKit: true}); err != nil {
+		return err
 	}
 	// The folder first: the patches are written into it as they are read.
 	// It is absolute, since each run mounts its patch from there and a
@@ -344,14 +352,19 @@ func (b *gradeBackend) Run(ctx context.Context, job evaluate.Job, images *pipeli
 	return res.Dir, noteApplied(res.Dir, p)
 }
 
-// noteApplied adds to result.json's notes what became of the patch when
-// it was not applied. The agent's exit status is the entrypoint's record
-// of apply.sh (root's script; the patch is only its input).
+// noteApplied records what became of the patch: prediction.json (which
+// gives a patch that was not applied its own verdict in every report),
+// and result.json's notes when it was not applied. The agent's exit
+// status is the entrypoint's record of apply.sh (root's script; the
+// patch is only its input).
 func noteApplied(dir string, p *prediction) error {
 	r, err := contract.ReadRunResult(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	} else if err != nil {
+		return err
+	}
+	if err := results.WritePrediction(dir, appliedOutcome(r.AgentExit, p)); err != nil {
 		return err
 	}
 	note := appliedNote(r.AgentExit, p)
@@ -360,6 +373,19 @@ func noteApplied(dir string, p *prediction) error {
 	}
 	r.Notes = append(r.Notes, note)
 	return contract.WriteRunResult(dir, r)
+}
+
+// appliedOutcome is prediction.json for a patch apply.sh ended with exit.
+func appliedOutcome(exit int, p *prediction) results.Prediction {
+	switch {
+	case exit == applyEmpty:
+		return results.Prediction{Patch: results.PatchEmpty}
+	case exit == applyRejected && p.Kind == patchNotDiff:
+		return results.Prediction{Patch: results.PatchNotApplied, Why: patchNotDiff}
+	case exit == applyRejected:
+		return results.Prediction{Patch: results.PatchNotApplied, Why: "the patch does not apply"}
+	}
+	return results.Prediction{Patch: results.PatchApplied}
 }
 
 func appliedNote(exit int, p *prediction) string {
@@ -410,6 +436,8 @@ func (p *gradeProgress) Finish(j evaluate.Job, r *results.Run) {
 		out.Status = "FORGED"
 	case results.VerdictNotGraded:
 		out.Status = "not graded"
+	case results.VerdictNotApplied:
+		out.Status = results.VerdictNotApplied
 	default:
 		out.Status = "FAILED"
 	}

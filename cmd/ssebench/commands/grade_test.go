@@ -115,10 +115,10 @@ func TestGradePredictions(t *testing.T) {
 	want := []struct{ status, reason string }{
 		{"PASSED", ""},
 		{"FAILED", "empty patch"},
-		{"FAILED", "not a diff: not applied"},
+		{"NOT APPLIED", "not a diff: not applied"},
 		{"refused", `unknown instance_id "kvconf-12-afb9ee": did you mean "kvconf-12-afb9ee1"?`},
 		{"refused", "duplicate: line 1"},
-		{"FAILED", "the patch does not apply"},
+		{"NOT APPLIED", "the patch does not apply"},
 		{"FAILED", ""},
 	}
 	for i, w := range want {
@@ -128,7 +128,7 @@ func TestGradePredictions(t *testing.T) {
 	}
 	// One line per prediction on stderr.
 	for _, w := range []string{`"org/good-model" (line 1): PASSED`, `"empty-model" (line 2): FAILED: empty patch`,
-		`"garbage-model" (line 3): FAILED: not a diff`, `(line 4): refused: unknown instance_id`, `(line 5): refused: duplicate`} {
+		`"garbage-model" (line 3): NOT APPLIED: not a diff`, `(line 4): refused: unknown instance_id`, `(line 5): refused: duplicate`} {
 		if !strings.Contains(stderr, w) {
 			t.Errorf("stderr has no line with %q", w)
 		}

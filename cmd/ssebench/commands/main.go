@@ -8,6 +8,8 @@ import (
 	"regexp"
 
 	"github.com/spf13/cobra"
+
+	"github.com/42-b3yond-6ug/ssebench/registry/remote"
 )
 
 // ExitInterrupted is the exit status after Ctrl-C or SIGTERM: 128 plus
@@ -44,7 +46,7 @@ func MainCommand(ctx context.Context, root *cobra.Command, args []string, stdout
 	if hint := LoginHint(err); hint != "" {
 		msg += "; " + hint
 	}
-	fmt.Fprintln(stderr, "Error:", Redact(msg))
+	fmt.Fprintln(stderr, "Error:", Redact(remote.LoopbackMessage(msg)))
 	return 1
 }
 

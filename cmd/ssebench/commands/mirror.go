@@ -117,7 +117,15 @@ mounted and which uploaded, and whether the tag is new, unchanged or moves;
 				if err != nil {
 					return err
 				}
-				return printPlan(cmd.OutOrStdout(), plan, o.JSON)
+				if err := printPlan(cmd.OutOrStdout(), plan, o.JSON); err != nil {
+					return err
+				}
+				// A dry run fails where the copy would: a plan with
+				// missing sources is not one to carry out.
+				if len(plan.Missing) > 0 {
+					return mirrorMissing(&remote.MissingError{Refs: plan.Missing}, o)
+				}
+				return nil
 			}
 			pp := NewProgressPrinter(cmd.ErrOrStderr(), ProgressQuiet(g.Quiet))
 			ropts = append(ropts, remote.WithJobs(o.Jobs), remote.WithBlobProgress(pp), remote.WithIndexPlatform(p))
@@ -139,11 +147,7 @@ mounted and which uploaded, and whether the tag is new, unchanged or moves;
 				}
 				fmt.Fprintln(cmd.ErrOrStderr(), rep.String())
 			}
-			var missing *remote.MissingError
-			if errors.As(err, &missing) && !o.NoTaskImages {
-				return fmt.Errorf("%w; mirror copies a published set: case images are tagged with their dataset's version by `ssebench dataset publish`, tool images are in the registry once `ssebench assemble tool --push` (or `eval --registry`) made them; or name the images to copy with --only-args", err)
-			}
-			return err
+			return mirrorMissing(err, o)
 		},
 	}
 	f := cmd.Flags()
@@ -241,6 +245,17 @@ func mirrorSet(home string, names naming.Names, o *mirrorOptions) ([]string, err
 	}
 	sort.Strings(out)
 	return out, nil
+}
+
+// mirrorMissing adds to a MissingError of a mirror of task images how
+// such images come to be in a registry; other errors are returned as they
+// are.
+func mirrorMissing(err error, o *mirrorOptions) error {
+	var missing *remote.MissingError
+	if errors.As(err, &missing) && !o.NoTaskImages {
+		return fmt.Errorf("%w; mirror copies a published set: case images are tagged with their dataset's version by `ssebench dataset publish`, tool images are in the registry once `ssebench assemble tool --push` (or `eval --registry`) made them; or name the images to copy with --only-args", err)
+	}
+	return err
 }
 
 // mirrorOutput is `mirror --json`.

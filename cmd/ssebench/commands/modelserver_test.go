@@ -134,6 +134,10 @@ func TestModelServerFlow(t *testing.T) {
 	if u := r.Summary.ModelUsage; u == nil || u.Requests != 2 || u.InputTokens != 2500 || u.OutputTokens != 100 {
 		t.Errorf("model_usage = %+v, want the script's 2 requests, 2500+100 tokens", u)
 	}
+	// The example model file is priced: $3 and $15 per million tokens.
+	if want := 0.0075 + 0.0015; !r.Priced || r.CostUSD < want-1e-9 || r.CostUSD > want+1e-9 {
+		t.Errorf("the run's cost = %v (priced %v), want $%.4f", r.CostUSD, r.Priced, want)
+	}
 	if _, err := contract.ReadRunResult(r.Dir); err != nil {
 		t.Error(err)
 	}

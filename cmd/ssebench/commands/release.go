@@ -132,7 +132,7 @@ run verify again, which builds the case images with the new config.`,
 	f.StringSliceVar(&o.Tasks, "tasks", nil, "only these task ids (default: every task folder)")
 	f.IntVar(&o.Jobs, "jobs", 0, "runs at once (default: one per core, at most one per 2 GiB of available memory)")
 	f.StringVar(&o.RunsDir, "runs-dir", "runs", "where the verification's folder verify-<id>/ goes")
-	f.IntVar(&o.Timeout, "timeout", 0, "seconds each agent may run (default 3600)")
+	f.Var(options.Seconds(&o.Timeout), "timeout", "how long each agent may run: a duration (90m, 1h30m) or seconds (default 1h)")
 	f.StringVar(&o.Runtime, "runtime", "", "runtime image (default $SSEBENCH_RUNTIME_IMAGE, else REGISTRY/runtime:VERSION)")
 	f.IntVar(&o.Reruns, "reruns", 1, "run the verification N times and keep a task only when every run verified it (catches flaky tests; 3 for a dataset's verify)")
 	f.BoolVar(&o.KeepImages, "keep-images", false, "leave the images the runs imported in containerd, so that a rerun starts faster (default: each is removed after the last run that needs it; ssebench prune --all removes kept ones)")

@@ -156,6 +156,24 @@ end. Sidecar mode runs in containerd only.`,
 				Limits: o.Limits, Network: network, Lookup: g.Lookup}); err != nil {
 				return err
 			}
+			// Before any image: whoever may not use the daemons hears it
+			// once, now; so does an upstream that does not answer (a
+			// cluster's gateway asks it from there).
+			onHost := containerdBackend(cmd, g, o.Backend)
+			if err := checkDaemons(g, "run", daemonNeeds{Containerd: onHost, BuildKit: !prebuilt}); err != nil {
+				return err
+			}
+			if onHost {
+				if err := checkUpstream(cmd.Context(), g, e.Home, model, o.ModelFile, o.ModelsDir); err != nil {
+					return err
+				}
+			}
+			// Every image the run needs and does not make, at once.
+			if preflightRuns(prebuilt, o.Mode, o.ToolLayer, o.Catalog, o.Build) {
+				if err := checkRunNeeds(cmd.Context(), g, e, "the run", o.Local, []string{o.Task}, []string{o.Agent}, o.Runtime); err != nil {
+					return err
+				}
+			}
 			cluster, err := o.cluster(cmd.Context(), g, cmd, prebuilt)
 			if err != nil {
 				return err
@@ -205,6 +223,10 @@ end. Sidecar mode runs in containerd only.`,
 			}
 			if err != nil {
 				return err
+			}
+			if down, n, why := run.ModelUnreachable(); down {
+				// Not the agent's grade: the model never answered.
+				return fmt.Errorf("the model upstream answered none of the run's %s (first: %s): the grade says nothing of the agent; check the upstream and run again", results.Plural(n, "request", "requests"), why)
 			}
 			return runExit(cmd, run)
 		},

@@ -302,6 +302,7 @@ charts, viewable without a network).`,
 			if rep.Evaluation, err = results.ReadEvaluation(args[0]); err != nil {
 				return err
 			}
+			rep.Partial = evalPartial(args[0])
 			if out == "" || out == "-" {
 				return results.Write(cmd.OutOrStdout(), rep, format)
 			}

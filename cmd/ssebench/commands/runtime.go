@@ -4,10 +4,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/spf13/cobra"
 
 	"github.com/42-b3yond-6ug/ssebench/cmd/ssebench/commands/options"
@@ -31,11 +29,12 @@ func newCmdRuntimeBuild(g *options.Global) *cobra.Command {
 	var push bool
 	var entrypoint, openCode string
 	cmd := &cobra.Command{
-		Use:   "build [--platform linux/ARCH]... [--push]",
+		Use:   "build [--platform linux/ARCH|all]... [--push]",
 		Short: "Cross-compile the entrypoint, daemon and MCP server and assemble REGISTRY/runtime:VERSION",
 		Long: `Cross-compile cmd/ssebench-entrypoint, cmd/ssebench-daemon and
-cmd/ssebench-mcp (static, reproducible) for each platform and assemble the
-runtime image natively as an OCI index, FROM scratch: /ssebench/ssebench-daemon,
+cmd/ssebench-mcp (static, reproducible) for each platform (default: this
+machine's, as docker build does; --platform all for linux/amd64 and
+linux/arm64) and assemble the runtime image natively as an OCI index, FROM scratch: /ssebench/ssebench-daemon,
 /ssebench/mcp/ssebench-mcp and /usr/local/bin/entrypoint. It needs the ssebench source tree (the home) and
 the Go toolchain. The index goes to the local store (and the registry with
 --push) as REGISTRY/runtime:VERSION.
@@ -50,7 +49,7 @@ against the registry's sha512 integrity and kept in the cache
 A machine that cannot reach the registry builds the image without OpenCode
 and says so.`,
 		Example: `  ssebench runtime build
-  ssebench runtime build --platform linux/arm64 --push --registry localhost:5000/ssebench
+  ssebench runtime build --platform all --push --registry localhost:5000/ssebench
   ssebench runtime build --entrypoint ./cmd/my-entrypoint`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -76,17 +75,11 @@ and says so.`,
 			if entrypoint != "" {
 				opts = append(opts, runtimebin.WithEntrypointPackage(entrypoint))
 			}
-			if len(platforms) > 0 {
-				var ps []v1.Platform
-				for _, p := range platforms {
-					pp, err := options.ParsePlatform(strings.TrimSpace(p))
-					if err != nil {
-						return err
-					}
-					ps = append(ps, *pp)
-				}
-				opts = append(opts, runtimebin.WithPlatforms(ps...))
+			ps, err := runtimebin.ParsePlatforms(platforms)
+			if err != nil {
+				return err
 			}
+			opts = append(opts, runtimebin.WithPlatforms(ps...))
 			idx, err := runtimebin.Build(ctx, opts...)
 			if err != nil {
 				return err
@@ -116,7 +109,7 @@ and says so.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringSliceVar(&platforms, "platform", nil, "platforms to build (default linux/amd64,linux/arm64)")
+	cmd.Flags().StringSliceVar(&platforms, "platform", nil, "platforms to build, or all (linux/amd64 and linux/arm64) (default linux/<host arch>)")
 	cmd.Flags().BoolVar(&push, "push", false, "push the runtime index to its registry too")
 	cmd.Flags().StringVar(&openCode, "opencode-version", runtimebin.DefaultOpenCodeVersion, "npm version of OpenCode (opencode-ai) to carry, or none")
 	cmd.Flags().StringVar(&entrypoint, "entrypoint", "", "main package of the entrypoint, relative to the home or an import path (default "+runtimebin.EntrypointPackage+"); see package sserun/entrypoint for adding a mode")

@@ -1,7 +1,9 @@
 package commands
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -107,6 +109,9 @@ func checkNames(home string, agents, tasks []string, local, catalog string) erro
 	if catalog != "" && local == "" {
 		return nil
 	}
+	if err := checkLocal(local); err != nil {
+		return err
+	}
 	for _, id := range tasks {
 		if local == "" {
 			if err := checkTask(home, "", id); err != nil {
@@ -122,6 +127,25 @@ func checkNames(home string, agents, tasks []string, local, catalog string) erro
 			return fmt.Errorf("unknown task %q: %s has no task folders", id, local)
 		}
 		return fmt.Errorf("unknown task %q: did you mean %q? (no folder for it in %s)", id, suggest.Closest(id, ids), local)
+	}
+	return nil
+}
+
+// checkLocal refuses a --local folder that is not there, or not a folder,
+// saying so: "has no task folders" sent the user looking for tasks in a
+// folder that was merely misspelt. "" is no folder named, and fine.
+func checkLocal(local string) error {
+	if local == "" {
+		return nil
+	}
+	st, err := os.Stat(local)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("--local %s: no such folder (name a dataset folder, e.g. datasets/examples)", local)
+	case err != nil:
+		return fmt.Errorf("--local: %w", err)
+	case !st.IsDir():
+		return fmt.Errorf("--local %s is a file, not a dataset folder", local)
 	}
 	return nil
 }

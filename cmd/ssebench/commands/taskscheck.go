@@ -39,6 +39,9 @@ type imageCheck struct {
 	Digest    string   `json:"digest,omitempty"`
 	Platforms []string `json:"platforms"`
 	Build     bool     `json:"build"`
+	// Fix is the command that makes a missing image a run does not make
+	// itself (a base image, the runtime); "" for the others.
+	Fix string `json:"fix,omitempty"`
 }
 
 func newCmdTasksCheck(g *options.Global) *cobra.Command {
@@ -50,11 +53,15 @@ func newCmdTasksCheck(g *options.Global) *cobra.Command {
 		Short: "Say which images of the tasks exist, for which platform, and which must be built",
 		Long: `A preflight, as SWE-bench's images check: for each task (every task of the
 named datasets, or the named task ids; default: every dataset under the
-home) and each --agents folder, the base, case, tool and agent images, where
-each is (the local store, else REGISTRY, asked with HEAD-sized reads only:
-no layer is pulled, nothing is written), the platforms it has, and whether
-it must be built for --platform (default linux/<host arch>). Nothing is
-built and no model is called.
+home) and each --agents folder, the base, case, tool and agent images, and
+the runtime image, where each is (the local store, else REGISTRY, asked
+with HEAD-sized reads only: no layer is pulled, nothing is written), the
+platforms it has, and what a run must do for --platform (default
+linux/<host arch>): ok, build (a run builds it), make (a base image a
+missing case image is built on, or the runtime a missing tool image is
+assembled on: a run does not make those, and the command that does is
+printed after the table), or - (missing, and not needed). Nothing is built
+and no model is called.
 
 Exit status: 0 when every image exists for the platform, 2 when one must be
 built (a run would build it first), 1 on an error.`,
@@ -84,23 +91,17 @@ func runTasksCheck(cmd *cobra.Command, g *options.Global, args, agentNames []str
 	if err != nil {
 		return err
 	}
-	checks, err := checkPlan(home, names, args, agentNames)
-	if err != nil {
-		return err
-	}
 	s, ropts, err := g.StoreOptions(nil)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	askRegistry := strings.TrimSpace(g.Registry) != "" || strings.TrimSpace(g.Lookup(naming.RegistryEnv)) != ""
+	checks, err := runNeeds(cmd.Context(), g, names, home, args, nil, agentNames, runtimeRef(g, names, ""), want, s, ropts)
+	if err != nil {
+		return err
+	}
 	build := 0
-	for i := range checks {
-		c := &checks[i]
-		if err := locate(cmd.Context(), s, ropts, askRegistry, c); err != nil {
-			return err
-		}
-		c.Build = c.Where == "missing" || (len(c.Platforms) > 0 && !contains(c.Platforms, want))
+	for _, c := range checks {
 		if c.Build {
 			build++
 		}
@@ -111,14 +112,19 @@ func runTasksCheck(cmd *cobra.Command, g *options.Global, args, agentNames []str
 		tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "TASK\tKIND\tAGENT\tWHERE\tPLATFORMS\tACTION\tIMAGE")
 		for _, c := range checks {
-			action := "ok"
-			if c.Build {
-				action = "build"
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.Task, c.Kind, orDash(c.Agent), c.Where, orDash(strings.Join(c.Platforms, ",")), action, c.Ref)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", orDash(c.Task), c.Kind, orDash(c.Agent), c.Where, orDash(strings.Join(c.Platforms, ",")), checkAction(c), c.Ref)
 		}
 		tw.Flush()
 		fmt.Fprintf(cmd.OutOrStdout(), "%d of %s must be built for %s\n", build, units.Plural(len(checks), "image"), want)
+		if fixes := fixLines(checks); len(fixes) > 0 {
+			fmt.Fprintf(cmd.OutOrStdout(), "a run does not make the base images or the runtime; make what is missing first:\n")
+			for _, f := range fixes {
+				fmt.Fprintf(cmd.OutOrStdout(), "  %s\n", f)
+			}
+			if strings.Contains(strings.Join(fixes, " "), osImagePlaceholder) {
+				fmt.Fprintf(cmd.OutOrStdout(), "(%s)\n", osImageNote)
+			}
+		}
 	}
 	if err != nil {
 		return err
@@ -127,6 +133,21 @@ func runTasksCheck(cmd *cobra.Command, g *options.Global, args, agentNames []str
 		return &ExitError{Code: ExitMustBuild}
 	}
 	return nil
+}
+
+// checkAction is a check's ACTION: ok, build (a run builds it), make (a
+// run needs it and does not make it: Fix does), or - (missing and not
+// needed: its case or tool images exist).
+func checkAction(c imageCheck) string {
+	switch {
+	case c.Fix != "":
+		return "make"
+	case c.Build:
+		return "build"
+	case c.Where == "missing":
+		return "-"
+	}
+	return "ok"
 }
 
 func orDash(s string) string {

@@ -44,7 +44,7 @@ func TestTasksCheck(t *testing.T) {
 			t.Errorf("%s %s is %s (build %v); want missing, to build", ch.Kind, ch.Ref, ch.Where, ch.Build)
 		}
 	}
-	for _, k := range []string{"base", "case", "tool", "agent"} {
+	for _, k := range []string{"base", "case", "tool", "agent", "runtime"} {
 		if _, ok := kinds[k]; !ok {
 			t.Errorf("no %s image in the check: %+v", k, checks)
 		}
@@ -66,6 +66,13 @@ func TestTasksCheck(t *testing.T) {
 	checks = nil
 	json.Unmarshal([]byte(out), &checks)
 	for _, ch := range checks {
+		if ch.Kind == "runtime" {
+			// Missing, and not needed: the tool image is there.
+			if ch.Where != "missing" || ch.Build {
+				t.Errorf("runtime: where %s, build %v; want missing, nothing to build", ch.Where, ch.Build)
+			}
+			continue
+		}
 		want := "registry"
 		if ch.Kind == "tool" {
 			want = "store"
@@ -82,7 +89,7 @@ func TestTasksCheck(t *testing.T) {
 	}
 
 	text, _ := c.mustRun(t, "--registry", p, "eval", "--check", "--tasks", id, "--agents", "dummy")
-	if !strings.Contains(text, "0 of 4 images must be built") {
+	if !strings.Contains(text, "0 of 5 images must be built") {
 		t.Errorf("eval --check printed:\n%s", text)
 	}
 	// A dataset folder outside the home, as eval --local names it.

@@ -95,3 +95,23 @@ func TestGradeLineVerdicts(t *testing.T) {
 		}
 	}
 }
+
+// TestAppliedOutcome: what grade records in prediction.json for each of
+// apply.sh's exits, which gives a patch that was not applied the verdict
+// NOT APPLIED in every report.
+func TestAppliedOutcome(t *testing.T) {
+	for _, c := range []struct {
+		exit int
+		kind string
+		want results.Prediction
+	}{
+		{0, "", results.Prediction{Patch: results.PatchApplied}},
+		{applyEmpty, patchEmpty, results.Prediction{Patch: results.PatchEmpty}},
+		{applyRejected, patchNotDiff, results.Prediction{Patch: results.PatchNotApplied, Why: patchNotDiff}},
+		{applyRejected, "", results.Prediction{Patch: results.PatchNotApplied, Why: "the patch does not apply"}},
+	} {
+		if got := appliedOutcome(c.exit, &prediction{Kind: c.kind}); got != c.want {
+			t.Errorf("appliedOutcome(%d, %q) = %+v, want %+v", c.exit, c.kind, got, c.want)
+		}
+	}
+}

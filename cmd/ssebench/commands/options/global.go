@@ -120,6 +120,9 @@ func (g *Global) Names() (naming.Names, error) {
 	if err != nil {
 		return naming.Names{}, err
 	}
+	if err := checkScheme(reg, g.Registry != ""); err != nil {
+		return naming.Names{}, err
+	}
 	return naming.NewNames(reg, ssebench.Version()), nil
 }
 
@@ -292,4 +295,25 @@ func firstSet(vs ...string) string {
 		}
 	}
 	return ""
+}
+
+// checkScheme refuses a registry prefix written as a URL, before anything
+// is built under it: image names have no scheme, and how a registry is
+// reached is said apart (plain HTTP for loopback, --insecure-registry for
+// another host). fromFlag says whether --registry gave it.
+func checkScheme(reg string, fromFlag bool) error {
+	scheme, rest, ok := strings.Cut(reg, "://")
+	if !ok {
+		return nil
+	}
+	where := "--registry"
+	if !fromFlag {
+		where = naming.RegistryEnv
+	}
+	how := "HTTPS is the default"
+	if strings.EqualFold(scheme, "http") {
+		host, _, _ := strings.Cut(rest, "/")
+		how = "a loopback registry is reached over plain HTTP as it is; another host needs --insecure-registry " + host
+	}
+	return fmt.Errorf("%s %s: a registry prefix has no scheme: pass %s (%s)", where, reg, rest, how)
 }
