@@ -33,6 +33,10 @@ type Agent struct {
 	// GoBuild are the Go programs ssebench compiles into the folder before
 	// the Dockerfile is built (agent.yaml's go_build), sorted by output.
 	GoBuild []GoProgram
+	// OpenCode says the agent drives the OpenCode server the tool image
+	// carries (agent.yaml's opencode: true): the run starts it for this
+	// agent only.
+	OpenCode bool
 }
 
 // GoProgram is one entry of go_build: a file of the folder that is the
@@ -47,6 +51,7 @@ type GoProgram struct {
 type file struct {
 	Name, Version *string
 	GoBuild       []GoProgram
+	OpenCode      bool
 }
 
 // Load reads agents/<folder>/agent.yaml under home. An unknown folder is an
@@ -85,20 +90,26 @@ func Load(home, folder string) (*Agent, error) {
 				}
 				continue
 			}
+			if k.Value == "opencode" {
+				if v.Kind != yaml.ScalarNode || v.Decode(&f.OpenCode) != nil {
+					return nil, fmt.Errorf("%s: line %d: key \"opencode\" must be true or false", p, v.Line)
+				}
+				continue
+			}
 			switch k.Value {
 			case "name":
 				f.Name = &v.Value
 			case "version":
 				f.Version = &v.Value
 			default:
-				return nil, fmt.Errorf("%s: line %d: unknown key %q (allowed: name, version, go_build)", p, k.Line, k.Value)
+				return nil, fmt.Errorf("%s: line %d: unknown key %q (allowed: name, version, go_build, opencode)", p, k.Line, k.Value)
 			}
 			if v.Kind != yaml.ScalarNode {
 				return nil, fmt.Errorf("%s: line %d: key %q must be a string", p, v.Line, k.Value)
 			}
 		}
 	}
-	a := &Agent{Folder: folder, Dir: dir, GoBuild: f.GoBuild}
+	a := &Agent{Folder: folder, Dir: dir, GoBuild: f.GoBuild, OpenCode: f.OpenCode}
 	if f.Name != nil {
 		a.Name = strings.TrimSpace(*f.Name)
 	}

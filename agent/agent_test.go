@@ -24,6 +24,8 @@ func TestLoad(t *testing.T) {
 	writeAgent(t, home, "claude-code", "name: claude\nversion: 2.0.1\n")
 	writeAgent(t, home, "bad", "name: x\nimage: y\n")
 	writeAgent(t, home, "noname", "version: 1\n")
+	writeAgent(t, home, "oc", "name: oc\nopencode: true\n")
+	writeAgent(t, home, "ocbad", "name: oc\nopencode: maybe\n")
 	if err := os.MkdirAll(filepath.Join(home, "agents", "notanagent"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -40,10 +42,18 @@ func TestLoad(t *testing.T) {
 		t.Errorf("Load(claude-code) = %+v, %v", a, err)
 	}
 
+	if a, err := Load(home, "oc"); err != nil || !a.OpenCode {
+		t.Errorf("Load(oc) = %+v, %v; want opencode true", a, err)
+	}
+	if a, err := Load(home, "dummy"); err != nil || a.OpenCode {
+		t.Errorf("Load(dummy) = %+v, %v; want opencode false when unsaid", a, err)
+	}
+
 	tests := []struct{ folder, want string }{
-		{"bad", `bad/agent.yaml: line 2: unknown key "image" (allowed: name, version, go_build)`},
+		{"ocbad", `ocbad/agent.yaml: line 2: key "opencode" must be true or false`},
+		{"bad", `bad/agent.yaml: line 2: unknown key "image" (allowed: name, version, go_build, opencode)`},
 		{"noname", `noname/agent.yaml: key "name" is required`},
-		{"dumy", `unknown agent "dumy": did you mean "dummy"? agents: bad, claude-code, dummy, noname`},
+		{"dumy", `unknown agent "dumy": did you mean "dummy"? agents: bad, claude-code, dummy, noname, oc, ocbad`},
 		{"notanagent", `did you mean`},
 		{"../x", `not a folder name`},
 	}

@@ -43,6 +43,10 @@ const (
 	EnvWorkDir = "SSE_WORK_DIR"
 	// EnvRunnerUser names the account the daemon runs scripts as.
 	EnvRunnerUser = "SSE_RUNNER_USER"
+	// EnvOpenCode says whether the run's agent drives the OpenCode server
+	// the image carries: "1" starts it, "0" leaves it off (agent.yaml's
+	// opencode). Unset, the server starts, as it did before the run said.
+	EnvOpenCode = "SSE_OPENCODE"
 	// EnvRole says which of a run's two containers (SPEC.md section
 	// 17.1) the entrypoint is in: RoleTask or RoleAgent. Unset, the
 	// entrypoint runs the agent and grades in one container, which only

@@ -289,6 +289,7 @@ type runState struct {
 	agentName, toolName string
 	sidecar             bool
 	reference           bool // the agent is ReferenceAgent
+	openCode            bool // the agent drives OpenCode (agent.yaml)
 
 	// datasetDir is the task's dataset folder ("" for a catalog's task);
 	// platform and plat the platform the run runs as.
@@ -325,6 +326,7 @@ func (e *Env) newRun(ctx context.Context, req RunRequest) (*runState, error) {
 		return nil, err
 	}
 	r.reference = a.Name == ReferenceAgent
+	r.openCode = a.OpenCode
 	r.agentName = e.Names.Agent(a.Name, req.Task, a.Version)
 	r.sidecar = req.Mode == ModeSidecar
 	if r.sidecar {
@@ -411,6 +413,13 @@ func (e *Env) containerSpec(ctx context.Context, r *runState, gw *runGateway) (r
 		}
 		gw.apply(&spec, req)
 	}
+	// The OpenCode server the image carries starts for an agent that
+	// drives it, and for no other (a second or two of every run).
+	openCode := "0"
+	if r.openCode {
+		openCode = "1"
+	}
+	spec.Env = append(spec.Env, contract.EnvOpenCode+"="+openCode)
 	for k, v := range req.Labels {
 		spec.Labels[k] = v
 	}

@@ -1,6 +1,10 @@
 package entrypoint
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/42-b3yond-6ug/ssebench/contract"
+)
 
 // OpenCodeEnv is how the run tells the entrypoint whether its agent
 // drives the OpenCode server that the tool image carries: "1" starts it,
@@ -9,7 +13,7 @@ import "strings"
 // the dummy's included, started OpenCode and said so in its notes,
 // which cost a second or two and a process an agent that never talks to
 // it had no use for.
-const OpenCodeEnv = "SSE_OPENCODE"
+const OpenCodeEnv = contract.EnvOpenCode
 
 // openCodeWanted says whether environ (the container's KEY=VALUE list)
 // asks for the OpenCode server.

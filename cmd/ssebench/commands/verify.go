@@ -34,8 +34,10 @@ setuid program a system does not need, no second root, no passwordless
 account. Each finding names the path and the rule of SPEC.md.
 
 With --tool TOOL_REF, REF is an agent image (a --prebuilt one, say) built
-on TOOL_REF: its first layers must be TOOL_REF's, and the layers and config
-it adds must pass the agent policy of docs/agents.md (nothing under
+on TOOL_REF: TOOL_REF, which grades, is checked against the contract; REF's
+first layers must be TOOL_REF's and its blind layer (the answers whited
+out), and the layers and config it adds must pass the agent policy of
+docs/agents.md (nothing under
 /ssebench or the runtime's paths, no account file, setuid file, device or
 hard link out of the layer, no replaced or shadowed command, ENV on the
 allow-list, USER the tool's or model). Prints each
@@ -52,16 +54,18 @@ can write) and exits 1 if any check failed.`,
 			}
 			defer done()
 			img := res.Image
-			fails, err := assemble.Verify(cmd.Context(), img, source)
-			if err != nil {
-				return fmt.Errorf("verifying %s: %w", args[0], err)
-			}
-			if tool != "" {
-				f, err := verifyAgentLayers(cmd, g, tool, platform, img)
-				if err != nil {
+			var fails []assemble.Failure
+			if tool == "" {
+				if fails, err = assemble.Verify(cmd.Context(), img, source); err != nil {
 					return fmt.Errorf("verifying %s: %w", args[0], err)
 				}
-				fails = append(fails, f...)
+			} else {
+				// The tool image is what grades, and must meet the
+				// contract; the agent image is it without the answers
+				// plus the agent's layers, which must pass the policy.
+				if fails, err = verifyAgentLayers(cmd, g, tool, platform, source, img); err != nil {
+					return fmt.Errorf("verifying %s: %w", args[0], err)
+				}
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
@@ -103,12 +107,16 @@ can write) and exits 1 if any check failed.`,
 
 // verifyAgentLayers checks what agent adds to the tool image toolRef
 // against the agent policy; a refusal is a failure, not an error.
-func verifyAgentLayers(cmd *cobra.Command, g *options.Global, toolRef, platform string, agent v1.Image) ([]assemble.Failure, error) {
+func verifyAgentLayers(cmd *cobra.Command, g *options.Global, toolRef, platform, source string, agent v1.Image) ([]assemble.Failure, error) {
 	res, done, err := resolve(cmd, g, toolRef, platform, false)
 	if err != nil {
 		return nil, err
 	}
 	defer done()
+	fails, err := assemble.Verify(cmd.Context(), res.Image, source)
+	if err != nil {
+		return nil, fmt.Errorf("verifying the tool image %s: %w", toolRef, err)
+	}
 	pol, err := agentimage.NewPolicy(res.Image)
 	if err != nil {
 		return nil, err
@@ -128,11 +136,11 @@ func verifyAgentLayers(cmd *cobra.Command, g *options.Global, toolRef, platform 
 	var refused *agentimage.RefusedError
 	switch {
 	case err == nil:
-		return nil, nil
+		return fails, nil
 	case errors.As(err, &refused):
-		return []assemble.Failure{{Check: "agent policy", Path: refused.Entry, Msg: err.Error(), Rule: agentRule}}, nil
+		return append(fails, assemble.Failure{Check: "agent policy", Path: refused.Entry, Msg: err.Error(), Rule: agentRule}), nil
 	case errors.Is(err, agentimage.ErrNotOnBase):
-		return []assemble.Failure{{Check: "agent policy", Msg: err.Error(), Rule: agentRule}}, nil
+		return append(fails, assemble.Failure{Check: "agent policy", Msg: err.Error(), Rule: agentRule}), nil
 	}
 	return nil, err
 }

@@ -2,6 +2,7 @@ package commands_test
 
 import (
 	"archive/tar"
+	"github.com/42-b3yond-6ug/ssebench/assemble/agentimage"
 	"strconv"
 	"strings"
 	"testing"
@@ -73,8 +74,14 @@ func TestHostileVerifyPrebuiltAgent(t *testing.T) {
 	c := newCLI(t)
 	ti := toolImage(t)
 	c.storeImage(t, tool, ti)
+	// An agent image is its tool image without the answers (the blind
+	// layer) plus the agent's layers.
+	blind, err := agentimage.Blind(ti)
+	if err != nil {
+		t.Fatal(err)
+	}
 	agent := func(t *testing.T, f func(cf *v1.ConfigFile), entries ...entry) v1.Image {
-		img, err := mutate.AppendLayers(ti, tarLayer(t, entries...))
+		img, err := mutate.AppendLayers(blind, tarLayer(t, entries...))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -120,6 +127,22 @@ func TestHostileVerifyPrebuiltAgent(t *testing.T) {
 			}
 		})
 	}
+	t.Run("no blind layer", func(t *testing.T) {
+		// An agent image of the tool image and the agent's layers only,
+		// as before the grade ran apart: its container would hold the
+		// answers.
+		hostile.Case(t, "agent images: verify --tool")
+		img, err := mutate.AppendLayers(ti, tarLayer(t, folder("opt/", 0o755)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		const ref = "localhost:5000/ssebench/agent-unblind/proj-1:1.0.0"
+		c.storeImage(t, ref, img)
+		out, _, err := c.run(t, "verify", "--pull=never", "--tool", tool, ref)
+		if err == nil || !strings.Contains(out, "does not start with the layers") {
+			t.Errorf("verify --tool on an agent image with the answers = %v, printed:\n%s", err, out)
+		}
+	})
 	t.Run("another base", func(t *testing.T) {
 		hostile.Case(t, "agent images: verify --tool")
 		out, _, err := c.run(t, "verify", "--pull=never", "--tool", good, tool)
