@@ -458,7 +458,12 @@ func (b *Builder) baseContext(ctx context.Context, baseRef, platform string) (bu
 		}
 	}
 	if err != nil {
-		return none, fmt.Errorf("base image %s is not in the store and could not be pulled (%v): build it with `ssebench base-images %s`, or pull it from a registry that has it", baseRef, err, baseLanguage(baseRef))
+		if errors.Is(err, store.ErrNotFound) || remote.IsNotFound(err) {
+			// One line, the way out in it; the cause stays matchable
+			// (an evaluation does not retry a missing image).
+			return none, fmt.Errorf("base image %s is in neither the store nor its registry: build it with `ssebench base-images %s --os-image IMAGE` (and --registry PREFIX when the run uses one): %w", baseRef, baseLanguage(baseRef), store.ErrNotFound)
+		}
+		return none, fmt.Errorf("base image %s is not in the store and could not be pulled: %w", baseRef, err)
 	}
 	// Fetch what BuildKit will read: the platform's image of an index.
 	whole := desc

@@ -1,6 +1,7 @@
 package casebuild
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -163,13 +164,16 @@ func TestMissingBase(t *testing.T) {
 		t.Fatalf("BuildCases() = %+v, %v; want the task failed", out, err)
 	}
 	msg := out[0].Err.Error()
-	for _, want := range []string{"localhost:5000/sse/base-generic-go:", "not in the store", "ssebench base-images go"} {
+	for _, want := range []string{"localhost:5000/sse/base-generic-go:", "in neither the store nor its registry", "ssebench base-images go"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("the error %q does not say %q", msg, want)
 		}
 	}
-	if strings.Contains(msg, "\n") {
-		t.Errorf("the error is not one line: %q", msg)
+	if strings.Contains(msg, "\n") || len(msg) > 300 {
+		t.Errorf("the error is not one short line: %q", msg)
+	}
+	if !errors.Is(out[0].Err, store.ErrNotFound) {
+		t.Errorf("the error %q does not match store.ErrNotFound: an evaluation would retry it", msg)
 	}
 }
 
