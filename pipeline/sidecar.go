@@ -317,10 +317,10 @@ func pairSpecs(req RunRequest, agentSpec runner.RunSpec, taskImage, srcDir strin
 	// The task container has the results only: the archive is the
 	// agent's, and nothing of the task container reads it.
 	taskSpec.Mounts = []runner.Mount{agentSpec.Mounts[0]}
-	taskSpec.Labels = withLabel(agentSpec.Labels, "ssebench.role", contract.RoleTask)
+	taskSpec.Labels = withLabel(agentSpec.Labels, ContainerLabel, contract.RoleTask)
 	taskSpec.Entrypoint, taskSpec.Args, taskSpec.Gateway = nil, nil, nil
 	agentSpec.ID = withSuffix(agentSpec.ID, "-agent")
-	agentSpec.Labels = withLabel(agentSpec.Labels, "ssebench.role", contract.RoleAgent)
+	agentSpec.Labels = withLabel(agentSpec.Labels, ContainerLabel, contract.RoleAgent)
 	if sandbox {
 		// The tool image's entrypoint is the task container's when told
 		// so, with its daemon's sockets where the agent container finds
@@ -361,6 +361,10 @@ func (e *Env) runPod(ctx context.Context, rn PairRunner, req RunRequest, agentSp
 	taskSpec.Pull = true
 	return rn.RunPair(ctx, runner.PairSpec{Task: taskSpec, Agent: agentSpec, SourceDir: srcDir})
 }
+
+// ContainerLabel says which of a run's two containers a container is:
+// contract.RoleTask or contract.RoleAgent.
+const ContainerLabel = "ssebench.container"
 
 // maxContainerID is the longest container ID containerd takes.
 const maxContainerID = 76

@@ -79,7 +79,12 @@ func (o *options) planRun(spec runner.RunSpec, token string) (*plan, error) {
 	for k, v := range spec.Labels {
 		// SPEC.md section 10's labels: as labels where Kubernetes takes
 		// the value (a results path or a long task id it does not), and
-		// always as annotations.
+		// always as annotations. Never over the labels this backend
+		// selects its objects by: a run's pod that lost its role would
+		// not be the pod its NetworkPolicy restricts.
+		if _, ours := labels[k]; ours {
+			continue
+		}
 		annotations[k] = v
 		if len(validation.IsQualifiedName(k)) == 0 && len(validation.IsValidLabelValue(v)) == 0 {
 			labels[k] = v

@@ -194,3 +194,31 @@ func TestPodKilled(t *testing.T) {
 		t.Errorf("a plain exit: %q, want none", got)
 	}
 }
+
+// TestHostileRunLabels: a run's labels (the caller's, or an image's that
+// reach them) cannot take over the labels the backend selects its objects
+// by: a pod that lost its role would not be the pod its NetworkPolicy
+// restricts.
+func TestHostileRunLabels(t *testing.T) {
+	o, err := makeOptions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := testSpec(t)
+	spec.Labels[RoleLabel] = "task"
+	spec.Labels[RunLabel] = "another-run"
+	spec.Labels[ManagedLabel] = "someone-else"
+	p, err := o.planRun(spec, "token")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := p.job.Spec.Template.Labels
+	if got[RoleLabel] != roleRun || got[RunLabel] != p.name || got[ManagedLabel] != managedBy {
+		t.Errorf("pod labels = %v: the run's own labels were overridden", got)
+	}
+	for k, v := range p.policy.Spec.PodSelector.MatchLabels {
+		if got[k] != v {
+			t.Errorf("the NetworkPolicy selects %s=%s, the pod has %q: it restricts nothing", k, v, got[k])
+		}
+	}
+}
