@@ -1,15 +1,21 @@
 package assemble
 
 import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"io"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/42-b3yond-6ug/ssebench/internal/hostile"
@@ -655,6 +661,58 @@ func TestHostileTaskFilesReplaced(t *testing.T) {
 			_, err := Tool(context.Background(), labelled(t, tc.later...), runtimeImage(t), WithSourceDir("/src/proj"), WithTempDir(t.TempDir()), WithRefs("case", "runtime"))
 			if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "/ssebench") {
 				t.Fatalf("Tool() = %v, want one line refusing the case's /ssebench", err)
+			}
+		})
+	}
+}
+
+// sparseLayer is a gzip layer holding one GNU sparse file of size bytes
+// at name (and the directories above it).
+func sparseLayer(t *testing.T, name string, size int64) v1.Layer {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(zw)
+	if err := hostile.WriteSparse(zw, tw, name, size, []byte("package main\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	zw.Close()
+	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(buf.Bytes())), nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// TestHostileSparseCase: a case layer of a few hundred bytes holding a
+// sparse file of 8 EiB under SOURCE_DIR or /ssebench is refused in one line
+// naming the layer and the path, at once; before, assembly copied (or
+// hashed) zeros until the disk was full or for ever.
+func TestHostileSparseCase(t *testing.T) {
+	for _, tc := range []struct{ name, path string }{
+		{"under SOURCE_DIR", "src/proj/huge.go"},
+		{"under /ssebench", "ssebench/sse/scripts/test.sh"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hostile.Case(t, "sizes: sparse and huge entries")
+			l := sparseLayer(t, tc.path, 1<<63-1)
+			img, err := mutate.AppendLayers(hostileCase(t, okPasswd, okGroup, nil), l)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, _ := l.Digest()
+			tmp := t.TempDir()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			_, err = Tool(ctx, img, runtimeImage(t), WithSourceDir("/src/proj"), WithTempDir(tmp), WithRefs("case", "runtime"))
+			if err == nil || !strings.Contains(err.Error(), d.String()) || !strings.Contains(err.Error(), tc.path) || !strings.Contains(err.Error(), "more than any real image holds") || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("Tool() = %v, want one line naming layer %s and %q", err, d, tc.path)
+			}
+			if left, _ := os.ReadDir(tmp); len(left) != 0 {
+				t.Errorf("left %d files in the temporary directory", len(left))
 			}
 		})
 	}
