@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"io"
 	"os"
 	"strings"
@@ -713,6 +714,58 @@ func TestHostileSparseCase(t *testing.T) {
 			}
 			if left, _ := os.ReadDir(tmp); len(left) != 0 {
 				t.Errorf("left %d files in the temporary directory", len(left))
+			}
+		})
+	}
+}
+
+// TestHostileCancelInContent: a cancelled assembly stops inside the
+// loops over content (the SOURCE_DIR copy, the task files' hashing), not
+// once they are done. A sparse file of 1000 MiB (under the limits) is read
+// as zeros that no read of the blob produces, so only a look at the
+// context between reads stops it; before, it went on for seconds after
+// SIGINT.
+func TestHostileCancelInContent(t *testing.T) {
+	for _, tc := range []struct{ name, path string }{
+		{"copying SOURCE_DIR", "src/proj/zeros.bin"},
+		{"hashing the task files", "ssebench/sse/data.bin"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hostile.Case(t, "signals: content loops and a second Ctrl-C")
+			img, err := mutate.AppendLayers(hostileCase(t, okPasswd, okGroup, nil), sparseLayer(t, tc.path, 1000<<20))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.HasPrefix(tc.path, "ssebench/") {
+				// The label makes the assembly hash /ssebench.
+				cf, _ := img.ConfigFile()
+				cfg := cf.Config
+				cfg.Labels = map[string]string{LabelTaskSSE: strings.Repeat("0", 64)}
+				if img, err = mutate.Config(img, cfg); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			done := make(chan error, 1)
+			go func() {
+				_, err := Tool(ctx, img, runtimeImage(t), WithSourceDir("/src/proj"), WithTempDir(t.TempDir()), WithRefs("case", "runtime"))
+				done <- err
+			}()
+			time.Sleep(200 * time.Millisecond)
+			cancelled := time.Now()
+			cancel()
+			select {
+			case err := <-done:
+				if !errors.Is(err, context.Canceled) {
+					t.Errorf("Tool() = %v, want the context's error", err)
+				}
+				t.Logf("returned %s after the cancel", time.Since(cancelled))
+				if d := time.Since(cancelled); d > 250*time.Millisecond {
+					t.Errorf("Tool() returned %s after the cancel", d.Round(time.Millisecond))
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatal("Tool() still runs 30 s after the cancel")
 			}
 		})
 	}

@@ -512,7 +512,7 @@ func (b *toolBuild) build(ctx context.Context, t *ToolImage) (sys, repo, src *oc
 	runtime.GC()
 
 	o.phasef("committing /%s", o.sourceDir)
-	entries, tree, commit, err := git.Finish()
+	entries, tree, commit, err := git.Finish(ctx)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("writing the repository: %w", err)
 	}
@@ -526,7 +526,7 @@ func (b *toolBuild) build(ctx context.Context, t *ToolImage) (sys, repo, src *oc
 			}
 			continue
 		}
-		if err := copyEntry(srcOut.w, &h, e.Open); err != nil {
+		if err := copyEntry(ctx, srcOut.w, &h, e.Open); err != nil {
 			return nil, nil, nil, fmt.Errorf("writing the repository: %w", err)
 		}
 	}
