@@ -46,9 +46,12 @@ func (s *Store) openBlob(ctx context.Context, h v1.Hash, size int64, image strin
 	if h.Algorithm != "sha256" {
 		return nil, fmt.Errorf("blob %s: unsupported digest algorithm %q", h, h.Algorithm)
 	}
-	f, err := os.Open(s.BlobPath(h))
+	f, err := openRegular(s.BlobPath(h))
 	if errors.Is(err, fs.ErrNotExist) {
 		return s.remoteBlob(ctx, h, size, image)
+	}
+	if errors.Is(err, errNotRegular) {
+		return nil, fmt.Errorf("blob %s in the image store is %w: remove it with `rm %s` and pull or build the image again", h, err, s.BlobPath(h))
 	}
 	if err != nil {
 		return nil, err
