@@ -770,3 +770,68 @@ func TestHostileCancelInContent(t *testing.T) {
 		})
 	}
 }
+
+// TestHostileMissingPathEntries: a PATH entry or toolchain directory that
+// does not exist in the case image, under a directory model can write
+// (its home, /tmp, SOURCE_DIR, a sticky directory, through a symlink), is
+// refused by the assembly and fails verify as one that exists would: model
+// creates it, and what it puts there runs in the grader's checks. One
+// under a root-owned directory is fine.
+func TestHostileMissingPathEntries(t *testing.T) {
+	extra := []fe{dir("tmp", 0o1777), dir("opt", 0o755), dir("opt/scratch", 0o1777), symlink("opt/link", "/tmp"), dir("usr", 0o755), dir("usr/local", 0o755)}
+	for _, tc := range []struct {
+		name, env, want, verifyPath string
+	}{
+		{"/home/model/bin", "PATH=/home/model/bin:/usr/bin", "/home/model/bin, which does not exist yet, inside /home/model", "/home/model/bin"},
+		{"/tmp/bin", "PATH=/usr/bin:/tmp/bin", "entry 2 of the PATH of case is /tmp/bin, which does not exist yet, inside /tmp", "/tmp/bin"},
+		{"SOURCE_DIR/tools/bin", "PATH=/src/proj/tools/bin:/usr/bin", "/src/proj/tools/bin, which does not exist yet, inside /src/proj", "/src/proj/tools/bin"},
+		{"GOPATH=/tmp/gopath", "GOPATH=/tmp/gopath", "GOPATH of case is /tmp/gopath, which does not exist yet, inside /tmp", "/tmp/gopath"},
+		{"through a symlink to /tmp", "PATH=/opt/link/bin:/usr/bin", "/opt/link/bin, which does not exist yet, inside /tmp", "/opt/link/bin"},
+		{"in a sticky directory", "CARGO_HOME=/opt/scratch/cargo", "CARGO_HOME of case is /opt/scratch/cargo, which does not exist yet, inside /opt/scratch, which every user can write (mode 1777)", "/opt/scratch/cargo"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hostile.Case(t, "paths: PATH entries that do not exist yet")
+			c := hostileCase(t, okPasswd, okGroup, []string{tc.env}, extra...)
+			ti, err := Tool(context.Background(), c, runtimeImage(t), WithSourceDir("/src/proj"), WithTempDir(t.TempDir()), WithRefs("case", ""))
+			if err == nil {
+				ti.Close()
+				t.Fatalf("Tool() = nil error, want %q", tc.want)
+			}
+			if !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("Tool() = %q, want one line with %q", err, tc.want)
+			}
+
+			// A tool image whose ENV was set by hand fails verify.
+			good := assembleTool(t, hostileCase(t, okPasswd, okGroup, []string{"PATH=/usr/bin"}, extra...), runtimeImage(t))
+			cf, err := good.ConfigFile()
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg := cf.Config
+			cfg.Env = append(cfg.Env, tc.env)
+			tampered, err := mutate.Config(good, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fails, err := Verify(context.Background(), tampered, "/src/proj")
+			if err != nil {
+				t.Fatal(err)
+			}
+			found := false
+			for _, f := range fails {
+				found = found || f.Check == "path" && f.Path == tc.verifyPath && strings.Contains(f.Msg, "does not exist, and model can create it")
+			}
+			if !found {
+				t.Errorf("Verify() = %v, want a path failure for %s", fails, tc.verifyPath)
+			}
+		})
+	}
+	t.Run("under a root-owned directory", func(t *testing.T) {
+		hostile.Case(t, "paths: PATH entries that do not exist yet")
+		ti := assembleTool(t, hostileCase(t, okPasswd, okGroup, []string{"PATH=/usr/local/sbin:/usr/local/go/bin:/usr/bin", "GOPATH=/opt/go"}, extra...), runtimeImage(t))
+		fails, err := Verify(context.Background(), ti, "")
+		if err != nil || len(fails) != 0 {
+			t.Errorf("Verify() = %v, %v; want no failure", fails, err)
+		}
+	})
+}
