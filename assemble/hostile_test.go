@@ -20,6 +20,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/42-b3yond-6ug/ssebench/internal/hostile"
+	"github.com/42-b3yond-6ug/ssebench/oci"
 	"github.com/42-b3yond-6ug/ssebench/task"
 )
 
@@ -834,4 +835,38 @@ func TestHostileMissingPathEntries(t *testing.T) {
 			t.Errorf("Verify() = %v, %v; want no failure", fails, err)
 		}
 	})
+}
+
+// TestHostileRepoOwners: whatever owners the case gives SOURCE_DIR's
+// entries (uid 1000, model's after the accounts change; a user the
+// accounts change deletes), their copies in /ssebench-repo are root's, so
+// the tool image passes verify. Before, a file owned by 1000 kept its
+// owner there and verify failed the image ("owned by uid 1000 (model)
+// outside SOURCE_DIR").
+func TestHostileRepoOwners(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		extra []fe
+	}{
+		{"a file owned by 1000", []fe{own(reg("src/proj/owned.go", 0o644, "package main\n"), 1000, 1000)}},
+		{"a directory and its file owned by 1000", []fe{own(dir("src/proj/pkg", 0o755), 1000, 1000), own(reg("src/proj/pkg/a.go", 0o644, "package pkg\n"), 1000, 1000)}},
+		{"a symlink owned by 1000", []fe{own(symlink("src/proj/link", "main.go"), 1000, 1000)}},
+		{"a file of a deleted user", []fe{own(reg("src/proj/old.go", 0o644, "package main\n"), 1001, 1001)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hostile.Case(t, "contract: owners of reserved paths")
+			pw := okPasswd + "old:x:1001:1001::/home/old:/bin/sh\n"
+			ti := assembleTool(t, hostileCase(t, pw, okGroup+"old:x:1001:\n", nil, tc.extra...), runtimeImage(t))
+			f := flatten(t, ti)
+			f.view.Walk(func(n oci.Node) error {
+				if under(n.Path, repoDir) && (n.Header.Uid != 0 || n.Header.Gid != 0) {
+					t.Errorf("/%s is owned by %d:%d, want root's", n.Path, n.Header.Uid, n.Header.Gid)
+				}
+				return nil
+			})
+			if fails, err := Verify(context.Background(), ti, ""); err != nil || len(fails) != 0 {
+				t.Errorf("Verify() = %v, %v; want no failure", fails, err)
+			}
+		})
+	}
 }
