@@ -74,6 +74,9 @@ func (d *Dataset) Manifest() (*Manifest, error) {
 		if err != nil {
 			return nil, fmt.Errorf("task %s: %w", t.ID, err)
 		}
+		if err := checkFileNames(files); err != nil {
+			return nil, fmt.Errorf("task %s: %w", t.ID, err)
+		}
 		arch := slices.Clone(DefaultManifestArch)
 		if e := d.recorded.Task(t.ID); e != nil {
 			arch = slices.Clone(e.Arch)
@@ -93,6 +96,28 @@ func (d *Dataset) Manifest() (*Manifest, error) {
 	}
 	slices.SortFunc(m.Tasks, func(a, b ManifestTask) int { return strings.Compare(a.ID, b.ID) })
 	return m, nil
+}
+
+// checkFileNames refuses a task file whose name is not UTF-8: a JSON key
+// can hold only UTF-8, so encoding/json would write every such name as the
+// same "\ufffd" key (two files, one entry, and a manifest that never reads
+// back as generated).
+func checkFileNames(files map[string]string) error {
+	var bad []string
+	for p := range files {
+		if !utf8.ValidString(p) {
+			bad = append(bad, p)
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	sort.Strings(bad)
+	more := ""
+	if len(bad) > 1 {
+		more = fmt.Sprintf(" (and %d more)", len(bad)-1)
+	}
+	return fmt.Errorf("task file %q%s: its name is not UTF-8, which manifest.json cannot hold: rename it", bad[0], more)
 }
 
 // Task returns the entry with the given id, or nil. A nil manifest has no
@@ -175,6 +200,7 @@ func (m *Manifest) check() error {
 	if !ValidVersion(m.Version) {
 		errs = append(errs, fmt.Errorf("version: %q is not a valid dataset version", m.Version))
 	}
+	lower := map[string]string{} // lowercased id → the id
 	for i, t := range m.Tasks {
 		// An id from a catalog is a task folder's name to the rest of
 		// ssebench (an image name's component, a results folder, a line
@@ -191,7 +217,12 @@ func (m *Manifest) check() error {
 		}
 		if i > 0 && m.Tasks[i-1].ID >= t.ID {
 			errs = append(errs, fmt.Errorf("tasks: not sorted by id, or %s appears twice", t.ID))
+		} else if other, ok := lower[strings.ToLower(t.ID)]; ok {
+			// Image names are lower case: both would be one case and
+			// one tool image, as a dataset folder refuses too.
+			errs = append(errs, fmt.Errorf("tasks: %s and %s differ only in case: they would share the case image %s", other, t.ID, CaseImage(m.Dataset, t.ID)))
 		}
+		lower[strings.ToLower(t.ID)] = t.ID
 		if err := CheckArches(t.Arch); err != nil {
 			errs = append(errs, fmt.Errorf("tasks[%s].arch: %w", t.ID, err))
 		}

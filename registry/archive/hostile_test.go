@@ -362,3 +362,33 @@ func TestHostileLoadChecksFirst(t *testing.T) {
 		}
 	})
 }
+
+// TestHostileMislabelledManifests: an index.json entry (or an index's
+// child) that calls an index an image manifest, or a manifest an index, is
+// refused in one line naming its digest and what it really is. Before, the
+// index was read as a manifest without a config and refused with an empty
+// digest ("blob  of … is missing").
+func TestHostileMislabelledManifests(t *testing.T) {
+	bs, root := bomb{levels: 1, width: 1, fanout: 1}.blobs() // root: an index over an index over an image
+	asManifest := root
+	asManifest.MediaType = types.OCIManifestSchema1
+	img := bs[2] // the image manifest, below the config and the layer
+	imgAsIndex := v1.Descriptor{MediaType: types.OCIImageIndex, Digest: img.h, Size: int64(len(img.raw))}
+	for _, tc := range []struct {
+		name string
+		desc v1.Descriptor
+		want string
+	}{
+		{"an index called a manifest", asManifest, `is listed as "application/vnd.oci.image.manifest.v1+json" but is "application/vnd.oci.image.index.v1+json"`},
+		{"a manifest called an index", imgAsIndex, `is listed as "application/vnd.oci.image.index.v1+json" but is "application/vnd.oci.image.manifest.v1+json"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hostile.Case(t, "names: load archive refs")
+			_, _, err := load(t, archiveOf(t, bs, tc.desc, bombRef, 1))
+			oneLine(t, err, tc.desc.Digest.String(), tc.want)
+			if err != nil && (strings.Contains(err.Error(), "blob : ") || strings.Contains(err.Error(), "blob  ")) {
+				t.Errorf("error %q names an empty digest", err)
+			}
+		})
+	}
+}
