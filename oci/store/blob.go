@@ -68,7 +68,7 @@ func (s *Store) ReadBlob(h v1.Hash, size int64, image string) ([]byte, error) {
 
 // readBlob is ReadBlob with the context of a fetch.
 func (s *Store) readBlob(ctx context.Context, h v1.Hash, size int64, image string) ([]byte, error) {
-	if size > maxManifestSize {
+	if size > MaxManifestSize {
 		return nil, fmt.Errorf("blob %s of image %s is %d bytes, too large for a manifest or config", h, image, size)
 	}
 	rc, err := s.openBlob(ctx, h, size, image)
@@ -76,7 +76,7 @@ func (s *Store) readBlob(ctx context.Context, h v1.Hash, size int64, image strin
 		return nil, err
 	}
 	defer rc.Close()
-	return io.ReadAll(io.LimitReader(rc, maxManifestSize+1))
+	return io.ReadAll(io.LimitReader(rc, MaxManifestSize+1))
 }
 
 // blobError is the one-line message for a missing or corrupt blob: which

@@ -237,7 +237,7 @@ func survey(ctx context.Context, sr *io.SectionReader, o *options) (map[v1.Hash]
 			if !ok {
 				return s.ReadBlob(d.Digest, d.Size, image)
 			}
-			if b.size > maxManifestSize {
+			if b.size > store.MaxManifestSize {
 				return nil, fmt.Errorf("blob %s of %s is %s, too large for a manifest", d.Digest, image, units.Bytes(b.size))
 			}
 			raw := make([]byte, b.size)
