@@ -5,9 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -83,5 +86,28 @@ func TestHostileSecondInterrupt(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the process still runs 5 s after the second Ctrl-C")
+	}
+}
+
+// TestHostileInspectDeadline: inspect against a registry that answers
+// every request late, and its manifest a few bytes at a time, ends at the
+// command's deadline (--registry-timeout) in one line that names it.
+func TestHostileInspectDeadline(t *testing.T) {
+	hostile.Case(t, "registry: slow reads and deadlines")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-time.After(10 * time.Second): // under the stall limit
+		}
+	}))
+	defer srv.Close()
+	c := newCLI(t)
+	start := time.Now()
+	_, _, err := c.run(t, "inspect", "--registry-timeout", "1s", strings.TrimPrefix(srv.URL, "http://")+"/slow/img:1")
+	if err == nil || !strings.Contains(err.Error(), "past this command's deadline for registry requests") || strings.Contains(err.Error(), "\n") {
+		t.Errorf("inspect = %v, want one line saying the deadline passed", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("inspect took %s past a deadline of 1 s", d.Round(time.Millisecond))
 	}
 }
