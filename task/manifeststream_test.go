@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
 	"github.com/42-b3yond-6ug/ssebench/internal/hostile"
 )
 
