@@ -94,8 +94,7 @@ func (b *toolBuild) copySource(n oci.Node, r io.Reader, git *gitrepo.Builder, gi
 		ws = append(ws, w)
 	}
 	if inGitDir(rel, gitDirs) {
-		_, err := io.Copy(io.MultiWriter(ws...), r)
-		return err
+		return b.copy(io.MultiWriter(ws...), r)
 	}
 	mode := b.mode(n.Path, &n.Header)
 	if w, err = srcOut.file(n, n.Path, mode, modelUID, modelGID); err != nil {
@@ -105,8 +104,7 @@ func (b *toolBuild) copySource(n oci.Node, r io.Reader, git *gitrepo.Builder, gi
 		ws = append(ws, w)
 	}
 	if git.Ignored(rel, false) {
-		_, err := io.Copy(io.MultiWriter(ws...), r)
-		return err
+		return b.copy(io.MultiWriter(ws...), r)
 	}
 	if err := git.AddFile(rel, mode, n.Header.Size, io.TeeReader(r, io.MultiWriter(ws...))); err != nil {
 		return fmt.Errorf("adding /%s to the repository: %w", n.Path, err)
