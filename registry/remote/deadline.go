@@ -83,7 +83,7 @@ func (g *stallGuard) RoundTrip(req *http.Request) (*http.Response, error) {
 		cancel()
 		return resp, nil
 	}
-	resp.Body = newIdleBody(resp.Body, g.stall, resp.ContentLength, cancel, func() error {
+	resp.Body = newIdleBody(resp.Body, g.stall, cancel, func() error {
 		if g.commandDeadline(req) {
 			return g.pastDeadline(req)
 		}
@@ -114,18 +114,18 @@ var errStalled = errors.New("the registry stopped sending (no byte within the st
 var errTooSlow = fmt.Errorf("the registry sends slower than %s/s", units.Bytes(minRate))
 
 // idleBody closes the body when no Read returned data for stall, or when
-// the body takes longer than the stall limit plus its size at minRate
-// (its size is its Content-Length, or what came so far when that is
-// larger or unknown): the blocked Read then fails with errStalled, which
-// is retried.
+// what came of it took longer than the stall limit plus its size at
+// minRate: a body of n bytes may take the stall limit plus n at minRate,
+// and a registry that announces a large body cannot trickle it for the
+// hours that would allow. The blocked Read then fails with errStalled or
+// errTooSlow, which are retried.
 type idleBody struct {
 	rc    io.ReadCloser
 	timer *time.Timer
 	stall time.Duration
-	// start and length date the body; n counts what came.
-	start  time.Time
-	length int64
-	n      atomic.Int64
+	// start dates the body; n counts what came.
+	start time.Time
+	n     atomic.Int64
 	// cancel ends the request's context; why says whether the
 	// command's deadline ended it.
 	cancel context.CancelFunc
@@ -135,8 +135,8 @@ type idleBody struct {
 	stalled error
 }
 
-func newIdleBody(rc io.ReadCloser, stall time.Duration, length int64, cancel context.CancelFunc, why func() error) *idleBody {
-	b := &idleBody{rc: rc, stall: stall, start: time.Now(), length: length, cancel: cancel, why: why}
+func newIdleBody(rc io.ReadCloser, stall time.Duration, cancel context.CancelFunc, why func() error) *idleBody {
+	b := &idleBody{rc: rc, stall: stall, start: time.Now(), cancel: cancel, why: why}
 	b.timer = time.AfterFunc(b.wait(), b.fire)
 	return b
 }
@@ -144,14 +144,14 @@ func newIdleBody(rc io.ReadCloser, stall time.Duration, length int64, cancel con
 // wait is how long the next byte may take: the stall limit, but no longer
 // than the whole body may.
 func (b *idleBody) wait() time.Duration {
-	left := slowBy(b.stall, max(b.length, b.n.Load())) - time.Since(b.start)
+	left := slowBy(b.stall, b.n.Load()) - time.Since(b.start)
 	return max(min(b.stall, left), 0)
 }
 
 // fire closes the body, blocking a Read no more, and records why.
 func (b *idleBody) fire() {
 	err := errStalled
-	if n, el := b.n.Load(), time.Since(b.start); el >= slowBy(b.stall, max(b.length, n)) {
+	if n, el := b.n.Load(), time.Since(b.start); el >= slowBy(b.stall, n) {
 		err = fmt.Errorf("%w (%d bytes in %s)", errTooSlow, n, el.Round(time.Second))
 	}
 	b.mu.Lock()

@@ -75,7 +75,7 @@ func AddGlobal(cmd *cobra.Command, g *Global) {
 	f.StringVar(&g.SignKey, "sign-key", "", "PEM private key that signs the layer facts and tool images this machine pushes (default $SSEBENCH_SIGN_KEY)")
 	f.StringVar(&g.BuildKitAddr, "buildkit-addr", "", "buildkitd address (default $BUILDKIT_HOST, else unix:///run/buildkit/buildkitd.sock)")
 	f.StringVar(&g.ContainerdAddr, "containerd-addr", "", "containerd socket (default $CONTAINERD_ADDRESS, else /run/containerd/containerd.sock)")
-	f.DurationVar(&g.RegistryTimeout, "registry-timeout", 0, "time all the registry requests of the command may take together, as in 30m (default none; 10m for inspect)")
+	f.DurationVar(&g.RegistryTimeout, "registry-timeout", 0, "time all the registry requests of the command may take together, as in 30m; 0 is none, and inspect takes 10m")
 }
 
 // deadline is the registry deadline of this invocation (see
