@@ -49,18 +49,42 @@ func (g guard) locks(p string) bool {
 // refuses, in one line that says what to change, what the tool layer cannot
 // make safe: a relative PATH entry (a check runs in SOURCE_DIR, model's), or
 // an entry or a toolchain directory inside SOURCE_DIR, model's home or a
-// scratch directory every user writes.
+// scratch directory every user writes, whether or not it exists yet (model
+// would create it), or one that does not exist yet inside a sticky
+// directory every user writes.
 func guardDirs(view *oci.View, env []string, sourceDir, caseRef string) (guard, error) {
 	g := guard{pathDirs: map[string]bool{}}
+	modelDirs := append([]string{sourceDir, modelHome}, scratchDirs...)
 	check := func(what, dir string) (string, bool, error) {
-		n, ok := view.Resolve(strings.TrimPrefix(path.Clean(dir), "/"))
-		if !ok || !n.Header.IsDir() {
-			return "", false, nil // nothing there to plant into; its parent is checked as any directory
+		clean := strings.TrimPrefix(path.Clean(dir), "/")
+		n, ok := view.Resolve(clean)
+		if ok && !n.Header.IsDir() {
+			return "", false, nil // a file: nothing to plant into; its parent is checked as any directory
 		}
-		for _, bad := range append([]string{sourceDir, modelHome}, scratchDirs...) {
-			if under(n.Path, bad) {
-				return "", false, fmt.Errorf("%s of %s is %s, inside /%s, which model can write: a program or module planted there would run in the grader's checks; set it to a root-owned directory in the case image", what, caseRef, dir, bad)
+		// A directory that does not exist yet counts where it would
+		// be made: model creates it, and what it puts there runs.
+		at, anc, found := clean, oci.Node{}, false
+		if ok {
+			at = n.Path
+		} else {
+			anc, at, found = landing(view, clean)
+		}
+		yet := ","
+		if !ok {
+			yet = ", which does not exist yet,"
+		}
+		for _, bad := range modelDirs {
+			if under(clean, bad) || under(at, bad) {
+				return "", false, fmt.Errorf("%s of %s is %s%s inside /%s, which model can write: a program or module planted there would run in the grader's checks; set it to a root-owned directory in the case image", what, caseRef, dir, yet, bad)
 			}
+		}
+		if !ok {
+			// The tool layer can lock only what exists: the
+			// directory it would be made in must not let model in.
+			if found && anc.Header.Mode&0o1002 == 0o1002 {
+				return "", false, fmt.Errorf("%s of %s is %s%s inside /%s, which every user can write (mode %04o): model could create it and plant a program the grader's checks would run; create it root-owned in the case image or set another directory", what, caseRef, dir, yet, anc.Path, anc.Header.Mode)
+			}
+			return "", false, nil
 		}
 		return n.Path, true, nil
 	}
@@ -105,4 +129,22 @@ func isToolchainVar(k string) bool {
 		}
 	}
 	return false
+}
+
+// landing finds where the directory p (clean, relative to the root), which
+// does not exist in view, would be made: its deepest existing ancestor
+// (symlinks followed; found is false when that is the root) and the path
+// p would then have. A PATH entry /opt/link/bin, with /opt/link a symlink
+// to /tmp, lands at tmp/bin.
+func landing(view *oci.View, p string) (anc oci.Node, at string, found bool) {
+	parts := strings.Split(p, "/")
+	for i := len(parts) - 1; i > 0; i-- {
+		if n, ok := view.Resolve(strings.Join(parts[:i], "/")); ok {
+			if !n.Header.IsDir() {
+				return oci.Node{}, p, false // under a file: it cannot be made
+			}
+			return n, path.Join(append([]string{n.Path}, parts[i:]...)...), true
+		}
+	}
+	return oci.Node{}, p, false
 }

@@ -1,18 +1,27 @@
 package assemble
 
 import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/42-b3yond-6ug/ssebench/internal/hostile"
+	"github.com/42-b3yond-6ug/ssebench/oci"
 	"github.com/42-b3yond-6ug/ssebench/task"
 )
 
@@ -659,3 +668,262 @@ func TestHostileTaskFilesReplaced(t *testing.T) {
 		})
 	}
 }
+
+// sparseLayer is a gzip layer holding one GNU sparse file of size bytes
+// at name (and the directories above it).
+func sparseLayer(t *testing.T, name string, size int64) v1.Layer {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(zw)
+	if err := hostile.WriteSparse(zw, tw, name, size, []byte("package main\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	zw.Close()
+	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(buf.Bytes())), nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// TestHostileSparseCase: a case layer of a few hundred bytes holding a
+// sparse file of 8 EiB under SOURCE_DIR or /ssebench is refused in one line
+// naming the layer and the path, at once; before, assembly copied (or
+// hashed) zeros until the disk was full or for ever.
+func TestHostileSparseCase(t *testing.T) {
+	for _, tc := range []struct{ name, path string }{
+		{"under SOURCE_DIR", "src/proj/huge.go"},
+		{"under /ssebench", "ssebench/sse/scripts/test.sh"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hostile.Case(t, "sizes: sparse and huge entries")
+			l := sparseLayer(t, tc.path, 1<<63-1)
+			img, err := mutate.AppendLayers(hostileCase(t, okPasswd, okGroup, nil), l)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, _ := l.Digest()
+			tmp := t.TempDir()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			_, err = Tool(ctx, img, runtimeImage(t), WithSourceDir("/src/proj"), WithTempDir(tmp), WithRefs("case", "runtime"))
+			if err == nil || !strings.Contains(err.Error(), d.String()) || !strings.Contains(err.Error(), tc.path) || !strings.Contains(err.Error(), "more than any real image holds") || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("Tool() = %v, want one line naming layer %s and %q", err, d, tc.path)
+			}
+			if left, _ := os.ReadDir(tmp); len(left) != 0 {
+				t.Errorf("left %d files in the temporary directory", len(left))
+			}
+		})
+	}
+}
+
+// TestHostileCancelInContent: a cancelled assembly stops inside the
+// loops over content (the SOURCE_DIR copy, the task files' hashing), not
+// once they are done. A sparse file of 1000 MiB (under the limits) is read
+// as zeros that no read of the blob produces, so only a look at the
+// context between reads stops it; before, it went on for seconds after
+// SIGINT.
+func TestHostileCancelInContent(t *testing.T) {
+	for _, tc := range []struct{ name, path string }{
+		{"copying SOURCE_DIR", "src/proj/zeros.bin"},
+		{"hashing the task files", "ssebench/sse/data.bin"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hostile.Case(t, "signals: content loops and a second Ctrl-C")
+			img, err := mutate.AppendLayers(hostileCase(t, okPasswd, okGroup, nil), sparseLayer(t, tc.path, 1000<<20))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.HasPrefix(tc.path, "ssebench/") {
+				// The label makes the assembly hash /ssebench.
+				cf, _ := img.ConfigFile()
+				cfg := cf.Config
+				cfg.Labels = map[string]string{LabelTaskSSE: strings.Repeat("0", 64)}
+				if img, err = mutate.Config(img, cfg); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			done := make(chan error, 1)
+			go func() {
+				_, err := Tool(ctx, img, runtimeImage(t), WithSourceDir("/src/proj"), WithTempDir(t.TempDir()), WithRefs("case", "runtime"))
+				done <- err
+			}()
+			time.Sleep(200 * time.Millisecond)
+			cancelled := time.Now()
+			cancel()
+			select {
+			case err := <-done:
+				if !errors.Is(err, context.Canceled) {
+					t.Errorf("Tool() = %v, want the context's error", err)
+				}
+				t.Logf("returned %s after the cancel", time.Since(cancelled))
+				if d := time.Since(cancelled); d > 250*time.Millisecond {
+					t.Errorf("Tool() returned %s after the cancel", d.Round(time.Millisecond))
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatal("Tool() still runs 30 s after the cancel")
+			}
+		})
+	}
+}
+
+// TestHostileMissingPathEntries: a PATH entry or toolchain directory that
+// does not exist in the case image, under a directory model can write
+// (its home, /tmp, SOURCE_DIR, a sticky directory, through a symlink), is
+// refused by the assembly and fails verify as one that exists would: model
+// creates it, and what it puts there runs in the grader's checks. One
+// under a root-owned directory is fine.
+func TestHostileMissingPathEntries(t *testing.T) {
+	extra := []fe{dir("tmp", 0o1777), dir("opt", 0o755), dir("opt/scratch", 0o1777), symlink("opt/link", "/tmp"), dir("usr", 0o755), dir("usr/local", 0o755)}
+	for _, tc := range []struct {
+		name, env, want, verifyPath string
+	}{
+		{"/home/model/bin", "PATH=/home/model/bin:/usr/bin", "/home/model/bin, which does not exist yet, inside /home/model", "/home/model/bin"},
+		{"/tmp/bin", "PATH=/usr/bin:/tmp/bin", "entry 2 of the PATH of case is /tmp/bin, which does not exist yet, inside /tmp", "/tmp/bin"},
+		{"SOURCE_DIR/tools/bin", "PATH=/src/proj/tools/bin:/usr/bin", "/src/proj/tools/bin, which does not exist yet, inside /src/proj", "/src/proj/tools/bin"},
+		{"GOPATH=/tmp/gopath", "GOPATH=/tmp/gopath", "GOPATH of case is /tmp/gopath, which does not exist yet, inside /tmp", "/tmp/gopath"},
+		{"through a symlink to /tmp", "PATH=/opt/link/bin:/usr/bin", "/opt/link/bin, which does not exist yet, inside /tmp", "/opt/link/bin"},
+		{"in a sticky directory", "CARGO_HOME=/opt/scratch/cargo", "CARGO_HOME of case is /opt/scratch/cargo, which does not exist yet, inside /opt/scratch, which every user can write (mode 1777)", "/opt/scratch/cargo"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hostile.Case(t, "paths: PATH entries that do not exist yet")
+			c := hostileCase(t, okPasswd, okGroup, []string{tc.env}, extra...)
+			ti, err := Tool(context.Background(), c, runtimeImage(t), WithSourceDir("/src/proj"), WithTempDir(t.TempDir()), WithRefs("case", ""))
+			if err == nil {
+				ti.Close()
+				t.Fatalf("Tool() = nil error, want %q", tc.want)
+			}
+			if !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("Tool() = %q, want one line with %q", err, tc.want)
+			}
+
+			// A tool image whose ENV was set by hand fails verify.
+			good := assembleTool(t, hostileCase(t, okPasswd, okGroup, []string{"PATH=/usr/bin"}, extra...), runtimeImage(t))
+			cf, err := good.ConfigFile()
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg := cf.Config
+			cfg.Env = append(cfg.Env, tc.env)
+			tampered, err := mutate.Config(good, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fails, err := Verify(context.Background(), tampered, "/src/proj")
+			if err != nil {
+				t.Fatal(err)
+			}
+			found := false
+			for _, f := range fails {
+				found = found || f.Check == "path" && f.Path == tc.verifyPath && strings.Contains(f.Msg, "does not exist, and model can create it")
+			}
+			if !found {
+				t.Errorf("Verify() = %v, want a path failure for %s", fails, tc.verifyPath)
+			}
+		})
+	}
+	t.Run("under a root-owned directory", func(t *testing.T) {
+		hostile.Case(t, "paths: PATH entries that do not exist yet")
+		ti := assembleTool(t, hostileCase(t, okPasswd, okGroup, []string{"PATH=/usr/local/sbin:/usr/local/go/bin:/usr/bin", "GOPATH=/opt/go"}, extra...), runtimeImage(t))
+		fails, err := Verify(context.Background(), ti, "")
+		if err != nil || len(fails) != 0 {
+			t.Errorf("Verify() = %v, %v; want no failure", fails, err)
+		}
+	})
+}
+
+// TestHostileRepoOwners: whatever owners the case gives SOURCE_DIR's
+// entries (uid 1000, model's after the accounts change; a user the
+// accounts change deletes), their copies in /ssebench-repo are root's, so
+// the tool image passes verify. Before, a file owned by 1000 kept its
+// owner there and verify failed the image ("owned by uid 1000 (model)
+// outside SOURCE_DIR").
+func TestHostileRepoOwners(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		extra []fe
+	}{
+		{"a file owned by 1000", []fe{own(reg("src/proj/owned.go", 0o644, "package main\n"), 1000, 1000)}},
+		{"a directory and its file owned by 1000", []fe{own(dir("src/proj/pkg", 0o755), 1000, 1000), own(reg("src/proj/pkg/a.go", 0o644, "package pkg\n"), 1000, 1000)}},
+		{"a symlink owned by 1000", []fe{own(symlink("src/proj/link", "main.go"), 1000, 1000)}},
+		{"a file of a deleted user", []fe{own(reg("src/proj/old.go", 0o644, "package main\n"), 1001, 1001)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hostile.Case(t, "contract: owners of reserved paths")
+			pw := okPasswd + "old:x:1001:1001::/home/old:/bin/sh\n"
+			ti := assembleTool(t, hostileCase(t, pw, okGroup+"old:x:1001:\n", nil, tc.extra...), runtimeImage(t))
+			f := flatten(t, ti)
+			f.view.Walk(func(n oci.Node) error {
+				if under(n.Path, repoDir) && (n.Header.Uid != 0 || n.Header.Gid != 0) {
+					t.Errorf("/%s is owned by %d:%d, want root's", n.Path, n.Header.Uid, n.Header.Gid)
+				}
+				return nil
+			})
+			if fails, err := Verify(context.Background(), ti, ""); err != nil || len(fails) != 0 {
+				t.Errorf("Verify() = %v, %v; want no failure", fails, err)
+			}
+		})
+	}
+}
+
+// treeLayer writes a case layer of files files of size bytes under prefix
+// (a directory per 1,000, of dirMode; the files of fileMode), streamed to
+// disk, never held.
+func treeLayer(t *testing.T, prefix string, files, size int, dirMode, fileMode int64) v1.Layer {
+	t.Helper()
+	w, err := oci.NewLayerWriter(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	hdr := func(h *tar.Header) {
+		h.ModTime = time.Unix(1700000000, 0)
+		if err := w.WriteHeader(h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hdr(&tar.Header{Typeflag: tar.TypeDir, Name: prefix + "/", Mode: 0o755})
+	body := []byte(strings.Repeat("data\n", size/5+1)[:size])
+	for d := 0; d*1000 < files; d++ {
+		hdr(&tar.Header{Typeflag: tar.TypeDir, Name: fmt.Sprintf("%s/d%04d/", prefix, d), Mode: dirMode})
+		for i := d * 1000; i < min(files, (d+1)*1000); i++ {
+			hdr(&tar.Header{Typeflag: tar.TypeReg, Name: fmt.Sprintf("%s/d%04d/f%06d", prefix, d, i), Mode: fileMode, Size: int64(size)})
+			if _, err := w.Write(body); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	l, err := w.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// TestHostileFilesOutsideSource: 200,000 files outside SOURCE_DIR that the
+// tool layer must copy (other-writable, so they lose the bit) cost the
+// assembly little memory beyond their view. Before, each copy took a
+// buffer of its own, and the heap grew with the file count: 200,000 such
+// files took 127-139 MB in `assemble tool` where SOURCE_DIR's took 83-85
+// MB.
+func TestHostileFilesOutsideSource(t *testing.T) {
+	hostile.Case(t, "memory: files outside SOURCE_DIR")
+	if !hostile.InChild(t) {
+		hostile.RunChild(t, memoryOutsideLimitMiB, 5*time.Minute)
+		return
+	}
+	img, err := mutate.AppendLayers(hostileCase(t, okPasswd, okGroup, nil), treeLayer(t, "opt/data", 200_000, 100, 0o777, 0o666))
+	if err != nil {
+		t.Fatal(err)
+	}
+	assembleTool(t, img, runtimeImage(t))
+}
+
+// memoryOutsideLimitMiB bounds TestHostileFilesOutsideSource's child:
+// it peaked at 63-64 MiB, and at 92-93 MiB with a buffer per copy.
+const memoryOutsideLimitMiB = 76

@@ -2,6 +2,7 @@ package assemble
 
 import (
 	"archive/tar"
+	"context"
 	"io"
 	"sort"
 
@@ -76,7 +77,7 @@ func (l *layerOut) file(n oci.Node, dest string, mode int64, uid, gid int) (io.W
 	return l.w, nil
 }
 
-func copyEntry(w *oci.LayerWriter, h *tar.Header, open func() (io.ReadCloser, error)) error {
+func copyEntry(ctx context.Context, w *oci.LayerWriter, h *tar.Header, open func() (io.ReadCloser, error)) error {
 	rc, err := open()
 	if err != nil {
 		return err
@@ -85,7 +86,7 @@ func copyEntry(w *oci.LayerWriter, h *tar.Header, open func() (io.ReadCloser, er
 	if err := w.WriteHeader(h); err != nil {
 		return err
 	}
-	_, err = io.Copy(w, rc)
+	_, err = io.Copy(w, oci.ContextReader(ctx, rc))
 	return err
 }
 

@@ -49,12 +49,16 @@ func (b *toolBuild) planSource(n oci.Node, ref oci.Ref, root oci.Node, git *gitr
 	}
 	rh := h.TarHeader(repoPath)
 	rh.Mode = b.mode(repoPath, &h)
+	// Root's, whatever the case says: the case's owners are uid 1000
+	// (model's now) or users the accounts change deleted, which verify
+	// rightly fails outside SOURCE_DIR; whoever copies from the pristine
+	// tree sets the owners it needs.
+	rh.Uid, rh.Gid = 0, 0
 	if rel == "" {
-		// Root-owned whatever the case says: a SOURCE_DIR owned by 1000
-		// in the case image would otherwise give model the pristine tree
-		// and its history (SPEC.md section 12).
+		// And 0700: a SOURCE_DIR owned by 1000 in the case image would
+		// otherwise give model the pristine tree and its history
+		// (SPEC.md section 12).
 		rh.Mode = h.Mode&^0o777 | 0o700
-		rh.Uid, rh.Gid = 0, 0
 	}
 	*repoHdrs = append(*repoHdrs, rh)
 	if hidden {
@@ -82,7 +86,7 @@ func (b *toolBuild) copySource(n oci.Node, r io.Reader, git *gitrepo.Builder, gi
 	rel := strings.TrimPrefix(n.Path, src+"/")
 	repoPath := repoDir + "/" + rel
 	var ws []io.Writer
-	w, err := repoOut.file(n, repoPath, b.mode(repoPath, &n.Header), n.Header.Uid, n.Header.Gid)
+	w, err := repoOut.file(n, repoPath, b.mode(repoPath, &n.Header), 0, 0) // root's, as in planSource
 	if err != nil {
 		return err
 	}
@@ -90,8 +94,7 @@ func (b *toolBuild) copySource(n oci.Node, r io.Reader, git *gitrepo.Builder, gi
 		ws = append(ws, w)
 	}
 	if inGitDir(rel, gitDirs) {
-		_, err := io.Copy(io.MultiWriter(ws...), r)
-		return err
+		return b.copy(io.MultiWriter(ws...), r)
 	}
 	mode := b.mode(n.Path, &n.Header)
 	if w, err = srcOut.file(n, n.Path, mode, modelUID, modelGID); err != nil {
@@ -101,8 +104,7 @@ func (b *toolBuild) copySource(n oci.Node, r io.Reader, git *gitrepo.Builder, gi
 		ws = append(ws, w)
 	}
 	if git.Ignored(rel, false) {
-		_, err := io.Copy(io.MultiWriter(ws...), r)
-		return err
+		return b.copy(io.MultiWriter(ws...), r)
 	}
 	if err := git.AddFile(rel, mode, n.Header.Size, io.TeeReader(r, io.MultiWriter(ws...))); err != nil {
 		return fmt.Errorf("adding /%s to the repository: %w", n.Path, err)

@@ -259,7 +259,7 @@ func Tool(ctx context.Context, caseImg, runtimeImg v1.Image, opts ...ToolOption)
 // AssemblerVersion changes whenever the system, repo or source layers that
 // Tool writes for the same inputs change, so that a tool image made by an
 // older assembler is never reused.
-const AssemblerVersion = "3"
+const AssemblerVersion = "4"
 
 // toolKey names everything the system, repo and source layers depend on.
 func toolKey(caseDigest v1.Hash, o *toolOptions) string {
@@ -369,6 +369,19 @@ type toolBuild struct {
 	layers []v1.Layer
 	caches []string
 	guard  guard // what loses other-write even when sticky (SPEC.md §12)
+	// copyBuf carries every file the new layers copy: io.Copy would
+	// take a new 32 KiB buffer for each (neither end is a ReaderFrom or
+	// a WriterTo), garbage that grew the heap with the case's file count.
+	copyBuf []byte
+}
+
+// copy copies r to w through the build's one buffer.
+func (b *toolBuild) copy(w io.Writer, r io.Reader) error {
+	if b.copyBuf == nil {
+		b.copyBuf = make([]byte, 64<<10)
+	}
+	_, err := io.CopyBuffer(w, r, b.copyBuf)
+	return err
 }
 
 // build writes the system, repo and source layers.
@@ -493,8 +506,7 @@ func (b *toolBuild) build(ctx context.Context, t *ToolImage) (sys, repo, src *oc
 			if err != nil || w == nil {
 				return err
 			}
-			_, err = io.Copy(w, r)
-			return err
+			return b.copy(w, r)
 		}
 		return b.copySource(n, r, git, gitDirs, repoOut, srcOut)
 	})
@@ -512,7 +524,7 @@ func (b *toolBuild) build(ctx context.Context, t *ToolImage) (sys, repo, src *oc
 	runtime.GC()
 
 	o.phasef("committing /%s", o.sourceDir)
-	entries, tree, commit, err := git.Finish()
+	entries, tree, commit, err := git.Finish(ctx)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("writing the repository: %w", err)
 	}
@@ -526,7 +538,7 @@ func (b *toolBuild) build(ctx context.Context, t *ToolImage) (sys, repo, src *oc
 			}
 			continue
 		}
-		if err := copyEntry(srcOut.w, &h, e.Open); err != nil {
+		if err := copyEntry(ctx, srcOut.w, &h, e.Open); err != nil {
 			return nil, nil, nil, fmt.Errorf("writing the repository: %w", err)
 		}
 	}

@@ -172,6 +172,21 @@ func (v *verifier) path(env []string) {
 	writable := func(n oci.Node) bool {
 		return v.modelWrites(n) || under(n.Path, v.src) || under(n.Path, modelHome)
 	}
+	// creatable says, of a directory p that does not exist, where model
+	// could make it: a PATH entry or toolchain directory model creates
+	// holds what model puts there.
+	creatable := func(p string) (string, bool) {
+		anc, at, found := landing(v.view, p)
+		for _, d := range append([]string{v.src, modelHome}, scratchDirs...) {
+			if under(p, d) || under(at, d) {
+				return "/" + d, true
+			}
+		}
+		if found && writable(anc) {
+			return "/" + anc.Path, true
+		}
+		return "", false
+	}
 	for _, kv := range env {
 		k, val, _ := strings.Cut(kv, "=")
 		switch {
@@ -182,7 +197,13 @@ func (v *verifier) path(env []string) {
 					continue
 				}
 				n, ok := v.view.Resolve(strings.TrimPrefix(path.Clean(d), "/"))
-				if ok && n.Header.IsDir() && writable(n) {
+				if !ok {
+					if in, yes := creatable(strings.TrimPrefix(path.Clean(d), "/")); yes {
+						v.fail("path", path.Clean(d), "does not exist, and model can create it in %s: entry %d of PATH", in, i+1)
+					}
+					continue
+				}
+				if n.Header.IsDir() && writable(n) {
 					v.fail("path", "/"+n.Path, "model can add programs to this directory, entry %d of PATH (mode %04o, owner %d:%d)", i+1, n.Header.Mode, n.Header.Uid, n.Header.Gid)
 				}
 			}
@@ -192,7 +213,13 @@ func (v *verifier) path(env []string) {
 					continue
 				}
 				root, ok := v.view.Resolve(strings.TrimPrefix(path.Clean(d), "/"))
-				if !ok || !root.Header.IsDir() {
+				if !ok {
+					if in, yes := creatable(strings.TrimPrefix(path.Clean(d), "/")); yes {
+						v.fail("path", path.Clean(d), "does not exist, and model can create it in %s: %s", in, k)
+					}
+					continue
+				}
+				if !root.Header.IsDir() {
 					continue
 				}
 				if writable(root) {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/42-b3yond-6ug/ssebench/internal/hostile"
@@ -401,4 +402,115 @@ func oneLineGraph(t *testing.T, err error, want string) {
 	if strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), want) {
 		t.Errorf("error %q is not one line saying %q", err, want)
 	}
+}
+
+// rawLayer builds a gzip-compressed in-memory layer whose tar stream write
+// makes as it likes (sparse entries, headers that lie).
+func rawLayer(t *testing.T, write func(w io.Writer, tw *tar.Writer) error) v1.Layer {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(zw)
+	if err := write(zw, tw); err != nil {
+		t.Fatal(err)
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return static.NewLayer(buf.Bytes(), types.OCILayer)
+}
+
+// TestHostileSizes: an entry whose size no real tree has, however few
+// bytes its layer takes (a sparse file of 8 EiB is a few hundred), is
+// refused in one line naming the layer and the path, by IndexLayer and by
+// ReadFiles, before a byte of it is read.
+func TestHostileSizes(t *testing.T) {
+	ctx := context.Background()
+	const eib8 = 1<<63 - 1
+	for _, tc := range []struct {
+		name  string
+		write func(w io.Writer, tw *tar.Writer) error
+		entry string
+		want  string
+	}{
+		{"a sparse file of 8 EiB", func(w io.Writer, tw *tar.Writer) error {
+			return hostile.WriteSparse(w, tw, "src/project/huge", eib8, []byte("x"))
+		}, "src/project/huge", "more than any real image holds"},
+		{"a sparse file of 100 GiB under /ssebench", func(w io.Writer, tw *tar.Writer) error {
+			return hostile.WriteSparse(w, tw, "ssebench/sse/scripts/test.sh", 100<<30, []byte("#!/bin/sh\n"))
+		}, "ssebench/sse/scripts/test.sh", "more than any real image holds"},
+		{"sparse files of 600 MiB each", func(w io.Writer, tw *tar.Writer) error {
+			for _, n := range []string{"a", "b", "c"} {
+				if err := hostile.WriteSparse(w, tw, n, 600<<20, []byte("x")); err != nil {
+					return err
+				}
+			}
+			return nil
+		}, `"b"`, "sparse files to more than 1.0 GiB"},
+		{"a header of 8 EiB", func(w io.Writer, tw *tar.Writer) error {
+			// The stream ends long before: only the header lies. (A
+			// writer of its own, since it would not end the entry.)
+			var b bytes.Buffer
+			if err := tar.NewWriter(&b).WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: "big", Size: eib8, Mode: 0o644, ModTime: testTime}); err != nil {
+				return err
+			}
+			_, err := w.Write(b.Bytes())
+			return err
+		}, `"big"`, "more than any real image holds"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hostile.Case(t, "sizes: sparse and huge entries")
+			l := rawLayer(t, tc.write)
+			start := time.Now()
+			_, err := IndexLayer(ctx, l)
+			oneLineNaming(t, err, digestOf(t, l), tc.entry, tc.want)
+			if d := time.Since(start); d > 5*time.Second {
+				t.Errorf("refusing took %s", d)
+			}
+		})
+	}
+	t.Run("a small sparse file is a file", func(t *testing.T) {
+		hostile.Case(t, "sizes: sparse and huge entries")
+		l := rawLayer(t, func(w io.Writer, tw *tar.Writer) error {
+			return hostile.WriteSparse(w, tw, "holes", 1<<20, []byte("data"))
+		})
+		v, err := mergeLayers(t, l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, ok := v.Lookup("holes")
+		if !ok || n.Header.Size != 1<<20 {
+			t.Fatalf("Lookup(holes) = %+v, %v; want a file of 1 MiB", n.Header, ok)
+		}
+		var got int64
+		err = ReadFiles(ctx, []v1.Layer{l}, []Node{n}, func(_ Node, r io.Reader) error {
+			got, err = io.Copy(io.Discard, r)
+			return err
+		})
+		if err != nil || got != 1<<20 {
+			t.Errorf("ReadFiles read %d bytes, %v; want 1 MiB", got, err)
+		}
+	})
+	t.Run("the limit is the environment's", func(t *testing.T) {
+		hostile.Case(t, "sizes: sparse and huge entries")
+		l := gzipLayer(t, file("two-kib", strings.Repeat("k", 2048)))
+		if _, err := IndexLayer(ctx, l); err != nil {
+			t.Fatalf("a file of 2 KiB under the default limit: %v", err)
+		}
+		t.Setenv(MaxEntrySizeEnv, "1K")
+		_, err := IndexLayer(ctx, l)
+		oneLineNaming(t, err, digestOf(t, l), "two-kib", "the limit is 1.0 KiB; set "+MaxEntrySizeEnv)
+	})
+	t.Run("a cached index with an 8 EiB file", func(t *testing.T) {
+		hostile.Case(t, "sizes: sparse and huge entries")
+		idx, err := NewLayerIndex("sha256:forged", IndexEntry{Name: "huge", Header: Header{Typeflag: tar.TypeReg, Mode: 0o644, Size: eib8}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Merge([]*LayerIndex{idx})
+		oneLineNaming(t, err, "sha256:forged", "huge", "more than any real image holds")
+	})
 }

@@ -257,6 +257,7 @@ func indexLayer(ctx context.Context, l v1.Layer, want func(name string, size int
 	}
 	defer s.Close()
 	idx := &LayerIndex{Format: IndexFormat, Digest: s.digest.String()}
+	sizes := newSizeGuard()
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, nil, err
@@ -267,6 +268,9 @@ func indexLayer(ctx context.Context, l v1.Layer, want func(name string, size int
 		}
 		if err != nil {
 			return nil, nil, s.readError(err)
+		}
+		if err := sizes.check(hdr); err != nil {
+			return nil, nil, fmt.Errorf("layer %s: %w", s.digest, err)
 		}
 		e, keep, err := indexEntry(hdr)
 		if err != nil {

@@ -153,6 +153,7 @@ func readLayerFiles(ctx context.Context, l v1.Layer, li int, nodes fileList, wan
 		}
 	}
 	ordinal := -1
+	sizes := newSizeGuard()
 	for len(want) > 0 {
 		hdr, err := s.tr.Next()
 		if err == io.EOF {
@@ -160,6 +161,9 @@ func readLayerFiles(ctx context.Context, l v1.Layer, li int, nodes fileList, wan
 		}
 		if err != nil {
 			return s.readError(err)
+		}
+		if err := sizes.check(hdr); err != nil {
+			return fmt.Errorf("layer %d (%s): %w", li, s.digest, err)
 		}
 		e, keep, err := indexEntry(hdr)
 		if err != nil {
@@ -183,13 +187,17 @@ func readLayerFiles(ctx context.Context, l v1.Layer, li int, nodes fileList, wan
 		if e.Marker != NotMarker || e.Typeflag != tar.TypeReg || !nodes.is(fi, e.Name, e.Size) {
 			return fmt.Errorf("layer %d (%s): entry %d is %q, not the file %q its index recorded: the view was not built from these layers", li, s.digest, ordinal, e.TarName(), nodes.contentPath(fi))
 		}
+		// The content is read under ctx: a sparse entry's holes come
+		// from no read of the blob, so the blob's reader alone would
+		// not stop a cancelled copy.
+		content := ContextReader(ctx, s.tr)
 		if len(ns) == 1 {
-			if err := fn(nodes.node(int(ns[0])), s.tr); err != nil {
+			if err := fn(nodes.node(int(ns[0])), content); err != nil {
 				return err
 			}
 			continue
 		}
-		if err := fanOut(s.tr, nodes, ns, fn); err != nil {
+		if err := fanOut(content, nodes, ns, fn); err != nil {
 			return err
 		}
 	}

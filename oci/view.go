@@ -251,7 +251,7 @@ func Merge(indexes []*LayerIndex) (*View, error) {
 		return nil, fmt.Errorf("merging layers: %d layers, more than an image can have", len(indexes))
 	}
 	v := &View{root: &node{entry: -1, named: true}, idxs: indexes, meta: map[*node]entryRef{}, names: map[*node]string{}}
-	m := &merger{v: v, groups: make(map[int32][]*node), ino: make(map[*node]int32)}
+	m := &merger{v: v, groups: make(map[int32][]*node), ino: make(map[*node]int32), maxSize: MaxEntrySize()}
 	for i, idx := range indexes {
 		if idx == nil {
 			return nil, fmt.Errorf("merging layers: layer %d has no index", i)
@@ -282,6 +282,9 @@ type merger struct {
 	ino     map[*node]int32
 	lastIno int32
 	slab    []node
+	// maxSize is the largest regular file an index may record (see
+	// MaxEntrySize): a cached or fetched index is checked as a read one.
+	maxSize int64
 }
 
 // newNode returns a node called name for entry k of the current layer (-1
@@ -390,7 +393,11 @@ func (m *merger) validate(e *IndexEntry) error {
 		return nil
 	}
 	switch e.Typeflag {
-	case tar.TypeReg, tar.TypeDir, tar.TypeSymlink, tar.TypeChar, tar.TypeBlock, tar.TypeFifo:
+	case tar.TypeReg:
+		if e.Size < 0 || e.Size > m.maxSize {
+			return m.errorf("a file of %d bytes: more than any real image holds (the limit is %d; set %s to raise it)", e.Size, m.maxSize, MaxEntrySizeEnv)
+		}
+	case tar.TypeDir, tar.TypeSymlink, tar.TypeChar, tar.TypeBlock, tar.TypeFifo:
 	case tar.TypeLink:
 		target, err := cleanName(e.Linkname)
 		switch {

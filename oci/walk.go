@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
 // The caps of every manifest graph walk. An image has a handful of nodes
@@ -170,6 +171,9 @@ func WalkManifests(ctx context.Context, root v1.Descriptor, image string, read f
 			if err != nil {
 				return nil, fmt.Errorf("parsing index %s of %s: %w", n.d.Digest, image, err)
 			}
+			if im.MediaType != "" && !im.MediaType.IsIndex() {
+				return nil, mislabelled(n.d, image, im.MediaType)
+			}
 			out := make([]node, 0, len(im.Manifests))
 			for _, c := range im.Manifests {
 				out = append(out, node{d: c, manifest: true})
@@ -183,6 +187,15 @@ func WalkManifests(ctx context.Context, root v1.Descriptor, image string, read f
 			m, err := v1.ParseManifest(bytes.NewReader(raw))
 			if err != nil {
 				return nil, fmt.Errorf("parsing manifest %s of %s: %w", n.d.Digest, image, err)
+			}
+			if m.MediaType != "" && !m.MediaType.IsImage() {
+				return nil, mislabelled(n.d, image, m.MediaType)
+			}
+			if m.Config.Digest.Hex == "" {
+				// An index read as a manifest has no config: its
+				// empty digest would make every later message
+				// name a blob "".
+				return nil, fmt.Errorf("manifest %s of %s names no config: it is listed as %q but is not an image manifest", n.d.Digest, image, n.d.MediaType)
 			}
 			out := []node{{d: m.Config}}
 			for _, l := range m.Layers {
@@ -204,6 +217,12 @@ func WalkManifests(ctx context.Context, root v1.Descriptor, image string, read f
 		children,
 		func(n node) error { return visit(n.d, n.manifest) }, opts...)
 	return graphError(err, image, root.Digest.String())
+}
+
+// mislabelled is the error of a manifest listed under another media type
+// than the one it says it has (an index listed as an image manifest).
+func mislabelled(d v1.Descriptor, image string, actual types.MediaType) error {
+	return fmt.Errorf("%s of %s is listed as %q but is %q: the listing is wrong", d.Digest, image, d.MediaType, actual)
 }
 
 // DescriptorKey is the key of a descriptor's node in a walk: its digest,

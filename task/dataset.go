@@ -137,7 +137,7 @@ func LoadDatasetTolerant(dir string) (*Dataset, map[string]Problems, error) {
 	ps = append(ps, vps...)
 
 	mpath := filepath.Join(dir, ManifestFile)
-	if m, err := ReadManifest(mpath); err == nil {
+	if m, err := readRecorded(mpath); err == nil {
 		d.recorded = m
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		// The manifest records each task's arch, which the folders do not

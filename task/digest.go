@@ -28,16 +28,34 @@ import (
 //
 // Files are streamed through the hash, never read whole into memory.
 func Files(dir string) (map[string]string, error) {
+	files := map[string]string{}
+	err := walkFiles(dir, func(rel, path string) error {
+		sum, err := fileSHA256(path)
+		if err != nil {
+			return err
+		}
+		files[rel] = sum
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return files, nil
+}
+
+// walkFiles calls fn with the slash-separated path relative to dir and the
+// path to open of every file Files hashes, in the walk's order (not
+// sorted), refusing a symlink out of the folder as Files does.
+func walkFiles(dir string, fn func(rel, path string) error) error {
 	root, err := filepath.EvalSymlinks(dir)
 	if err != nil {
-		return nil, fmt.Errorf("reading task folder: %w", err)
+		return fmt.Errorf("reading task folder: %w", err)
 	}
 	if fi, err := os.Stat(root); err != nil {
-		return nil, fmt.Errorf("reading task folder: %w", err)
+		return fmt.Errorf("reading task folder: %w", err)
 	} else if !fi.IsDir() {
-		return nil, fmt.Errorf("reading task folder: %s is not a directory", dir)
+		return fmt.Errorf("reading task folder: %s is not a directory", dir)
 	}
-	files := map[string]string{}
 	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -62,17 +80,12 @@ func Files(dir string) (map[string]string, error) {
 		} else if !d.Type().IsRegular() {
 			return nil
 		}
-		sum, err := fileSHA256(path)
-		if err != nil {
-			return err
-		}
-		files[filepath.ToSlash(rel)] = sum
-		return nil
+		return fn(filepath.ToSlash(rel), path)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("hashing task files: %w", err)
+		return fmt.Errorf("hashing task files: %w", err)
 	}
-	return files, nil
+	return nil
 }
 
 // errLinkOutside is the error of a task file that is a symlink out of the

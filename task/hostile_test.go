@@ -2,6 +2,8 @@ package task
 
 import (
 	"encoding/json"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -270,6 +272,58 @@ func TestHostileTaskFileLinks(t *testing.T) {
 		relink(t, "/etc/hostname", filepath.Join(dir, "sse/host"))
 		if _, err := Files(dir); err == nil {
 			t.Errorf("Files() hashed sse/host, a link to /etc/hostname")
+		}
+	})
+}
+
+// TestHostileCatalogCollisions: ids that differ only in case name one case
+// image (image names are lower case), so a catalog or an images lock that
+// holds two is refused, as a dataset folder is; and a task file whose name
+// is not UTF-8 is refused by the manifest, which could only write it as
+// "\ufffd" (two such files were one key, and --check never matched).
+func TestHostileCatalogCollisions(t *testing.T) {
+	t.Run("catalog ids that differ only in case", func(t *testing.T) {
+		hostile.Case(t, "names: catalog ids")
+		m := Manifest{Dataset: "ds", Version: "v1", Tasks: []ManifestTask{
+			{ID: "GJSON-1", Image: "case/ds/gjson-1", Arch: []string{"amd64"}, Checks: []string{}, Files: map[string]string{}},
+			{ID: "gjson-1", Image: "case/ds/gjson-1", Arch: []string{"amd64"}, Checks: []string{}, Files: map[string]string{}},
+		}}
+		b, _ := json.Marshal(m)
+		_, err := ParseManifest("catalog", b)
+		if err == nil || !strings.Contains(err.Error(), "GJSON-1 and gjson-1 differ only in case") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("ParseManifest() = %v, want one line saying GJSON-1 and gjson-1 differ only in case", err)
+		}
+	})
+	t.Run("lock ids that differ only in case", func(t *testing.T) {
+		hostile.Case(t, "names: catalog ids")
+		img := `{"digest":"sha256:` + strings.Repeat("0", 64) + `","files_sha256":"` + strings.Repeat("0", 64) + `","revision":""}`
+		_, err := ParseLock("lock", []byte(`{"dataset":"ds","version":"v1","images":{"Gjson-1":`+img+`,"gjson-1":`+img+`}}`))
+		if err == nil || !strings.Contains(err.Error(), "differ only in case") {
+			t.Errorf("ParseLock() = %v, want an error saying the ids differ only in case", err)
+		}
+	})
+	t.Run("task file names that are not UTF-8", func(t *testing.T) {
+		hostile.Case(t, "names: task files that are not UTF-8")
+		dir := makeDataset(t)
+		task := filepath.Join(dir, "gjson-196-bf4efcb")
+		for _, n := range []string{"a\x80", "a\x81"} {
+			if err := os.WriteFile(filepath.Join(task, "src", n), []byte(n), 0o644); err != nil {
+				if errors.Is(err, fs.ErrNotExist) {
+					os.MkdirAll(filepath.Join(task, "src"), 0o755)
+					err = os.WriteFile(filepath.Join(task, "src", n), []byte(n), 0o644)
+				}
+				if err != nil {
+					t.Skipf("this file system refuses non-UTF-8 names: %v", err)
+				}
+			}
+		}
+		d, err := LoadDataset(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = d.Manifest()
+		if err == nil || !strings.Contains(err.Error(), `"src/a\x80" (and 1 more): its name is not UTF-8`) {
+			t.Errorf("Manifest() = %v, want the file named and refused", err)
 		}
 	})
 }

@@ -51,6 +51,7 @@ func ParseLock(path string, data []byte) (*Lock, error) {
 		return nil, fmt.Errorf("%s: not a valid images lock: %w", path, err)
 	}
 	var bad []string
+	lower := map[string]string{}
 	if l.Dataset != "" && !ValidID(l.Dataset) {
 		bad = append(bad, CheckID("dataset:", l.Dataset).Error())
 	}
@@ -62,6 +63,10 @@ func ParseLock(path string, data []byte) (*Lock, error) {
 			bad = append(bad, err.Error())
 			continue
 		}
+		if other, ok := lower[strings.ToLower(id)]; ok {
+			bad = append(bad, fmt.Sprintf("images: %s and %s differ only in case: they name one case image", other, id))
+		}
+		lower[strings.ToLower(id)] = id
 		if !sha256Digest.MatchString(img.Digest) {
 			bad = append(bad, fmt.Sprintf("images[%s].digest: %q is not a sha256 digest", id, img.Digest))
 		}

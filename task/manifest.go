@@ -1,6 +1,7 @@
 package task
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -74,25 +75,55 @@ func (d *Dataset) Manifest() (*Manifest, error) {
 		if err != nil {
 			return nil, fmt.Errorf("task %s: %w", t.ID, err)
 		}
-		arch := slices.Clone(DefaultManifestArch)
-		if e := d.recorded.Task(t.ID); e != nil {
-			arch = slices.Clone(e.Arch)
+		if err := checkFileNames(files); err != nil {
+			return nil, fmt.Errorf("task %s: %w", t.ID, err)
 		}
-		m.Tasks = append(m.Tasks, ManifestTask{
-			ID:         t.ID,
-			Language:   t.Config.Language,
-			Project:    t.Config.Project,
-			Repository: t.Config.Repository,
-			Base:       t.Base,
-			Image:      t.Image(d.Name),
-			Arch:       arch,
-			Checks:     t.Checks(),
-			Files:      files,
-			Metadata:   *t.Config,
-		})
+		m.Tasks = append(m.Tasks, d.manifestTask(t, files))
 	}
 	slices.SortFunc(m.Tasks, func(a, b ManifestTask) int { return strings.Compare(a.ID, b.ID) })
 	return m, nil
+}
+
+// manifestTask is the manifest entry of t, with files.
+func (d *Dataset) manifestTask(t *Task, files map[string]string) ManifestTask {
+	arch := slices.Clone(DefaultManifestArch)
+	if e := d.recorded.Task(t.ID); e != nil {
+		arch = slices.Clone(e.Arch)
+	}
+	return ManifestTask{
+		ID:         t.ID,
+		Language:   t.Config.Language,
+		Project:    t.Config.Project,
+		Repository: t.Config.Repository,
+		Base:       t.Base,
+		Image:      t.Image(d.Name),
+		Arch:       arch,
+		Checks:     t.Checks(),
+		Files:      files,
+		Metadata:   *t.Config,
+	}
+}
+
+// checkFileNames refuses a task file whose name is not UTF-8: a JSON key
+// can hold only UTF-8, so encoding/json would write every such name as the
+// same "\ufffd" key (two files, one entry, and a manifest that never reads
+// back as generated).
+func checkFileNames(files map[string]string) error {
+	var bad []string
+	for p := range files {
+		if !utf8.ValidString(p) {
+			bad = append(bad, p)
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	sort.Strings(bad)
+	more := ""
+	if len(bad) > 1 {
+		more = fmt.Sprintf(" (and %d more)", len(bad)-1)
+	}
+	return fmt.Errorf("task file %q%s: its name is not UTF-8, which manifest.json cannot hold: rename it", bad[0], more)
 }
 
 // Task returns the entry with the given id, or nil. A nil manifest has no
@@ -175,6 +206,7 @@ func (m *Manifest) check() error {
 	if !ValidVersion(m.Version) {
 		errs = append(errs, fmt.Errorf("version: %q is not a valid dataset version", m.Version))
 	}
+	lower := map[string]string{} // lowercased id → the id
 	for i, t := range m.Tasks {
 		// An id from a catalog is a task folder's name to the rest of
 		// ssebench (an image name's component, a results folder, a line
@@ -191,7 +223,12 @@ func (m *Manifest) check() error {
 		}
 		if i > 0 && m.Tasks[i-1].ID >= t.ID {
 			errs = append(errs, fmt.Errorf("tasks: not sorted by id, or %s appears twice", t.ID))
+		} else if other, ok := lower[strings.ToLower(t.ID)]; ok {
+			// Image names are lower case: both would be one case and
+			// one tool image, as a dataset folder refuses too.
+			errs = append(errs, fmt.Errorf("tasks: %s and %s differ only in case: they would share the case image %s", other, t.ID, CaseImage(m.Dataset, t.ID)))
 		}
+		lower[strings.ToLower(t.ID)] = t.ID
 		if err := CheckArches(t.Arch); err != nil {
 			errs = append(errs, fmt.Errorf("tasks[%s].arch: %w", t.ID, err))
 		}
@@ -235,20 +272,42 @@ func CheckManifest(dir string) (Problems, error) {
 	if err != nil {
 		return nil, err
 	}
-	want, err := d.Manifest()
-	if err != nil {
-		return nil, err
-	}
 	name := filepath.Join(dir, ManifestFile)
-	data, err := os.ReadFile(name)
+	f, err := os.Open(name)
 	if errors.Is(err, fs.ErrNotExist) {
 		return Problems{{File: name, Msg: "missing: generate it"}}, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading manifest: %w", err)
 	}
+	defer f.Close()
+	from := ""
 	if d.recorded != nil {
-		want.GeneratedFrom = d.recorded.GeneratedFrom
+		from = d.recorded.GeneratedFrom
+	}
+	// The manifest is generated into a comparison with the file, a hash
+	// at a time, and stops at the first byte that differs: nothing of
+	// either is held.
+	same := &sameBytes{r: bufio.NewReaderSize(f, 256<<10)}
+	err = d.writeManifest(same, from)
+	if err == nil && same.atEnd() {
+		return nil, nil
+	}
+	if err != nil && !errors.Is(err, errDiffer) {
+		return nil, err
+	}
+	if fi, err := f.Stat(); err == nil && fi.Size() > maxDetailedDiff {
+		// Saying which fields differ takes both documents in memory.
+		return Problems{{File: name, Msg: fmt.Sprintf("differs from what the dataset gives from line %d on: regenerate it", same.line)}}, nil
+	}
+	want, err := d.Manifest()
+	if err != nil {
+		return nil, err
+	}
+	want.GeneratedFrom = from
+	data, err := os.ReadFile(name)
+	if err != nil {
+		return nil, fmt.Errorf("reading manifest: %w", err)
 	}
 	wantData, err := want.Marshal()
 	if err != nil {
@@ -284,6 +343,10 @@ func decodeGeneric(data []byte) (any, error) {
 	}
 	return v, nil
 }
+
+// maxDetailedDiff is the largest manifest file CheckManifest says field by
+// field how it differs; beyond, it says where.
+const maxDetailedDiff = 16 << 20
 
 var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 

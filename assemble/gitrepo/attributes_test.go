@@ -2,6 +2,7 @@ package gitrepo
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"os/exec"
 	"path/filepath"
@@ -92,7 +93,7 @@ func TestAttributesMatchGit(t *testing.T) {
 		if diff := cmp.Diff(wantFiles, builderFiles(b)); diff != "" {
 			t.Errorf("seed %d: added files differ from git add -A (-want +got):\n%s", seed, diff)
 		}
-		entries, gotTree, _, err := b.Finish()
+		entries, gotTree, _, err := b.Finish(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,6 +2,7 @@ package gitrepo
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"math/rand"
 	"testing"
@@ -24,7 +25,7 @@ func BenchmarkBuild(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		if _, _, _, err := bl.Finish(); err != nil {
+		if _, _, _, err := bl.Finish(context.Background()); err != nil {
 			b.Fatal(err)
 		}
 		bl.Close()

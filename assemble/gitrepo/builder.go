@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -331,7 +332,7 @@ type blobRec struct {
 // A tree with no file to add still gets its commit, of the empty tree.
 // A path added twice, or added as a file with files below it, is an error
 // here rather than in AddFile: the files wait on disk until Finish.
-func (b *Builder) Finish() (entries []oci.Entry, treeID, commitID string, err error) {
+func (b *Builder) Finish(ctx context.Context) (entries []oci.Entry, treeID, commitID string, err error) {
 	if b.finished {
 		return nil, "", "", errors.New("finishing the repository twice")
 	}
@@ -391,7 +392,7 @@ func (b *Builder) Finish() (entries []oci.Entry, treeID, commitID string, err er
 	blobs = slices.CompactFunc(blobs, func(a, c blobRec) bool { return a.id == c.id })
 
 	packSum, packedObjs, err := b.writeFile("pack", func(w io.Writer) (objectID, []packed, error) {
-		return writePack(w, b.spool.f, objs, blobs)
+		return writePack(ctx, w, b.spool.f, objs, blobs)
 	})
 	if err != nil {
 		return nil, "", "", fmt.Errorf("writing pack: %w", err)

@@ -2,6 +2,7 @@ package gitrepo
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -152,7 +153,7 @@ func TestBuilderMatchesGit(t *testing.T) {
 		if diff := cmp.Diff(wantFiles, builderFiles(b)); diff != "" {
 			t.Errorf("seed %d: added files differ from git add -A (-want +got):\n%s", seed, diff)
 		}
-		_, gotTree, _, err := b.Finish()
+		_, gotTree, _, err := b.Finish(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -175,7 +176,7 @@ func TestRepositoryWorksWithGit(t *testing.T) {
 	_, wantTree := realGit(t, tree)
 
 	b := feed(t, tree, 7, WithTime(testTime))
-	entries, treeID, commitID, err := b.Finish()
+	entries, treeID, commitID, err := b.Finish(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +241,7 @@ func TestDeterministic(t *testing.T) {
 	writeSample(t, tree)
 	read := func(seed int64) map[string]string {
 		b := feed(t, tree, seed, WithTime(testTime))
-		entries, _, _, err := b.Finish()
+		entries, _, _, err := b.Finish(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -273,7 +274,7 @@ func TestEmptyTree(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	_, treeID, _, err := b.Finish()
+	_, treeID, _, err := b.Finish(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,7 +289,7 @@ func addThenFinish(b *Builder, err error) error {
 	if err != nil {
 		return err
 	}
-	_, _, _, err = b.Finish()
+	_, _, _, err = b.Finish(context.Background())
 	return err
 }
 

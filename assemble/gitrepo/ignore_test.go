@@ -1,6 +1,7 @@
 package gitrepo
 
 import (
+	"context"
 	"fmt"
 	"math/rand"
 	"os"
@@ -161,7 +162,7 @@ func TestRandomTreesMatchGit(t *testing.T) {
 			if diff := cmp.Diff(wantFiles, builderFiles(b)); diff != "" {
 				t.Fatalf("added files differ from git add -A (-git +got):\n%s\nignore files:\n%s", diff, dumpIgnores(t, tree))
 			}
-			_, gotTree, _, err := b.Finish()
+			_, gotTree, _, err := b.Finish(context.Background())
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -3,6 +3,7 @@ package gitrepo
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/sha1"
 	"encoding/binary"
 	"encoding/hex"
@@ -14,6 +15,7 @@ import (
 	"os"
 	"sort"
 
+	"github.com/42-b3yond-6ug/ssebench/oci"
 	"github.com/klauspost/compress/zlib"
 )
 
@@ -206,7 +208,7 @@ type packed struct {
 // writePack writes a version 2 pack of objs then blobs, in that order, to
 // w, taking blob streams from src. It returns the pack's checksum (its
 // trailer, and its name) and the index entries of the objects.
-func writePack(w io.Writer, src io.ReaderAt, objs []*object, blobs []blobRec) (objectID, []packed, error) {
+func writePack(ctx context.Context, w io.Writer, src io.ReaderAt, objs []*object, blobs []blobRec) (objectID, []packed, error) {
 	var sum objectID
 	h := sha1.New()
 	cw := &countingWriter{w: io.MultiWriter(w, h)}
@@ -220,6 +222,9 @@ func writePack(w io.Writer, src io.ReaderAt, objs []*object, blobs []blobRec) (o
 	out := make([]packed, 0, len(objs)+len(blobs))
 	buf := make([]byte, 1<<16)
 	for i := range len(objs) + len(blobs) {
+		if err := ctx.Err(); err != nil {
+			return sum, nil, err
+		}
 		o := &object{typ: typeBlob}
 		if i < len(objs) {
 			o = objs[i]
@@ -237,7 +242,7 @@ func writePack(w io.Writer, src io.ReaderAt, objs []*object, blobs []blobRec) (o
 		if o.data != nil {
 			_, err = ew.Write(o.data)
 		} else {
-			_, err = io.CopyBuffer(ew, io.NewSectionReader(src, o.off, o.n), buf)
+			_, err = io.CopyBuffer(ew, oci.ContextReader(ctx, io.NewSectionReader(src, o.off, o.n)), buf)
 		}
 		if err != nil {
 			return sum, nil, err

@@ -6,14 +6,14 @@ package main
 import (
 	"context"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/42-b3yond-6ug/ssebench/cmd/ssebench/commands"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// The first Ctrl-C (or SIGTERM) cancels the context; a second one
+	// ends the process at once.
+	ctx, stop := commands.SignalContext(context.Background())
 	code := commands.Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)

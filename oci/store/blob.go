@@ -46,9 +46,12 @@ func (s *Store) openBlob(ctx context.Context, h v1.Hash, size int64, image strin
 	if h.Algorithm != "sha256" {
 		return nil, fmt.Errorf("blob %s: unsupported digest algorithm %q", h, h.Algorithm)
 	}
-	f, err := os.Open(s.BlobPath(h))
+	f, err := openRegular(s.BlobPath(h))
 	if errors.Is(err, fs.ErrNotExist) {
 		return s.remoteBlob(ctx, h, size, image)
+	}
+	if errors.Is(err, errNotRegular) {
+		return nil, fmt.Errorf("blob %s in the image store is %w: remove it with `rm %s` and pull or build the image again", h, err, s.BlobPath(h))
 	}
 	if err != nil {
 		return nil, err
@@ -65,7 +68,7 @@ func (s *Store) ReadBlob(h v1.Hash, size int64, image string) ([]byte, error) {
 
 // readBlob is ReadBlob with the context of a fetch.
 func (s *Store) readBlob(ctx context.Context, h v1.Hash, size int64, image string) ([]byte, error) {
-	if size > maxManifestSize {
+	if size > MaxManifestSize {
 		return nil, fmt.Errorf("blob %s of image %s is %d bytes, too large for a manifest or config", h, image, size)
 	}
 	rc, err := s.openBlob(ctx, h, size, image)
@@ -73,7 +76,7 @@ func (s *Store) readBlob(ctx context.Context, h v1.Hash, size int64, image strin
 		return nil, err
 	}
 	defer rc.Close()
-	return io.ReadAll(io.LimitReader(rc, maxManifestSize+1))
+	return io.ReadAll(io.LimitReader(rc, MaxManifestSize+1))
 }
 
 // blobError is the one-line message for a missing or corrupt blob: which

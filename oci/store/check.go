@@ -126,6 +126,12 @@ func (s *Store) Verify(ctx context.Context) ([]Problem, error) {
 			return nil, err
 		}
 		h := v1.Hash{Algorithm: "sha256", Hex: e.Name()}
+		if !e.Type().IsRegular() {
+			// Never opened: a FIFO would block Verify, a symlink to
+			// /dev/zero would hash for ever.
+			bad[h] = "is " + kind(e.Type()) + ", not a regular file: remove it"
+			continue
+		}
 		if got, err := hashFile(ctx, filepath.Join(s.blobDir(), e.Name())); err != nil {
 			bad[h] = err.Error()
 		} else if got != e.Name() {
@@ -180,7 +186,9 @@ func (s *Store) Verify(ctx context.Context) ([]Problem, error) {
 var errSkip = fmt.Errorf("skip")
 
 func hashFile(ctx context.Context, p string) (string, error) {
-	f, err := os.Open(p)
+	// The entry may have been swapped for a FIFO or a link since it
+	// was listed.
+	f, err := openRegular(p)
 	if err != nil {
 		return "", err
 	}

@@ -42,10 +42,15 @@ const (
 	lockRetry = 10 * time.Millisecond
 	// blobJobs is how many layers Write copies at once.
 	blobJobs = 4
-	// maxManifestSize bounds what is read into memory as a manifest or
-	// config (registries reject manifests above 4 MiB).
-	maxManifestSize = 32 << 20
 )
+
+// MaxManifestSize bounds every manifest and config ssebench reads into
+// memory, from the store, an archive or a registry: registries refuse
+// manifests above 4 MiB, and a config with a long history is a few hundred
+// KiB. One cap for every source: a registry read that allowed more (it
+// allowed 100 MiB) let a registry make a command parse what the store
+// would then refuse, at hundreds of MB of memory.
+const MaxManifestSize = 8 << 20
 
 // ErrNotFound means the store has no entry for a reference. Match it with
 // errors.Is.

@@ -10,6 +10,7 @@ package remote
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -18,6 +19,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/42-b3yond-6ug/ssebench/internal/units"
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
@@ -31,9 +33,25 @@ var (
 	// of one listing.
 	maxListEntries = 10000
 	maxListPages   = 1000
-	// maxImages is the images one ListAll may return.
+	// maxImages is the images one ListAll may return, and the
+	// repositories it may list.
 	maxImages = 100000
+	// maxListBytes bounds the bytes of all the pages of one ListAll
+	// together: 100,000 names of 255 bytes are 26 MB.
+	maxListBytes int64 = 64 << 20
+	// maxNameLen is the longest repository name with its registry host
+	// (distribution's NameTotalLengthMax).
+	maxNameLen = 255
 )
+
+// listBudget is what is left of the bounds of one ListAll, shared by the
+// catalog and every tag list: a registry cannot make a listing that never
+// ends (10,000 repositories of 1,000 tag pages each) or that holds
+// hundreds of MB before a name is refused.
+type listBudget struct {
+	names int   // repositories and images left
+	bytes int64 // page bytes left
+}
 
 // pageSize is the n= a listing asks for.
 const pageSize = 1000
@@ -66,18 +84,28 @@ func ListAll(ctx context.Context, prefix string, opts ...Option) ([]string, erro
 		return nil, fmt.Errorf("prefix %q does not start with a registry host: %w", prefix, err)
 	}
 	reg := repo.Registry
+	budget := &listBudget{names: maxImages, bytes: maxListBytes}
 	repos, err := o.list(ctx, reg, "registry:catalog:*", "/v2/_catalog", "repositories", func(s string) error {
+		// Checked as it arrives, so that a catalog of names no
+		// registry can hold is refused at its first.
+		if len(reg.RegistryStr())+1+len(s) > maxNameLen {
+			return fmt.Errorf("repository name %.40q… is %d bytes long, more than a name may be (%d with the registry host)", s, len(s), maxNameLen)
+		}
 		for _, c := range strings.Split(s, "/") {
 			if !pathComponent.MatchString(c) {
 				return fmt.Errorf("repository name %q is not valid", s)
 			}
 		}
 		return nil
-	}, "")
+	}, "", budget)
+	if errors.Is(err, errListTooLarge) {
+		return nil, fmt.Errorf("%s lists more than %d repositories, or more than %s of them: name a narrower prefix", reg.RegistryStr(), maxImages, units.Bytes(maxListBytes))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("listing the repositories of %s: %w", reg.RegistryStr(), err)
 	}
 	var out []string
+	images := &listBudget{names: maxImages, bytes: budget.bytes}
 	for _, r := range repos {
 		if path != "" && r != path && !strings.HasPrefix(r, path+"/") {
 			continue
@@ -91,15 +119,15 @@ func ListAll(ctx context.Context, prefix string, opts ...Option) ([]string, erro
 				return fmt.Errorf("tag %q is not valid", s)
 			}
 			return nil
-		}, r)
+		}, r, images)
+		if errors.Is(err, errListTooLarge) {
+			return nil, fmt.Errorf("%s holds more than %d images under %s, or lists them in more than %s: name a narrower prefix", reg.RegistryStr(), maxImages, prefix, units.Bytes(maxListBytes))
+		}
 		if err != nil {
 			return nil, fmt.Errorf("listing the tags of %s: %w", rr.Name(), err)
 		}
 		for _, t := range tags {
 			out = append(out, rr.Name()+":"+t)
-			if len(out) > maxImages {
-				return nil, fmt.Errorf("%s holds more than %d images under %s: name a narrower prefix", reg.RegistryStr(), maxImages, prefix)
-			}
 		}
 	}
 	sort.Strings(out)
@@ -125,10 +153,15 @@ func CheckPrefix(prefix string) error {
 	return nil
 }
 
+// errListTooLarge is the error of a listing past its budget.
+var errListTooLarge = errors.New("the listing is larger than its bounds")
+
 // list reads a paginated listing at path of reg: the strings under key of
 // each page, each checked with valid, without duplicates. A tag list must
-// name repo as its "name".
-func (o *options) list(ctx context.Context, reg name.Registry, scope, path, key string, valid func(string) error, repo string) ([]string, error) {
+// name repo as its "name". Each name and page byte is taken from budget;
+// a page after the first must bring a name not seen, so that the pages of
+// a listing are no more than its names.
+func (o *options) list(ctx context.Context, reg name.Registry, scope, path, key string, valid func(string) error, repo string, budget *listBudget) ([]string, error) {
 	auth, err := authn.Resolve(ctx, o.keychain, reg)
 	if err != nil {
 		return nil, fmt.Errorf("finding credentials for %s: %w", reg.RegistryStr(), err)
@@ -164,13 +197,17 @@ func (o *options) list(ctx context.Context, reg name.Registry, scope, path, key 
 				return err
 			}
 			defer resp.Body.Close()
-			b, err := io.ReadAll(io.LimitReader(resp.Body, maxListPage+1))
+			b, err := io.ReadAll(io.LimitReader(resp.Body, min(maxListPage, budget.bytes)+1))
 			if err != nil {
 				return err
+			}
+			if int64(len(b)) > budget.bytes {
+				return permanent(errListTooLarge)
 			}
 			if int64(len(b)) > maxListPage {
 				return permanent(fmt.Errorf("a page is larger than %d bytes; refused", maxListPage))
 			}
+			budget.bytes -= int64(len(b))
 			page = nil
 			if err := json.Unmarshal(b, &page); err != nil {
 				return permanent(fmt.Errorf("a page is not a JSON object: %w", err))
@@ -196,17 +233,25 @@ func (o *options) list(ctx context.Context, reg name.Registry, scope, path, key 
 		if len(names) > maxListEntries {
 			return nil, fmt.Errorf("a page lists %d names, more than %d; refused", len(names), maxListEntries)
 		}
+		fresh := 0
 		for _, s := range names {
 			if err := valid(s); err != nil {
 				return nil, fmt.Errorf("%w; refused", err)
 			}
 			if !seen[s] {
+				if budget.names--; budget.names < 0 {
+					return nil, errListTooLarge
+				}
 				seen[s] = true
 				out = append(out, s)
+				fresh++
 			}
 		}
 		if next, err = nextPage(base, link); err != nil {
 			return nil, err
+		}
+		if next != "" && fresh == 0 && pages > 0 {
+			return nil, fmt.Errorf("a page of the listing names nothing new, and another follows: refused")
 		}
 	}
 	return out, nil

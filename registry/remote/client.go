@@ -32,7 +32,7 @@ func (p *pusher) client(ctx context.Context, dst name.Repository) (*http.Client,
 	scopes := []string{dst.Scope(transport.PushScope)}
 	seen := map[string]bool{dst.Name(): true}
 	addScope := func(r name.Repository) {
-		if r.RegistryStr() == dst.RegistryStr() && !seen[r.Name()] && len(scopes) < 32 {
+		if r.RegistryStr() == dst.RegistryStr() && !seen[r.Name()] && len(scopes) < maxScopes {
 			seen[r.Name()] = true
 			scopes = append(scopes, r.Scope(transport.PullScope))
 		}

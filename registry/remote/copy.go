@@ -57,7 +57,7 @@ func Copy(ctx context.Context, src, dst string, opts ...Option) (*Copied, error)
 		return nil, err
 	}
 	origin := s.Context()
-	p.scopes = append(p.scopes, origin)
+	p.addScopes(origin)
 	if err := p.push(ctx, d, content, &origin); err != nil {
 		return &Copied{Source: s.Name(), Target: d.Name(), FromStore: fromStore, Push: *p.report()}, fmt.Errorf("copying %s to %s: %w", s.Name(), d.Name(), err)
 	}

@@ -80,24 +80,22 @@ func PlanMirror(ctx context.Context, refs []string, fromPrefix, toPrefix string,
 	}
 	p := newPusher(o)
 	defer p.close()
-	jobs, missing, err := o.mirrorJobs(ctx, refs, fromPrefix, toPrefix)
-	if err != nil {
-		return nil, err
-	}
-	sort.Strings(missing)
-	plan := &Plan{Images: []PlannedImage{}, Missing: missing}
-	for _, j := range jobs {
-		p.scopes = append(p.scopes, j.dst.Context(), j.src.Context())
-	}
-	for _, j := range jobs {
+	plan := &Plan{Images: []PlannedImage{}}
+	err = o.eachMirrorJob(ctx, refs, fromPrefix, toPrefix, &plan.Missing, func(j mirrorJob) error {
+		p.addScopes(j.dst.Context(), j.src.Context())
 		origin := j.src.Context()
 		im, err := p.plan(ctx, j.dst, j.content, &origin)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		im.Source = j.src.Name()
 		plan.add(im)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
+	sort.Strings(plan.Missing)
 	return plan, nil
 }
 

@@ -109,44 +109,41 @@ func Mirror(ctx context.Context, refs []string, fromPrefix, toPrefix string, opt
 	p := newPusher(o)
 	defer p.close()
 	rep := &MirrorReport{}
-
-	jobs, missing, err := o.mirrorJobs(ctx, refs, fromPrefix, toPrefix)
-	rep.Missing = missing
+	// The images go one at a time, each fetched, copied and let go
+	// before the next: what Mirror keeps is a line per image and a
+	// digest per unique blob, however many images the set holds.
+	unique := map[v1.Hash]int64{}
+	err = o.eachMirrorJob(ctx, refs, fromPrefix, toPrefix, &rep.Missing, func(j mirrorJob) error {
+		bs, err := collectBlobs(ctx, j.content, nil)
+		if err != nil {
+			return fmt.Errorf("reading %s: %w", j.src.Name(), err)
+		}
+		for _, b := range bs {
+			if _, ok := unique[b.digest]; !ok {
+				unique[b.digest] = b.size
+				rep.UniqueBlobs++
+				rep.UniqueBytes += b.size
+			}
+		}
+		// The repositories copied so far may serve as mount sources
+		// for the next image: ask for pull access to them.
+		p.addScopes(j.dst.Context(), j.src.Context())
+		origin := j.src.Context()
+		if err := p.push(ctx, j.dst, j.content, &origin); err != nil {
+			return fmt.Errorf("mirroring %s: %w", j.src.Name(), err)
+		}
+		p.forget(j.dst.Context())
+		d, err := digestOfTaggable(j.content)
+		if err != nil {
+			return err
+		}
+		rep.Images = append(rep.Images, MirroredImage{Source: j.src.Name(), Target: j.dst.Name(), Digest: d})
+		return nil
+	})
+	rep.Push = *p.report()
 	if err != nil {
 		return rep, err
 	}
-
-	unique := map[v1.Hash]int64{}
-	for _, j := range jobs {
-		bs, err := collectBlobs(ctx, j.content, nil)
-		if err != nil {
-			return rep, fmt.Errorf("reading %s: %w", j.src.Name(), err)
-		}
-		for _, b := range bs {
-			unique[b.digest] = b.size
-		}
-		// Every target repository may serve as a mount source for the
-		// next: ask for pull access to all of them up front.
-		p.scopes = append(p.scopes, j.dst.Context(), j.src.Context())
-	}
-	rep.UniqueBlobs = len(unique)
-	for _, n := range unique {
-		rep.UniqueBytes += n
-	}
-
-	for _, j := range jobs {
-		origin := j.src.Context()
-		if err := p.push(ctx, j.dst, j.content, &origin); err != nil {
-			rep.Push = *p.report()
-			return rep, fmt.Errorf("mirroring %s: %w", j.src.Name(), err)
-		}
-		d, err := digestOfTaggable(j.content)
-		if err != nil {
-			return rep, err
-		}
-		rep.Images = append(rep.Images, MirroredImage{Source: j.src.Name(), Target: j.dst.Name(), Digest: d})
-	}
-	rep.Push = *p.report()
 	if len(rep.Missing) > 0 {
 		sort.Strings(rep.Missing)
 		return rep, &MissingError{Refs: rep.Missing}
@@ -189,16 +186,18 @@ type mirrorJob struct {
 	content  remote.Taggable
 }
 
-// mirrorJobs finds each image of refs (once each) and where it goes under
-// toPrefix; images that do not exist are returned apart.
-func (o *options) mirrorJobs(ctx context.Context, refs []string, fromPrefix, toPrefix string) ([]mirrorJob, []string, error) {
-	var jobs []mirrorJob
-	var missing []string
+// eachMirrorJob finds each image of refs (once each) and where it goes
+// under toPrefix, and passes it to fn, one at a time; images that do not
+// exist are added to missing. An error of fn stops it.
+func (o *options) eachMirrorJob(ctx context.Context, refs []string, fromPrefix, toPrefix string, missing *[]string, fn func(mirrorJob) error) error {
 	seen := map[string]bool{}
 	for _, s := range refs {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		src, err := o.parseReference(s)
 		if err != nil {
-			return nil, missing, err
+			return err
 		}
 		if seen[src.Name()] {
 			continue
@@ -206,21 +205,23 @@ func (o *options) mirrorJobs(ctx context.Context, refs []string, fromPrefix, toP
 		seen[src.Name()] = true
 		t, err := Retarget(s, fromPrefix, toPrefix)
 		if err != nil {
-			return nil, missing, err
+			return err
 		}
 		dst, err := o.parseReference(t)
 		if err != nil {
-			return nil, missing, err
+			return err
 		}
 		content, err := o.fetch(ctx, src)
 		if isNotFound(err) {
-			missing = append(missing, src.Name())
+			*missing = append(*missing, src.Name())
 			continue
 		}
 		if err != nil {
-			return nil, missing, err
+			return err
 		}
-		jobs = append(jobs, mirrorJob{src: src, dst: dst, content: content})
+		if err := fn(mirrorJob{src: src, dst: dst, content: content}); err != nil {
+			return err
+		}
 	}
-	return jobs, missing, nil
+	return nil
 }

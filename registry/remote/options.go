@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/42-b3yond-6ug/ssebench/oci/store"
@@ -75,6 +76,13 @@ type options struct {
 	progress  chan<- v1.Update
 	// stall bounds a registry's silence (see defaultStall).
 	stall time.Duration
+	// deadline, when not zero, ends every registry request (see
+	// WithDeadline).
+	deadline time.Time
+	// guarded is the transport of every request, made once, so that
+	// every request of these options shares its connections.
+	guardOnce sync.Once
+	guarded   http.RoundTripper
 	// move holds the options of moving images (see moveOptions).
 	move moveOptions
 	// notice hears what Resolve does before it asks a registry.
@@ -245,6 +253,19 @@ func WithUserAgent(ua string) Option {
 	}
 }
 
+// WithDeadline ends every registry request of these options at t: none
+// starts after it, and one still running stops there, with an error that
+// says so. A command sets one so that a registry that answers slowly but
+// never stops (a byte every few seconds, within the stall limit, on one
+// blob after another) cannot hold it for hours. The zero time means none,
+// the default.
+func WithDeadline(t time.Time) Option {
+	return func(o *options) error {
+		o.deadline = t
+		return nil
+	}
+}
+
 // WithJobs sets how many blobs Push uploads at once. The default value is 4.
 func WithJobs(n int) Option {
 	return func(o *options) error {
@@ -357,8 +378,17 @@ func (o *options) remoteOptions(ctx context.Context) []remote.Option {
 	return ro
 }
 
+// guardedTransport returns the transport under every request of o, made
+// the first time: one connection pool for all of them. (A transport per
+// request kept a connection open for each repository a mirror --all
+// listed, and ran out of file descriptors at about 20,000.)
 func (o *options) guardedTransport() http.RoundTripper {
-	g := &httpGuard{base: plainLoopback{o.retrying(manifestCheck{base: stallTransport(o.transport, o.stall)})}, opts: o}
+	o.guardOnce.Do(func() { o.guarded = o.newGuardedTransport() })
+	return o.guarded
+}
+
+func (o *options) newGuardedTransport() http.RoundTripper {
+	g := &httpGuard{base: plainLoopback{o.retrying(manifestCheck{base: stallTransport(o.transport, o.stall, o.deadline)})}, opts: o}
 	// Insecure registries may use self-signed certificates, as Docker's
 	// insecure-registries setting allows; everyone else is verified.
 	if t, ok := o.transport.(*http.Transport); ok && len(o.insecure) > 0 {
@@ -367,7 +397,7 @@ func (o *options) guardedTransport() http.RoundTripper {
 			c.TLSClientConfig = &tls.Config{}
 		}
 		c.TLSClientConfig.InsecureSkipVerify = true //nolint:gosec // only for registries the user named insecure
-		g.skipVerify = o.retrying(manifestCheck{base: stallTransport(c, o.stall)})
+		g.skipVerify = o.retrying(manifestCheck{base: stallTransport(c, o.stall, o.deadline)})
 	}
 	return g
 }

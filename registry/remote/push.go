@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync"
 
 	"github.com/42-b3yond-6ug/ssebench/oci"
@@ -267,15 +268,50 @@ func (p *pusher) pushBlob(ctx context.Context, dst name.Repository, b blob, forc
 	return nil
 }
 
+// addHolder notes that r got the blob of key k, newest first. Only the
+// last maxMountTries are kept, all a mount tries: a base layer that
+// 100,000 mirrored repositories share would otherwise cost a list of
+// 100,000 and a scan of it per image.
 func (p *pusher) addHolder(k string, r name.Repository) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for _, h := range p.holders[k] {
+	hs := p.holders[k]
+	for _, h := range hs {
 		if h.Name() == r.Name() {
 			return
 		}
 	}
-	p.holders[k] = append([]name.Repository{r}, p.holders[k]...)
+	hs = append([]name.Repository{r}, hs...)
+	if len(hs) > maxMountTries {
+		hs = hs[:maxMountTries]
+	}
+	p.holders[k] = hs
+}
+
+// maxScopes bounds the extra repositories a client asks pull access for
+// (see client): a token request names them all.
+const maxScopes = 32
+
+// addScopes adds repositories to ask pull access for, the newest kept
+// (see maxScopes): mount sources of the images pushed next.
+func (p *pusher) addScopes(rs ...name.Repository) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, r := range rs {
+		p.scopes = slices.DeleteFunc(p.scopes, func(s name.Repository) bool { return s.Name() == r.Name() })
+		p.scopes = append(p.scopes, r)
+	}
+	if n := len(p.scopes); n > maxScopes {
+		p.scopes = append(p.scopes[:0], p.scopes[n-maxScopes:]...)
+	}
+}
+
+// forget drops the client of repository r, done with: a mirror of
+// 100,000 repositories would otherwise keep 100,000 clients.
+func (p *pusher) forget(r name.Repository) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.clients, r.Name())
 }
 
 // mountCandidates lists repositories of dst's registry that may hold b,

@@ -11,6 +11,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
+	"github.com/42-b3yond-6ug/ssebench/oci"
 	"github.com/42-b3yond-6ug/ssebench/oci/store"
 )
 
@@ -104,7 +105,9 @@ func (a *Access) FetchBlob(ctx context.Context, repo string, d v1.Descriptor) (i
 const maxResumes = 5
 
 // rangeReader reads a blob over HTTP and, when the connection breaks
-// mid-body, asks for the rest (Range: bytes=N-) instead of starting over.
+// mid-body, asks for the rest (Range: bytes=N-) instead of starting over;
+// a registry that ignores Range sends the whole blob again, and the bytes
+// already read are skipped.
 type rangeReader struct {
 	ctx     context.Context
 	c       *http.Client
@@ -139,12 +142,23 @@ func (b *rangeReader) open() error {
 		if err != nil {
 			return err
 		}
+		if b.n > 0 && resp.StatusCode == http.StatusOK {
+			// No Range support: the whole blob again. Skip what was
+			// read, as resumeBody does for the other reads; the store
+			// checks the whole blob against its digest at the end.
+			if resp.ContentLength >= 0 && b.size > 0 && resp.ContentLength != b.size {
+				resp.Body.Close()
+				return permanent(fmt.Errorf("fetching %s: the registry sent %d bytes when asked again, not the blob's %d", b.what, resp.ContentLength, b.size))
+			}
+			if _, err := io.CopyN(io.Discard, oci.ContextReader(b.ctx, resp.Body), b.n); err != nil {
+				resp.Body.Close()
+				return fmt.Errorf("fetching %s again from its start: %w", b.what, err)
+			}
+			b.body = resp.Body
+			return nil
+		}
 		if err := transport.CheckError(resp, want...); err != nil {
 			resp.Body.Close()
-			if b.n > 0 && resp.StatusCode == http.StatusOK {
-				// No Range support: the caller starts over.
-				return permanent(fmt.Errorf("fetching %s: the registry cannot resume a download", b.what))
-			}
 			return withRetryAfter(fmt.Errorf("fetching %s: %w", b.what, err), resp)
 		}
 		b.body = resp.Body

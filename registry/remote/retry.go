@@ -109,7 +109,7 @@ func retryable(err error) bool {
 	if err == nil {
 		return false
 	}
-	if errors.Is(err, errStalled) {
+	if errors.Is(err, errStalled) || errors.Is(err, errTooSlow) {
 		return true
 	}
 	var pe permanentError

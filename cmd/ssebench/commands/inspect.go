@@ -6,6 +6,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/spf13/cobra"
@@ -13,6 +14,10 @@ import (
 	"github.com/42-b3yond-6ug/ssebench/cmd/ssebench/commands/options"
 	"github.com/42-b3yond-6ug/ssebench/registry/remote"
 )
+
+// inspectTimeout is inspect's deadline for all its registry requests
+// unless --registry-timeout says otherwise.
+const inspectTimeout = 10 * time.Minute
 
 type inspectOptions struct {
 	Platform string
@@ -59,6 +64,9 @@ it is (its history comment). Layers are not downloaded.`,
   ssebench inspect --platform linux/arm64 --json localhost:5000/ssebench/runtime:0.1.0-dev`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// Manifests and configs only: a registry that takes longer
+			// is holding the command, not serving it.
+			g.DefaultRegistryTimeout = inspectTimeout
 			res, done, err := resolve(cmd, g, args[0], o.Platform, true)
 			if err != nil {
 				return err

@@ -9,7 +9,6 @@ import (
 	mrand "math/rand/v2"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -30,13 +29,16 @@ import (
 const mainEnv = "SSEBENCH_TEST_MAIN_ARGS"
 
 func TestMain(m *testing.M) {
+	if fifo := os.Getenv(blockEnv); fifo != "" {
+		blockOnFIFO(fifo)
+	}
 	if a := os.Getenv(mainEnv); a != "" {
 		var args []string
 		if err := json.Unmarshal([]byte(a), &args); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(2)
 		}
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		ctx, stop := commands.SignalContext(context.Background())
 		code := commands.Main(ctx, args, os.Stdout, os.Stderr)
 		stop()
 		os.Exit(code)

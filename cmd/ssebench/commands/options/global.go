@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/spf13/cobra"
@@ -46,6 +47,17 @@ type Global struct {
 	// Notices, when set, hears why a command goes to a registry (an
 	// image missing from the store); see remote.WithNotice.
 	Notices io.Writer
+	// RegistryTimeout bounds all the registry requests of a command
+	// together (see remote.WithDeadline); 0 is the command's default
+	// (DefaultRegistryTimeout), which is none for most.
+	RegistryTimeout time.Duration
+	// DefaultRegistryTimeout is the command's RegistryTimeout when the
+	// flag is not given: a command that only reads manifests and configs
+	// (inspect) sets one.
+	DefaultRegistryTimeout time.Duration
+	// registryDeadline is the deadline of this invocation, fixed by the
+	// first RegistryOptions: every client of the command shares it.
+	registryDeadline time.Time
 }
 
 // AddGlobal binds the shared flags to cmd's persistent flags.
@@ -63,6 +75,20 @@ func AddGlobal(cmd *cobra.Command, g *Global) {
 	f.StringVar(&g.SignKey, "sign-key", "", "PEM private key that signs the layer facts and tool images this machine pushes (default $SSEBENCH_SIGN_KEY)")
 	f.StringVar(&g.BuildKitAddr, "buildkit-addr", "", "buildkitd address (default $BUILDKIT_HOST, else unix:///run/buildkit/buildkitd.sock)")
 	f.StringVar(&g.ContainerdAddr, "containerd-addr", "", "containerd socket (default $CONTAINERD_ADDRESS, else /run/containerd/containerd.sock)")
+	f.DurationVar(&g.RegistryTimeout, "registry-timeout", 0, "time all the registry requests of the command may take together, as in 30m; 0 is none, and inspect takes 10m")
+}
+
+// deadline is the registry deadline of this invocation (see
+// RegistryTimeout), or the zero time for none.
+func (g *Global) deadline() time.Time {
+	t := g.RegistryTimeout
+	if t <= 0 {
+		t = g.DefaultRegistryTimeout
+	}
+	if t > 0 && g.registryDeadline.IsZero() {
+		g.registryDeadline = time.Now().Add(t)
+	}
+	return g.registryDeadline
 }
 
 // HomeDir returns the SSEBench home. It is an error only when --home or
@@ -211,6 +237,7 @@ func (g *Global) RegistryOptions(s *store.Store, p *v1.Platform) ([]remote.Optio
 		remote.WithPullPolicy(policy),
 		remote.WithInsecureRegistries(g.Insecure...),
 		remote.WithUserAgent("ssebench/" + ssebench.Version()),
+		remote.WithDeadline(g.deadline()),
 	}
 	if s != nil {
 		opts = append(opts, remote.WithStore(s))
