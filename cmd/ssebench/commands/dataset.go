@@ -79,14 +79,13 @@ report every difference from the file on disk (exit 1 if any).`,
 			if err != nil {
 				return printProblems(cmd, err, dir)
 			}
-			m, err := d.Manifest()
+			// Streamed: a task's files are hashed and written one by
+			// one, never held together.
+			n, err := d.WriteManifestFile()
 			if err != nil {
 				return err
 			}
-			if err := task.WriteManifest(dir, m); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s/manifest.json (%s)\n", dir, units.Plural(len(m.Tasks), "task"))
+			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s/manifest.json (%s)\n", dir, units.Plural(n, "task"))
 			return nil
 		},
 	}
@@ -152,11 +151,8 @@ func rewriteManifest(cmd *cobra.Command, dir string) error {
 	if err != nil {
 		return printProblems(cmd, err, dir)
 	}
-	m, err := d.Manifest()
-	if err != nil {
-		return err
-	}
-	return task.WriteManifest(dir, m)
+	_, err = d.WriteManifestFile()
+	return err
 }
 
 // keepVerified keeps the tasks of dir that the local store's record says
