@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/42-b3yond-6ug/ssebench/contract"
 	"github.com/42-b3yond-6ug/ssebench/runner"
 	"github.com/42-b3yond-6ug/ssebench/runner/kube"
 )
@@ -90,6 +91,13 @@ func TestRunEnv(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("env lacks %q:\n%s", want, got)
 		}
+	}
+	if strings.Contains(got, contract.EnvAllowNoSandbox) {
+		t.Errorf("env allows a grade without sandbox unasked:\n%s", got)
+	}
+	r.AllowNoSandbox = true
+	if got := strings.Join(r.env(), "\n"); !strings.Contains(got, contract.EnvAllowNoSandbox+"=1") {
+		t.Errorf("--allow-no-sandbox: env lacks %s=1:\n%s", contract.EnvAllowNoSandbox, got)
 	}
 }
 

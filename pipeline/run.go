@@ -73,6 +73,10 @@ type RunRequest struct {
 	BaseURL    string
 	Model      string
 	KeepAlive  bool
+	// AllowNoSandbox lets the grade's scripts run without their sandbox
+	// where the machine refuses it (--allow-no-sandbox,
+	// contract.EnvAllowNoSandbox); without it such a run is not graded.
+	AllowNoSandbox bool
 	// ModelFile is a model file (models/<name>.yaml format) naming the
 	// upstream; "" looks for <Model>.yaml in ModelsDir, else the upstream
 	// is BaseURL (SSE_BASE_URL) with APIKey. ModelsDir "" means
@@ -545,6 +549,9 @@ func (r *RunRequest) env() []string {
 	}
 	if len(r.Plugins) > 0 {
 		env = append(env, "SSE_PLUGINS="+strings.Join(r.Plugins, ","))
+	}
+	if r.AllowNoSandbox {
+		env = append(env, contract.EnvAllowNoSandbox+"=1")
 	}
 	return env
 }

@@ -375,6 +375,9 @@ type Entry struct {
 	// says it is not empty.
 	Audit   []contract.AuditFinding `json:"audit,omitempty"`
 	Flagged bool                    `json:"flagged"`
+	// Sandbox is how the grade's scripts ran (result.json's sandbox):
+	// "none: why" when the user let them run without their sandbox.
+	Sandbox string `json:"sandbox,omitempty"`
 }
 
 // Entry returns r as an Entry.
@@ -393,6 +396,7 @@ func (r *Run) Entry() Entry {
 	if r.Result != nil {
 		e.Judged, e.Integrity = r.Judged(), r.Integrity()
 		e.DroppedPaths, e.Audit, e.Flagged = r.Result.DroppedPaths, r.Result.Audit, r.Flagged()
+		e.Sandbox = r.Result.Sandbox
 	}
 	if r.Tokens >= 0 {
 		t := r.Tokens

@@ -136,6 +136,9 @@ func (p *Process) Run(ctx context.Context) (Exit, error) {
 			return ex, nil
 		}
 	}
+	if p.Sandbox.Required {
+		return Exit{Code: -1, Sandbox: SandboxNone + refused, PIDNamespace: SandboxNone + refused}, fmt.Errorf("%w: %s", ErrNoSandbox, refused)
+	}
 	ex, _, err = p.run(ctx, plain)
 	ex.Sandbox, ex.PIDNamespace = SandboxNone+refused, SandboxNone+refused
 	return ex, err
@@ -176,12 +179,20 @@ func (p *Process) run(ctx context.Context, mode runMode) (_ Exit, refused string
 		defer w.Close()
 		report = r
 		cmd.ExtraFiles = []*os.File{w}
-	} else if p.User != nil {
-		cred, err := credential(p.User)
-		if err != nil {
-			return Exit{Code: -1}, "", err
+	} else {
+		if p.User != nil {
+			cred, err := credential(p.User)
+			if err != nil {
+				return Exit{Code: -1}, "", err
+			}
+			attr.Credential = cred
 		}
-		attr.Credential = cred
+		if p.OOMFirst {
+			// Through a helper that raises its own score and then
+			// execs the command: a write from here, after the start,
+			// would come after the command's first children.
+			cmd.Path, cmd.Args = "/proc/self/exe", append([]string{oomFirstArg0}, p.Args...)
+		}
 	}
 	cmd.SysProcAttr = attr
 
@@ -232,8 +243,10 @@ func (p *Process) run(ctx context.Context, mode runMode) (_ Exit, refused string
 	}
 	if p.OOMFirst {
 		// Raising a score needs no privilege; a child can never lower
-		// it again without CAP_SYS_RESOURCE.
-		_ = os.WriteFile(fmt.Sprintf("/proc/%d/oom_score_adj", pgid), []byte("1000"), 0)
+		// it again without CAP_SYS_RESOURCE. The helpers raised it
+		// already, before the command ran; this covers a helper that
+		// could not.
+		_ = os.WriteFile(fmt.Sprintf("/proc/%d/oom_score_adj", pgid), []byte(oomFirstScore), 0)
 	}
 	waited := make(chan error, 1)
 	go func() { waited <- cmd.Wait() }()
@@ -272,6 +285,35 @@ func (p *Process) run(ctx context.Context, mode runMode) (_ Exit, refused string
 		ex.Code = contract.TimeoutStatus
 	}
 	return ex, "", nil
+}
+
+// oomFirstArg0 is argv[0] of the helper that runs a command with
+// OOMFirst: the binary that links this package, run again through
+// /proc/self/exe, raises its own oom_score_adj in init and execs the
+// command (argv[1:]), which so starts with it.
+const oomFirstArg0 = "ssebench-oomfirst"
+
+// oomFirstScore is the highest oom_score_adj: killed first.
+const oomFirstScore = "1000"
+
+func init() {
+	if len(os.Args) > 1 && os.Args[0] == oomFirstArg0 {
+		oomFirstMain(os.Args[1:])
+	}
+}
+
+// oomFirstMain raises its own score and becomes args; it never returns.
+func oomFirstMain(args []string) {
+	_ = os.WriteFile("/proc/self/oom_score_adj", []byte(oomFirstScore), 0)
+	path := args[0]
+	if !strings.Contains(path, "/") {
+		if lp, err := exec.LookPath(path); err == nil {
+			path = lp
+		}
+	}
+	err := syscall.Exec(path, args, os.Environ())
+	fmt.Fprintf(os.Stderr, "%s: %v\n", args[0], err)
+	os.Exit(127)
 }
 
 // leftovers tells whether uid still has a process after a command that ran

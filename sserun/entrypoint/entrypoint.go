@@ -646,6 +646,10 @@ func (e *entrypoint) diff(ctx context.Context, dir, base string, caps contract.T
 		"--no-color", "--no-ext-diff", "--no-textconv", base)
 }
 
+// gradeSlack is what the daemon may take beyond its grade's time limit:
+// copies of the tree, the last check's report.
+const gradeSlack = 5 * time.Minute
+
 // grade asks the daemon to grade the tree and records the checks, each
 // check's output in its own log.
 func (e *entrypoint) grade(ctx context.Context, tree string, res *contract.RunResult, note func(string, ...any)) {
@@ -653,7 +657,11 @@ func (e *entrypoint) grade(ctx context.Context, tree string, res *contract.RunRe
 		res.GradeError = fmt.Sprintf("no daemon to grade with (%s)", e.env.AdminSocket)
 		return
 	}
-	resp, err := sserun.Do(ctx, e.env.AdminSocket, sserun.Request{Op: sserun.OpGrade, Tree: tree})
+	// The daemon keeps the grade within its time limit; this one is for
+	// a daemon that does not answer at all (the machine's failure).
+	gctx, cancel := context.WithTimeout(ctx, e.env.GradeTimeout+gradeSlack)
+	defer cancel()
+	resp, err := sserun.Do(gctx, e.env.AdminSocket, sserun.Request{Op: sserun.OpGrade, Tree: tree})
 	if err != nil {
 		res.GradeError = err.Error()
 		note("grading: %v", err)
@@ -661,6 +669,7 @@ func (e *entrypoint) grade(ctx context.Context, tree string, res *contract.RunRe
 	}
 	if resp.Error != "" || resp.Grade == nil {
 		res.GradeError = resp.Error
+		res.Sandbox = resp.Sandbox
 		if res.GradeError == "" {
 			res.GradeError = "the daemon's answer has no grade"
 		}
