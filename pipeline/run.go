@@ -357,7 +357,7 @@ func (e *Env) startRunGateway(r *runState) (*runGateway, error) {
 		if r.req.Limits != (gateway.Limits{}) || r.req.ModelFile != "" || r.req.Ledger != nil {
 			return nil, errOpenGateway
 		}
-		return nil, nil
+		return nil, e.checkOpenNetwork(&r.req)
 	}
 	gw, err := e.startGateway(&r.req, r.dir)
 	if err != nil {
