@@ -120,6 +120,13 @@ const (
 	// report that ran to its end): the test binary, which holds the
 	// agent's code, rewrote its own report.
 	IntegrityReportForged = "report forged"
+	// IntegrityTreeTooLarge starts the verdict of a run whose tree went
+	// past one of its caps (TreeCaps) or could not be read within
+	// SnapshotTimeout: "tree too large: sparse.bin 20 GiB". Nothing was
+	// graded, because reading such a tree would have held the run (and
+	// the machine) far longer than a fix ever does; the run counts as an
+	// attempt that did not pass, not as one the machine failed.
+	IntegrityTreeTooLarge = "tree too large"
 )
 
 // AuditFinding is one line of final.patch that a fix never needs

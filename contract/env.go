@@ -39,6 +39,13 @@ const (
 	// EnvScriptTimeout is the time limit of one task script, in whole
 	// seconds.
 	EnvScriptTimeout = "SSE_SCRIPT_TIMEOUT"
+	// EnvGradeTimeout is the time limit of the whole grade, in whole
+	// seconds (DefaultGradeTimeout when unset).
+	EnvGradeTimeout = "SSE_GRADE_TIMEOUT"
+	// EnvAllowNoSandbox, when "1", lets the grade's scripts run without
+	// their sandbox where the machine refuses it (`--allow-no-sandbox`);
+	// otherwise such a grade is refused, and the run is not graded.
+	EnvAllowNoSandbox = "SSE_ALLOW_NO_SANDBOX"
 	// EnvWorkDir is where the daemon makes its scratch directories.
 	EnvWorkDir = "SSE_WORK_DIR"
 	// EnvRunnerUser names the account the daemon runs scripts as.

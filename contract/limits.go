@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Limits are what one run's containers may use, together: the agent, the
@@ -78,4 +79,71 @@ func ParseBytes(s string) (int64, error) {
 		return 0, fmt.Errorf("%q is not a size: write bytes, or a number with Ki, Mi, Gi or Ti (e.g. 4Gi)", s)
 	}
 	return n * mult, nil
+}
+
+// TreeCaps bound what the snapshot reads of the agent's tree after its
+// phase (SPEC.md section 17.1): what git would add to final.patch,
+// checked before git reads a byte of it. A tree past one of them ends its
+// run at once with IntegrityTreeTooLarge. The zero value of a field means
+// its default (DefaultTreeCaps); a task overrides them in config.yaml's
+// `caps`.
+type TreeCaps struct {
+	// ChangedBytes caps the apparent size (a sparse file's counts whole)
+	// of every file the agent added or whose size it changed, summed.
+	ChangedBytes int64 `json:"changed_bytes,omitempty"`
+	// FileBytes caps the apparent size of one such file.
+	FileBytes int64 `json:"file_bytes,omitempty"`
+	// ChangedFiles caps how many paths the agent added, removed or
+	// changed in size (nested repositories included).
+	ChangedFiles int64 `json:"changed_files,omitempty"`
+}
+
+// DefaultTreeCaps are far above what a fix writes (a few files, a few
+// kilobytes; a regenerated lock file or test fixture a few megabytes) and
+// far below what holds a run: git reads a changed file whole, and a diff
+// of it is held in memory.
+var DefaultTreeCaps = TreeCaps{ChangedBytes: 256 << 20, FileBytes: 64 << 20, ChangedFiles: 20000}
+
+// WithDefaults returns c with every zero field set to its default.
+func (c TreeCaps) WithDefaults() TreeCaps {
+	if c.ChangedBytes <= 0 {
+		c.ChangedBytes = DefaultTreeCaps.ChangedBytes
+	}
+	if c.FileBytes <= 0 {
+		c.FileBytes = DefaultTreeCaps.FileBytes
+	}
+	if c.ChangedFiles <= 0 {
+		c.ChangedFiles = DefaultTreeCaps.ChangedFiles
+	}
+	return c
+}
+
+// Deadlines of the work after the agent phase, inside the run's own: a
+// Kubernetes Job gets the agent's TIMEOUT plus 30 minutes (image pulls
+// among them), and a run killed at its deadline leaves no grade at all.
+const (
+	// SnapshotTimeout bounds the snapshot (the caps' walk, git, the
+	// graded tree): within the caps it takes seconds. Past it the run
+	// ends with IntegrityTreeTooLarge.
+	SnapshotTimeout = 5 * time.Minute
+	// DefaultGradeTimeout bounds the whole grade, every check together
+	// (each check also has its script timeout): a check still running
+	// then is killed and fails as timed out, and the checks after it are
+	// skipped. EnvGradeTimeout sets another.
+	DefaultGradeTimeout = 20 * time.Minute
+)
+
+// FormatBytes says n bytes for a person: "20 GiB", "1.5 MiB", "512 B".
+func FormatBytes(n int64) string {
+	if n < 1024 {
+		return fmt.Sprintf("%d B", n)
+	}
+	units := []string{"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
+	v, i := float64(n)/1024, 0
+	for v >= 1024 && i < len(units)-1 {
+		v, i = v/1024, i+1
+	}
+	s := strconv.FormatFloat(v, 'f', 1, 64)
+	s = strings.TrimSuffix(s, ".0")
+	return s + " " + units[i]
 }

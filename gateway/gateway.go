@@ -38,6 +38,13 @@ type Gateway struct {
 	// by at most one request's maximum.
 	reserved     int64
 	reservedCost float64
+	// ledgerHeld and ledgerHeldCost are the part of reserved set aside
+	// in the evaluation's ledger, which caps what one run holds.
+	ledgerHeld     int64
+	ledgerHeldCost float64
+	// slots holds one token per generating request in flight: at most
+	// Limits.MaxConcurrent at once, the others wait their turn.
+	slots chan struct{}
 
 	srv *server
 	// revoked is set when the phase ends (revoke.go).
@@ -136,7 +143,7 @@ func New(cfg *Config, opts ...Option) (*Gateway, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &Gateway{cfg: *cfg, opts: o}
+	g := &Gateway{cfg: *cfg, opts: o, slots: make(chan struct{}, o.limits.concurrent())}
 	g.cfg.Upstream.Flavour = f
 	g.totals.Limits, g.totals.Model, g.totals.Flavour = o.limits, cfg.Model, string(f)
 	g.proxy = &httputil.ReverseProxy{
@@ -271,6 +278,19 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	x.reqSize = int64(len(body))
+	if q != nil {
+		// Parallel requests wait for a slot: each one set aside at its
+		// maximum, many at once would refuse each other, and an agent
+		// has no need of more at once.
+		select {
+		case g.slots <- struct{}{}:
+			defer func() { <-g.slots }()
+		case <-r.Context().Done():
+			g.refuse(w, x, http.StatusTooManyRequests, "max_concurrent", "max_concurrent",
+				fmt.Sprintf("the request waited for one of this run's %d model requests at once to end and was cancelled", cap(g.slots)))
+			return
+		}
+	}
 	if code, msg := g.reserve(x, q); code != "" {
 		g.refuse(w, x, http.StatusTooManyRequests, code, code, msg)
 		return
@@ -329,19 +349,12 @@ func (g *Gateway) readRequest(r *http.Request, body []byte) (*genRequest, error)
 	return parseRequest(g.cfg.Upstream.Flavour, body)
 }
 
-// defaultMaxOutput is the output a request that sets no maximum is
-// reserved for.
-const defaultMaxOutput = 4096
-
 // reserve counts a request against the limits and sets aside the most it
 // may add to them; it returns the limit's name and a message when one is
 // reached, counting what the requests in flight may still add.
 func (g *Gateway) reserve(x *exchange, q *genRequest) (string, string) {
 	if q != nil {
-		out := q.MaxTokens
-		if out == 0 {
-			out = defaultMaxOutput
-		}
+		out := g.cfg.maxOutput(q.MaxTokens)
 		in := estimateTokens(x.reqSize)
 		x.reserved = in + out*q.N
 		if p, ok := g.cfg.Prices[firstNonEmpty(q.Model, g.cfg.Model)]; ok {
@@ -363,10 +376,12 @@ func (g *Gateway) reserve(x *exchange, q *genRequest) (string, string) {
 	// The evaluation's budget is shared with other runs' gateways: it is
 	// asked last, so that a request this run refuses takes nothing of it.
 	if code == "" && q != nil && g.opts.ledger != nil {
-		if ok, why := g.opts.ledger.reserve(x.reserved, x.reservedCost); !ok {
+		if ok, why := g.opts.ledger.reserve(g.ledgerHeld, g.ledgerHeldCost, x.reserved, x.reservedCost); !ok {
 			code, msg = "budget", why
 		} else {
 			x.ledgered = true
+			g.ledgerHeld += x.reserved
+			g.ledgerHeldCost += x.reservedCost
 		}
 	}
 	if code != "" {
@@ -539,6 +554,8 @@ func (g *Gateway) finish(x *exchange) {
 	g.reservedCost -= x.reservedCost
 	if x.ledgered {
 		g.opts.ledger.settle(x.reserved, x.reservedCost, r.TotalTokens, r.CostUSD)
+		g.ledgerHeld -= x.reserved
+		g.ledgerHeldCost -= x.reservedCost
 	}
 	t := &g.totals
 	if r.Refused != "" {

@@ -69,6 +69,9 @@ func (b Budget) IsZero() bool { return b.Tokens <= 0 && b.USD <= 0 }
 // request's maximum, however many stream at once.
 type Ledger struct {
 	budget Budget
+	// share is the part of the budget one run may hold in requests in
+	// flight at once.
+	share float64
 
 	mu           sync.Mutex
 	tokens       int64   // spent
@@ -78,16 +81,45 @@ type Ledger struct {
 	refused      int // requests refused for the budget
 }
 
+// DefaultRunShare is the part of an evaluation's budget that one run's
+// requests in flight may hold at once: a run with many parallel requests
+// must not set the whole budget aside and starve the evaluation's other
+// runs (nor, with a maximum too low, overshoot it).
+const DefaultRunShare = 0.25
+
+// LedgerOption configures NewLedger.
+type LedgerOption func(*Ledger) error
+
+// WithRunShare sets the part of the budget (above 0, at most 1) one run
+// may hold in requests in flight at once; a run's first request in flight
+// is always let through, whatever its maximum. The default value is
+// DefaultRunShare.
+func WithRunShare(f float64) LedgerOption {
+	return func(l *Ledger) error {
+		if !(f > 0 && f <= 1) {
+			return fmt.Errorf("a run's share of the budget must be above 0 and at most 1, got %g", f)
+		}
+		l.share = f
+		return nil
+	}
+}
+
 // NewLedger returns the ledger of budget, with what earlier runs of the
 // evaluation (a resumed one) already spent.
-func NewLedger(b Budget, spentTokens int64, spentUSD float64) (*Ledger, error) {
+func NewLedger(b Budget, spentTokens int64, spentUSD float64, opts ...LedgerOption) (*Ledger, error) {
 	if b.IsZero() {
 		return nil, errors.New("a budget needs tokens or US dollars: --budget 2000000 or --budget 5usd")
 	}
 	if b.Tokens > 0 && b.USD > 0 {
 		return nil, errors.New("a budget is in tokens or in US dollars, not both")
 	}
-	return &Ledger{budget: b, tokens: spentTokens, cost: spentUSD}, nil
+	l := &Ledger{budget: b, share: DefaultRunShare, tokens: spentTokens, cost: spentUSD}
+	for _, o := range opts {
+		if err := o(l); err != nil {
+			return nil, err
+		}
+	}
+	return l, nil
 }
 
 // Budget returns the ledger's budget.
@@ -130,10 +162,21 @@ func (l *Ledger) over(tokens int64, cost float64) bool {
 }
 
 // reserve sets a request's maximum aside, or says in one line why the
-// budget refuses it.
-func (l *Ledger) reserve(tokens int64, cost float64) (ok bool, msg string) {
+// budget refuses it. held and heldCost are what the request's run holds
+// already in requests in flight.
+func (l *Ledger) reserve(held int64, heldCost float64, tokens int64, cost float64) (ok bool, msg string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if held > 0 || heldCost > 0 {
+		if l.budget.Tokens > 0 && float64(held+tokens) > l.share*float64(l.budget.Tokens) {
+			l.refused++
+			return false, fmt.Sprintf("this run holds %d tokens of the evaluation's budget of %d in requests under way, and may hold %.0f%% of it at once (eval --budget): wait for one to end", held, l.budget.Tokens, l.share*100)
+		}
+		if l.budget.USD > 0 && heldCost+cost > l.share*l.budget.USD {
+			l.refused++
+			return false, fmt.Sprintf("this run holds $%.4f of the evaluation's budget of $%.4f in requests under way, and may hold %.0f%% of it at once (eval --budget): wait for one to end", heldCost, l.budget.USD, l.share*100)
+		}
+	}
 	// As the run's limits: the requests in flight are counted at their
 	// maximum, this one not, so it may overshoot by its own maximum.
 	if l.over(0, 0) {

@@ -94,6 +94,11 @@ type ModelFile struct {
 	// Prices maps a model name to its price; --max-cost needs the price
 	// of every model the run allows.
 	Prices map[string]Price `yaml:"prices"`
+	// MaxOutputTokens is the most output tokens a model of the file
+	// writes in one reply: what the gateway sets aside against the run's
+	// limits for a request that names no maximum. The default is
+	// UnknownMaxOutput.
+	MaxOutputTokens int64 `yaml:"max_output_tokens"`
 }
 
 // DefaultKeyEnv is the host variable that holds the real key when a model
@@ -114,7 +119,7 @@ func LoadModelFile(path string) (*ModelFile, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&m); err != nil {
-		return nil, fmt.Errorf("model file %s: %s (keys: name, base_url, api_key_env, flavour, models, prices)", path, yamlerr.Message(err))
+		return nil, fmt.Errorf("model file %s: %s (keys: name, base_url, api_key_env, flavour, models, prices, max_output_tokens)", path, yamlerr.Message(err))
 	}
 	if strings.TrimSpace(m.Name) == "" {
 		m.Name = strings.TrimSuffix(strings.TrimSuffix(filepath.Base(path), ".yaml"), ".yml")
@@ -127,6 +132,9 @@ func LoadModelFile(path string) (*ModelFile, error) {
 	}
 	if _, err := ParseFlavour(m.Flavour); err != nil {
 		return nil, fmt.Errorf("model file %s: %w", path, err)
+	}
+	if m.MaxOutputTokens < 0 || m.MaxOutputTokens > maxOutputTokens {
+		return nil, fmt.Errorf("model file %s: max_output_tokens must be from 1 to %d", path, maxOutputTokens)
 	}
 	for name, p := range m.Prices {
 		if p.Input < 0 || p.Output < 0 {
@@ -191,6 +199,29 @@ type Config struct {
 	// Source says where the set-up came from, for messages: a model
 	// file's path, or "SSE_BASE_URL".
 	Source string
+	// MaxOutput is the most output tokens the models write in one reply
+	// (the model file's max_output_tokens); 0: UnknownMaxOutput.
+	MaxOutput int64
+}
+
+// UnknownMaxOutput is what the gateway sets aside for the output of a
+// request that names no maximum, when the model file does not say its
+// models' (max_output_tokens): the largest output of the models of 2026
+// (128k tokens). Setting aside less let parallel requests without a
+// maximum overshoot a limit many times over.
+const UnknownMaxOutput = 128_000
+
+// maxOutput is the most a request of q may write: its own maximum, at
+// most the models', else the models'.
+func (c *Config) maxOutput(asked int64) int64 {
+	limit := c.MaxOutput
+	if limit <= 0 {
+		limit = UnknownMaxOutput
+	}
+	if asked > 0 && (c.MaxOutput <= 0 || asked < limit) {
+		return asked
+	}
+	return limit
 }
 
 // ErrNoUpstream is returned by Resolve when neither a model file nor the
@@ -232,6 +263,7 @@ func Resolve(model, modelFile, modelsDir string, lookup func(string) string) (*C
 		return &Config{
 			Upstream: Upstream{BaseURL: u, Key: key, Flavour: f},
 			Model:    model, Allowed: allowed, Prices: m.Prices, Source: modelFile,
+			MaxOutput: m.MaxOutputTokens,
 		}, nil
 	}
 	base := strings.TrimSpace(lookup(DefaultBaseURLEnv))

@@ -21,6 +21,23 @@ type Limits struct {
 	// MaxCost is how many US dollars the run may spend, priced by the
 	// model file's table.
 	MaxCost float64 `json:"max_cost_usd,omitempty"`
+	// MaxConcurrent is how many model requests of the run are forwarded
+	// at once; the others wait. Zero means DefaultMaxConcurrent (this
+	// limit is always on).
+	MaxConcurrent int `json:"max_concurrent,omitempty"`
+}
+
+// DefaultMaxConcurrent is how many requests of one run go upstream at
+// once unless Limits.MaxConcurrent says otherwise: more than an agent
+// with subagents sends, few enough that a run cannot flood the upstream
+// (or the evaluation's budget) with parallel requests.
+const DefaultMaxConcurrent = 8
+
+func (l Limits) concurrent() int {
+	if l.MaxConcurrent > 0 {
+		return l.MaxConcurrent
+	}
+	return DefaultMaxConcurrent
 }
 
 // Defaults of the options.
@@ -115,7 +132,7 @@ func WithRecorder(w io.Writer) Option {
 // WithLimits sets the run's limits. The default is no limit.
 func WithLimits(l Limits) Option {
 	return func(o *options) error {
-		if l.MaxRequests < 0 || l.MaxTokens < 0 || l.MaxCost < 0 {
+		if l.MaxRequests < 0 || l.MaxTokens < 0 || l.MaxCost < 0 || l.MaxConcurrent < 0 {
 			return fmt.Errorf("limits must not be negative: %+v", l)
 		}
 		o.limits = l

@@ -56,6 +56,8 @@ type Remote struct {
 	Source  string           `json:"source,omitempty"`
 	Token   string           `json:"token"`
 	Limits  Limits           `json:"limits"`
+	// MaxOutput is Config.MaxOutput.
+	MaxOutput int64 `json:"max_output,omitempty"`
 	// ReportKey signs the gateway's report lines (hex).
 	ReportKey string `json:"report_key"`
 }
@@ -76,7 +78,7 @@ func MarshalRemote(cfg *Config, token string, limits Limits) ([]byte, error) {
 	return json.Marshal(Remote{
 		BaseURL: cfg.Upstream.BaseURL.String(), Key: cfg.Upstream.Key, Flavour: cfg.Upstream.Flavour,
 		Model: cfg.Model, Allowed: cfg.Allowed, Prices: cfg.Prices, Source: cfg.Source,
-		Token: token, Limits: limits, ReportKey: hex.EncodeToString(key),
+		Token: token, Limits: limits, ReportKey: hex.EncodeToString(key), MaxOutput: cfg.MaxOutput,
 	})
 }
 
@@ -94,6 +96,7 @@ func UnmarshalRemote(data []byte) (*Config, []Option, error) {
 	cfg := &Config{
 		Upstream: Upstream{BaseURL: u, Key: r.Key, Flavour: r.Flavour},
 		Model:    r.Model, Allowed: r.Allowed, Prices: r.Prices, Source: r.Source,
+		MaxOutput: r.MaxOutput,
 	}
 	return cfg, []Option{WithToken(r.Token), WithLimits(r.Limits), withReportKey(key)}, nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -26,7 +27,8 @@ type genRequest struct {
 	Stream bool
 	// IncludeUsage says the agent asked for a chat stream's usage itself.
 	IncludeUsage bool
-	// MaxTokens is the most output tokens the request allows; 0 when it
+	// MaxTokens is the most output tokens the request allows: the larger
+	// of the fields that say it (an upstream may serve either); 0 when it
 	// sets none.
 	MaxTokens int64
 	// N is how many answers the request asks for (the chat API's n).
@@ -44,6 +46,7 @@ var priced = []string{
 	"model", "stream", "stream_options", "n", "max_tokens", "max_completion_tokens",
 	"max_output_tokens", "tool_choice", "parallel_tool_calls", "tools", "background",
 	"thinking", "reasoning", "service_tier", "best_of", "models", "fallbacks", "route",
+	"audio", "modalities",
 }
 
 // maxOutputTokens bounds a request's maximum output: far above what any
@@ -82,6 +85,9 @@ func parseRequest(f Flavour, body []byte) (*genRequest, error) {
 		if err := json.Unmarshal(raw, &so); err != nil {
 			return nil, fmt.Errorf("%w: \"stream_options\" is not an object", errBadBody)
 		}
+		if err := exactKeys(so, "stream_options", "include_usage"); err != nil {
+			return nil, err
+		}
 		if q.IncludeUsage, err = boolField(so, "include_usage"); err != nil {
 			return nil, err
 		}
@@ -116,9 +122,12 @@ func parseRequest(f Flavour, body []byte) (*genRequest, error) {
 		if err != nil {
 			return nil, err
 		}
-		if v > 0 && (q.MaxTokens == 0 || v < q.MaxTokens) {
-			q.MaxTokens = v
-		}
+		// The larger: with max_tokens 100 and max_completion_tokens
+		// 50000 an upstream that reads the second writes 50000.
+		q.MaxTokens = max(q.MaxTokens, v)
+	}
+	if err := checkPricing(f, m); err != nil {
+		return nil, err
 	}
 	for _, k := range []string{"tool_choice", "tools", "thinking", "reasoning"} {
 		if raw, ok := m[k]; ok && !isNull(raw) && raw[0] != '{' && raw[0] != '[' && raw[0] != '"' {
@@ -203,6 +212,11 @@ func checkToolList(f Flavour, m map[string]json.RawMessage, depth int) error {
 		return fmt.Errorf("%w: \"tools\" is not a list of objects", errBadBody)
 	}
 	for _, t := range tools {
+		// An upstream in Go reads "Type" as "type": a hosted tool named
+		// so would pass for the agent's own.
+		if err := exactKeys(t, "a tool", "type", "tools"); err != nil {
+			return err
+		}
 		typ, err := stringField(t, "type")
 		if err != nil {
 			return err
@@ -218,6 +232,68 @@ func checkToolList(f Flavour, m map[string]json.RawMessage, depth int) error {
 		}
 		if !clientTool(f, typ) {
 			return fmt.Errorf("%w: the tool type %q runs on the upstream (billed apart, with network access): a run may use only tools it runs itself", errBadBody, cut(typ, 60))
+		}
+	}
+	return nil
+}
+
+// exactKeys refuses, in m (what of the body where says), two keys that
+// differ only in case, and a key that reads as one of names to a
+// case-insensitive reader without being spelled so. An upstream written
+// in Go matches keys that way at every level, and keeps the last of two.
+func exactKeys(m map[string]json.RawMessage, where string, names ...string) error {
+	folded := make(map[string]string, len(m))
+	for k := range m {
+		f := fold(k)
+		if other, ok := folded[f]; ok {
+			return fmt.Errorf("%w: in %s, the keys %q and %q differ only in case", errBadBody, where, cut(other, 100), cut(k, 100))
+		}
+		folded[f] = k
+		for _, n := range names {
+			if f == n && k != n {
+				return fmt.Errorf("%w: in %s, the key %q must be spelled %q", errBadBody, where, cut(k, 100), n)
+			}
+		}
+	}
+	return nil
+}
+
+// Service tiers and audio are billed at rates of their own, which the
+// gateway's prices (per token, in and out) do not have: a request that
+// asks for them is refused rather than counted at the wrong price.
+
+// plainTiers are the service_tier values billed at the model's plain
+// price, by flavour. "auto" on Anthropic's API may use the Priority Tier,
+// OpenAI's "flex" is cheaper (counted at the plain price, on the safe
+// side); "priority" and "scale" cost more.
+var plainTiers = map[Flavour][]string{
+	OpenAIChat:        {"auto", "default", "flex"},
+	OpenAIResponses:   {"auto", "default", "flex"},
+	AnthropicMessages: {"standard_only"},
+}
+
+// checkPricing refuses a service tier or audio, which the gateway cannot
+// price.
+func checkPricing(f Flavour, m map[string]json.RawMessage) error {
+	tier, err := stringField(m, "service_tier")
+	if err != nil {
+		return err
+	}
+	if tier != "" && !slices.Contains(plainTiers[f], tier) {
+		return fmt.Errorf("%w: \"service_tier\": %q is billed at a rate the gateway does not price: drop it or use %s", errBadBody, cut(tier, 40), strings.Join(plainTiers[f], " or "))
+	}
+	if raw, ok := m["audio"]; ok && !isNull(raw) {
+		return fmt.Errorf("%w: \"audio\" output is billed at a rate the gateway does not price: ask for text", errBadBody)
+	}
+	if raw, ok := m["modalities"]; ok && !isNull(raw) {
+		var mods []string
+		if err := json.Unmarshal(raw, &mods); err != nil {
+			return fmt.Errorf("%w: \"modalities\" is not a list of strings", errBadBody)
+		}
+		for _, x := range mods {
+			if fold(x) != "text" {
+				return fmt.Errorf("%w: the modality %q is billed at a rate the gateway does not price: ask for text", errBadBody, cut(x, 40))
+			}
 		}
 	}
 	return nil
@@ -279,6 +355,11 @@ func checkKeys(body []byte) error {
 				return fmt.Errorf("the key %q appears twice in one object", cut(k, 100))
 			}
 			top.keys[k] = true
+			// Audio input, at any depth of the messages, is billed at a
+			// rate of its own.
+			if fold(k) == "input_audio" {
+				return errors.New("audio input (\"input_audio\") is billed at a rate the gateway does not price: send text")
+			}
 			if top.folded != nil {
 				f := fold(k)
 				if other, ok := top.folded[f]; ok {

@@ -100,7 +100,7 @@ func (e *Env) CheckModel(req *RunRequest) error {
 		if req.Limits != (gateway.Limits{}) || req.ModelFile != "" || req.Ledger != nil {
 			return errOpenGateway
 		}
-		return nil
+		return e.checkOpenNetwork(req)
 	}
 	cfg, err := e.resolveModel(req)
 	if err != nil || cfg == nil {
@@ -314,4 +314,14 @@ func (e *Env) gatewayImage(ctx context.Context, p v1.Platform) (string, error) {
 	}
 	e.gwImages[p.String()] = gname + "@" + d.String()
 	return e.gwImages[p.String()], nil
+}
+
+// checkOpenNetwork refuses an open run on this machine when its image
+// registry listens on loopback (runner.CheckOpenNetwork); a cluster's
+// pods do not share this machine's network.
+func (e *Env) checkOpenNetwork(req *RunRequest) error {
+	if req.Network != runner.NetworkOpen || req.Cluster != nil {
+		return nil
+	}
+	return runner.CheckOpenNetwork(context.Background(), e.Names.Registry)
 }

@@ -1,9 +1,12 @@
 package pipeline
 
 import (
+	"context"
 	"strings"
 	"testing"
 
+	"github.com/42-b3yond-6ug/ssebench/contract"
+	"github.com/42-b3yond-6ug/ssebench/registry/naming"
 	"github.com/42-b3yond-6ug/ssebench/runner"
 	"github.com/42-b3yond-6ug/ssebench/runner/kube"
 )
@@ -91,6 +94,13 @@ func TestRunEnv(t *testing.T) {
 			t.Errorf("env lacks %q:\n%s", want, got)
 		}
 	}
+	if strings.Contains(got, contract.EnvAllowNoSandbox) {
+		t.Errorf("env allows a grade without sandbox unasked:\n%s", got)
+	}
+	r.AllowNoSandbox = true
+	if got := strings.Join(r.env(), "\n"); !strings.Contains(got, contract.EnvAllowNoSandbox+"=1") {
+		t.Errorf("--allow-no-sandbox: env lacks %s=1:\n%s", contract.EnvAllowNoSandbox, got)
+	}
 }
 
 // TestSidecarRunner checks which backends declare that they run sidecar
@@ -106,3 +116,33 @@ func TestSidecarRunner(t *testing.T) {
 		t.Error("kube.Runner implements SidecarRunner, but its containers are not on this machine")
 	}
 }
+
+// TestOpenRunLoopbackRegistry: an open run, which shares this machine's
+// network, is refused before anything is built where the image registry
+// listens on loopback (the agent would push to it); on a cluster, or with
+// a registry elsewhere, it goes on.
+func TestOpenRunLoopbackRegistry(t *testing.T) {
+	for _, tc := range []struct {
+		registry string
+		cluster  bool
+		refused  bool
+	}{
+		{"localhost:5000/ssebench", false, true},
+		{"127.0.0.1:5000/ssebench", true, false},
+		{"10.9.8.7:5000/ssebench", false, false},
+	} {
+		e := &Env{Names: naming.NewNames(tc.registry, "1.0.0")}
+		req := &RunRequest{Task: "t", Agent: "a", Network: runner.NetworkOpen}
+		if tc.cluster {
+			req.Cluster = fakeCluster{}
+		}
+		err := e.CheckModel(req)
+		if (err != nil) != tc.refused {
+			t.Errorf("CheckModel(open, registry %s, cluster %t) = %v, want refused %t", tc.registry, tc.cluster, err, tc.refused)
+		}
+	}
+}
+
+type fakeCluster struct{}
+
+func (fakeCluster) Open(context.Context, string) (Executor, error) { return nil, nil }

@@ -73,6 +73,10 @@ type RunRequest struct {
 	BaseURL    string
 	Model      string
 	KeepAlive  bool
+	// AllowNoSandbox lets the grade's scripts run without their sandbox
+	// where the machine refuses it (--allow-no-sandbox,
+	// contract.EnvAllowNoSandbox); without it such a run is not graded.
+	AllowNoSandbox bool
 	// ModelFile is a model file (models/<name>.yaml format) naming the
 	// upstream; "" looks for <Model>.yaml in ModelsDir, else the upstream
 	// is BaseURL (SSE_BASE_URL) with APIKey. ModelsDir "" means
@@ -355,7 +359,7 @@ func (e *Env) startRunGateway(r *runState) (*runGateway, error) {
 		if r.req.Limits != (gateway.Limits{}) || r.req.ModelFile != "" || r.req.Ledger != nil {
 			return nil, errOpenGateway
 		}
-		return nil, nil
+		return nil, e.checkOpenNetwork(&r.req)
 	}
 	gw, err := e.startGateway(&r.req, r.dir)
 	if err != nil {
@@ -554,6 +558,9 @@ func (r *RunRequest) env() []string {
 	}
 	if len(r.Plugins) > 0 {
 		env = append(env, "SSE_PLUGINS="+strings.Join(r.Plugins, ","))
+	}
+	if r.AllowNoSandbox {
+		env = append(env, contract.EnvAllowNoSandbox+"=1")
 	}
 	return env
 }

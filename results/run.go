@@ -390,6 +390,9 @@ type Entry struct {
 	// NotApplied says the run graded a prediction whose patch was not
 	// applied (Run.NotApplied): Grade is then "NOT APPLIED: ...".
 	NotApplied bool `json:"not_applied,omitempty"`
+	// Sandbox is how the grade's scripts ran (result.json's sandbox):
+	// "none: why" when the user let them run without their sandbox.
+	Sandbox string `json:"sandbox,omitempty"`
 }
 
 // Entry returns r as an Entry.
@@ -409,6 +412,7 @@ func (r *Run) Entry() Entry {
 	if r.Result != nil {
 		e.Judged, e.Integrity = r.Judged(), r.Integrity()
 		e.DroppedPaths, e.Audit, e.Flagged = r.Result.DroppedPaths, r.Result.Audit, r.Flagged()
+		e.Sandbox = r.Result.Sandbox
 	}
 	if r.Tokens >= 0 {
 		t := r.Tokens

@@ -97,6 +97,9 @@ func IntegrityText(v string) string {
 	case "":
 		return ""
 	}
+	if strings.HasPrefix(v, contract.IntegrityTreeTooLarge) {
+		return "the agent's tree went past what a fix ever changes (the caps on changed bytes, one file's size and changed files) or could not be read within the snapshot's deadline: nothing was graded, and the run counts as an attempt that did not pass. Its logs are kept; read agent.log."
+	}
 	return "the grade found the run's evidence untrustworthy because of what the agent did; read its patch."
 }
 
@@ -168,6 +171,11 @@ func (e Entry) Flags() []string {
 	}
 	if n := len(e.DroppedPaths); n > 0 {
 		out = append(out, Plural(n, "protected path", "protected paths")+" dropped")
+	}
+	// "none: why" (sserun.SandboxNone): the user allowed the grade to run
+	// without its sandbox (--allow-no-sandbox).
+	if strings.HasPrefix(e.Sandbox, "none") {
+		out = append(out, "graded without a sandbox ("+strings.TrimSpace(strings.TrimPrefix(strings.TrimPrefix(e.Sandbox, "none"), ":"))+")")
 	}
 	return out
 }

@@ -250,7 +250,9 @@ func (s RunSpec) specOpts(image oci.Image) []oci.SpecOpts {
 			opts = append(opts, withLoopbackHosts)
 		}
 	}
-	return opts
+	// Last: the profile follows the capabilities, the binds' options
+	// every bind, containerd's included.
+	return append(opts, withSeccomp, withHardenedBinds)
 }
 
 // mountsAt reports whether s mounts something at target.

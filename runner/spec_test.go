@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -136,7 +137,7 @@ func TestSpecNetwork(t *testing.T) {
 		for _, m := range mountsAt(s, "/etc/hosts", "/etc/resolv.conf") {
 			got = append(got, fmt.Sprintf("%s->%s %v", m.Source, m.Destination, m.Options))
 		}
-		want := []string{filepath.Join(hostsDir, "hosts") + "->/etc/hosts [rbind rprivate ro]"}
+		want := []string{filepath.Join(hostsDir, "hosts") + "->/etc/hosts [rbind rprivate ro nosuid nodev]"}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("restricted run's network file mounts (-want +got):\n%s", diff)
 		}
@@ -184,8 +185,8 @@ func TestSpecProcess(t *testing.T) {
 		t.Errorf("user = %+v, want 1000:1000", s.Process.User)
 	}
 	want := []specs.Mount{
-		{Destination: "/var/lib/ssebench/results", Type: "bind", Source: results, Options: []string{"rbind", "rprivate", "rw"}},
-		{Destination: "/tmp/sse-archive", Type: "bind", Source: archive, Options: []string{"rbind", "rprivate", "ro"}},
+		{Destination: "/var/lib/ssebench/results", Type: "bind", Source: results, Options: []string{"rbind", "rprivate", "rw", "nosuid", "nodev"}},
+		{Destination: "/tmp/sse-archive", Type: "bind", Source: archive, Options: []string{"rbind", "rprivate", "ro", "nosuid", "nodev"}},
 	}
 	if diff := cmp.Diff(want, mountsAt(s, "/var/lib/ssebench/results", "/tmp/sse-archive")); diff != "" {
 		t.Errorf("bind mounts (-want +got):\n%s", diff)
@@ -216,5 +217,51 @@ func TestSpecLimits(t *testing.T) {
 	none := generate(t, RunSpec{Image: "x"})
 	if r := none.Linux.Resources; r != nil && (r.Memory != nil && r.Memory.Limit != nil || r.Pids != nil && r.Pids.Limit != nil) {
 		t.Errorf("no limits asked, got %+v", r)
+	}
+}
+
+// TestSpecHardened: every container has containerd's default seccomp
+// profile (no keyctl, bpf, userfaultfd, io_uring for the agent's code or
+// root's), with the namespaces and mounts the grade's sandbox needs
+// allowed, and every bind mount, containerd's own too, nosuid and nodev.
+func TestSpecHardened(t *testing.T) {
+	dir := t.TempDir()
+	for _, network := range []Network{NetworkRestricted, NetworkOpen} {
+		s := generate(t, RunSpec{Image: "x", Network: network, Mounts: []Mount{{Source: dir, Target: "/var/lib/ssebench/results"}}})
+		sc := s.Linux.Seccomp
+		if sc == nil || sc.DefaultAction != specs.ActErrno {
+			t.Fatalf("%s: seccomp = %+v, want the default profile (refuse what it does not allow)", network, sc)
+		}
+		allowed := map[string]bool{}
+		for _, r := range sc.Syscalls {
+			if r.Action == specs.ActAllow && len(r.Args) == 0 {
+				for _, n := range r.Names {
+					allowed[n] = true
+				}
+			}
+		}
+		for _, n := range []string{"read", "clone", "unshare", "mount", "umount2", "prctl", "setresuid"} {
+			if !allowed[n] {
+				t.Errorf("%s: seccomp does not allow %s", network, n)
+			}
+		}
+		for _, n := range []string{"keyctl", "add_key", "bpf", "userfaultfd", "io_uring_setup", "kexec_load", "open_by_handle_at"} {
+			if allowed[n] {
+				t.Errorf("%s: seccomp allows %s", network, n)
+			}
+		}
+		n := 0
+		for _, m := range s.Mounts {
+			if m.Type != "bind" {
+				continue
+			}
+			n++
+			if !slices.Contains(m.Options, "nosuid") || !slices.Contains(m.Options, "nodev") {
+				t.Errorf("%s: bind mount %s has options %v, want nosuid and nodev", network, m.Destination, m.Options)
+			}
+		}
+		if n < 2 {
+			t.Errorf("%s: %d bind mounts, want the results and a hosts file", network, n)
+		}
 	}
 }

@@ -62,6 +62,9 @@ type buildOptions struct {
 	npmRegistry string
 	npmCache    string
 	log         io.Writer
+	// pinned is the OpenCode lock the build checks the registry
+	// against: opencode.lock.json, but in tests.
+	pinned []byte
 }
 
 // compileFunc builds the entrypoint, the daemon and the MCP server for p
@@ -79,6 +82,7 @@ func makeBuildOptions(opts ...BuildOption) (*buildOptions, error) {
 		entrypoint:  EntrypointPackage,
 		npmRegistry: NPMRegistryURL(os.Getenv),
 		log:         io.Discard,
+		pinned:      pinnedLock,
 	}
 	for _, opt := range opts {
 		if err := opt(o); err != nil {
@@ -208,7 +212,7 @@ func WithOpenCode(version string) BuildOption {
 		if version == "none" {
 			version = ""
 		}
-		if version != "" && (version == "latest" || strings.ContainsAny(version, "/ ^~<>=*")) {
+		if version != "" && (version == "latest" || checkNPMVersion(version) != nil) {
 			return fmt.Errorf("--opencode-version %q is not an exact version: pass one such as %s (or none)", version, DefaultOpenCodeVersion)
 		}
 		o.openCode = version
@@ -253,6 +257,11 @@ func DefaultNPMCache(getenv func(string) string) string {
 		return filepath.Join(c, "ssebench", "npm")
 	}
 	return filepath.Join(os.TempDir(), "ssebench-npm")
+}
+
+// withPinnedLock replaces opencode.lock.json, for tests.
+func withPinnedLock(b []byte) BuildOption {
+	return func(o *buildOptions) error { o.pinned = b; return nil }
 }
 
 // withCompiler replaces the Go toolchain, for tests.
@@ -423,6 +432,9 @@ func buildOpenCode(ctx context.Context, o *buildOptions, archs []string, dir str
 	reg := &npmRegistry{base: o.npmRegistry, client: client, cache: o.npmCache}
 	lock, err := reg.resolveOpenCode(ctx, o.openCode, archs)
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := lock.checkPinned(o.pinned, archs); err != nil {
 		return nil, nil, err
 	}
 	stage, err := os.MkdirTemp(dir, "opencode-")

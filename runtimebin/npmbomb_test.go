@@ -54,7 +54,7 @@ func TestHostileNPMTarballs(t *testing.T) {
 			doc["dist"] = map[string]string{"tarball": f.URL + "/" + tp, "integrity": integrity(b)}
 			c.limit(t)
 			_, err := Build(ctx, WithModuleDir(moduleRoot), WithTempDir(t.TempDir()), withCompiler(fakeCompile),
-				WithOpenCode("1.2.3"), WithNPMRegistry(f.URL), WithNPMCache(t.TempDir()))
+				WithOpenCode("1.2.3"), withPinnedLock(f.pinned(t)), WithNPMRegistry(f.URL), WithNPMCache(t.TempDir()))
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("Build = %v, want an error saying %q", err, c.want)
 			}

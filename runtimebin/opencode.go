@@ -123,6 +123,9 @@ func (r *npmRegistry) resolveOpenCode(ctx context.Context, version string, archs
 		if !ok {
 			return nil, fmt.Errorf("opencode-ai@%s does not name %s: pick another --opencode-version", version, pkg)
 		}
+		if err := checkNPMVersion(pv); err != nil {
+			return nil, fmt.Errorf("opencode-ai@%s names %s at %w", version, pkg, err)
+		}
 		v, err := r.version(ctx, pkg, pv)
 		if err != nil {
 			return nil, err
@@ -158,6 +161,10 @@ func (r *npmRegistry) resolveTree(ctx context.Context, deps map[string]string, b
 	for len(queue) > 0 {
 		w := queue[0]
 		queue = queue[1:]
+		// The name goes into node_modules/NAME and the registry's URLs.
+		if err := checkNPMName(w.name); err != nil {
+			return nil, fmt.Errorf("%s needs %w", cmpOr(w.parent, "the SDK"), err)
+		}
 		rng, err := parseNPMRange(w.spec)
 		if err != nil {
 			return nil, fmt.Errorf("%s needs %s@%s: %w", cmpOr(w.parent, "the SDK"), w.name, w.spec, err)
@@ -191,6 +198,9 @@ func (r *npmRegistry) resolveTree(ctx context.Context, deps map[string]string, b
 				return nil, fmt.Errorf("no version of %s matches %s (published by %s), which %s needs", w.name, w.spec, before.Format(time.DateOnly), cmpOr(w.parent, "the SDK"))
 			}
 			version = best
+		}
+		if err := checkNPMVersion(version); err != nil {
+			return nil, fmt.Errorf("%s@%s: %w", w.name, w.spec, err)
 		}
 		where := top
 		if v, ok := placed[top]; ok && v != version {
@@ -266,12 +276,14 @@ var (
 	maxNPMFiles          = 20000
 )
 
-// unpackTarball writes the regular files of an npm tarball into dir,
-// without the tarball's top folder ("package/"), and returns how many it
-// wrote. Modes are npm's: 0755 for a file with any execute bit, else
-// 0644. Anything but regular files and directories is skipped, and a
-// name that would leave dir is an error.
-func unpackTarball(file, dir string, only func(string) bool) (int, error) {
+// unpackTarball writes the regular files of an npm tarball into dir (a
+// slash-separated path inside root), without the tarball's top folder
+// ("package/"), and returns how many it wrote. Modes are npm's: 0755 for
+// a file with any execute bit, else 0644. Anything but regular files and
+// directories is skipped, and a name that would leave dir is skipped too;
+// every file is written through root, so that nothing of the tarball, nor
+// a dir the registry named, lands outside it.
+func unpackTarball(file string, root *os.Root, dir string, only func(string) bool) (int, error) {
 	f, err := os.Open(file)
 	if err != nil {
 		return 0, err
@@ -310,30 +322,44 @@ func unpackTarball(file, dir string, only func(string) bool) (int, error) {
 		if only != nil && !only(rel) {
 			continue
 		}
-		dst := filepath.Join(dir, filepath.FromSlash(rel))
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			return n, err
+		dst := path.Join(dir, rel)
+		if err := root.MkdirAll(path.Dir(dst), 0o755); err != nil {
+			return n, fmt.Errorf("%s: %w", filepath.Base(file), err)
 		}
 		mode := os.FileMode(0o644)
 		if h.Mode&0o111 != 0 {
 			mode = 0o755
 		}
-		out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
+		out, err := root.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
 		if err != nil {
-			return n, err
+			return n, fmt.Errorf("%s: %w", filepath.Base(file), err)
 		}
 		_, err = io.Copy(out, tr)
+		if err == nil {
+			err = out.Chmod(mode)
+		}
 		if cerr := out.Close(); err == nil {
 			err = cerr
 		}
 		if err != nil {
 			return n, fmt.Errorf("%s: %s: %w", filepath.Base(file), rel, err)
 		}
-		if err := os.Chmod(dst, mode); err != nil {
-			return n, err
-		}
 		n++
 	}
+}
+
+// unpackInto unpacks file into dir (which it creates) through a root
+// there: see unpackTarball.
+func unpackInto(file, dir string, only func(string) bool) (int, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return 0, err
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return 0, err
+	}
+	defer root.Close()
+	return unpackTarball(file, root, ".", only)
 }
 
 // openCodeLayers writes the OpenCode layers for each architecture: the
@@ -361,7 +387,7 @@ func openCodeLayers(ctx context.Context, reg *npmRegistry, lock *openCodeLock, a
 			return nil, nil, err
 		}
 		d := filepath.Join(stage, "bin-"+a)
-		n, err := unpackTarball(tgz, d, func(rel string) bool { return rel == "bin/opencode" })
+		n, err := unpackInto(tgz, d, func(rel string) bool { return rel == "bin/opencode" })
 		if err != nil {
 			return nil, nil, err
 		}
@@ -395,12 +421,20 @@ func openCodeLayers(ctx context.Context, reg *npmRegistry, lock *openCodeLock, a
 	if err := os.WriteFile(filepath.Join(sdkDir, "package.json"), append(pj, '\n'), 0o644); err != nil {
 		return nil, nil, err
 	}
+	sdkRoot, err := os.OpenRoot(sdkDir)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer sdkRoot.Close()
 	for _, p := range lock.SDK {
+		if err := checkSDKPath(p.Path, p.Name); err != nil {
+			return nil, nil, err
+		}
 		tgz, err := reg.tarball(ctx, &p.npmVersion)
 		if err != nil {
 			return nil, nil, err
 		}
-		if _, err := unpackTarball(tgz, filepath.Join(sdkDir, filepath.FromSlash(p.Path)), nil); err != nil {
+		if _, err := unpackTarball(tgz, sdkRoot, p.Path, nil); err != nil {
 			return nil, nil, err
 		}
 	}

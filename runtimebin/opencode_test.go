@@ -105,15 +105,7 @@ func newFakeNPM(t *testing.T, version string) *fakeNPM {
 	t.Cleanup(f.Close)
 	published := time.Date(2026, 9, 1, 0, 0, 0, 0, time.UTC)
 	add := func(name, ver string, files map[string]string, deps map[string]string, extra map[string]any) {
-		b := tgz(t, files)
-		tp := "tarballs/" + strings.ReplaceAll(name, "/", "-") + "-" + ver + ".tgz"
-		f.tarballs[tp] = b
-		doc := map[string]any{"name": name, "version": ver, "dependencies": deps,
-			"dist": map[string]string{"tarball": f.URL + "/" + tp, "integrity": integrity(b)}}
-		for k, v := range extra {
-			doc[k] = v
-		}
-		f.docs[escapeName(name)+"/"+ver] = doc
+		f.add(t, name, ver, files, deps, extra)
 	}
 	add("opencode-ai", version, map[string]string{"package.json": "{}"}, nil, map[string]any{
 		"optionalDependencies": map[string]string{"opencode-linux-x64": version, "opencode-linux-arm64": version}})
@@ -130,6 +122,51 @@ func newFakeNPM(t *testing.T, version string) *fakeNPM {
 		"time":     map[string]any{"4.1.8": published.Add(-time.Hour), "4.2.0": published.Add(time.Hour), "3.0.0": published.Add(-1000 * time.Hour)},
 	}
 	return f
+}
+
+// add publishes name@ver holding files, with deps and more fields of
+// its document.
+func (f *fakeNPM) add(t *testing.T, name, ver string, files map[string]string, deps map[string]string, extra map[string]any) {
+	t.Helper()
+	b := tgz(t, files)
+	tp := "tarballs/" + strings.NewReplacer("/", "-", ".", "_").Replace(name) + "-" + ver + ".tgz"
+	f.tarballs[tp] = b
+	doc := map[string]any{"name": name, "version": ver, "dependencies": deps,
+		"dist": map[string]string{"tarball": f.URL + "/" + tp, "integrity": integrity(b)}}
+	for k, v := range extra {
+		doc[k] = v
+	}
+	f.docs[escapeName(name)+"/"+ver] = doc
+}
+
+// pinned is the OpenCode lock of what f serves for version 1.2.3: the
+// binaries, the plugin and zod 4.1.8, with the integrity f publishes.
+func (f *fakeNPM) pinned(t *testing.T) []byte {
+	t.Helper()
+	pkg := func(path, name, ver string) map[string]string {
+		doc := f.docs[escapeName(name)+"/"+ver].(map[string]any)
+		var integrity string
+		switch d := doc["dist"].(type) {
+		case map[string]string:
+			integrity = d["integrity"]
+		case map[string]any:
+			integrity, _ = d["integrity"].(string)
+		}
+		p := map[string]string{"name": name, "version": ver, "integrity": integrity}
+		if path != "" {
+			p["path"] = path
+		}
+		return p
+	}
+	lock := map[string]any{"versions": map[string]any{"1.2.3": map[string]any{
+		"binaries": map[string]any{"amd64": pkg("", "opencode-linux-x64", "1.2.3"), "arm64": pkg("", "opencode-linux-arm64", "1.2.3")},
+		"sdk":      []any{pkg("node_modules/@opencode-ai/plugin", "@opencode-ai/plugin", "1.2.3"), pkg("node_modules/zod", "zod", "4.1.8")},
+	}}}
+	b, err := json.Marshal(lock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 // testFiles lists every layer of img, later layers last, as
@@ -190,11 +227,12 @@ func strconvFormat(i int64, base int) string {
 func TestBuildOpenCode(t *testing.T) {
 	ctx := context.Background()
 	f := newFakeNPM(t, "1.2.3")
+	pinned := f.pinned(t)
 	cache := t.TempDir()
 	var log bytes.Buffer
 	build := func(reg string) (v1.ImageIndex, error) {
 		return Build(ctx, WithModuleDir(moduleRoot), WithTempDir(t.TempDir()), withCompiler(fakeCompile),
-			WithOpenCode("1.2.3"), WithNPMRegistry(reg), WithNPMCache(cache), WithLog(&log))
+			WithOpenCode("1.2.3"), withPinnedLock(pinned), WithNPMRegistry(reg), WithNPMCache(cache), WithLog(&log))
 	}
 	idx, err := build(f.URL)
 	if err != nil {
@@ -253,7 +291,7 @@ func TestBuildOpenCodeTampered(t *testing.T) {
 	tp := "tarballs/opencode-linux-x64-1.2.3.tgz"
 	f.tarballs[tp] = tgz(t, map[string]string{"bin/opencode": "a swapped binary"})
 	_, err := Build(ctx, WithModuleDir(moduleRoot), WithTempDir(t.TempDir()), withCompiler(fakeCompile),
-		WithOpenCode("1.2.3"), WithNPMRegistry(f.URL), WithNPMCache(t.TempDir()))
+		WithOpenCode("1.2.3"), withPinnedLock(f.pinned(t)), WithNPMRegistry(f.URL), WithNPMCache(t.TempDir()))
 	if err == nil || !strings.Contains(err.Error(), "sha512") {
 		t.Fatalf("Build with a tarball that does not match its integrity = %v, want an error naming sha512", err)
 	}
@@ -265,7 +303,7 @@ func TestBuildOpenCodeUnreachable(t *testing.T) {
 	f.Close()
 	var log bytes.Buffer
 	idx, err := Build(ctx, WithModuleDir(moduleRoot), WithTempDir(t.TempDir()), withCompiler(fakeCompile),
-		WithOpenCode("1.2.3"), WithNPMRegistry(f.URL), WithNPMCache(t.TempDir()), WithLog(&log))
+		WithOpenCode("1.2.3"), withPinnedLock(f.pinned(t)), WithNPMRegistry(f.URL), WithNPMCache(t.TempDir()), WithLog(&log))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,6 +51,47 @@ type TaskConfig struct {
 	// Tests names the tests the grade judges by name, read from the
 	// report the test script writes in Tests.Format (docs/tasks.md).
 	Tests TestLists `yaml:"tests"`
+	// Caps override the caps of the agent's tree (contract.TreeCaps) for
+	// a task whose fix legitimately writes more: sizes as bytes or with
+	// Ki, Mi, Gi ("512Mi").
+	Caps TaskCaps `yaml:"caps"`
+}
+
+// TaskCaps is config.yaml's `caps`; a missing key keeps its default.
+type TaskCaps struct {
+	ChangedBytes ByteSize `yaml:"changed_bytes"`
+	FileBytes    ByteSize `yaml:"file_bytes"`
+	ChangedFiles int64    `yaml:"changed_files"`
+}
+
+// ByteSize is a size in a task config: a number of bytes, or one with a
+// binary suffix (contract.ParseBytes).
+type ByteSize int64
+
+// UnmarshalYAML implements yaml.Unmarshaler.
+func (b *ByteSize) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("line %d: a size is a number of bytes or a number with Ki, Mi or Gi", n.Line)
+	}
+	v, err := contract.ParseBytes(n.Value)
+	if err != nil {
+		return fmt.Errorf("line %d: %w", n.Line, err)
+	}
+	*b = ByteSize(v)
+	return nil
+}
+
+// TreeCaps returns the task's caps of the agent's tree, defaults filled
+// in. A nil config has the defaults.
+func (c *TaskConfig) TreeCaps() contract.TreeCaps {
+	if c == nil {
+		return contract.DefaultTreeCaps
+	}
+	return contract.TreeCaps{
+		ChangedBytes: int64(c.Caps.ChangedBytes),
+		FileBytes:    int64(c.Caps.FileBytes),
+		ChangedFiles: c.Caps.ChangedFiles,
+	}.WithDefaults()
 }
 
 // ReadTaskConfig reads root/config.yaml. Script, proof-of-concept and
@@ -129,6 +170,9 @@ func ParseTaskConfig(data []byte) (*TaskConfig, error) {
 		if err := contract.CheckGlob(c.Tests.Protected[i]); err != nil {
 			errs = append(errs, fmt.Errorf("tests.protected[%d]: %w", i, err))
 		}
+	}
+	if c.Caps.ChangedFiles < 0 {
+		errs = append(errs, fmt.Errorf("caps.changed_files %d is negative", c.Caps.ChangedFiles))
 	}
 	c.TaskDescription.Issue = strings.TrimSpace(c.TaskDescription.Issue)
 	c.TaskDescription.BugDescription = strings.TrimSpace(c.TaskDescription.BugDescription)

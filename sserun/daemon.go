@@ -59,6 +59,9 @@ type Daemon struct {
 	// agentDone ends the agent's session; agentCtx is done after it.
 	agentCtx  context.Context
 	agentDone context.CancelFunc
+	// noSandbox is, under mu, why the last script could not have its
+	// sandbox (and so did not run); "" when it had it or did not need it.
+	noSandbox string
 
 	// statMu guards what status reports; it is never held while a
 	// script runs, so status answers during a build.
@@ -91,6 +94,14 @@ type daemonOptions struct {
 	// set by NewDaemon; nil when there is no pristine tree to take them
 	// from.
 	protected *contract.Globs
+	// gradeTimeout bounds a whole grade.
+	gradeTimeout time.Duration
+	// allowNoSandbox lets scripts run without their sandbox where the
+	// machine refuses it.
+	allowNoSandbox bool
+	// extraKeep is added to each sandbox's Keep (tests: a directory that
+	// is not there makes the helper give up, as a refusal does).
+	extraKeep []string
 }
 
 // WithSourceDir sets the tree the scripts run on, the agent's SOURCE_DIR.
@@ -103,6 +114,37 @@ func WithSourceDir(dir string) DaemonOption {
 		o.sourceDir = dir
 		return nil
 	}
+}
+
+// WithGradeTimeout bounds a whole grade, every check together: a check
+// still running when it passes is killed and fails as timed out, and the
+// checks after it are skipped, so that the agent's code in a check cannot
+// hold the run past its own deadline and leave it with no grade at all.
+// The default value is contract.DefaultGradeTimeout.
+func WithGradeTimeout(d time.Duration) DaemonOption {
+	return func(o *daemonOptions) error {
+		if d <= 0 {
+			return fmt.Errorf("grade timeout %v is not positive", d)
+		}
+		o.gradeTimeout = d
+		return nil
+	}
+}
+
+// WithAllowNoSandbox lets the scripts (the agent's tools and the grade's
+// checks) run without their sandbox where the kernel or the container
+// runtime refuses it; result.json's sandbox then says "none: " and why.
+// Without it such a script does not run: a tool call fails, and a grade
+// ends with an error that names `--allow-no-sandbox`, since the agent's
+// code would share /tmp and the loopback interface with the agent's
+// processes. The default is false.
+func WithAllowNoSandbox(allow bool) DaemonOption {
+	return func(o *daemonOptions) error { o.allowNoSandbox = allow; return nil }
+}
+
+// withExtraKeep adds dirs to each sandbox's Keep (tests).
+func withExtraKeep(dirs ...string) DaemonOption {
+	return func(o *daemonOptions) error { o.extraKeep = dirs; return nil }
 }
 
 // WithWorkDir sets where scratch directories are made. It must be a
@@ -216,6 +258,7 @@ func NewDaemon(root string, cfg *TaskConfig, opts ...DaemonOption) (*Daemon, err
 		difficulty:    DefaultDifficulty,
 		toolLog:       io.Discard,
 		pristine:      contract.RepoDir,
+		gradeTimeout:  contract.DefaultGradeTimeout,
 	}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
@@ -416,11 +459,17 @@ func (d *Daemon) grade(ctx context.Context, s *scratch, start time.Time) Respons
 	var parts []string
 	verdicts := map[string]testVerdict{}
 	buildFailed := false
+	// Not a context deadline: a script the deadline stops must be timed
+	// out (its own Timeout), not cancelled.
+	deadline := start.Add(d.o.gradeTimeout)
+	ctx = context.WithValue(ctx, gradeDeadlineKey{}, deadline)
 	for _, name := range contract.ChecksFor(d.taskChecks()) {
 		var r Result
 		switch {
 		case buildFailed:
 			r = Result{Exit: -1, Skipped: "the build failed"}
+		case !time.Now().Before(deadline):
+			r = Result{Exit: -1, Skipped: fmt.Sprintf("the grade's time limit of %s passed", d.o.gradeTimeout)}
 		case name == contract.CheckBuild:
 			r = d.script(ctx, s, c.Scripts.Build)
 			buildFailed = !r.OK
@@ -442,6 +491,10 @@ func (d *Daemon) grade(ctx context.Context, s *scratch, start time.Time) Respons
 			// A check contract.Checks gained that the daemon cannot run
 			// yet: failing it beats passing a grade that left it out.
 			r = Result{Exit: -1, Output: fmt.Sprintf("the daemon does not know how to run the %s check\n", name)}
+		}
+		if d.noSandbox != "" {
+			// The machine's doing, not the agent's: no grade.
+			return Response{Result: Result{Exit: -1, Sandbox: SandboxNone + d.noSandbox}, Error: noSandboxMessage(d.noSandbox)}
 		}
 		g.setCheck(name, &r)
 		if !r.OK && sum.OK {
@@ -547,10 +600,16 @@ func (d *Daemon) script(ctx context.Context, s *scratch, script string, args ...
 	// as one user anyway.
 	var sandbox *Sandbox
 	if d.o.runner != nil {
-		sandbox = &Sandbox{Keep: []string{s.top, s.home, s.tmp}, Hide: []string{d.o.sourceDir}}
+		sandbox = &Sandbox{Keep: append([]string{s.top, s.home, s.tmp}, d.o.extraKeep...), Hide: []string{d.o.sourceDir}, Required: !d.o.allowNoSandbox}
 		if d.o.agentUser != nil {
 			sandbox.Hide = append(sandbox.Hide, d.o.agentUser.Home)
 		}
+	}
+	// The script's share of the grade's time limit, when the grade has
+	// one: a script killed at it is timed out, as at its own.
+	timeout, gradeLimited := d.o.scriptTimeout, false
+	if dl, ok := ctx.Value(gradeDeadlineKey{}).(time.Time); ok && time.Until(dl) < timeout {
+		timeout, gradeLimited = max(time.Until(dl), time.Millisecond), true
 	}
 	p := &Process{
 		Args:    append([]string{Shell, filepath.Join(s.sse, filepath.FromSlash(script))}, args...),
@@ -558,10 +617,19 @@ func (d *Daemon) script(ctx context.Context, s *scratch, script string, args ...
 		Env:     d.scriptEnv(s),
 		User:    d.o.runner,
 		Output:  out,
-		Timeout: d.o.scriptTimeout,
+		Timeout: timeout,
 		Sandbox: sandbox,
+		// The script runs the agent's code: when the container runs out
+		// of memory, that code dies, not the daemon, whose death would
+		// leave the run with no grade.
+		OOMFirst: true,
 	}
 	ex, err := p.Run(ctx)
+	d.noSandbox = ""
+	if errors.Is(err, ErrNoSandbox) {
+		d.noSandbox = strings.TrimPrefix(ex.Sandbox, SandboxNone)
+		return Result{Exit: -1, Output: noSandboxMessage(d.noSandbox) + "\n", Sandbox: ex.Sandbox}
+	}
 	if err != nil {
 		return Result{Exit: -1, Output: err.Error()}
 	}
@@ -574,10 +642,23 @@ func (d *Daemon) script(ctx context.Context, s *scratch, script string, args ...
 		TimedOut:   ex.TimedOut,
 		Sandbox:    ex.Sandbox,
 	}
-	if ex.TimedOut {
+	switch {
+	case ex.TimedOut && gradeLimited:
+		r.Output += fmt.Sprintf("\n[ssebench: %s was killed when the grade's time limit of %s ran out]\n", script, d.o.gradeTimeout)
+	case ex.TimedOut:
 		r.Output += fmt.Sprintf("\n[ssebench: %s was killed after %s]\n", script, d.o.scriptTimeout)
 	}
 	return r
+}
+
+// gradeDeadlineKey is the context key of a grade's deadline, which its
+// scripts' time limits stop at.
+type gradeDeadlineKey struct{}
+
+// noSandboxMessage says why a script did not run: the machine refused
+// its sandbox, and how to run it anyway.
+func noSandboxMessage(why string) string {
+	return fmt.Sprintf("the task's scripts cannot run in their sandbox on this machine (%s): the agent's code would share /tmp and the loopback interface with the agent; pass --allow-no-sandbox to grade without it (result.json then says sandbox: none)", why)
 }
 
 func (d *Daemon) scriptEnv(s *scratch) []string {

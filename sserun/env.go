@@ -48,8 +48,13 @@ type Env struct {
 	TaskRoot      string
 	SourceDir     string // from SOURCE_DIR; may be empty
 	ScriptTimeout time.Duration
-	WorkDir       string
-	RunnerUser    string
+	// GradeTimeout bounds the whole grade (contract.DefaultGradeTimeout).
+	GradeTimeout time.Duration
+	// AllowNoSandbox lets the grade's scripts run without their sandbox
+	// where the machine refuses it (contract.EnvAllowNoSandbox).
+	AllowNoSandbox bool
+	WorkDir        string
+	RunnerUser     string
 	// Role is contract.RoleTask or contract.RoleAgent in a run of two
 	// containers; empty in one container.
 	Role string
@@ -69,21 +74,23 @@ func ReadEnv(getenv func(string) string) (Env, error) {
 		return def
 	}
 	e := Env{
-		Results:       get(contract.EnvResults, DefaultResults),
-		Archive:       get(contract.EnvArchive, ""),
-		KeepAlive:     truthy(getenv(contract.EnvKeepAlive)),
-		AgentSocket:   get(contract.EnvAgentSocket, DefaultAgentSocket),
-		AdminSocket:   get(contract.EnvAdminSocket, DefaultAdminSocket),
-		MCPAddr:       get(contract.EnvMCPAddr, DefaultMCPAddr),
-		TaskRoot:      get(contract.EnvTaskRoot, DefaultTaskRoot),
-		SourceDir:     get(contract.EnvSourceDir, ""),
-		WorkDir:       get(contract.EnvWorkDir, os.TempDir()),
-		RunnerUser:    get(contract.EnvRunnerUser, DefaultRunnerUser),
-		Role:          get(contract.EnvRole, ""),
-		HandoverDir:   get(contract.EnvHandoverDir, ""),
-		Timeout:       DefaultTimeout,
-		ScriptTimeout: DefaultScriptTimeout,
-		Difficulty:    DefaultDifficulty,
+		Results:        get(contract.EnvResults, DefaultResults),
+		Archive:        get(contract.EnvArchive, ""),
+		KeepAlive:      truthy(getenv(contract.EnvKeepAlive)),
+		AgentSocket:    get(contract.EnvAgentSocket, DefaultAgentSocket),
+		AdminSocket:    get(contract.EnvAdminSocket, DefaultAdminSocket),
+		MCPAddr:        get(contract.EnvMCPAddr, DefaultMCPAddr),
+		TaskRoot:       get(contract.EnvTaskRoot, DefaultTaskRoot),
+		SourceDir:      get(contract.EnvSourceDir, ""),
+		WorkDir:        get(contract.EnvWorkDir, os.TempDir()),
+		RunnerUser:     get(contract.EnvRunnerUser, DefaultRunnerUser),
+		Role:           get(contract.EnvRole, ""),
+		HandoverDir:    get(contract.EnvHandoverDir, ""),
+		Timeout:        DefaultTimeout,
+		ScriptTimeout:  DefaultScriptTimeout,
+		GradeTimeout:   contract.DefaultGradeTimeout,
+		Difficulty:     DefaultDifficulty,
+		AllowNoSandbox: truthy(getenv(contract.EnvAllowNoSandbox)),
 	}
 	if v := strings.TrimSpace(getenv(contract.EnvDifficulty)); v != "" {
 		n, err := strconv.Atoi(v)
@@ -102,6 +109,9 @@ func ReadEnv(getenv func(string) string) (Env, error) {
 		return Env{}, err
 	}
 	if e.ScriptTimeout, err = seconds(getenv, contract.EnvScriptTimeout, DefaultScriptTimeout, false); err != nil {
+		return Env{}, err
+	}
+	if e.GradeTimeout, err = seconds(getenv, contract.EnvGradeTimeout, contract.DefaultGradeTimeout, false); err != nil {
 		return Env{}, err
 	}
 	for _, p := range []struct{ name, v string }{

@@ -136,6 +136,9 @@ func (p *Process) Run(ctx context.Context) (Exit, error) {
 			return ex, nil
 		}
 	}
+	if p.Sandbox.Required {
+		return Exit{Code: -1, Sandbox: SandboxNone + refused, PIDNamespace: SandboxNone + refused}, fmt.Errorf("%w: %s", ErrNoSandbox, refused)
+	}
 	ex, _, err = p.run(ctx, plain)
 	ex.Sandbox, ex.PIDNamespace = SandboxNone+refused, SandboxNone+refused
 	return ex, err
@@ -176,12 +179,20 @@ func (p *Process) run(ctx context.Context, mode runMode) (_ Exit, refused string
 		defer w.Close()
 		report = r
 		cmd.ExtraFiles = []*os.File{w}
-	} else if p.User != nil {
-		cred, err := credential(p.User)
-		if err != nil {
-			return Exit{Code: -1}, "", err
+	} else {
+		if p.User != nil {
+			cred, err := credential(p.User)
+			if err != nil {
+				return Exit{Code: -1}, "", err
+			}
+			attr.Credential = cred
 		}
-		attr.Credential = cred
+		if p.OOMFirst {
+			// Through a helper that raises its own score and then
+			// execs the command: a write from here, after the start,
+			// would come after the command's first children.
+			cmd.Path, cmd.Args = "/proc/self/exe", append([]string{oomFirstArg0}, p.Args...)
+		}
 	}
 	cmd.SysProcAttr = attr
 
@@ -232,8 +243,10 @@ func (p *Process) run(ctx context.Context, mode runMode) (_ Exit, refused string
 	}
 	if p.OOMFirst {
 		// Raising a score needs no privilege; a child can never lower
-		// it again without CAP_SYS_RESOURCE.
-		_ = os.WriteFile(fmt.Sprintf("/proc/%d/oom_score_adj", pgid), []byte("1000"), 0)
+		// it again without CAP_SYS_RESOURCE. The helpers raised it
+		// already, before the command ran; this covers a helper that
+		// could not.
+		_ = os.WriteFile(fmt.Sprintf("/proc/%d/oom_score_adj", pgid), []byte(oomFirstScore), 0)
 	}
 	waited := make(chan error, 1)
 	go func() { waited <- cmd.Wait() }()
@@ -272,6 +285,35 @@ func (p *Process) run(ctx context.Context, mode runMode) (_ Exit, refused string
 		ex.Code = contract.TimeoutStatus
 	}
 	return ex, "", nil
+}
+
+// oomFirstArg0 is argv[0] of the helper that runs a command with
+// OOMFirst: the binary that links this package, run again through
+// /proc/self/exe, raises its own oom_score_adj in init and execs the
+// command (argv[1:]), which so starts with it.
+const oomFirstArg0 = "ssebench-oomfirst"
+
+// oomFirstScore is the highest oom_score_adj: killed first.
+const oomFirstScore = "1000"
+
+func init() {
+	if len(os.Args) > 1 && os.Args[0] == oomFirstArg0 {
+		oomFirstMain(os.Args[1:])
+	}
+}
+
+// oomFirstMain raises its own score and becomes args; it never returns.
+func oomFirstMain(args []string) {
+	_ = os.WriteFile("/proc/self/oom_score_adj", []byte(oomFirstScore), 0)
+	path := args[0]
+	if !strings.Contains(path, "/") {
+		if lp, err := exec.LookPath(path); err == nil {
+			path = lp
+		}
+	}
+	err := syscall.Exec(path, args, os.Environ())
+	fmt.Fprintf(os.Stderr, "%s: %v\n", args[0], err)
+	os.Exit(127)
 }
 
 // leftovers tells whether uid still has a process after a command that ran
@@ -456,35 +498,64 @@ func KillAll(uid int) (int, error) {
 	return len(seen), fmt.Errorf("processes of uid %d keep appearing", uid)
 }
 
-// killAllAs sends SIGKILL to every process uid may signal, from a thread
-// of this process that takes uid as its real and effective uid for the
-// call: kill(-1) signals every process but the caller's own and init, so
-// a root caller would kill the whole container. The saved uid stays 0, so
-// that the thread can become root again; should that fail, the thread
-// stays locked and dies with its goroutine rather than serve Go code with
-// the wrong credentials. Linux credentials are per thread; the raw
-// syscalls change only this one (syscall.Setresuid would change them all).
+// killAllAs sends SIGKILL to every process uid may signal, from a child
+// that runs as uid (the helper of killAllArg0): kill(-1) signals every
+// process but the caller's own and init, so a root caller would kill the
+// whole container. The caller keeps its credentials throughout: a thread
+// of its own that took uid for the call could, in that moment, be sent
+// SIGSTOP by any process of uid (which may signal it then), and stop the
+// whole daemon. The helper, stopped or killed the same way, only fails;
+// KillAll's scans, made as root, then kill what is left.
 func killAllAs(uid int) error {
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		if _, _, e := syscall.RawSyscall(syscall.SYS_SETRESUID, uintptr(uid), uintptr(uid), 0); e != 0 {
-			runtime.UnlockOSThread()
-			errc <- fmt.Errorf("taking uid %d to kill its processes: %w", uid, e)
-			return
+	cmd := exec.Command("/proc/self/exe")
+	cmd.Args = []string{killAllArg0}
+	cmd.Dir, cmd.Env = "/", []string{}
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid), Groups: []uint32{}},
+		Pdeathsig:  syscall.SIGKILL,
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting the helper that kills the processes of uid %d: %w", uid, err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("killing the processes of uid %d: %w", uid, err)
 		}
-		all := -1
-		_, _, kerr := syscall.RawSyscall(syscall.SYS_KILL, uintptr(all), uintptr(syscall.SIGKILL), 0)
-		if _, _, e := syscall.RawSyscall(syscall.SYS_SETRESUID, 0, 0, 0); e == 0 {
-			runtime.UnlockOSThread()
-		}
-		if kerr != 0 && kerr != syscall.ESRCH {
-			errc <- fmt.Errorf("killing the processes of uid %d: %w", uid, kerr)
-			return
-		}
-		errc <- nil
-	}()
-	return <-errc
+		return nil
+	case <-time.After(killAllTimeout):
+		_ = cmd.Process.Kill()
+		<-done
+		return fmt.Errorf("killing the processes of uid %d: the helper did not end within %s", uid, killAllTimeout)
+	}
+}
+
+// killAllArg0 is argv[0] of killAllAs's helper: the binary that links
+// this package, run again through /proc/self/exe as the uid whose
+// processes go, makes one kill(-1) in init and exits.
+const killAllArg0 = "ssebench-killall"
+
+// killAllTimeout bounds the helper: it makes one system call.
+const killAllTimeout = 10 * time.Second
+
+func init() {
+	if len(os.Args) == 1 && os.Args[0] == killAllArg0 {
+		killAllMain()
+	}
+}
+
+// killAllMain is the helper: SIGKILL to every process it may signal (all
+// of its uid's but itself), then exit, 0 when that went.
+func killAllMain() {
+	all := -1
+	_, _, e := syscall.RawSyscall(syscall.SYS_KILL, uintptr(all), uintptr(syscall.SIGKILL), 0)
+	if e != 0 && e != syscall.ESRCH {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", killAllArg0, e)
+		os.Exit(1)
+	}
+	os.Exit(0)
 }
 
 // initPidNS is the inode of the initial pid namespace (the kernel's

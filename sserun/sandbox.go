@@ -58,7 +58,16 @@ type Sandbox struct {
 	// socket for the agent's code in a script to hand things to. A
 	// directory that is not there is skipped.
 	Hide []string
+	// Required: where the sandbox is refused, the command does not run
+	// without it; Run returns ErrNoSandbox and Exit.Sandbox says why.
+	// Without it the command runs unsandboxed (a PID namespace alone may
+	// always be missing).
+	Required bool
 }
+
+// ErrNoSandbox is Process.Run's error when a Sandbox is Required and the
+// kernel or the container runtime refused it: the command did not run.
+var ErrNoSandbox = errors.New("the sandbox was refused")
 
 // SandboxOn is what Exit.Sandbox says when the command ran in the sandbox.
 const SandboxOn = "namespaces"
@@ -113,6 +122,9 @@ type sandboxSpec struct {
 	// PID: the helper is the init of a new PID namespace; it mounts a
 	// /proc for it and runs the command as its child.
 	PID bool
+	// OOMFirst: the helper raises its oom_score_adj (Process.OOMFirst)
+	// before the command starts, which inherits it.
+	OOMFirst bool
 }
 
 func init() {
@@ -144,6 +156,9 @@ func sandboxMain() {
 	}
 	if err := setupSandbox(&spec); err != nil {
 		fail("setting up the sandbox", err)
+	}
+	if spec.OOMFirst {
+		_ = os.WriteFile("/proc/self/oom_score_adj", []byte(oomFirstScore), 0)
 	}
 	if spec.PID {
 		// The kept directories were bound through /proc/self/fd: the
@@ -361,7 +376,7 @@ func (p *Process) sandboxAttr(attr *syscall.SysProcAttr, pid bool) ([]string, er
 	}
 	attr.UidMappings, attr.GidMappings = uids, gids
 	attr.GidMappingsEnableSetgroups = true
-	spec, err := json.Marshal(sandboxSpec{UID: p.User.UID, GID: p.User.GID, Dir: p.Dir, Keep: p.Sandbox.Keep, Hide: p.Sandbox.Hide, Args: p.Args, PID: pid})
+	spec, err := json.Marshal(sandboxSpec{UID: p.User.UID, GID: p.User.GID, Dir: p.Dir, Keep: p.Sandbox.Keep, Hide: p.Sandbox.Hide, Args: p.Args, PID: pid, OOMFirst: p.OOMFirst})
 	if err != nil {
 		return nil, err
 	}

@@ -62,6 +62,8 @@ func run(ctx context.Context) error {
 	opts := []sserun.DaemonOption{
 		sserun.WithWorkDir(env.WorkDir),
 		sserun.WithScriptTimeout(env.ScriptTimeout),
+		sserun.WithGradeTimeout(env.GradeTimeout),
+		sserun.WithAllowNoSandbox(env.AllowNoSandbox),
 		sserun.WithEnv(os.Environ()),
 		sserun.WithLog(os.Stderr),
 		sserun.WithDifficulty(env.Difficulty),

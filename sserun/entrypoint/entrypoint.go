@@ -405,24 +405,38 @@ func (e *entrypoint) git(ctx context.Context, dir string, extraEnv map[string]st
 }
 
 // runGit runs p, a git command whose subcommand is sub, within gitTimeout,
-// and turns a failure into an error that quotes the start of git's
+// and turns a failure into a *gitError that quotes the start of git's
 // standard error.
 func runGit(ctx context.Context, p *sserun.Process, sub string) error {
 	var stderr strings.Builder
-	p.Stderr, p.Timeout = &stderr, gitTimeout
+	p.Stderr, p.Timeout = &cappedWriter{w: &stderr, limit: 64 << 10}, gitTimeout
 	ex, err := p.Run(ctx)
 	if err != nil {
 		return err
 	}
 	if ex.Code != 0 {
+		if err := ctx.Err(); err != nil {
+			// Killed because the caller's time ran out (or its answer
+			// was in): what git said is beside the point.
+			return fmt.Errorf("git %s: %w", sub, err)
+		}
 		msg := strings.TrimSpace(stderr.String())
 		if len(msg) > 500 {
 			msg = msg[:500] + "..."
 		}
-		return fmt.Errorf("git %s: exit %d: %s", sub, ex.Code, msg)
+		return &gitError{sub: sub, code: ex.Code, msg: msg}
 	}
 	return nil
 }
+
+// gitError is a git command that ended with a status other than 0.
+type gitError struct {
+	sub  string
+	code int
+	msg  string // the start of its standard error
+}
+
+func (e *gitError) Error() string { return fmt.Sprintf("git %s: exit %d: %s", e.sub, e.code, e.msg) }
 
 func mergeMaps(a, b map[string]string) map[string]string {
 	for k, v := range b {
@@ -461,13 +475,22 @@ func (e *entrypoint) writePatch(ctx context.Context, dir, base string, snap *sna
 	h := sha256.New()
 	var n int64
 	var snapErr error
+	var tooLarge *tooLargeError
+	caps := e.treeCaps(note)
 	err := safefile.WriteFile(filepath.Join(e.env.Results, contract.PatchFile), 0o644, func(f *os.File) error {
 		var err error
 		if snap != nil {
+			snap.caps = caps
 			tree, res.DroppedPaths, err = snap.take(ctx, dir, e.pristine, protected, f)
+			for _, msg := range snap.notes {
+				note("%s", msg)
+			}
 			snapErr = err
 		} else {
-			err = e.diff(ctx, dir, base, f)
+			err = e.diff(ctx, dir, base, caps, f, note)
+		}
+		if errors.As(err, &tooLarge) {
+			snapErr = err
 		}
 		if err != nil {
 			var notFound *exec.Error
@@ -502,6 +525,12 @@ func (e *entrypoint) writePatch(ctx context.Context, dir, base string, snap *sna
 		return nil
 	})
 	switch {
+	case tooLarge != nil:
+		// The agent's doing, not the machine's: a verdict of its own,
+		// never "not graded" (which an evaluation may retry).
+		res.Integrity = tooLarge.Error()
+		note("%s: the agent's tree is past what a fix ever changes (%s); %s is empty and nothing was graded", tooLarge.Error(), tooLarge.detail, contract.PatchFile)
+		return "", false
 	case snapErr != nil:
 		res.GradeError = fmt.Sprintf("reading the agent's tree: %v", snapErr)
 		return "", false
@@ -535,8 +564,22 @@ func (e *entrypoint) protectedPaths(cfg *sserun.TaskConfig, note func(string, ..
 	return g
 }
 
-// diff writes the patch to out.
-func (e *entrypoint) diff(ctx context.Context, dir, base string, out *os.File) error {
+// treeCaps are the caps of the agent's tree: the task config's, else the
+// defaults.
+func (e *entrypoint) treeCaps(note func(string, ...any)) contract.TreeCaps {
+	cfg, err := sserun.ReadTaskConfig(e.env.TaskRoot)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			note("the caps of the agent's tree are the defaults: %v", err)
+		}
+		return contract.DefaultTreeCaps
+	}
+	return cfg.TreeCaps()
+}
+
+// diff writes the patch to out, once the tree has been checked against
+// caps as snapshot.take checks it.
+func (e *entrypoint) diff(ctx context.Context, dir, base string, caps contract.TreeCaps, out *os.File, note func(string, ...any)) (err error) {
 	if dir == "" {
 		return errors.New("no SOURCE_DIR: the task config has no `source`")
 	}
@@ -558,10 +601,43 @@ func (e *entrypoint) diff(ctx context.Context, dir, base string, out *os.File) e
 		}
 	}
 	idx := map[string]string{"GIT_INDEX_FILE": filepath.Join(tmp, "index")}
+	ctx, cancel := context.WithTimeout(ctx, contract.SnapshotTimeout)
+	defer cancel()
+	defer func() {
+		if err != nil && context.Cause(ctx) == context.DeadlineExceeded {
+			err = &tooLargeError{what: fmt.Sprintf("not read within %s", contract.SnapshotTimeout), detail: err.Error()}
+		}
+	}()
 	if err := e.git(ctx, dir, idx, nil, "read-tree", base); err != nil {
 		return err
 	}
-	if err := e.git(ctx, dir, idx, nil, "add", "-A"); err != nil {
+	var listing strings.Builder
+	if err := e.git(ctx, dir, nil, &listing, "ls-tree", "-r", "-l", "-z", base); err != nil {
+		return err
+	}
+	files, err := parseLsTree([]byte(listing.String()))
+	if err != nil {
+		return err
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	tc := newTreeCheck(caps, files)
+	err = tc.check(ctx, root, func(ctx context.Context, w io.Writer) error {
+		return e.git(ctx, dir, idx, w, "ls-files", "-z", "-o", "--exclude-standard")
+	})
+	root.Close()
+	if err != nil {
+		return err
+	}
+	if len(tc.nested) > 0 {
+		note("nested git repositories are left out of %s: %s", contract.PatchFile, joinCut(tc.nested, 10))
+	}
+	err = e.git(ctx, dir, idx, nil, append([]string{"add", "-A", "--ignore-errors"}, excludeNested(tc.nested)...)...)
+	if ge := (*gitError)(nil); errors.As(err, &ge) && ge.code == 1 && ctx.Err() == nil {
+		note("git refused some paths of the agent's tree; they are left out of %s: %s", contract.PatchFile, ge.msg)
+	} else if err != nil {
 		return err
 	}
 	// --no-renames keeps the patch usable by patch(1); --binary keeps
@@ -570,6 +646,10 @@ func (e *entrypoint) diff(ctx context.Context, dir, base string, out *os.File) e
 		"--no-color", "--no-ext-diff", "--no-textconv", base)
 }
 
+// gradeSlack is what the daemon may take beyond its grade's time limit:
+// copies of the tree, the last check's report.
+const gradeSlack = 5 * time.Minute
+
 // grade asks the daemon to grade the tree and records the checks, each
 // check's output in its own log.
 func (e *entrypoint) grade(ctx context.Context, tree string, res *contract.RunResult, note func(string, ...any)) {
@@ -577,7 +657,11 @@ func (e *entrypoint) grade(ctx context.Context, tree string, res *contract.RunRe
 		res.GradeError = fmt.Sprintf("no daemon to grade with (%s)", e.env.AdminSocket)
 		return
 	}
-	resp, err := sserun.Do(ctx, e.env.AdminSocket, sserun.Request{Op: sserun.OpGrade, Tree: tree})
+	// The daemon keeps the grade within its time limit; this one is for
+	// a daemon that does not answer at all (the machine's failure).
+	gctx, cancel := context.WithTimeout(ctx, e.env.GradeTimeout+gradeSlack)
+	defer cancel()
+	resp, err := sserun.Do(gctx, e.env.AdminSocket, sserun.Request{Op: sserun.OpGrade, Tree: tree})
 	if err != nil {
 		res.GradeError = err.Error()
 		note("grading: %v", err)
@@ -585,6 +669,7 @@ func (e *entrypoint) grade(ctx context.Context, tree string, res *contract.RunRe
 	}
 	if resp.Error != "" || resp.Grade == nil {
 		res.GradeError = resp.Error
+		res.Sandbox = resp.Sandbox
 		if res.GradeError == "" {
 			res.GradeError = "the daemon's answer has no grade"
 		}

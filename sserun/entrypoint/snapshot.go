@@ -3,6 +3,7 @@ package entrypoint
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/42-b3yond-6ug/ssebench/contract"
 	"github.com/42-b3yond-6ug/ssebench/sserun"
@@ -33,6 +35,14 @@ type snapshot struct {
 	base   string // the buggy commit
 	git    string // git's path, found on the image's PATH
 	path   string // the image's PATH, for git's own helpers
+	// caps bound what take reads of the agent's tree (zero fields: the
+	// defaults), and timeout the whole of take (0: the default,
+	// contract.SnapshotTimeout).
+	caps    contract.TreeCaps
+	timeout time.Duration
+	// notes are what take found that a reader of the result should
+	// know: paths git would not add, nested repositories left out.
+	notes []string
 }
 
 // snapshotAttributes override, for every path, every attribute a
@@ -152,12 +162,59 @@ func (s *snapshot) run(ctx context.Context, workTree, index string, out io.Write
 // deleted one stays), and dropped lists those paths, sorted as git sorts
 // them, for result.json's dropped_paths. The patch is unchanged: it shows
 // everything the agent did. A nil protected protects nothing.
+//
+// Before git reads a byte of the tree, the tree is checked against the
+// caps (treecaps.go), and take as a whole has a deadline: past either,
+// the error is a *tooLargeError, the run's integrity verdict. A path git
+// refuses to add (a ".GIT" directory, a name Windows or macOS would take
+// for ".git") and a nested repository are left out of the patch and of
+// the graded tree, with a note: what the agent leaves in its tree must
+// not stop its run from being graded.
 func (s *snapshot) take(ctx context.Context, sourceDir, pristine string, protected *contract.Globs, patch io.Writer) (tree string, dropped []string, err error) {
+	timeout := cmp.Or(s.timeout, contract.SnapshotTimeout)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	defer func() {
+		// The agent's tree is all that makes the snapshot slow: past its
+		// deadline (and not stopped by the caller) the tree is too large.
+		if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) && context.Cause(ctx) == context.DeadlineExceeded {
+			err = &tooLargeError{what: fmt.Sprintf("not read within %s", timeout), detail: err.Error()}
+		}
+	}()
 	index := filepath.Join(s.dir, "index")
 	if err := s.run(ctx, sourceDir, index, nil, "read-tree", s.base); err != nil {
 		return "", nil, err
 	}
-	if err := s.run(ctx, sourceDir, index, nil, "add", "-A"); err != nil {
+	var listing bytes.Buffer
+	if err := s.run(ctx, "", "", &listing, "ls-tree", "-r", "-l", "-z", s.base); err != nil {
+		return "", nil, err
+	}
+	base, err := parseLsTree(listing.Bytes())
+	if err != nil {
+		return "", nil, err
+	}
+	listing = bytes.Buffer{}
+	root, err := os.OpenRoot(sourceDir)
+	if err != nil {
+		return "", nil, err
+	}
+	tc := newTreeCheck(s.caps, base)
+	err = tc.check(ctx, root, func(ctx context.Context, w io.Writer) error {
+		return s.run(ctx, sourceDir, index, w, "ls-files", "-z", "-o", "--exclude-standard")
+	})
+	root.Close()
+	if err != nil {
+		return "", nil, err
+	}
+	if len(tc.nested) > 0 {
+		s.notes = append(s.notes, fmt.Sprintf("nested git repositories are left out of %s and of the graded tree: %s", contract.PatchFile, joinCut(tc.nested, 10)))
+	}
+	// --ignore-errors: a path git refuses is left out, the rest added;
+	// git then says so and exits 1.
+	err = s.run(ctx, sourceDir, index, nil, append([]string{"add", "-A", "--ignore-errors"}, excludeNested(tc.nested)...)...)
+	if ge := (*gitError)(nil); errors.As(err, &ge) && ge.code == 1 && ctx.Err() == nil {
+		s.notes = append(s.notes, fmt.Sprintf("git refused some paths of the agent's tree; they are left out of %s and of the graded tree: %s", contract.PatchFile, ge.msg))
+	} else if err != nil {
 		return "", nil, err
 	}
 	var out bytes.Buffer

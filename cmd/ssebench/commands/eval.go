@@ -32,6 +32,8 @@ type evalOptions struct {
 	Resources                                    contract.Limits
 	Jobs, Attempts, Timeout, Difficulty, Retries int
 	Prebuilt, BuildOnly, KeepImages              bool
+	// AllowNoSandbox is --allow-no-sandbox.
+	AllowNoSandbox bool
 	// Check is --check: the preflight of `tasks check`, then exit.
 	Check bool
 	// FailOnAudit is --fail-on-audit: a run the audit flagged counts as
@@ -146,7 +148,7 @@ on this machine: not --backend kubernetes, not --egress open.`,
 				Timeout: plan.Timeout, Difficulty: plan.Difficulty, Model: plan.Model,
 				APIKey: g.Lookup("SSE_API_KEY"), BaseURL: g.Lookup("SSE_BASE_URL"),
 				Network: network, ContainerdAddr: g.ContainerdAddr, Output: discard{},
-				Resources: &o.Resources, Ledger: ledger, KeepImages: o.KeepImages,
+				Resources: &o.Resources, Ledger: ledger, KeepImages: o.KeepImages, AllowNoSandbox: o.AllowNoSandbox,
 			}}
 			var backend evaluate.Backend = local
 			if cluster != nil {
@@ -224,6 +226,7 @@ on this machine: not --backend kubernetes, not --egress open.`,
 	f.StringVar(&o.Resume, "resume", "", "finish the evaluation in this folder: run what is missing, keep what is done")
 	f.IntVar(&o.Retries, "retries", evaluate.DefaultRetries, "times a run that failed for an infrastructure reason is tried again")
 	f.StringVar(&o.Egress, "egress", "restricted", "container network: restricted (loopback only) or open")
+	f.BoolVar(&o.AllowNoSandbox, "allow-no-sandbox", false, allowNoSandboxUsage)
 	f.BoolVar(&o.FailOnAudit, "fail-on-audit", false, "count a run the audit flagged (its patch holds what a fix never needs) as failed, and exit 2 when there is one")
 	f.StringVar(&o.Budget, "budget", "", "what all runs together may spend on the model: tokens (2000000, 500k, 2m) or US dollars ($5, 5usd); once spent, requests get 429 and no further run starts")
 	options.AddLimitFlags(f, &o.Resources)

@@ -38,7 +38,7 @@ func (e *ExitError) Error() string { return fmt.Sprintf("exit status %d", e.Code
 
 type runOptions struct {
 	Task, Agent, Local, Catalog, ToolLayer, Mode, OSImage, Egress, Model, RunsDir, Runtime string
-	Prebuilt, Build, Keep, KeepAlive, KeepImages, JSON                                     bool
+	Prebuilt, Build, Keep, KeepAlive, KeepImages, JSON, AllowNoSandbox                     bool
 	Timeout, Difficulty                                                                    int
 	Plugins                                                                                []string
 	// Model access through the gateway (restricted runs).
@@ -48,6 +48,9 @@ type runOptions struct {
 	Resources contract.Limits
 	backendOptions
 }
+
+// allowNoSandboxUsage is the help of --allow-no-sandbox (run and eval).
+const allowNoSandboxUsage = "grade where the machine refuses the scripts' sandbox (user namespaces turned off): the agent's code in the checks then shares /tmp and the loopback interface with the agent; result.json says sandbox: none and reports flag the run (default: such a run is not graded)"
 
 func newCmdRun(g *options.Global) *cobra.Command {
 	o := &runOptions{Resources: contract.DefaultLimits}
@@ -188,8 +191,8 @@ end. Sidecar mode runs in containerd only.`,
 				Timeout: o.Timeout, Difficulty: o.Difficulty,
 				APIKey: g.Lookup("SSE_API_KEY"), BaseURL: g.Lookup("SSE_BASE_URL"), Model: model,
 				KeepAlive: o.KeepAlive, Network: network, Keep: o.Keep, KeepImages: o.KeepImages, RunsDir: o.RunsDir,
-				ContainerdAddr: g.ContainerdAddr,
-				ModelFile:      o.ModelFile, ModelsDir: o.ModelsDir, Limits: o.Limits, Lookup: g.Lookup,
+				ContainerdAddr: g.ContainerdAddr, AllowNoSandbox: o.AllowNoSandbox,
+				ModelFile: o.ModelFile, ModelsDir: o.ModelsDir, Limits: o.Limits, Lookup: g.Lookup,
 				Resources: &o.Resources,
 				Output:    cmd.OutOrStdout(),
 			}
@@ -244,6 +247,7 @@ end. Sidecar mode runs in containerd only.`,
 	f.BoolVar(&o.Keep, "keep", false, "keep the container and its snapshot in containerd")
 	f.BoolVar(&o.KeepImages, "keep-images", false, "leave the images the run imported in containerd, so that the next run of them starts faster (default: removed after the run; ssebench prune --all removes kept ones)")
 	f.BoolVar(&o.KeepAlive, "keep-alive", false, "SSE_KEEP_ALIVE=1: the container stays up after grading")
+	f.BoolVar(&o.AllowNoSandbox, "allow-no-sandbox", false, allowNoSandboxUsage)
 	f.StringVar(&o.ToolLayer, "tool-layer", "", "tool layer (default "+pipeline.DefaultToolLayer+"; available: "+strings.Join(pipeline.DefaultToolLayers.Names(), ", ")+"); not with --mode sidecar or --prebuilt")
 	f.StringVar(&o.OSImage, "os-image", "", "sidecar mode: the OS image tool-sidecar-agent starts from (default $"+pipeline.OSImageEnv+", the base images' OS image)")
 	f.StringVar(&o.Mode, "mode", pipeline.ModeSandbox, "sandbox (agent and project in one container) or sidecar (two containers sharing the source tree)")
