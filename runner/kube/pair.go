@@ -55,6 +55,11 @@ func (o *options) planPair(ps runner.PairSpec, token string) (*plan, error) {
 	}
 	task := ps.Task
 	task.Gateway = nil
+	// One pod, one network namespace: the agent's network is the pod's
+	// (an open run's pod gets no NetworkPolicy). The task container's
+	// scripts have a loopback of their own, and the daemon listens on
+	// Unix sockets only.
+	task.Network = ag.Network
 	task.Env = append(slices.Clone(task.Env), contract.EnvHandoverDir+"="+contract.HandoverTaskDir)
 	p, err := o.planRun(task, token)
 	if err != nil {

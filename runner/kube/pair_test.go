@@ -129,3 +129,24 @@ func TestPlanPairRefuses(t *testing.T) {
 		t.Error("planPair with a relative SOURCE_DIR succeeded")
 	}
 }
+
+// TestPlanPairNetwork: the pod's network is the agent's, for both
+// containers of it: an open run's pod gets no NetworkPolicy, a restricted
+// one's does.
+func TestPlanPairNetwork(t *testing.T) {
+	o, err := makeOptions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []runner.Network{runner.NetworkOpen, runner.NetworkRestricted} {
+		ps := testPair(t)
+		ps.Agent.Network, ps.Task.Network = n, runner.NetworkRestricted
+		p, err := o.planPair(ps, "t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.policy != nil; got != (n == runner.NetworkRestricted) {
+			t.Errorf("a %s run's pod has a NetworkPolicy: %v", n, got)
+		}
+	}
+}
