@@ -44,6 +44,18 @@ type Config struct {
 	// Tests names the tests the grade judges by name; nil: the test
 	// checks are judged by the test script's exit code alone.
 	Tests *Tests `yaml:"tests" json:"tests,omitempty"`
+	// Caps raise what the snapshot reads of the agent's tree
+	// (contract.TreeCaps) for a task whose fix legitimately writes more;
+	// nil: the defaults.
+	Caps *Caps `yaml:"caps" json:"caps,omitempty"`
+}
+
+// Caps are config.yaml's caps. Sizes are a number of bytes or a number
+// with Ki, Mi or Gi ("512Mi"); a missing key keeps its default.
+type Caps struct {
+	ChangedBytes string `yaml:"changed_bytes,omitempty" json:"changed_bytes,omitempty"`
+	FileBytes    string `yaml:"file_bytes,omitempty" json:"file_bytes,omitempty"`
+	ChangedFiles int64  `yaml:"changed_files,omitempty" json:"changed_files,omitempty"`
 }
 
 // Tests are the tests a task names, SWE-bench style, and the format of
@@ -510,6 +522,7 @@ func (c *Config) check(name string, lines map[string]int) Problems {
 	}
 
 	c.checkTests(add)
+	c.checkCaps(add)
 
 	if o := c.Originality; o != nil && *o != "public" && *o != "crafted" {
 		add("originality", "%q is not one of public, crafted", *o)
@@ -534,6 +547,25 @@ func checkImagePath(p string) string {
 		return fmt.Sprintf("%q names /ssebench itself, not a file in it", p)
 	}
 	return ""
+}
+
+// checkCaps checks the caps: sizes the runtime can read, counts not
+// negative.
+func (c *Config) checkCaps(add func(key, format string, args ...any)) {
+	if c.Caps == nil {
+		return
+	}
+	for _, f := range []struct{ key, v string }{{"caps.changed_bytes", c.Caps.ChangedBytes}, {"caps.file_bytes", c.Caps.FileBytes}} {
+		if f.v == "" {
+			continue
+		}
+		if _, err := contract.ParseBytes(f.v); err != nil {
+			add(f.key, "%v", err)
+		}
+	}
+	if c.Caps.ChangedFiles < 0 {
+		add("caps.changed_files", "%d is negative", c.Caps.ChangedFiles)
+	}
 }
 
 // checkTests checks the tests mapping: a known format, lists only with a

@@ -87,6 +87,11 @@ func TestParseConfigValid(t *testing.T) {
 	if diff := cmp.Diff([]string{"build", "poc", "function_test", "intent_test"}, cfg.Checks()); diff != "" {
 		t.Errorf("Checks() mismatch (-want +got):\n%s", diff)
 	}
+	// caps, which the runtime reads too, parse here.
+	cfg, ps = ParseConfig("c.yaml", []byte(validConfig+"caps:\n  changed_bytes: 512Mi\n  file_bytes: 1073741824\n  changed_files: 50000\n"))
+	if len(ps) > 0 || cfg.Caps == nil || *cfg.Caps != (Caps{ChangedBytes: "512Mi", FileBytes: "1073741824", ChangedFiles: 50000}) {
+		t.Errorf("ParseConfig(caps) = %+v, %v", cfg.Caps, ps)
+	}
 }
 
 func TestParseConfigProblems(t *testing.T) {
@@ -122,6 +127,10 @@ func TestParseConfigProblems(t *testing.T) {
 		name:   "wrong shape",
 		config: edit(t, "  build: scripts/build.sh\n", "  build: [a]\n", "  - pocs/poc.go\n", "  - {a: b}\n"),
 		want:   []string{"c.yaml:11: scripts.build: expected a string, got a list", "c.yaml:17: files.poc[0]: expected a string, got a mapping"},
+	}, {
+		name:   "caps that the runtime cannot read",
+		config: validConfig + "caps:\n  changed_bytes: 512Mo\n  file_bytes: 64Mi\n  changed_files: -1\n",
+		want:   []string{`c.yaml:24: caps.changed_bytes: "512Mo" is not a size: write bytes, or a number with Ki, Mi, Gi or Ti (e.g. 4Gi)`, "c.yaml:26: caps.changed_files: -1 is negative"},
 	}, {
 		name:   "key given twice",
 		config: validConfig + "id: other\n",
