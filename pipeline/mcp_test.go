@@ -17,8 +17,8 @@ import (
 // files, the daemon's admin socket and /ssebench are out of reach, and
 // that the MCP server runs as nobody; then it leaves behind a sleep and a
 // loop that rewrites stamp.txt every 100 ms, both out of its process
-// group, and a test file that reports, when the grade runs it, the stamp
-// it sees and how many processes of model are alive.
+// group, and Go code that reports, when the grade's test binary runs it, the
+// stamp it sees and how many processes of model are alive.
 const leftover = `#!/bin/bash
 fail=0
 bad() { echo "BAD: $*"; fail=1; }
@@ -29,10 +29,12 @@ for p in /ssebench /ssebench/mcp /ssebench/mcp/ssebench-mcp /ssebench/ssebench-d
 done
 [ -z "${SSE_ADMIN_SOCKET:-}" ] || bad "SSE_ADMIN_SOCKET is set"
 err=$(SSE_DAEMON_SOCKET=/run/ssebench/admin.sock /usr/local/bin/entrypoint --call ping 2>&1) && bad "pinged the admin socket"
-case "$err" in *"permission denied"*) ;; *) bad "admin socket: $err" ;; esac
+# In a sandbox run the admin socket is in the task's container, not here.
+case "$err" in *"permission denied"*|*"no such file or directory"*) ;; *) bad "admin socket: $err" ;; esac
 mcp=
 for d in /proc/[0-9]*; do
 	[ "$(cat "$d/comm" 2>/dev/null)" = ssebench-mcp ] && mcp=$d
+	case "$(tr '\0' ' ' <"$d/cmdline" 2>/dev/null)" in *" --mcp-http "*) mcp=$d ;; esac
 done
 [ -n "$mcp" ] || bad "no MCP server process"
 [ "$(stat -c %u "$mcp")" = 65534 ] || bad "the MCP server runs as $(stat -c %u "$mcp"), not nobody"
@@ -41,16 +43,22 @@ cat "$mcp/exe" >/dev/null 2>&1 && bad "can read the MCP server's program"
 curl -sf -o /dev/null http://127.0.0.1:3000/mcp -X POST -H 'Content-Type: application/json' -d '{' ; [ $? = 22 ] || bad "the MCP server does not answer on 127.0.0.1:3000"
 
 cd /src/kvconf || exit 1
-cat > stamp_test.go <<'EOF'
+# A test file would not be graded (the graded tree takes the pristine
+# *_test.go files), so the report comes from an init in the package, run
+# by the test binary.
+cat > stamp.go <<'EOF'
 package kvconf
 
 import (
+	"fmt"
 	"os"
 	"strings"
-	"testing"
 )
 
-func TestStamp(t *testing.T) {
+func init() {
+	if !strings.HasSuffix(os.Args[0], ".test") {
+		return
+	}
 	stamp, _ := os.ReadFile("stamp.txt")
 	n := 0
 	ents, _ := os.ReadDir("/proc")
@@ -65,7 +73,7 @@ func TestStamp(t *testing.T) {
 			}
 		}
 	}
-	t.Fatalf("STAMP=%s MODEL_PROCESSES=%d", strings.TrimSpace(string(stamp)), n)
+	fmt.Printf("STAMP=%s MODEL_PROCESSES=%d\n", strings.TrimSpace(string(stamp)), n)
 }
 EOF
 setsid sleep 1000 &
@@ -206,9 +214,9 @@ func TestMCP(t *testing.T) {
 			t.Fatalf("final.patch has no stamp.txt:\n%s", patch)
 		}
 		// The graded tree is final.patch applied to the original: the
-		// test the agent wrote sees the stamp of the patch, and no
-		// process of model. (The hidden tests panic on the buggy tree
-		// before they reach it.)
+		// agent's code sees the stamp of the patch, and no process of
+		// model. (The hidden tests panic on the buggy tree, so the
+		// project's own tests' log is the one that shows it.)
 		want := "STAMP=" + m[1] + " MODEL_PROCESSES=0"
 		if got := read(t, filepath.Join(res.Dir, "test.log")); !strings.Contains(got, want) {
 			t.Errorf("test.log does not contain %q:\n%s", want, got)

@@ -299,8 +299,17 @@ func TestGraftDeterministic(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Graft() = %v", err)
 		}
-		if n, want := len(newLayers(t, out, tool)), 4; n != want {
-			t.Errorf("grafted image adds %d layers to the tool image, want %d (WORKDIR and three COPY)", n, want)
+		// The blind layer stays: the agent's container must not see the
+		// answers the tool image holds.
+		added := newLayers(t, out, tool)
+		if n, want := len(added), 5; n != want {
+			t.Errorf("grafted image adds %d layers to the tool image, want %d (the blind layer, WORKDIR and three COPY)", n, want)
+		} else {
+			bl, _ := blind.Layers()
+			wantD, _ := bl[len(bl)-1].Digest()
+			if d, _ := added[0].Digest(); d != wantD {
+				t.Errorf("first added layer = %s, want the blind layer %s", d, wantD)
+			}
 		}
 		m, err := out.Manifest()
 		if err != nil {
