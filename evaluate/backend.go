@@ -92,12 +92,13 @@ func (c *Containerd) Cleanup(ctx context.Context, id string) error {
 	if addr == "" {
 		addr = runner.DefaultAddress
 	}
-	cl, err := containerd.New(addr, containerd.WithDefaultNamespace(runner.DefaultNamespace))
+	ns := runner.Namespace()
+	cl, err := containerd.New(addr, containerd.WithDefaultNamespace(ns))
 	if err != nil {
 		return fmt.Errorf("connecting to containerd: %w", err)
 	}
 	defer cl.Close()
-	ctx = namespaces.WithNamespace(ctx, runner.DefaultNamespace)
+	ctx = namespaces.WithNamespace(ctx, ns)
 	ctrs, err := cl.Containers(ctx, evalFilter(id))
 	if err != nil {
 		return fmt.Errorf("listing the evaluation's containers: %w", err)
@@ -113,7 +114,7 @@ func (c *Containerd) Cleanup(ctx context.Context, id string) error {
 				errs = append(errs, err)
 			}
 		}
-		if err := ctr.Delete(ctx, containerd.WithSnapshotCleanup); err != nil {
+		if err := ctr.Delete(ctx, runner.WithRootCleanup); err != nil {
 			errs = append(errs, fmt.Errorf("removing container %s: %w", ctr.ID(), err))
 		}
 	}

@@ -100,11 +100,16 @@ type RunRequest struct {
 	// Keep leaves the container and its snapshot in containerd.
 	Keep bool
 	// KeepImages leaves the images the run put into containerd there
-	// (--keep-images), labelled kept: the next run of them starts without
-	// importing and unpacking. Without it they are removed from containerd
-	// (not from the store) when the run ends, unless a later run of the
-	// same invocation needs them (WithImagesNeeded).
+	// (--keep-images), so that the next run of them starts without
+	// importing and unpacking: under ImageBudget, or, when that is 0,
+	// labelled kept. Without it they are removed from containerd (not
+	// from the store) when the run ends, unless a later run of the same
+	// invocation needs them (WithImagesNeeded).
 	KeepImages bool
+	// ImageBudget bounds, with KeepImages, what the images ssebench
+	// imported take in containerd (runner.RunSpec.ImageBudget): past it,
+	// the least recently used go.
+	ImageBudget int64
 	// RunsDir is where runs/<run-id>/ goes; "" means ./runs.
 	RunsDir string
 	// ContainerdAddr is containerd's socket; "" means the default.
@@ -310,6 +315,8 @@ type runState struct {
 
 	// runID names the run; dir is its folder, runs/<run-id>/.
 	runID, dir string
+	// layersUnpacked is summary.json's layers_unpacked: both containers'.
+	layersUnpacked int
 }
 
 // lap records how long step k took since since.
@@ -393,6 +400,7 @@ func (e *Env) containerSpec(ctx context.Context, r *runState, gw *runGateway) (r
 		Output:  req.Output,
 		// Removed when the run is over unless kept or needed later.
 		RemoveImage: !req.KeepImages,
+		ImageBudget: req.ImageBudget,
 		ImageNeeded: ImagesNeeded(ctx),
 		Mounts: []runner.Mount{
 			{Source: r.dir, Target: ResultsPath},
@@ -497,11 +505,7 @@ func (e *Env) runPair(ctx context.Context, ex Executor, r *runState, spec runner
 		}
 	}
 	if res != nil {
-		startup := res.StartupTime
-		if agentRes != nil {
-			startup += agentRes.StartupTime
-		}
-		r.timings["startup"] = startup.Seconds()
+		r.recordStartup(res, agentRes)
 		if res.Image != nil {
 			r.images["tool"] = pinned(r.toolName, res.Image.Target.Digest.String())
 		}

@@ -98,9 +98,12 @@ func setup(t *testing.T) *e2e {
 func (x *e2e) run(t *testing.T, ctx context.Context, agentFolder string, mod func(*pipeline.RunRequest)) (*pipeline.RunResult, string, error) {
 	t.Helper()
 	var out bytes.Buffer
+	// As the CLI does by default (--keep-images under its budget): the
+	// images stay in containerd for the next run, which then unpacks
+	// nothing; the test's clean-up removes them.
 	req := pipeline.RunRequest{
 		Task: e2eTask, Agent: agentFolder, RunsDir: x.runs, Timeout: 300,
-		Output: &out,
+		Output: &out, KeepImages: true, ImageBudget: runner.DefaultImageBudget,
 	}
 	if mod != nil {
 		mod(&req)
@@ -148,8 +151,9 @@ func TestRun(t *testing.T) {
 	ctx := context.Background()
 
 	t.Run("dummy", func(t *testing.T) {
-		// --keep-images: the second run below starts without an import.
-		res, out, err := x.run(t, ctx, "dummy", func(r *pipeline.RunRequest) { r.Difficulty, r.Model, r.KeepImages = 3, "test-model", true })
+		// --keep-images=all: the second run below starts without an
+		// import, and the image stays labelled kept.
+		res, out, err := x.run(t, ctx, "dummy", func(r *pipeline.RunRequest) { r.Difficulty, r.Model, r.ImageBudget = 3, "test-model", 0 })
 		if err != nil {
 			t.Fatalf("Run() = %v\n%s", err, out)
 		}
@@ -210,7 +214,7 @@ func TestRun(t *testing.T) {
 
 	t.Run("timeout", func(t *testing.T) {
 		start := time.Now()
-		res, out, err := x.run(t, ctx, "sleeper", func(r *pipeline.RunRequest) { r.Timeout = 3 })
+		res, out, err := x.run(t, ctx, "sleeper", func(r *pipeline.RunRequest) { r.Timeout, r.KeepImages = 3, false })
 		if err != nil {
 			t.Fatalf("Run() = %v\n%s", err, out)
 		}
@@ -224,7 +228,7 @@ func TestRun(t *testing.T) {
 	})
 
 	t.Run("patcher", func(t *testing.T) {
-		res, out, err := x.run(t, ctx, "patcher", nil)
+		res, out, err := x.run(t, ctx, "patcher", func(r *pipeline.RunRequest) { r.KeepImages = false })
 		if err != nil || res.Summary.ExitCode != 0 {
 			t.Fatalf("Run() = %v\n%s", err, out)
 		}
@@ -239,7 +243,8 @@ func TestRun(t *testing.T) {
 		if !strings.Contains(patch, "diff --git") {
 			t.Errorf("final.patch = %q, want the agent's diff", patch)
 		}
-		// By default a run takes its image out of containerd again.
+		// With --keep-images=none a run takes its image out of
+		// containerd again.
 		if img := inContainerd(t, res.Summary.Images["agent"]); img != nil {
 			t.Errorf("after the run containerd still has its image %s", img.Name)
 		}
@@ -308,7 +313,7 @@ func TestRun(t *testing.T) {
 		var res *pipeline.RunResult
 		var err error
 		go func() {
-			res, _, err = x.run(t, cctx, "sleeper", nil)
+			res, _, err = x.run(t, cctx, "sleeper", func(r *pipeline.RunRequest) { r.KeepImages = false })
 			close(done)
 		}()
 		// Ctrl-C once the agent runs: the entrypoint creates agent.log in
@@ -355,7 +360,8 @@ func TestRun(t *testing.T) {
 		if _, err := c.LoadContainer(nctx, "ssebench-"+res.Summary.RunID); err == nil {
 			t.Errorf("container ssebench-%s is still there", res.Summary.RunID)
 		}
-		// An interrupted run removes its image as a finished one does.
+		// An interrupted run removes its image as a finished one does
+		// (--keep-images=none, as the timeout's run before it).
 		if img := inContainerd(t, x.env.Names.Agent("sleeper", e2eTask, "")); img != nil {
 			t.Errorf("after the interrupted run containerd still has its image %s", img.Name)
 		}

@@ -40,9 +40,7 @@ func (r *runState) summary(res *runner.Result) *results.Summary {
 		RunID: r.runID, Task: req.Task, Agent: req.agentName(), Platform: r.platform, Images: r.images,
 		Timings: r.timings, ExitCode: res.ExitCode, Results: r.dir, Started: r.started.UTC(), Finished: time.Now().UTC(),
 	}
-	if res.Image != nil {
-		s.LayersUnpacked = res.Image.Stats.LayersUnpacked
-	}
+	s.LayersUnpacked = r.layersUnpacked
 	s.Config.ToolLayer = req.ToolLayer
 	s.Config.Mode = ModeSandbox
 	if r.sidecar {
@@ -80,4 +78,29 @@ func runStatus(res *runner.Result) string {
 	default:
 		return "failed"
 	}
+}
+
+// recordStartup records the start-up of the run's containers (nil ones
+// left out): its total and split in the timings, and the layers unpacked.
+func (r *runState) recordStartup(rs ...*runner.Result) {
+	var total time.Duration
+	var st runner.Startup
+	for _, res := range rs {
+		if res == nil {
+			continue
+		}
+		total += res.StartupTime
+		st.Import += res.Startup.Import
+		st.Unpack += res.Startup.Unpack
+		st.Create += res.Startup.Create
+		st.Start += res.Startup.Start
+		if res.Image != nil {
+			r.layersUnpacked += res.Image.Stats.LayersUnpacked
+		}
+	}
+	r.timings[results.TimingStartup] = total.Seconds()
+	r.timings[results.TimingImport] = st.Import.Seconds()
+	r.timings[results.TimingUnpack] = st.Unpack.Seconds()
+	r.timings[results.TimingCreate] = st.Create.Seconds()
+	r.timings[results.TimingStart] = st.Start.Seconds()
 }

@@ -83,6 +83,9 @@ func writeMarkdown(w io.Writer, rep *Report) error {
 			a.MeanAgentSeconds, a.Seconds, a.BuildSeconds, a.AgentSeconds, a.GradeSeconds)
 	}
 	b.WriteString("\nTime: building is images built and imported and the container started; agent is the agent's own time; grading the checks.\n")
+	if st := rep.Startup; st != nil {
+		b.WriteString(st.Text() + "\n")
+	}
 	b.WriteString("Forged: runs with an integrity verdict (the grade's evidence was forged), neither passed nor failed. Flagged: runs whose patch the audit flagged.\n")
 	attentionMarkdown(&b, rep)
 	b.WriteString("\n## Checks\n\n| agent | model |")

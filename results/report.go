@@ -36,6 +36,8 @@ type Report struct {
 	// FailOnAudit says the runs the audit flagged count as failed
 	// (--fail-on-audit; see FailOnAudit).
 	FailOnAudit bool `json:"fail_on_audit,omitempty"`
+	// Startup is the runs' median start-up; nil when no run recorded one.
+	Startup *StartupStats `json:"startup,omitempty"`
 }
 
 // AgentStats is one agent with one model over every attempt.
@@ -149,7 +151,7 @@ type Cell struct {
 
 // NewReport computes the report of runs.
 func NewReport(title string, runs []*Run) *Report {
-	rep := &Report{Title: title, Runs: len(runs), Tasks: []string{}, Agents: []AgentStats{}, Matrix: []TaskRow{}, Entries: []Entry{}}
+	rep := &Report{Title: title, Runs: len(runs), Tasks: []string{}, Agents: []AgentStats{}, Matrix: []TaskRow{}, Entries: []Entry{}, Startup: newStartupStats(runs)}
 	type key struct{ agent, model string }
 	agents := map[key]*AgentStats{}
 	checks := map[key]map[string]*CheckRate{}

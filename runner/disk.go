@@ -62,7 +62,8 @@ func (r *Runner) upperDir(ctx context.Context, c client.Container) string {
 	if err != nil {
 		return ""
 	}
-	ms, err := r.client.SnapshotService(info.Snapshotter).Mounts(ctx, info.SnapshotKey)
+	sn, key := rootSnapshot(info)
+	ms, err := r.client.SnapshotService(sn).Mounts(ctx, key)
 	if err != nil {
 		return ""
 	}

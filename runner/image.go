@@ -66,16 +66,25 @@ type ImportStats struct {
 	// Layers is the number of layers of the platform's manifest.
 	Layers int
 	// LayersUnpacked is how many layer snapshots did not exist yet and
-	// were unpacked.
-	LayersUnpacked int
-	// Duration is the wall time of the whole step.
-	Duration time.Duration
+	// were unpacked; LayersFromStore how many of those were unpacked
+	// straight from the local store's file (see unpackFromStore), never
+	// written to containerd's content store.
+	LayersUnpacked  int
+	LayersFromStore int
+	// Duration is the wall time of the whole step; Unpack the part of it
+	// spent unpacking layers (the rest is the content and the image
+	// record: the import, or the pull).
+	Duration, Unpack time.Duration
 }
 
 // Import copies the image ref from the local image store (see WithStore)
-// into containerd, writing only the blobs containerd's content store
-// lacks, points containerd's image record ref at it and unpacks it for
-// the runner's platform.
+// into containerd, writing only the index, manifest and config blobs
+// containerd's content store lacks, points containerd's image record ref
+// at it and unpacks it for the runner's platform: each layer that has no
+// snapshot yet is unpacked once, straight from its file in the store
+// (containerd's content store never holds a second copy of it), or, where
+// this process cannot write the snapshot, written to containerd and
+// unpacked by it.
 func (r *Runner) Import(ctx context.Context, ref string) (*Image, error) {
 	ctx, done, err := r.lease(ctx)
 	if err != nil {
@@ -157,6 +166,11 @@ func (r *Runner) importImage(ctx context.Context, ref string, labels map[string]
 	var stats ImportStats
 	ensure := images.HandlerFunc(func(ctx context.Context, d ocispec.Descriptor) ([]ocispec.Descriptor, error) {
 		stats.Blobs++
+		if images.IsLayerType(d.MediaType) {
+			// Layers are read from the store by unpack, and only those
+			// that have no snapshot yet.
+			return nil, nil
+		}
 		written, err := r.ensureBlob(ctx, cs, src, d)
 		if err != nil {
 			return nil, err
@@ -184,7 +198,7 @@ func (r *Runner) importImage(ctx context.Context, ref string, labels map[string]
 	if err := r.putImage(ctx, img); err != nil {
 		return nil, err
 	}
-	if err := r.unpack(ctx, img, &stats); err != nil {
+	if err := r.unpack(ctx, img, &stats, src); err != nil {
 		return nil, err
 	}
 	stats.Duration = time.Since(start)
@@ -311,7 +325,7 @@ func (r *Runner) pullImage(ctx context.Context, ref string, extra map[string]str
 		return nil, fmt.Errorf("pulling %s: %w", cname, err)
 	}
 	img := ci.Metadata()
-	if err := r.unpack(ctx, img, &stats); err != nil {
+	if err := r.unpack(ctx, img, &stats, nil); err != nil {
 		return nil, err
 	}
 	stats.Duration = time.Since(start)
@@ -361,14 +375,18 @@ func (r *Runner) credentials(host string) (string, string, error) {
 
 // unpack applies the platform's layers that have no snapshot yet, one by
 // one on their parent chain, and labels the config so that the garbage
-// collector keeps the snapshots as long as the image exists.
+// collector keeps the snapshots as long as the image exists. With src (an
+// import), a layer's bytes come from the local store (see applyLayer);
+// without (a pull), from containerd's content store.
 //
 // It does what client.Image.Unpack does, by hand: against Debian's
 // containerd 1.6 daemon the v2 client's Unpack failed on images that ctr
 // and this loop unpack fine ("wrong diff id calculated on extraction" for a
 // layer whose diff id was right), and the loop also lets us count what was
 // unpacked.
-func (r *Runner) unpack(ctx context.Context, img images.Image, stats *ImportStats) error {
+func (r *Runner) unpack(ctx context.Context, img images.Image, stats *ImportStats, src *storeProvider) error {
+	start := time.Now()
+	defer func() { stats.Unpack = time.Since(start) }()
 	cs := r.client.ContentStore()
 	m, err := images.Manifest(ctx, cs, img.Target, r.matcher())
 	if err != nil {
@@ -407,10 +425,14 @@ func (r *Runner) unpack(ctx context.Context, img images.Image, stats *ImportStat
 		if i > 0 {
 			parent = identity.ChainID(diffIDs[:i]).String()
 		}
-		if err := r.applyLayer(ctx, sn, a, l, diffIDs[i], parent, chain); err != nil {
+		fromStore, err := r.applyLayer(ctx, sn, a, src, l, diffIDs[i], parent, chain)
+		if err != nil {
 			return fmt.Errorf("unpacking layer %d/%d (%s) of %s into the %s snapshotter: %w", i+1, len(layers), l.Digest, img.Name, r.snapshotter, err)
 		}
 		stats.LayersUnpacked++
+		if fromStore {
+			stats.LayersFromStore++
+		}
 	}
 	top := identity.ChainID(diffIDs).String()
 	label := "containerd.io/gc.ref.snapshot." + r.snapshotter
@@ -421,8 +443,13 @@ func (r *Runner) unpack(ctx context.Context, img images.Image, stats *ImportStat
 }
 
 // applyLayer extracts one layer on its parent snapshot and commits it under
-// its chain id, checking the uncompressed digest.
-func (r *Runner) applyLayer(ctx context.Context, sn snapshots.Snapshotter, a diff.Applier, layer ocispec.Descriptor, diffID digest.Digest, parent, chain string) (retErr error) {
+// its chain id, checking the uncompressed digest. With src, the layer is
+// read from the store's file and written into the snapshot by this process
+// (unpackFromStore) when it can; otherwise (a pull, or a snapshot this
+// process cannot write) containerd applies it from its content store, the
+// blob written there first for an import. It reports whether the layer
+// came from the store.
+func (r *Runner) applyLayer(ctx context.Context, sn snapshots.Snapshotter, a diff.Applier, src *storeProvider, layer ocispec.Descriptor, diffID digest.Digest, parent, chain string) (fromStore bool, retErr error) {
 	key := fmt.Sprintf("extract-%d-%s", time.Now().UnixNano(), chain)
 	// The lease on ctx holds the extract snapshot, and nothing else does:
 	// a gc.root label here kept every snapshot of an interrupted unpack
@@ -430,20 +457,48 @@ func (r *Runner) applyLayer(ctx context.Context, sn snapshots.Snapshotter, a dif
 	// expires (leaseExpiry) and the collector then takes it.
 	mounts, err := sn.Prepare(ctx, key, parent)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer func() {
 		if retErr != nil {
 			sn.Remove(context.WithoutCancel(ctx), key)
 		}
 	}()
+	if src != nil && !r.opts.unpackInDaemon {
+		err := unpackFromStore(ctx, src.s, layer, diffID, mounts)
+		if err == nil {
+			return true, r.commit(ctx, sn, key, chain)
+		}
+		if !errors.Is(err, errNotWritableHere) {
+			return false, err
+		}
+	}
+	if src != nil {
+		if _, err := r.ensureBlob(ctx, r.client.ContentStore(), src, layer); err != nil {
+			return false, err
+		}
+	}
 	d, err := a.Apply(ctx, layer, mounts)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if d.Digest != diffID {
-		return fmt.Errorf("its content has diff id %s, the config says %s", d.Digest, diffID)
+		return false, fmt.Errorf("its content has diff id %s, the config says %s", d.Digest, diffID)
 	}
+	if err := r.commit(ctx, sn, key, chain); err != nil {
+		return false, err
+	}
+	// What Unpack records: the blob's uncompressed digest, checked above.
+	info := content.Info{Digest: layer.Digest, Labels: map[string]string{"containerd.io/uncompressed": diffID.String()}}
+	if _, err := r.client.ContentStore().Update(ctx, info, "labels.containerd.io/uncompressed"); err != nil {
+		return false, err
+	}
+	return false, nil
+}
+
+// commit commits the extract snapshot key under chain, or removes it when
+// another run committed chain first.
+func (r *Runner) commit(ctx context.Context, sn snapshots.Snapshotter, key, chain string) error {
 	if err := sn.Commit(ctx, chain, key); errdefs.IsAlreadyExists(err) {
 		// Another run (eval --jobs, a reference beside a dummy) committed
 		// the same layer first: this copy is a whole unpacked layer that
@@ -452,11 +507,6 @@ func (r *Runner) applyLayer(ctx context.Context, sn snapshots.Snapshotter, a dif
 			return fmt.Errorf("removing a second unpack of %s: %w", chain, err)
 		}
 	} else if err != nil {
-		return err
-	}
-	// What Unpack records: the blob's uncompressed digest, checked above.
-	info := content.Info{Digest: layer.Digest, Labels: map[string]string{"containerd.io/uncompressed": diffID.String()}}
-	if _, err := r.client.ContentStore().Update(ctx, info, "labels.containerd.io/uncompressed"); err != nil {
 		return err
 	}
 	return nil

@@ -28,6 +28,20 @@ const DefaultAddress = "/run/containerd/containerd.sock"
 // containerd users (Kubernetes uses k8s.io, Docker moby).
 const DefaultNamespace = "ssebench"
 
+// NamespaceEnv is the environment variable that names another namespace
+// when WithNamespace is not given: a benchmark's, so that what it measures
+// (and prunes) is its own.
+const NamespaceEnv = "SSEBENCH_CONTAINERD_NAMESPACE"
+
+// Namespace is the namespace a Runner works in without WithNamespace:
+// $SSEBENCH_CONTAINERD_NAMESPACE, else DefaultNamespace.
+func Namespace() string {
+	if ns := strings.TrimSpace(os.Getenv(NamespaceEnv)); ns != "" {
+		return ns
+	}
+	return DefaultNamespace
+}
+
 // Snapshotter names.
 const (
 	// SnapshotterOverlayFS is the default snapshotter: a layer is unpacked
@@ -60,13 +74,16 @@ type options struct {
 	keychain    authn.Keychain
 	stopTimeout time.Duration
 	timeout     time.Duration
+	// unpackInDaemon has containerd unpack every layer from its content
+	// store, as a pull does (tests compare the two).
+	unpackInDaemon bool
 }
 
 // makeOptions fills in every default, applies opts and checks the result.
 func makeOptions(opts ...Option) (*options, error) {
 	o := &options{
 		address:     addressFromEnv(),
-		namespace:   DefaultNamespace,
+		namespace:   Namespace(),
 		platform:    defaultPlatform(),
 		keychain:    authn.DefaultKeychain,
 		stopTimeout: DefaultStopTimeout,
@@ -76,6 +93,9 @@ func makeOptions(opts ...Option) (*options, error) {
 		if err := opt(o); err != nil {
 			return nil, err
 		}
+	}
+	if err := identifiers.Validate(o.namespace); err != nil {
+		return nil, fmt.Errorf("invalid containerd namespace %q (%s): use letters, digits and single '.', '_' or '-' between them", o.namespace, NamespaceEnv)
 	}
 	return o, nil
 }
@@ -207,6 +227,15 @@ func WithConnectTimeout(d time.Duration) Option {
 func WithPlainHTTP(f func(host string) bool) Option {
 	return func(o *options) error {
 		o.plainHTTP = f
+		return nil
+	}
+}
+
+// withUnpackInDaemon makes Import hand every layer to containerd to unpack
+// (written to its content store first), as before unpackFromStore.
+func withUnpackInDaemon() Option {
+	return func(o *options) error {
+		o.unpackInDaemon = true
 		return nil
 	}
 }

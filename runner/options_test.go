@@ -155,3 +155,15 @@ func TestParseNetwork(t *testing.T) {
 		t.Errorf(`ParseNetwork("host") error = %v, want one naming the choices`, err)
 	}
 }
+
+// TestKernelAtLeast: a root file system is volatile only on a kernel whose
+// overlayfs takes the option (5.10).
+func TestKernelAtLeast(t *testing.T) {
+	for rel, want := range map[string]bool{
+		"6.1.0-18-amd64": true, "5.10.0": true, "5.9.16": false, "4.19.0-26-amd64": false, "5.15": true, "junk": false, "": false,
+	} {
+		if got := kernelAtLeast(rel, 5, 10); got != want {
+			t.Errorf("kernelAtLeast(%q, 5, 10) = %v, want %v", rel, got, want)
+		}
+	}
+}

@@ -159,7 +159,8 @@ func (r *Runner) pruneContainers(ctx context.Context, p *Pruned, o pruneOptions)
 		}
 		it := PrunedItem{Kind: PruneContainer, Name: c.ID()}
 		if o.dryRun {
-			it.Bytes = r.snapshotSize(ctx, info.Snapshotter, info.SnapshotKey)
+			sn, key := rootSnapshot(info)
+			it.Bytes = r.snapshotSize(ctx, sn, key)
 			p.Items = append(p.Items, it)
 			continue
 		}
@@ -168,7 +169,7 @@ func (r *Runner) pruneContainers(ctx context.Context, p *Pruned, o pruneOptions)
 				return nil, fmt.Errorf("deleting the task of container %s: %w", c.ID(), err)
 			}
 		}
-		if err := c.Delete(ctx, client.WithSnapshotCleanup); err != nil && !errdefs.IsNotFound(err) {
+		if err := c.Delete(ctx, WithRootCleanup); err != nil && !errdefs.IsNotFound(err) {
 			return nil, fmt.Errorf("removing container %s: %w", c.ID(), err)
 		}
 		p.Items = append(p.Items, it)

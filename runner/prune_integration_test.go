@@ -377,7 +377,7 @@ func TestIntegrationSecondUnpack(t *testing.T) {
 	// The layer unpacked again, as the run that lost the race does.
 	sn := r.Client().SnapshotService(r.Snapshotter())
 	chain := identity.ChainID(diffIDs[:1]).String()
-	if err := r.applyLayer(ctx, sn, r.Client().DiffService(), m.Layers[0], diffIDs[0], "", chain); err != nil {
+	if _, err := r.applyLayer(ctx, sn, r.Client().DiffService(), &storeProvider{s: st}, m.Layers[0], diffIDs[0], "", chain); err != nil {
 		t.Fatalf("the second unpack of the first layer: %v", err)
 	}
 	var left []string

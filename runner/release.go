@@ -68,13 +68,32 @@ func (r *Runner) acquireImage(ctx context.Context, ref string) (useKey, error) {
 	return k, nil
 }
 
-// releaseImage ends a run's use of k. The last run of the process to use
-// an image this process put into containerd removes its record, keeps it
-// for a later run (spec.ImageNeeded) or labels it kept (not
-// spec.RemoveImage). Only the record goes: containerd's garbage collector
-// frees the content and snapshots nothing else holds, and a container
-// still running keeps its own snapshot.
-func (r *Runner) releaseImage(ctx context.Context, k useKey, spec RunSpec) error {
+// releaseImage ends a run's use of k. Under a budget (spec.ImageBudget,
+// not spec.RemoveImage) the image stays, and a run that added content or
+// layers (added) then evicts what no longer fits (Evict). Otherwise the
+// last run of the process to use an image this process put into
+// containerd removes its record, keeps it for a later run
+// (spec.ImageNeeded) or labels it kept. Only the record goes:
+// containerd's garbage collector frees the content and snapshots nothing
+// else holds, and a container still running keeps its own snapshot.
+func (r *Runner) releaseImage(ctx context.Context, k useKey, spec RunSpec, added bool) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	ctx = r.withNamespace(ctx)
+	if !spec.RemoveImage && spec.ImageBudget > 0 {
+		uses.Lock()
+		if u := uses.m[k]; u != nil {
+			if u.runs--; u.runs == 0 {
+				delete(uses.m, k)
+			}
+		}
+		uses.Unlock()
+		if !added {
+			return nil
+		}
+		_, err := r.Evict(ctx, spec.ImageBudget)
+		return err
+	}
 	uses.Lock()
 	defer uses.Unlock()
 	u := uses.m[k]
@@ -88,9 +107,6 @@ func (r *Runner) releaseImage(ctx context.Context, k useKey, spec RunSpec) error
 		delete(uses.m, k)
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-	defer cancel()
-	ctx = r.withNamespace(ctx)
 	switch {
 	case spec.RemoveImage && spec.ImageNeeded != nil && spec.ImageNeeded():
 		// Still ours: the later run that uses it removes it.

@@ -40,8 +40,10 @@ type Result struct {
 	ExitCode int
 	// StartupTime is the time from Run's call until the task is about to
 	// start: the import or pull, the unpack, and the creation of the
-	// container and its task.
+	// container and its task. Startup splits it.
 	StartupTime time.Duration
+	// Startup is what StartupTime was spent on.
+	Startup Startup
 	// Duration is the time from the start request to the task's exit.
 	Duration time.Duration
 	// Stopped says the run was cancelled and its task killed.
@@ -55,6 +57,25 @@ type Result struct {
 	// host's disk was nearly full (the whole task was killed). Empty when
 	// none was hit, or the counters could not be read.
 	Killed string
+}
+
+// Startup splits a container's start-up into its steps. Their sum is a
+// little less than Result.StartupTime, which also counts the lease and
+// the checks between them.
+type Startup struct {
+	// Import is getting the image's content and record into containerd:
+	// the index, manifest and config blobs it lacked (the layers go
+	// straight from the store into their snapshots: Unpack), or the
+	// blobs a pull fetched.
+	Import time.Duration
+	// Unpack is unpacking the layers that had no snapshot yet.
+	Unpack time.Duration
+	// Create is the container: its root file system's snapshot, its
+	// runtime spec and its record.
+	Create time.Duration
+	// Start is creating its task (the runtime's mounts, namespaces and
+	// cgroup) and starting it.
+	Start time.Duration
 }
 
 // Run gets spec.Image into containerd (Import, or Pull when spec.Pull),
@@ -91,9 +112,12 @@ func (r *Runner) Run(ctx context.Context, spec RunSpec) (_ *Result, retErr error
 	}
 	// An image that could not be removed does not make the run fail: its
 	// results stand, and `ssebench prune` removes the image later.
-	defer func() { _ = r.releaseImage(cleanupCtx, use, spec) }()
+	defer func() {
+		added := res.Image != nil && (res.Image.Stats.BlobsWritten > 0 || res.Image.Stats.LayersUnpacked > 0)
+		_ = r.releaseImage(cleanupCtx, use, spec, added)
+	}()
 
-	container, img, err := r.create(ctx, spec)
+	container, img, err := r.create(ctx, spec, &res.Startup)
 	if err != nil {
 		return nil, err
 	}
@@ -102,7 +126,7 @@ func (r *Runner) Run(ctx context.Context, spec RunSpec) (_ *Result, retErr error
 		defer func() {
 			cctx, cancel := context.WithTimeout(cleanupCtx, cleanupTimeout)
 			defer cancel()
-			if err := container.Delete(cctx, client.WithSnapshotCleanup); err != nil && !errdefs.IsNotFound(err) && retErr == nil {
+			if err := container.Delete(cctx, WithRootCleanup); err != nil && !errdefs.IsNotFound(err) && retErr == nil {
 				retErr = fmt.Errorf("removing container %s: %w", spec.ID, err)
 			}
 		}()
@@ -115,7 +139,18 @@ func (r *Runner) Run(ctx context.Context, spec RunSpec) (_ *Result, retErr error
 		return nil, fmt.Errorf("container %s: %w", spec.ID, err)
 	}
 	defer out.close()
-	task, err := container.NewTask(ctx, out.creator())
+	taskStart := time.Now()
+	var taskOpts []client.NewTaskOpts
+	if !spec.Keep {
+		ms, err := r.volatileRoot(ctx, container, spec.ID)
+		if err != nil {
+			return nil, err
+		}
+		if ms != nil {
+			taskOpts = append(taskOpts, client.WithRootFS(ms))
+		}
+	}
+	task, err := container.NewTask(ctx, out.creator(), taskOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("creating the task of container %s: %w", spec.ID, err)
 	}
@@ -146,6 +181,7 @@ func (r *Runner) Run(ctx context.Context, spec RunSpec) (_ *Result, retErr error
 	if err := task.Start(cleanupCtx); err != nil {
 		return nil, fmt.Errorf("starting container %s: %w", spec.ID, err)
 	}
+	res.Startup.Start = time.Since(taskStart)
 	if spec.Started != nil {
 		spec.Started(task.Pid())
 	}
@@ -196,8 +232,8 @@ func (r *Runner) Run(ctx context.Context, spec RunSpec) (_ *Result, retErr error
 
 // create gets the image into containerd and creates the container, under
 // one lease: content and snapshots stay protected until the container
-// references them.
-func (r *Runner) create(ctx context.Context, spec RunSpec) (client.Container, *Image, error) {
+// references them. It records in st what each step took.
+func (r *Runner) create(ctx context.Context, spec RunSpec, st *Startup) (client.Container, *Image, error) {
 	ctx, done, err := r.lease(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -224,6 +260,9 @@ func (r *Runner) create(ctx context.Context, spec RunSpec) (client.Container, *I
 	if err != nil {
 		return nil, nil, err
 	}
+	st.Import, st.Unpack = img.Stats.Duration-img.Stats.Unpack, img.Stats.Unpack
+	created := time.Now()
+	defer func() { st.Create = time.Since(created) }()
 	// The record is not read back: `ssebench prune` in another process may
 	// remove it meanwhile, and the lease holds what the container needs.
 	ci := client.NewImageWithPlatform(r.client, images.Image{Name: img.Name, Target: img.Target}, r.matcher())

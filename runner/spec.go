@@ -106,9 +106,17 @@ type RunSpec struct {
 	// when this process put it there (it was not in containerd when the
 	// first of the process's runs that use it began) and no other run of
 	// the process still uses it: containerd's garbage collector then frees
-	// its content and unpacked layers. Without it the image stays,
-	// labelled LabelKept. The local store and the registry are untouched.
+	// its content and unpacked layers. Without it the image stays (see
+	// ImageBudget). The local store and the registry are untouched.
 	RemoveImage bool
+	// ImageBudget, when RemoveImage is false, bounds what the images
+	// ssebench imported may take in the namespace (their content and
+	// unpacked layers, see Runner.ImageUsage): a run that added to them
+	// removes, once it is over, the least recently used of those no
+	// container and no run of the process uses, until they fit (see
+	// Runner.Evict). Zero means no bound: the image stays, labelled
+	// LabelKept, which neither a budget nor a plain prune removes.
+	ImageBudget int64
 	// ImageNeeded, when set, is asked at that moment: true keeps the
 	// image, unlabelled, for a later run of the same invocation, whose end
 	// removes it.

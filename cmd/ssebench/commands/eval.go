@@ -22,6 +22,8 @@ import (
 )
 
 type evalOptions struct {
+	// KeepImages is --keep-images.
+	KeepImages                             options.KeepImages
 	Agents, Tasks                          []string
 	Local, Catalog, Model, RunsDir, Resume string
 	Mode, OSImage                          string
@@ -31,7 +33,7 @@ type evalOptions struct {
 	// Resources caps each run's containers (--memory, --pids, --cpus).
 	Resources                                    contract.Limits
 	Jobs, Attempts, Timeout, Difficulty, Retries int
-	Prebuilt, BuildOnly, KeepImages              bool
+	Prebuilt, BuildOnly                          bool
 	// AllowNoSandbox is --allow-no-sandbox.
 	AllowNoSandbox bool
 	// Check is --check: the preflight of `tasks check`, then exit.
@@ -148,7 +150,8 @@ on this machine: not --backend kubernetes, not --egress open.`,
 				Timeout: plan.Timeout, Difficulty: plan.Difficulty, Model: plan.Model,
 				APIKey: g.Lookup("SSE_API_KEY"), BaseURL: g.Lookup("SSE_BASE_URL"),
 				Network: network, ContainerdAddr: g.ContainerdAddr, Output: discard{},
-				Resources: &o.Resources, Ledger: ledger, KeepImages: o.KeepImages, AllowNoSandbox: o.AllowNoSandbox,
+				Resources: &o.Resources, Ledger: ledger, KeepImages: o.KeepImages.Keep, ImageBudget: o.KeepImages.Budget,
+				AllowNoSandbox: o.AllowNoSandbox,
 			}}
 			var backend evaluate.Backend = local
 			if cluster != nil {
@@ -219,7 +222,7 @@ on this machine: not --backend kubernetes, not --egress open.`,
 	f.BoolVar(&o.Prebuilt, "prebuilt", false, "build nothing: pull each agent image and run it")
 	f.StringVar(&o.Mode, "mode", pipeline.ModeSandbox, "sandbox or sidecar (two containers per run: the task's and the agent's)")
 	f.StringVar(&o.OSImage, "os-image", "", "sidecar mode: the OS image tool-sidecar-agent starts from (default $"+pipeline.OSImageEnv+")")
-	f.BoolVar(&o.KeepImages, "keep-images", false, "leave the images the runs imported in containerd (default: each is removed after the last run that needs it)")
+	options.AddKeepImagesFlag(f, &o.KeepImages)
 	f.BoolVar(&o.BuildOnly, "build-only", false, "build every image the plan needs and run nothing")
 	f.BoolVar(&o.Check, "check", false, "say which images of the plan exist and which must be built (as tasks check), exit 0 or 2, and run nothing")
 	f.StringVar(&o.RunsDir, "runs-dir", "runs", "where the evaluation folder eval-<id>/ goes")

@@ -43,10 +43,12 @@ const (
 const predictionsDir = "predictions"
 
 type gradeOptions struct {
+	// KeepImages is --keep-images.
+	KeepImages                                      options.KeepImages
 	Predictions, Dataset, Catalog, RunsDir, Runtime string
 	Tasks                                           []string
 	Jobs, Timeout, Retries                          int
-	JSON, KeepImages                                bool
+	JSON                                            bool
 	Resources                                       contract.Limits
 }
 
@@ -91,7 +93,7 @@ that could be graded was, whatever the grades; 1 otherwise.`,
 	f.Var(options.Seconds(&o.Timeout), "timeout", "how long applying a patch may take: a duration (10m) or seconds (default 10m)")
 	f.StringVar(&o.RunsDir, "runs-dir", "runs", "where the evaluation folder eval-<id>/ goes")
 	f.BoolVar(&o.JSON, "json", false, "print the predictions' outcomes as JSON on stdout instead of the report")
-	f.BoolVar(&o.KeepImages, "keep-images", false, "leave the images the runs imported in containerd, so that grading again starts faster (default: each is removed after the last run that needs it; ssebench prune --all removes kept ones)")
+	options.AddKeepImagesFlag(f, &o.KeepImages)
 	options.AddLimitFlags(f, &o.Resources)
 	f.StringVar(&o.Runtime, "runtime", "", "runtime image (default $SSEBENCH_RUNTIME_IMAGE, else REGISTRY/runtime:VERSION)")
 	return cmd
@@ -243,7 +245,7 @@ func runGrade(cmd *cobra.Command, g *options.Global, o *gradeOptions) error {
 		b := &gradeBackend{Containerd: evaluate.Containerd{Env: e, EvalID: plan.ID, Request: pipeline.RunRequest{
 			Dataset: plan.Dataset, Catalog: plan.Catalog, Timeout: plan.Timeout,
 			Network: runner.NetworkRestricted, ContainerdAddr: g.ContainerdAddr, Output: discard{},
-			Resources: &o.Resources, KeepImages: o.KeepImages,
+			Resources: &o.Resources, KeepImages: o.KeepImages.Keep, ImageBudget: o.KeepImages.Budget,
 		}}, patches: patches}
 		var eout *evaluate.Outcome
 		eout, runErr = evaluate.Evaluate(ctx, b, dir, plan, evaluate.WithJobs(njobs), evaluate.WithRetries(o.Retries), evaluate.WithProgress(&gradeProgress{w: stderr, patches: patches, outcomes: byKey}))

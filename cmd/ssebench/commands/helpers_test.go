@@ -22,6 +22,7 @@ import (
 	"github.com/42-b3yond-6ug/ssebench/cmd/ssebench/commands"
 	"github.com/42-b3yond-6ug/ssebench/internal/testenv"
 	"github.com/42-b3yond-6ug/ssebench/oci/store"
+	"github.com/42-b3yond-6ug/ssebench/runner"
 )
 
 // repoRoot is the checkout this package lives in: VERSION, datasets/ and
@@ -58,6 +59,14 @@ func newCLI(t *testing.T) *cli {
 	t.Setenv("XDG_CACHE_HOME", filepath.Join(root, "user", "cache"))
 	t.Setenv("SSEBENCH_STORE", c.store)
 	t.Setenv("SSEBENCH_CACHE", filepath.Join(root, "cache"))
+	// The images runs leave in containerd (--keep-images keeps them under
+	// a budget by default) go to a namespace of the test's own, removed
+	// with everything in it when the test ends.
+	if addr := os.Getenv("CONTAINERD_ADDRESS"); addr != "" {
+		if _, err := os.Stat(addr); err == nil {
+			t.Setenv(runner.NamespaceEnv, testenv.ContainerdNamespace(t, addr, "ssebench-cli"))
+		}
+	}
 	// Empty means unset for every one of these (SPEC.md section 1).
 	for _, k := range []string{
 		"SSEBENCH_REGISTRY", "SSEBENCH_HOME", "SSEBENCH_RUNTIME_IMAGE", "SSEBENCH_PREBUILT",

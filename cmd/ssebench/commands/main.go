@@ -30,7 +30,9 @@ func MainCommand(ctx context.Context, root *cobra.Command, args []string, stdout
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
+	stop := startProfile(stderr)
 	err := root.ExecuteContext(ctx)
+	stop()
 	if err == nil {
 		return 0
 	}

@@ -29,12 +29,13 @@ import (
 )
 
 type verifyDatasetOptions struct {
+	// KeepImages is --keep-images.
+	KeepImages    options.KeepImages
 	Tasks         []string
 	Jobs, Timeout int
 	RunsDir       string
 	Runtime       string
 	WriteTests    bool
-	KeepImages    bool
 	Reruns        int
 }
 
@@ -92,7 +93,7 @@ run verify again, which builds the case images with the new config.`,
 			backend := func(id string) evaluate.Backend {
 				return &evaluate.Containerd{Env: e, EvalID: id, Request: pipeline.RunRequest{
 					Dataset: abs, Timeout: o.Timeout, Network: runner.NetworkRestricted,
-					ContainerdAddr: g.ContainerdAddr, Output: discard{}, KeepImages: o.KeepImages,
+					ContainerdAddr: g.ContainerdAddr, Output: discard{}, KeepImages: o.KeepImages.Keep, ImageBudget: o.KeepImages.Budget,
 				}}
 			}
 			rep, err := release.Verify(cmd.Context(), backend, dir, release.VerifyOptions{
@@ -135,7 +136,7 @@ run verify again, which builds the case images with the new config.`,
 	f.Var(options.Seconds(&o.Timeout), "timeout", "how long each agent may run: a duration (90m, 1h30m) or seconds (default 1h)")
 	f.StringVar(&o.Runtime, "runtime", "", "runtime image (default $SSEBENCH_RUNTIME_IMAGE, else REGISTRY/runtime:VERSION)")
 	f.IntVar(&o.Reruns, "reruns", 1, "run the verification N times and keep a task only when every run verified it (catches flaky tests; 3 for a dataset's verify)")
-	f.BoolVar(&o.KeepImages, "keep-images", false, "leave the images the runs imported in containerd, so that a rerun starts faster (default: each is removed after the last run that needs it; ssebench prune --all removes kept ones)")
+	options.AddKeepImagesFlag(f, &o.KeepImages)
 	f.BoolVar(&o.WriteTests, "write-tests", false, "write each task's tests.fail_to_pass and tests.pass_to_pass, as the runs give them, into its sse/config.yaml instead of checking them")
 	return cmd
 }

@@ -37,8 +37,10 @@ const (
 func (e *ExitError) Error() string { return fmt.Sprintf("exit status %d", e.Code) }
 
 type runOptions struct {
+	// KeepImages is --keep-images.
+	KeepImages                                                                             options.KeepImages
 	Task, Agent, Local, Catalog, ToolLayer, Mode, OSImage, Egress, Model, RunsDir, Runtime string
-	Prebuilt, Build, Keep, KeepAlive, KeepImages, JSON, AllowNoSandbox                     bool
+	Prebuilt, Build, Keep, KeepAlive, JSON, AllowNoSandbox                                 bool
 	Timeout, Difficulty                                                                    int
 	Plugins                                                                                []string
 	// Model access through the gateway (restricted runs).
@@ -190,7 +192,7 @@ end. Sidecar mode runs in containerd only.`,
 				ToolLayer: o.ToolLayer, Mode: o.Mode, OSImage: firstSet(o.OSImage, g.Lookup(pipeline.OSImageEnv)), Plugins: o.Plugins,
 				Timeout: o.Timeout, Difficulty: o.Difficulty,
 				APIKey: g.Lookup("SSE_API_KEY"), BaseURL: g.Lookup("SSE_BASE_URL"), Model: model,
-				KeepAlive: o.KeepAlive, Network: network, Keep: o.Keep, KeepImages: o.KeepImages, RunsDir: o.RunsDir,
+				KeepAlive: o.KeepAlive, Network: network, Keep: o.Keep, KeepImages: o.KeepImages.Keep, ImageBudget: o.KeepImages.Budget, RunsDir: o.RunsDir,
 				ContainerdAddr: g.ContainerdAddr, AllowNoSandbox: o.AllowNoSandbox,
 				ModelFile: o.ModelFile, ModelsDir: o.ModelsDir, Limits: o.Limits, Lookup: g.Lookup,
 				Resources: &o.Resources,
@@ -245,7 +247,7 @@ end. Sidecar mode runs in containerd only.`,
 	f.IntVar(&o.Difficulty, "difficulty", 2, "SSE_DIFFICULTY, 0–4")
 	f.StringVar(&o.Egress, "egress", "restricted", "container network: restricted (loopback only) or open")
 	f.BoolVar(&o.Keep, "keep", false, "keep the container and its snapshot in containerd")
-	f.BoolVar(&o.KeepImages, "keep-images", false, "leave the images the run imported in containerd, so that the next run of them starts faster (default: removed after the run; ssebench prune --all removes kept ones)")
+	options.AddKeepImagesFlag(f, &o.KeepImages)
 	f.BoolVar(&o.KeepAlive, "keep-alive", false, "SSE_KEEP_ALIVE=1: the container stays up after grading")
 	f.BoolVar(&o.AllowNoSandbox, "allow-no-sandbox", false, allowNoSandboxUsage)
 	f.StringVar(&o.ToolLayer, "tool-layer", "", "tool layer (default "+pipeline.DefaultToolLayer+"; available: "+strings.Join(pipeline.DefaultToolLayers.Names(), ", ")+"); not with --mode sidecar or --prebuilt")
