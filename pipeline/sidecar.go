@@ -213,7 +213,8 @@ func (e *Env) runSidecar(ctx context.Context, rn SidecarRunner, req RunRequest, 
 	// daemon answers and the buggy commit is kept, before the agent can
 	// touch the tree.
 	ready := handOver(contract.SidecarReady)
-	tick := time.NewTicker(100 * time.Millisecond)
+	// A stat per tick; the agent container's start waits on it.
+	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for isReady := false; !isReady; {
 		select {

@@ -72,6 +72,14 @@
 // sizes and a save archive's weight; the peak memory of one tool assembly
 // on the largest case (cold, its own store, pushed); and eval of dummy and
 // reference over it (wall time, per run, ssebench's own part).
+//
+//	go run ./tools/bench overhead [-n 3]
+//
+// overhead times `ssebench run` of the dummy agent on the example task with
+// its images kept in containerd (the default) against --keep-images=none,
+// pair by pair, and prints the medians of the wall time, ssebench's own
+// time (less the agent and the checks) and the start-up's split; then the
+// top functions of a CPU profile of one kept run (SSEBENCH_CPUPROFILE).
 package main
 
 import (
@@ -93,7 +101,7 @@ func main() {
 
 func run(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("usage: bench tool|rebuild|mirror|gateway|eval|eval-build|grade|dataset [flags] (see go doc ./tools/bench)")
+		return fmt.Errorf("usage: bench tool|rebuild|mirror|gateway|eval|eval-build|grade|dataset|overhead [flags] (see go doc ./tools/bench)")
 	}
 	switch args[0] {
 	case "tool":
@@ -116,6 +124,8 @@ func run(ctx context.Context, args []string) error {
 		return runGrade(ctx, args[1:])
 	case "dataset":
 		return runDataset(ctx, args[1:])
+	case "overhead":
+		return runOverhead(ctx, args[1:])
 	}
-	return fmt.Errorf("unknown subcommand %q: want tool, rebuild, mirror, gateway, eval, eval-build, grade or dataset", args[0])
+	return fmt.Errorf("unknown subcommand %q: want tool, rebuild, mirror, gateway, eval, eval-build, grade, dataset or overhead", args[0])
 }
