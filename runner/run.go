@@ -74,7 +74,7 @@ type Startup struct {
 	// runtime spec and its record.
 	Create time.Duration
 	// Start is creating its task (the runtime's mounts, namespaces and
-	// cgroup) and starting it.
+	// cgroup), up to the start request, which Result.Duration counts.
 	Start time.Duration
 }
 
@@ -175,13 +175,14 @@ func (r *Runner) Run(ctx context.Context, spec RunSpec) (_ *Result, retErr error
 	}
 	started := time.Now()
 	res.StartupTime = started.Sub(start)
+	// Where StartupTime ends: its parts never add up to more.
+	res.Startup.Start = started.Sub(taskStart)
 	// Start on cleanupCtx: a cancellation that arrives while the start
 	// request is in flight must not leave a started task that this run
 	// believes never started. The select below then stops it.
 	if err := task.Start(cleanupCtx); err != nil {
 		return nil, fmt.Errorf("starting container %s: %w", spec.ID, err)
 	}
-	res.Startup.Start = time.Since(taskStart)
 	if spec.Started != nil {
 		spec.Started(task.Pid())
 	}
