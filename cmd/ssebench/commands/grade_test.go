@@ -97,7 +97,7 @@ func TestGradePredictions(t *testing.T) {
 		jsonLine(t, map[string]any{"instance_id": gradeTask, "model_name_or_path": "symlink-model", "model_patch": "diff --git a/sse-link b/sse-link\nnew file mode 120000\n--- /dev/null\n+++ b/sse-link\n@@ -0,0 +1 @@\n+/ssebench\n\\ No newline at end of file\n"}),
 	})
 	runs := filepath.Join(c.root, "runs")
-	out, stderr, err := c.run(t, append([]string{"grade", "--predictions", preds, "--runs-dir", runs, "--jobs", "2", "--json", "--keep-images", "none"}, daemons...)...)
+	out, stderr, err := c.run(t, append([]string{"grade", "--predictions", preds, "--runs-dir", runs, "--jobs", "2", "--json", "--keep-images=none"}, daemons...)...)
 	if err != nil {
 		t.Fatalf("grade = %v\n%s%s", err, out, stderr)
 	}
