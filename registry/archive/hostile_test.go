@@ -21,8 +21,8 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
-	"github.com/42-b3yond-6ug/ssebench/internal/hostile"
-	"github.com/42-b3yond-6ug/ssebench/internal/imagetest"
+	"github.com/42-b3yond-6ug/ssebench/internal/testing/hostile"
+	"github.com/42-b3yond-6ug/ssebench/internal/testing/imagetest"
 	"github.com/42-b3yond-6ug/ssebench/oci"
 	"github.com/42-b3yond-6ug/ssebench/oci/store"
 	"github.com/42-b3yond-6ug/ssebench/registry/remote"
