@@ -192,7 +192,7 @@ func (e *Env) runSidecar(ctx context.Context, rn SidecarRunner, req RunRequest, 
 			taskSpec.Pull = false
 			r, err = rn.Run(taskCtx, taskSpec)
 			if errors.Is(err, store.ErrNotFound) {
-				err = fmt.Errorf("The prebuilt image %s is not in the registry or on this machine", taskSpec.Image)
+				err = fmt.Errorf("the prebuilt image %s is not in the registry or on this machine", taskSpec.Image)
 			}
 		}
 		taskOut.res, taskOut.err = r, err
@@ -262,7 +262,7 @@ func (e *Env) runSidecar(ctx context.Context, rn SidecarRunner, req RunRequest, 
 		agentSpec.Pull = false
 		agentRes, aerr = rn.Run(agentCtx, agentSpec)
 		if errors.Is(aerr, store.ErrNotFound) {
-			aerr = fmt.Errorf("The prebuilt image %s is not in the registry or on this machine", agentSpec.Image)
+			aerr = fmt.Errorf("the prebuilt image %s is not in the registry or on this machine", agentSpec.Image)
 		}
 	}
 	switch {
