@@ -142,7 +142,7 @@ func TestBaseAndCaseImages(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, want := cf.Config.Labels[casebuild.LabelTaskSSE], task.TaskFilesDigest(files); got != want {
+		if got, want := cf.Config.Labels[casebuild.LabelTaskSSE], task.SSEDigest(files); got != want {
 			t.Errorf("%s: label %s = %q, want the digest of sse/ %q", tk.ID, casebuild.LabelTaskSSE, got, want)
 		}
 	}

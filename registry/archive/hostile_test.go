@@ -53,12 +53,12 @@ func quickly(t *testing.T, limit time.Duration, what string, f func(ctx context.
 
 // loadedBomb loads g's archive (entries index.json entries naming its
 // root) into a new store.
-func loadedBomb(t *testing.T, g bomb, entries int) (*store.Store, *ArchiveReport) {
+func loadedBomb(t *testing.T, g bomb, entries int) (*store.Store, *Report) {
 	t.Helper()
 	bs, root := g.blobs()
 	ar := archiveOf(t, bs, root, bombRef, entries)
 	s := imagetest.Store(t)
-	var rep *ArchiveReport
+	var rep *Report
 	quickly(t, 10*time.Second, "load", func(ctx context.Context) (err error) {
 		rep, err = Load(ctx, bytes.NewReader(ar), WithStore(s))
 		return err
