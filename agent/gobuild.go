@@ -10,7 +10,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/42-b3yond-6ug/ssebench/runtimebin"
+	"github.com/42-b3yond-6ug/ssebench/internal/gobuild"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"gopkg.in/yaml.v3"
 )
@@ -70,7 +70,7 @@ func (a *Agent) build(ctx context.Context, g GoProgram, dst, tmp string, p v1.Pl
 	if err != nil {
 		return err
 	}
-	if err := runtimebin.CompileGo(ctx, pkgDir, ".", tmp, p); err != nil {
+	if err := gobuild.Compile(ctx, "go", pkgDir, ".", tmp, p); err != nil {
 		return err
 	}
 	// Compared only with a regular file of the folder: a symlink there is

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/42-b3yond-6ug/ssebench/internal/hostile"
+	"github.com/42-b3yond-6ug/ssebench/internal/testing/hostile"
 )
 
 // TestHostileAgentFolders: an agent folder cannot make ssebench read a host

@@ -17,7 +17,7 @@ import (
 )
 
 // LabelTaskSSE is the case image label of the digest of the task folder's
-// sse/ files (task.TaskFilesDigest), which casebuild sets.
+// sse/ files (task.SSEDigest), which casebuild sets.
 const LabelTaskSSE = "ssebench.task-sse"
 
 // checkTaskFiles stops the build when the case image's /ssebench does not

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/42-b3yond-6ug/ssebench/gateway"
-	"github.com/42-b3yond-6ug/ssebench/internal/hostile"
+	"github.com/42-b3yond-6ug/ssebench/internal/testing/hostile"
 )
 
 // greedyUpstream serves chat completions as an upstream that writes as

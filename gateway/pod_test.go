@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/42-b3yond-6ug/ssebench/gateway"
-	"github.com/42-b3yond-6ug/ssebench/internal/hostile"
+	"github.com/42-b3yond-6ug/ssebench/internal/testing/hostile"
 )
 
 // remoteGateway is a gateway set up as the cluster's is, reporting to

@@ -61,7 +61,8 @@ type RunRequest struct {
 	// Mode is sandbox ("" means it too) or sidecar.
 	Mode string
 	// OSImage is the OS image tool-sidecar-agent starts from (sidecar
-	// mode); "" means SSEBENCH_OS_IMAGE.
+	// mode), required there unless the images are prebuilt; the CLI
+	// fills it from --os-image or SSEBENCH_OS_IMAGE.
 	OSImage string
 	// Plugins are the selected plugins (SSE_PLUGINS).
 	Plugins []string

@@ -8,7 +8,7 @@ import (
 
 	"github.com/containerd/containerd/v2/pkg/identifiers"
 
-	"github.com/42-b3yond-6ug/ssebench/internal/hostile"
+	"github.com/42-b3yond-6ug/ssebench/internal/testing/hostile"
 )
 
 // TestHostileAgentNameInRunID: a graded prediction's model name becomes

@@ -24,10 +24,6 @@ import (
 	"github.com/42-b3yond-6ug/ssebench/task"
 )
 
-// OSImageEnv names the OS image tool-sidecar-agent starts from when no
-// flag does: the one the base images start from.
-const OSImageEnv = "SSEBENCH_OS_IMAGE"
-
 // SidecarAgentRequest asks for tool-sidecar-agent.
 type SidecarAgentRequest struct {
 	// OSImage is the OS image it starts from. Required.
@@ -44,10 +40,9 @@ type SidecarAgentRequest struct {
 // bytes on any machine.
 func (e *Env) SidecarAgent(ctx context.Context, req SidecarAgentRequest) (*Built, error) {
 	if req.OSImage == "" {
-		req.OSImage = strings.TrimSpace(os.Getenv(OSImageEnv))
-	}
-	if req.OSImage == "" {
-		return nil, fmt.Errorf("no OS image for tool-sidecar-agent: pass --os-image (the image the base images start from) or set %s", OSImageEnv)
+		// The CLI fills it from --os-image or SSEBENCH_OS_IMAGE (the
+		// environment or .env); the pipeline reads no environment.
+		return nil, errors.New("no OS image for tool-sidecar-agent: pass --os-image (the image the base images start from) or set SSEBENCH_OS_IMAGE")
 	}
 	osRes, rtRes, rref, _, err := e.baseAndRuntime(ctx, req.OSImage, "OS image", req.Platform)
 	if err != nil {
@@ -197,7 +192,7 @@ func (e *Env) runSidecar(ctx context.Context, rn SidecarRunner, req RunRequest, 
 			taskSpec.Pull = false
 			r, err = rn.Run(taskCtx, taskSpec)
 			if errors.Is(err, store.ErrNotFound) {
-				err = fmt.Errorf("The prebuilt image %s is not in the registry or on this machine", taskSpec.Image)
+				err = fmt.Errorf("the prebuilt image %s is not in the registry or on this machine", taskSpec.Image)
 			}
 		}
 		taskOut.res, taskOut.err = r, err
@@ -268,7 +263,7 @@ func (e *Env) runSidecar(ctx context.Context, rn SidecarRunner, req RunRequest, 
 		agentSpec.Pull = false
 		agentRes, aerr = rn.Run(agentCtx, agentSpec)
 		if errors.Is(aerr, store.ErrNotFound) {
-			aerr = fmt.Errorf("The prebuilt image %s is not in the registry or on this machine", agentSpec.Image)
+			aerr = fmt.Errorf("the prebuilt image %s is not in the registry or on this machine", agentSpec.Image)
 		}
 	}
 	switch {

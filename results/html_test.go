@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/42-b3yond-6ug/ssebench/internal/browsertest"
+	"github.com/42-b3yond-6ug/ssebench/internal/testing/browsertest"
 )
 
 // CheckHTMLReport opens an HTML report in headless Chromium and checks what

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/42-b3yond-6ug/ssebench/internal/hostile"
+	"github.com/42-b3yond-6ug/ssebench/internal/testing/hostile"
 )
 
 // TestCheckOpenNetwork: an open run (the host's network namespace) is

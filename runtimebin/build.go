@@ -2,20 +2,18 @@ package runtimebin
 
 import (
 	"archive/tar"
-	"bytes"
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/42-b3yond-6ug/ssebench/internal/gobuild"
 	"github.com/42-b3yond-6ug/ssebench/oci"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
@@ -37,11 +35,6 @@ var DefaultPlatforms = []v1.Platform{
 	{OS: "linux", Architecture: "amd64"},
 	{OS: "linux", Architecture: "arm64"},
 }
-
-// goFlags make the binaries static and reproducible: no cgo, no file
-// system paths, no build id, no VCS stamp (a dirty checkout would change
-// the bytes), no symbol tables.
-var goFlags = []string{"-trimpath", "-buildvcs=false", "-ldflags=-s -w -buildid="}
 
 // buildJobs bounds concurrent compilations: each already uses every core.
 const buildJobs = 2
@@ -500,48 +493,9 @@ func goCompile(ctx context.Context, o *buildOptions, p v1.Platform, dir string) 
 		{DaemonPackage, "daemon"},
 		{MCPPackage, "mcp"},
 	} {
-		if err := compileGo(ctx, o.goTool, o.moduleDir, b.pkg, filepath.Join(dir, b.out), p); err != nil {
+		if err := gobuild.Compile(ctx, o.goTool, o.moduleDir, b.pkg, filepath.Join(dir, b.out), p); err != nil {
 			return err
 		}
-	}
-	return nil
-}
-
-// CompileGo builds the Go program pkg (a package path, relative to dir
-// when it starts with ".") into out the way the runtime's programs are
-// built: static, for p, with the same bytes on any machine. Agent folders
-// with a go_build in agent.yaml are built with it.
-func CompileGo(ctx context.Context, dir, pkg, out string, p v1.Platform) error {
-	return compileGo(ctx, "go", dir, pkg, out, p)
-}
-
-func compileGo(ctx context.Context, goTool, dir, pkg, out string, p v1.Platform) error {
-	args := append([]string{"build"}, goFlags...)
-	args = append(args, "-o", out, pkg)
-	cmd := exec.CommandContext(ctx, goTool, args...)
-	cmd.Dir = dir
-	env := append(os.Environ(),
-		"CGO_ENABLED=0", "GOOS="+p.OS, "GOARCH="+p.Architecture,
-		// Baseline instruction sets: the user's environment must not
-		// change the bytes, and the binaries must run on any machine
-		// of the architecture.
-		"GOAMD64=v1", "GOARM64=v8.0",
-		// GOFLAGS from the environment could add flags that change
-		// the output; ours are on the command line.
-		"GOFLAGS=",
-	)
-	if p.Architecture == "arm" {
-		env = append(env, "GOARM="+strings.TrimPrefix(cmp.Or(p.Variant, "v7"), "v"))
-	}
-	cmd.Env = env
-	var stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stderr, &stderr
-	if err := cmd.Run(); err != nil {
-		msg := strings.TrimSpace(stderr.String())
-		if msg != "" {
-			return fmt.Errorf("go build %s: %w\n%s", pkg, err, msg)
-		}
-		return fmt.Errorf("go build %s: %w", pkg, err)
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/42-b3yond-6ug/ssebench/internal/gobuild"
 	"github.com/42-b3yond-6ug/ssebench/oci"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
@@ -46,7 +47,7 @@ func BuildGateway(ctx context.Context, opts ...BuildOption) (v1.Image, error) {
 	}
 	defer os.RemoveAll(dir)
 	bin := filepath.Join(dir, "gateway")
-	if err := compileGo(ctx, o.goTool, o.moduleDir, GatewayPackage, bin, p); err != nil {
+	if err := gobuild.Compile(ctx, o.goTool, o.moduleDir, GatewayPackage, bin, p); err != nil {
 		return nil, fmt.Errorf("building the gateway for %s: %w", p.String(), err)
 	}
 	fi, err := os.Stat(bin)

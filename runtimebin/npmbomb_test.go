@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/42-b3yond-6ug/ssebench/internal/hostile"
+	"github.com/42-b3yond-6ug/ssebench/internal/testing/hostile"
 )
 
 // TestHostileNPMTarballs: the integrity of a dependency's tarball is

@@ -4,8 +4,8 @@
 #
 #	source scripts/env.sh
 #
-# Go tests read only these variables (see internal/testenv); nothing in the
-# Go code hardcodes the addresses.
+# Go tests read only these variables (see internal/testing/testenv);
+# nothing in the Go code hardcodes the addresses.
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/42-b3yond-6ug/ssebench/contract"
-	"github.com/42-b3yond-6ug/ssebench/internal/hostile"
+	"github.com/42-b3yond-6ug/ssebench/internal/testing/hostile"
 )
 
 // A Go task for the daemon: module example.invalid/calc, whose Abs

@@ -13,7 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/42-b3yond-6ug/ssebench/internal/hostile"
+	"github.com/42-b3yond-6ug/ssebench/internal/testing/hostile"
 )
 
 // killAllTestEnv marks the run of TestKillAllFromChild inside its own PID

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/42-b3yond-6ug/ssebench/contract"
-	"github.com/42-b3yond-6ug/ssebench/internal/hostile"
+	"github.com/42-b3yond-6ug/ssebench/internal/testing/hostile"
 )
 
 // protectedTestScript shows what of the protected paths the copy holds,

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/42-b3yond-6ug/ssebench/internal/hostile"
+	"github.com/42-b3yond-6ug/ssebench/internal/testing/hostile"
 )
 
 // hiddenPoC is a proof of concept with long lines, short ones, and bytes

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/42-b3yond-6ug/ssebench/contract"
-	"github.com/42-b3yond-6ug/ssebench/internal/hostile"
+	"github.com/42-b3yond-6ug/ssebench/internal/testing/hostile"
 )
 
 // judgedTestScript runs tests/*.sh and writes one libtest line a test to

@@ -159,13 +159,13 @@ func DigestFiles(files map[string]string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// TaskFilesDigest returns the digest of the files under sse/ of a map made
+// SSEDigest returns the digest of the files under sse/ of a map made
 // by [Files], by their paths under sse/: what the case image's /ssebench
 // must hold (the Dockerfile copies sse/ there), the value of its
 // ssebench.task-sse label. The tool layer computes it again over the case
 // image's /ssebench, so a case that replaced or removed a task file stops
 // the build.
-func TaskFilesDigest(files map[string]string) string {
+func SSEDigest(files map[string]string) string {
 	sse := map[string]string{}
 	for p, sum := range files {
 		if rest, ok := strings.CutPrefix(p, TaskFilesDir+"/"); ok {

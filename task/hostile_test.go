@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/42-b3yond-6ug/ssebench/internal/hostile"
+	"github.com/42-b3yond-6ug/ssebench/internal/testing/hostile"
 )
 
 // secret is what a host file planted behind a symlink holds: it must never

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/42-b3yond-6ug/ssebench/internal/hostile"
+	"github.com/42-b3yond-6ug/ssebench/internal/testing/hostile"
 )
 
 // TestWriteManifestFileMatchesMarshal: the streamed manifest is byte for

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/42-b3yond-6ug/ssebench/gateway/gatewaytest"
-	"github.com/42-b3yond-6ug/ssebench/internal/testenv"
+	"github.com/42-b3yond-6ug/ssebench/internal/testing/testenv"
 )
 
 // TestLoadScriptExamples: the example scripts load, their tool calls'

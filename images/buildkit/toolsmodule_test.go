@@ -7,7 +7,7 @@ import (
 
 	"golang.org/x/mod/modfile"
 
-	"github.com/42-b3yond-6ug/ssebench/internal/testenv"
+	"github.com/42-b3yond-6ug/ssebench/internal/testing/testenv"
 )
 
 // TestToolsModuleSharesVersions keeps tools/buildkit, the module that

@@ -31,7 +31,7 @@ import (
 const LabelTaskFiles = "ssebench.task-files"
 
 // LabelTaskSSE is the label of the digest of the task folder's sse/ files
-// (task.TaskFilesDigest): the tool layer checks the case image's /ssebench
+// (task.SSEDigest): the tool layer checks the case image's /ssebench
 // against it.
 const LabelTaskSSE = "ssebench.task-sse"
 
@@ -357,7 +357,7 @@ func (b *Builder) buildCase(ctx context.Context, ds *task.Dataset, t *task.Task,
 		oc.Action, oc.Err = "failed", err
 		return oc
 	}
-	digest, sseDigest := task.DigestFiles(files), task.TaskFilesDigest(files)
+	digest, sseDigest := task.DigestFiles(files), task.SSEDigest(files)
 	action := "built"
 	if !o.Force {
 		label, found := b.existingLabel(ctx, imgName)

@@ -15,7 +15,7 @@ import (
 
 	"github.com/42-b3yond-6ug/ssebench/images/buildkit"
 	"github.com/42-b3yond-6ug/ssebench/images/casebuild"
-	"github.com/42-b3yond-6ug/ssebench/internal/testenv"
+	"github.com/42-b3yond-6ug/ssebench/internal/testing/testenv"
 	"github.com/42-b3yond-6ug/ssebench/oci/store"
 	"github.com/42-b3yond-6ug/ssebench/registry/naming"
 	"github.com/42-b3yond-6ug/ssebench/registry/remote"
@@ -142,7 +142,7 @@ func TestBaseAndCaseImages(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, want := cf.Config.Labels[casebuild.LabelTaskSSE], task.TaskFilesDigest(files); got != want {
+		if got, want := cf.Config.Labels[casebuild.LabelTaskSSE], task.SSEDigest(files); got != want {
 			t.Errorf("%s: label %s = %q, want the digest of sse/ %q", tk.ID, casebuild.LabelTaskSSE, got, want)
 		}
 	}

@@ -62,8 +62,8 @@ type ArchivedImage struct {
 	Descriptor v1.Descriptor
 }
 
-// ArchiveReport says what Save wrote or Load read.
-type ArchiveReport struct {
+// Report says what Save wrote or Load read.
+type Report struct {
 	// Images are the archive's images, sorted by name.
 	Images []ArchivedImage
 	// Registry is the REGISTRY prefix recorded in the archive.
@@ -89,7 +89,7 @@ type Replacement struct {
 }
 
 // String is the summary line.
-func (r *ArchiveReport) String() string {
+func (r *Report) String() string {
 	s := fmt.Sprintf("%s, %s in %s", units.Plural(len(r.Images), "image"), units.Bytes(r.Bytes), units.Plural(r.Blobs, "blob"))
 	if r.Omitted > 0 {
 		s += fmt.Sprintf(", %s (%s) left out as already carried", units.Plural(r.Omitted, "blob"), units.Bytes(r.OmittedBytes))
@@ -113,12 +113,12 @@ type archiveBlob struct {
 // give the same bytes. index.json names each image with its full reference
 // (org.opencontainers.image.ref.name), and records WithRegistryPrefix and
 // the blobs WithSince left out.
-func Save(ctx context.Context, w io.Writer, refs []string, opts ...Option) (*ArchiveReport, error) {
+func Save(ctx context.Context, w io.Writer, refs []string, opts ...Option) (*Report, error) {
 	o, err := makeOptions(opts...)
 	if err != nil {
 		return nil, err
 	}
-	rep := &ArchiveReport{Registry: o.prefix}
+	rep := &Report{Registry: o.prefix}
 	since := map[v1.Hash]bool{}
 	for _, p := range o.since {
 		if err := archiveBlobs(p, since); err != nil {
@@ -393,7 +393,7 @@ func blobName(n string) (v1.Hash, bool) {
 // prefix instead, any other keeps its repository path under prefix (see
 // Retarget). Blobs shared between the images are uploaded once and
 // mounted for the others.
-func PushLoaded(ctx context.Context, rep *ArchiveReport, prefix string, opts ...Option) (*remote.PushReport, error) {
+func PushLoaded(ctx context.Context, rep *Report, prefix string, opts ...Option) (*remote.PushReport, error) {
 	o, err := makeOptions(opts...)
 	if err != nil {
 		return nil, err

@@ -23,8 +23,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/validate"
 
-	"github.com/42-b3yond-6ug/ssebench/internal/imagetest"
-	"github.com/42-b3yond-6ug/ssebench/internal/testenv"
+	"github.com/42-b3yond-6ug/ssebench/internal/testing/imagetest"
+	"github.com/42-b3yond-6ug/ssebench/internal/testing/testenv"
 	"github.com/42-b3yond-6ug/ssebench/internal/units"
 	"github.com/42-b3yond-6ug/ssebench/oci/store"
 	"github.com/42-b3yond-6ug/ssebench/registry/remote"
@@ -57,7 +57,7 @@ func newArchiveFixture(t *testing.T) *archiveFixture {
 	return f
 }
 
-func save(t *testing.T, s *store.Store, refs []string, opts ...Option) ([]byte, *ArchiveReport) {
+func save(t *testing.T, s *store.Store, refs []string, opts ...Option) ([]byte, *Report) {
 	t.Helper()
 	var buf bytes.Buffer
 	rep, err := Save(context.Background(), &buf, refs, append([]Option{noAuth, WithStore(s), WithRegistryPrefix("localhost:5000/ssebench")}, opts...)...)
@@ -160,7 +160,7 @@ func untar(t *testing.T, b []byte, dir string) {
 	}
 }
 
-func load(t *testing.T, b []byte) (*store.Store, *ArchiveReport, error) {
+func load(t *testing.T, b []byte) (*store.Store, *Report, error) {
 	t.Helper()
 	s := imagetest.Store(t)
 	rep, err := Load(context.Background(), bytes.NewReader(b), WithStore(s))
@@ -282,7 +282,7 @@ func TestSaveSince(t *testing.T) {
 	})
 	t.Run("after the earlier one it does", func(t *testing.T) {
 		s := imagetest.Store(t)
-		var rep *ArchiveReport
+		var rep *Report
 		for _, b := range [][]byte{old, next} {
 			var err error
 			if rep, err = Load(context.Background(), bytes.NewReader(b), WithStore(s)); err != nil {

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/42-b3yond-6ug/ssebench/internal/imagetest"
+	"github.com/42-b3yond-6ug/ssebench/internal/testing/imagetest"
 )
 
 // BenchmarkGraphBomb loads, saves, verifies and collects a manifest graph

@@ -21,8 +21,8 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
-	"github.com/42-b3yond-6ug/ssebench/internal/hostile"
-	"github.com/42-b3yond-6ug/ssebench/internal/imagetest"
+	"github.com/42-b3yond-6ug/ssebench/internal/testing/hostile"
+	"github.com/42-b3yond-6ug/ssebench/internal/testing/imagetest"
 	"github.com/42-b3yond-6ug/ssebench/oci"
 	"github.com/42-b3yond-6ug/ssebench/oci/store"
 	"github.com/42-b3yond-6ug/ssebench/registry/remote"
@@ -53,12 +53,12 @@ func quickly(t *testing.T, limit time.Duration, what string, f func(ctx context.
 
 // loadedBomb loads g's archive (entries index.json entries naming its
 // root) into a new store.
-func loadedBomb(t *testing.T, g bomb, entries int) (*store.Store, *ArchiveReport) {
+func loadedBomb(t *testing.T, g bomb, entries int) (*store.Store, *Report) {
 	t.Helper()
 	bs, root := g.blobs()
 	ar := archiveOf(t, bs, root, bombRef, entries)
 	s := imagetest.Store(t)
-	var rep *ArchiveReport
+	var rep *Report
 	quickly(t, 10*time.Second, "load", func(ctx context.Context) (err error) {
 		rep, err = Load(ctx, bytes.NewReader(ar), WithStore(s))
 		return err

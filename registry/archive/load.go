@@ -36,7 +36,7 @@ import (
 // any of these leaves the store as it was. It then writes only the blobs
 // the entries reach. A tar entry the archive cannot really hold (a sparse
 // file, a size beyond oci.MaxEntrySize) is refused before it is read.
-func Load(ctx context.Context, r io.Reader, opts ...Option) (*ArchiveReport, error) {
+func Load(ctx context.Context, r io.Reader, opts ...Option) (*Report, error) {
 	o, err := makeOptions(opts...)
 	if err != nil {
 		return nil, err
@@ -68,7 +68,7 @@ func Load(ctx context.Context, r io.Reader, opts ...Option) (*ArchiveReport, err
 		}
 	}
 
-	rep := &ArchiveReport{}
+	rep := &Report{}
 	index, err := scan(ctx, r, func(h v1.Hash, hdr *tar.Header, tr io.Reader) error {
 		rep.Blobs++
 		rep.Bytes += hdr.Size

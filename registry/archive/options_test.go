@@ -28,7 +28,7 @@ func TestOptionsRejectBadInput(t *testing.T) {
 			if _, err := Load(ctx, &buf, tc.opt); err == nil {
 				t.Error("Load accepted the option")
 			}
-			if _, err := PushLoaded(ctx, &ArchiveReport{}, "localhost:5000/x", tc.opt); err == nil {
+			if _, err := PushLoaded(ctx, &Report{}, "localhost:5000/x", tc.opt); err == nil {
 				t.Error("PushLoaded accepted the option")
 			}
 		})

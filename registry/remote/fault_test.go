@@ -13,7 +13,7 @@ import (
 
 	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
 
-	"github.com/42-b3yond-6ug/ssebench/internal/imagetest"
+	"github.com/42-b3yond-6ug/ssebench/internal/testing/imagetest"
 )
 
 // withStall sets the stall limit (see defaultStall); tests shorten it.

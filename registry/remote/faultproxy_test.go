@@ -10,10 +10,10 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	ggcrremote "github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/42-b3yond-6ug/ssebench/internal/faultproxy"
-	"github.com/42-b3yond-6ug/ssebench/internal/hostile"
-	"github.com/42-b3yond-6ug/ssebench/internal/imagetest"
-	"github.com/42-b3yond-6ug/ssebench/internal/testenv"
+	"github.com/42-b3yond-6ug/ssebench/internal/testing/faultproxy"
+	"github.com/42-b3yond-6ug/ssebench/internal/testing/hostile"
+	"github.com/42-b3yond-6ug/ssebench/internal/testing/imagetest"
+	"github.com/42-b3yond-6ug/ssebench/internal/testing/testenv"
 )
 
 // tagged says whether ref exists in the registry (asked directly, not

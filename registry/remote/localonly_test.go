@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/42-b3yond-6ug/ssebench/internal/imagetest"
+	"github.com/42-b3yond-6ug/ssebench/internal/testing/imagetest"
 	"github.com/42-b3yond-6ug/ssebench/oci/store"
 )
 

@@ -12,8 +12,8 @@ import (
 	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
-	"github.com/42-b3yond-6ug/ssebench/internal/imagetest"
-	"github.com/42-b3yond-6ug/ssebench/internal/testenv"
+	"github.com/42-b3yond-6ug/ssebench/internal/testing/imagetest"
+	"github.com/42-b3yond-6ug/ssebench/internal/testing/testenv"
 )
 
 // taskImages pushes under prefix the images of n tasks of one language:

@@ -18,7 +18,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	ggremote "github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/42-b3yond-6ug/ssebench/internal/hostile"
+	"github.com/42-b3yond-6ug/ssebench/internal/testing/hostile"
 )
 
 // countingServer is h on loopback, counting the TCP connections and the

@@ -10,9 +10,9 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 
-	"github.com/42-b3yond-6ug/ssebench/internal/faultproxy"
-	"github.com/42-b3yond-6ug/ssebench/internal/imagetest"
-	"github.com/42-b3yond-6ug/ssebench/internal/testenv"
+	"github.com/42-b3yond-6ug/ssebench/internal/testing/faultproxy"
+	"github.com/42-b3yond-6ug/ssebench/internal/testing/imagetest"
+	"github.com/42-b3yond-6ug/ssebench/internal/testing/testenv"
 )
 
 // TestIntegrationPushFromStoreStreamsChunks pushes an image of the local

@@ -12,7 +12,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
 
-	"github.com/42-b3yond-6ug/ssebench/internal/imagetest"
+	"github.com/42-b3yond-6ug/ssebench/internal/testing/imagetest"
 )
 
 // TestCorruptManifestByTagIsRefused flips one byte of every manifest the

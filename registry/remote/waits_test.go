@@ -10,10 +10,10 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
-	"github.com/42-b3yond-6ug/ssebench/internal/faultproxy"
-	"github.com/42-b3yond-6ug/ssebench/internal/hostile"
-	"github.com/42-b3yond-6ug/ssebench/internal/imagetest"
-	"github.com/42-b3yond-6ug/ssebench/internal/testenv"
+	"github.com/42-b3yond-6ug/ssebench/internal/testing/faultproxy"
+	"github.com/42-b3yond-6ug/ssebench/internal/testing/hostile"
+	"github.com/42-b3yond-6ug/ssebench/internal/testing/imagetest"
+	"github.com/42-b3yond-6ug/ssebench/internal/testing/testenv"
 )
 
 // waitFault answers code with a Retry-After of v (seconds or an HTTP date).

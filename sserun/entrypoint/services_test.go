@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/42-b3yond-6ug/ssebench/internal/testenv"
+	"github.com/42-b3yond-6ug/ssebench/internal/testing/testenv"
 
 	"github.com/42-b3yond-6ug/ssebench/contract"
 )

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/42-b3yond-6ug/ssebench/contract"
-	"github.com/42-b3yond-6ug/ssebench/internal/hostile"
+	"github.com/42-b3yond-6ug/ssebench/internal/testing/hostile"
 	"github.com/42-b3yond-6ug/ssebench/sserun"
 )
 

@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/42-b3yond-6ug/ssebench/internal/hostile"
+	"github.com/42-b3yond-6ug/ssebench/internal/testing/hostile"
 )
 
 func main() {

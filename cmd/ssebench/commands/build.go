@@ -16,7 +16,9 @@ import (
 	"github.com/42-b3yond-6ug/ssebench/registry/remote"
 )
 
-// OSImageEnv names the OS image base images start from.
+// OSImageEnv names the OS image the base images start from, read from the
+// environment or .env; sidecar mode's tool-sidecar-agent starts from it
+// too.
 const OSImageEnv = "SSEBENCH_OS_IMAGE"
 
 // newBuilder connects to buildkitd and opens the store for a build command.

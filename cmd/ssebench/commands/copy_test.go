@@ -14,7 +14,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	ggremote "github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/42-b3yond-6ug/ssebench/internal/testenv"
+	"github.com/42-b3yond-6ug/ssebench/internal/testing/testenv"
 )
 
 // testPrefix is a registry prefix of the test registry no other test uses.

@@ -221,7 +221,7 @@ on this machine: not --backend kubernetes, not --egress open.`,
 	f.IntVar(&o.Difficulty, "difficulty", 2, "SSE_DIFFICULTY, 0–4")
 	f.BoolVar(&o.Prebuilt, "prebuilt", false, "build nothing: pull each agent image and run it")
 	f.StringVar(&o.Mode, "mode", pipeline.ModeSandbox, "sandbox or sidecar (two containers per run: the task's and the agent's)")
-	f.StringVar(&o.OSImage, "os-image", "", "sidecar mode: the OS image tool-sidecar-agent starts from (default $"+pipeline.OSImageEnv+")")
+	f.StringVar(&o.OSImage, "os-image", "", "sidecar mode: the OS image tool-sidecar-agent starts from (default $"+OSImageEnv+")")
 	options.AddKeepImagesFlag(f, &o.KeepImages)
 	f.BoolVar(&o.BuildOnly, "build-only", false, "build every image the plan needs and run nothing")
 	f.BoolVar(&o.Check, "check", false, "say which images of the plan exist and which must be built (as tasks check), exit 0 or 2, and run nothing")
@@ -310,7 +310,7 @@ func evalPlan(g *options.Global, e *pipeline.Env, cmd *cobra.Command, o *evalOpt
 		return nil, "", fmt.Errorf("unknown --mode %q: use %s or %s", o.Mode, pipeline.ModeSandbox, pipeline.ModeSidecar)
 	}
 	if o.Mode == pipeline.ModeSidecar {
-		p.Mode, p.OSImage = o.Mode, firstSet(o.OSImage, g.Lookup(pipeline.OSImageEnv))
+		p.Mode, p.OSImage = o.Mode, firstSet(o.OSImage, g.Lookup(OSImageEnv))
 	}
 	if p.Catalog != "" && !strings.Contains(p.Catalog, "://") {
 		if p.Catalog, err = filepath.Abs(p.Catalog); err != nil {

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/42-b3yond-6ug/ssebench/contract"
-	"github.com/42-b3yond-6ug/ssebench/internal/testenv"
+	"github.com/42-b3yond-6ug/ssebench/internal/testing/testenv"
 	"github.com/42-b3yond-6ug/ssebench/results"
 )
 

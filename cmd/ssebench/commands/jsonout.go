@@ -71,7 +71,7 @@ type replacementJSON struct {
 	New  string `json:"new"`
 }
 
-func loadReportJSON(r *archive.ArchiveReport) *loadOutput {
+func loadReportJSON(r *archive.Report) *loadOutput {
 	out := &loadOutput{Images: []imageJSON{}, Blobs: r.Blobs, Bytes: r.Bytes, Stored: r.Stored, Registry: r.Registry, Replaced: []replacementJSON{}}
 	for _, im := range r.Images {
 		out.Images = append(out.Images, imageJSON{Name: im.Name, Digest: im.Descriptor.Digest.String()})

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/42-b3yond-6ug/ssebench/cmd/ssebench/commands"
-	"github.com/42-b3yond-6ug/ssebench/internal/testenv"
+	"github.com/42-b3yond-6ug/ssebench/internal/testing/testenv"
 )
 
 // mainStdin runs ssebench as the binary does, with stdin.

@@ -208,7 +208,7 @@ func runNeeds(ctx context.Context, g *options.Global, names naming.Names, home s
 			return nil, err
 		}
 	}
-	settle(checks, want, fixer{registry: strings.TrimSpace(g.Registry), osImage: g.Lookup(pipeline.OSImageEnv), store: s, prefix: names.Registry})
+	settle(checks, want, fixer{registry: strings.TrimSpace(g.Registry), osImage: g.Lookup(OSImageEnv), store: s, prefix: names.Registry})
 	return checks, nil
 }
 

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/42-b3yond-6ug/ssebench/internal/hostile"
+	"github.com/42-b3yond-6ug/ssebench/internal/testing/hostile"
 )
 
 const predTask = "kvconf-12-afb9ee1"

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/42-b3yond-6ug/ssebench/internal/testenv"
+	"github.com/42-b3yond-6ug/ssebench/internal/testing/testenv"
 )
 
 // TestPruneDryRun: prune --dry-run says in one line what it would remove

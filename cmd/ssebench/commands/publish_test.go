@@ -20,7 +20,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	ggremote "github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/42-b3yond-6ug/ssebench/internal/testenv"
+	"github.com/42-b3yond-6ug/ssebench/internal/testing/testenv"
 	"github.com/42-b3yond-6ug/ssebench/task"
 )
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/42-b3yond-6ug/ssebench/cmd/ssebench/commands"
-	"github.com/42-b3yond-6ug/ssebench/internal/testenv"
+	"github.com/42-b3yond-6ug/ssebench/internal/testing/testenv"
 	"github.com/42-b3yond-6ug/ssebench/results"
 )
 

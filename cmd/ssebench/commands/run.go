@@ -139,7 +139,7 @@ end. Sidecar mode runs in containerd only.`,
 			if err := checkNames(e.Home, []string{o.Agent}, []string{o.Task}, o.Local, o.Catalog); err != nil {
 				return err
 			}
-			if o.Mode == pipeline.ModeSidecar && !prebuilt && firstSet(o.OSImage, g.Lookup(pipeline.OSImageEnv)) == "" {
+			if o.Mode == pipeline.ModeSidecar && !prebuilt && firstSet(o.OSImage, g.Lookup(OSImageEnv)) == "" {
 				// tool-sidecar-agent is made from the OS image when the
 				// store lacks it: say so now, not after the task's images.
 				ref, err := name.ParseReference(e.Names.SidecarAgentRuntime(), name.WeakValidation)
@@ -147,7 +147,7 @@ end. Sidecar mode runs in containerd only.`,
 					return err
 				}
 				if _, err := e.Store.Descriptor(ref); err != nil {
-					return fmt.Errorf("--mode sidecar needs %s, which the store lacks, or the OS image to make it from: pass --os-image (the image the base images start from) or set %s", e.Names.SidecarAgentRuntime(), pipeline.OSImageEnv)
+					return fmt.Errorf("--mode sidecar needs %s, which the store lacks, or the OS image to make it from: pass --os-image (the image the base images start from) or set %s", e.Names.SidecarAgentRuntime(), OSImageEnv)
 				}
 			}
 			modelsDir := firstSet(o.ModelsDir, filepath.Join(e.Home, "models"))
@@ -189,7 +189,7 @@ end. Sidecar mode runs in containerd only.`,
 			req := pipeline.RunRequest{
 				Task: o.Task, Agent: o.Agent, Dataset: o.Local, Catalog: o.Catalog,
 				Build: o.Build, Prebuilt: prebuilt, ViaRegistry: cmd.Flag("registry").Changed,
-				ToolLayer: o.ToolLayer, Mode: o.Mode, OSImage: firstSet(o.OSImage, g.Lookup(pipeline.OSImageEnv)), Plugins: o.Plugins,
+				ToolLayer: o.ToolLayer, Mode: o.Mode, OSImage: firstSet(o.OSImage, g.Lookup(OSImageEnv)), Plugins: o.Plugins,
 				Timeout: o.Timeout, Difficulty: o.Difficulty,
 				APIKey: g.Lookup("SSE_API_KEY"), BaseURL: g.Lookup("SSE_BASE_URL"), Model: model,
 				KeepAlive: o.KeepAlive, Network: network, Keep: o.Keep, KeepImages: o.KeepImages.Keep, ImageBudget: o.KeepImages.Budget, RunsDir: o.RunsDir,
@@ -251,7 +251,7 @@ end. Sidecar mode runs in containerd only.`,
 	f.BoolVar(&o.KeepAlive, "keep-alive", false, "SSE_KEEP_ALIVE=1: the container stays up after grading")
 	f.BoolVar(&o.AllowNoSandbox, "allow-no-sandbox", false, allowNoSandboxUsage)
 	f.StringVar(&o.ToolLayer, "tool-layer", "", "tool layer (default "+pipeline.DefaultToolLayer+"; available: "+strings.Join(pipeline.DefaultToolLayers.Names(), ", ")+"); not with --mode sidecar or --prebuilt")
-	f.StringVar(&o.OSImage, "os-image", "", "sidecar mode: the OS image tool-sidecar-agent starts from (default $"+pipeline.OSImageEnv+", the base images' OS image)")
+	f.StringVar(&o.OSImage, "os-image", "", "sidecar mode: the OS image tool-sidecar-agent starts from (default $"+OSImageEnv+", the base images' OS image)")
 	f.StringVar(&o.Mode, "mode", pipeline.ModeSandbox, "sandbox (agent and project in one container) or sidecar (two containers sharing the source tree)")
 	f.StringSliceVar(&o.Plugins, "plugin", nil, "plugins to enable (SSE_PLUGINS)")
 	f.StringVar(&o.Model, "model", "", "model name (default $SSE_MODEL_NAME, else none)")

@@ -70,7 +70,7 @@ The archive records REGISTRY, which load --push replaces.`,
 			removeDeadPartials(abs)
 			// Mode 0644: an archive is for others to read, as any
 			// file this command would create.
-			var rep *archive.ArchiveReport
+			var rep *archive.Report
 			err = safefile.WriteFile(abs, 0o644, func(f *os.File) error {
 				var err error
 				rep, err = archive.Save(cmd.Context(), f, args, aopts...)

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/42-b3yond-6ug/ssebench/cmd/ssebench/commands"
-	"github.com/42-b3yond-6ug/ssebench/internal/hostile"
+	"github.com/42-b3yond-6ug/ssebench/internal/testing/hostile"
 )
 
 // blockEnv makes the test binary block opening the FIFO it names, under

@@ -13,7 +13,7 @@ import (
 
 	ssebench "github.com/42-b3yond-6ug/ssebench"
 	"github.com/42-b3yond-6ug/ssebench/cmd/ssebench/commands"
-	"github.com/42-b3yond-6ug/ssebench/internal/testenv"
+	"github.com/42-b3yond-6ug/ssebench/internal/testing/testenv"
 	"github.com/42-b3yond-6ug/ssebench/registry/naming"
 )
 

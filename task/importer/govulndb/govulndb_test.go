@@ -19,7 +19,7 @@ import (
 	"github.com/bluekeyes/go-gitdiff/gitdiff"
 	"golang.org/x/mod/module"
 
-	"github.com/42-b3yond-6ug/ssebench/internal/hostile"
+	"github.com/42-b3yond-6ug/ssebench/internal/testing/hostile"
 	"github.com/42-b3yond-6ug/ssebench/task"
 )
 

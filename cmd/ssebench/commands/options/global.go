@@ -1,6 +1,7 @@
 package options
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -295,14 +296,14 @@ func (g *Global) Trust() (*trust.Policy, error) {
 			}
 		}
 	}
-	if f := firstSet(g.VerifyKey, g.Lookup("SSEBENCH_VERIFY_KEY")); f != "" {
+	if f := cmp.Or(g.VerifyKey, g.Lookup("SSEBENCH_VERIFY_KEY")); f != "" {
 		k, err := trust.LoadPublicKey(f)
 		if err != nil {
 			return nil, err
 		}
 		p.Key = k
 	}
-	if f := firstSet(g.SignKey, g.Lookup("SSEBENCH_SIGN_KEY")); f != "" {
+	if f := cmp.Or(g.SignKey, g.Lookup("SSEBENCH_SIGN_KEY")); f != "" {
 		k, err := trust.LoadPrivateKey(f)
 		if err != nil {
 			return nil, err
@@ -313,15 +314,6 @@ func (g *Global) Trust() (*trust.Policy, error) {
 		}
 	}
 	return p, nil
-}
-
-func firstSet(vs ...string) string {
-	for _, v := range vs {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }
 
 // checkScheme refuses a registry prefix written as a URL, before anything
