@@ -1,7 +1,6 @@
 package commands
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,6 +18,7 @@ import (
 	"github.com/42-b3yond-6ug/ssebench/cmd/ssebench/commands/options"
 	"github.com/42-b3yond-6ug/ssebench/contract"
 	"github.com/42-b3yond-6ug/ssebench/evaluate"
+	"github.com/42-b3yond-6ug/ssebench/evaluate/predictions"
 	"github.com/42-b3yond-6ug/ssebench/internal/safefile"
 	"github.com/42-b3yond-6ug/ssebench/internal/suggest"
 	"github.com/42-b3yond-6ug/ssebench/pipeline"
@@ -26,21 +26,6 @@ import (
 	"github.com/42-b3yond-6ug/ssebench/runner"
 	"github.com/42-b3yond-6ug/ssebench/task/catalog"
 )
-
-// predictionAgent is the agent folder that applies a prediction's patch
-// (agents/prediction): the patch is the agent's change, made as model in
-// the agent phase, and the grade is the one every agent gets.
-const predictionAgent = "prediction"
-
-// Exit statuses of agents/prediction's apply.sh.
-const (
-	applyEmpty    = 3
-	applyRejected = 4
-)
-
-// predictionsDir is the folder of a grade's evaluation folder that keeps
-// the patches graded, one file per prediction.
-const predictionsDir = "predictions"
 
 type gradeOptions struct {
 	// KeepImages is --keep-images.
@@ -146,8 +131,8 @@ func runGrade(cmd *cobra.Command, g *options.Global, o *gradeOptions) error {
 	}
 	defer done()
 	e.Log = nil
-	if _, err := agent.Load(e.Home, predictionAgent); err != nil {
-		return fmt.Errorf("ssebench grade applies patches with the agent folder agents/%s, which %s lacks: copy it there from the ssebench source", predictionAgent, e.Home)
+	if _, err := agent.Load(e.Home, predictions.Agent); err != nil {
+		return fmt.Errorf("ssebench grade applies patches with the agent folder agents/%s, which %s lacks: copy it there from the ssebench source", predictions.Agent, e.Home)
 	}
 	ctx := cmd.Context()
 	known, local, err := allTasks(ctx, e, o.Dataset, o.Catalog)
@@ -178,13 +163,13 @@ func runGrade(cmd *cobra.Command, g *options.Global, o *gradeOptions) error {
 	}
 	plan := evaluate.PlanOf(nil)
 	dir := filepath.Join(runsDir, plan.FolderName())
-	preds, err := readPredictions(o.Predictions, filepath.Join(dir, predictionsDir), known)
+	preds, err := predictions.Read(o.Predictions, filepath.Join(dir, predictions.Dir), known)
 	if err != nil {
 		os.RemoveAll(dir)
 		return err
 	}
 	var jobs []evaluate.Job
-	patches := map[string]*prediction{}
+	patches := map[string]*predictions.Prediction{}
 	var outcomes []*gradeOutcome
 	byKey := map[string]*gradeOutcome{}
 	ev := &results.Evaluation{NotStarted: []results.NotStarted{}}
@@ -242,11 +227,11 @@ func runGrade(cmd *cobra.Command, g *options.Global, o *gradeOptions) error {
 	}
 	var runErr error
 	if len(jobs) > 0 {
-		b := &gradeBackend{Containerd: evaluate.Containerd{Env: e, EvalID: plan.ID, Request: pipeline.RunRequest{
+		b := predictions.NewBackend(evaluate.Containerd{Env: e, EvalID: plan.ID, Request: pipeline.RunRequest{
 			Dataset: plan.Dataset, Catalog: plan.Catalog, Timeout: plan.Timeout,
 			Network: runner.NetworkRestricted, ContainerdAddr: g.ContainerdAddr, Output: discard{},
 			Resources: &o.Resources, KeepImages: o.KeepImages.Keep, ImageBudget: o.KeepImages.Budget,
-		}}, patches: patches}
+		}}, patches)
 		var eout *evaluate.Outcome
 		eout, runErr = evaluate.Evaluate(ctx, b, dir, plan, evaluate.WithJobs(njobs), evaluate.WithRetries(o.Retries), evaluate.WithProgress(&gradeProgress{w: stderr, patches: patches, outcomes: byKey}))
 		if eout != nil {
@@ -324,91 +309,11 @@ func (o *gradeOutcome) line() string {
 	return s
 }
 
-// gradeBackend runs each job as agents/prediction applying the job's
-// patch, with the model's name as the agent's.
-type gradeBackend struct {
-	evaluate.Containerd
-	patches map[string]*prediction
-}
-
-// BuildAgent implements evaluate.Backend: every model's patches are
-// applied by the same agent image of the task.
-func (b *gradeBackend) BuildAgent(ctx context.Context, task, _ string, ti *pipeline.TaskImages) (*pipeline.RunImages, error) {
-	return b.Containerd.BuildAgent(ctx, task, predictionAgent, ti)
-}
-
-// Run implements evaluate.Backend.
-func (b *gradeBackend) Run(ctx context.Context, job evaluate.Job, images *pipeline.RunImages, dir string) (string, error) {
-	p := b.patches[job.Key()]
-	r := b.Request
-	r.Task, r.Agent, r.AgentName, r.Patch = job.Task, predictionAgent, job.Agent, p.PatchFile
-	r.Images, r.RunsDir, r.Attempt = images, dir, job.Attempt
-	r.Labels = map[string]string{evaluate.EvalLabel: b.EvalID}
-	res, err := b.Env.Run(ctx, r)
-	if err != nil {
-		return "", err
-	}
-	if res.Summary.Status == "stopped" {
-		return "", fmt.Errorf("run %s was stopped", res.Summary.RunID)
-	}
-	return res.Dir, noteApplied(res.Dir, p)
-}
-
-// noteApplied records what became of the patch: prediction.json (which
-// gives a patch that was not applied its own verdict in every report),
-// and result.json's notes when it was not applied. The agent's exit
-// status is the entrypoint's record of apply.sh (root's script; the
-// patch is only its input).
-func noteApplied(dir string, p *prediction) error {
-	r, err := contract.ReadRunResult(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	} else if err != nil {
-		return err
-	}
-	if err := results.WritePrediction(dir, appliedOutcome(r.AgentExit, p)); err != nil {
-		return err
-	}
-	note := appliedNote(r.AgentExit, p)
-	if note == "" {
-		return nil
-	}
-	r.Notes = append(r.Notes, note)
-	return contract.WriteRunResult(dir, r)
-}
-
-// appliedOutcome is prediction.json for a patch apply.sh ended with exit.
-func appliedOutcome(exit int, p *prediction) results.Prediction {
-	switch {
-	case exit == applyEmpty:
-		return results.Prediction{Patch: results.PatchEmpty}
-	case exit == applyRejected && p.Kind == patchNotDiff:
-		return results.Prediction{Patch: results.PatchNotApplied, Why: patchNotDiff}
-	case exit == applyRejected:
-		return results.Prediction{Patch: results.PatchNotApplied, Why: "the patch does not apply"}
-	}
-	return results.Prediction{Patch: results.PatchApplied}
-}
-
-func appliedNote(exit int, p *prediction) string {
-	switch {
-	case exit == applyEmpty:
-		return "prediction: " + patchEmpty + ": nothing applied; graded on the unchanged source"
-	case exit == applyRejected && p.Kind == patchNotDiff:
-		return "prediction: " + patchNotDiff + ": not applied; graded on the unchanged source"
-	case exit == applyRejected:
-		return "prediction: the patch does not apply: not applied; graded on the unchanged source (agent.log has patch's output)"
-	case exit != 0:
-		return fmt.Sprintf("prediction: applying the patch ended with status %d: graded on what it left", exit)
-	}
-	return ""
-}
-
 // gradeProgress prints one line per graded prediction, and retries.
 type gradeProgress struct {
 	mu       sync.Mutex
 	w        io.Writer
-	patches  map[string]*prediction
+	patches  map[string]*predictions.Prediction
 	outcomes map[string]*gradeOutcome
 }
 
@@ -448,7 +353,7 @@ func (p *gradeProgress) Finish(j evaluate.Job, r *results.Run) {
 	if r.Result != nil {
 		if r.Forged() {
 			out.Reason = r.Integrity()
-		} else if n := appliedNote(r.Result.AgentExit, p.patches[j.Key()]); n != "" {
+		} else if n := predictions.Note(r.Result.AgentExit, p.patches[j.Key()]); n != "" {
 			out.Reason = strings.TrimPrefix(n, "prediction: ")
 		} else if !r.Passed() {
 			// The verdict without the status the line already gives.
