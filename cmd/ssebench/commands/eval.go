@@ -331,15 +331,19 @@ func evalPlan(g *options.Global, e *pipeline.Env, cmd *cobra.Command, o *evalOpt
 	if err := checkNames(e.Home, agents, tasks, local, o.Catalog); err != nil {
 		return nil, "", err
 	}
-	if err := gateway.CheckModel(p.Model, filepath.Join(e.Home, "models"), g.Lookup); err != nil {
-		return nil, "", err
+	// What would fail every run after its images (a model file that does
+	// not read, or names a key this machine lacks): said once, now, of
+	// the first run of the plan.
+	network, err := runner.ParseNetwork(o.Egress)
+	if err != nil {
+		return nil, "", fmt.Errorf("--egress: %w", err)
 	}
-	// A model file that does not read, or names a key this machine lacks,
-	// would fail every run after its images: say so once, now.
-	if network, err := runner.ParseNetwork(o.Egress); err == nil {
-		if err := e.CheckModel(&pipeline.RunRequest{Model: p.Model, Network: network, Lookup: g.Lookup}); err != nil {
-			return nil, "", err
-		}
+	if err := e.Check(cmd.Context(), pipeline.RunRequest{
+		Task: p.Tasks[0], Agent: p.Agents[0], Dataset: local, Catalog: p.Catalog, Prebuilt: p.Prebuilt,
+		Mode: p.Mode, OSImage: p.OSImage, Timeout: p.Timeout, Difficulty: p.Difficulty, Model: p.Model,
+		Network: network, Lookup: g.Lookup, Resources: &o.Resources,
+	}); err != nil {
+		return nil, "", err
 	}
 	// Before the plan is written: an evaluation that cannot run leaves no
 	// folder behind, and a base image or runtime it lacks is said once,
