@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
-	"unicode/utf8"
 )
 
 // printable returns s as it may go to a terminal: unchanged when every rune
@@ -21,19 +20,6 @@ func printable(s string) string {
 }
 
 const utf8Error = '\uFFFD'
-
-// isPrintable says s is valid UTF-8 of printable characters only.
-func isPrintable(s string) bool {
-	if !utf8.ValidString(s) {
-		return false
-	}
-	for _, c := range s {
-		if !unicode.IsPrint(c) {
-			return false
-		}
-	}
-	return true
-}
 
 // quote is s for a line of output: quoted, at most 80 bytes of it.
 func quote(s string) string {
