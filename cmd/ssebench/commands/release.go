@@ -166,80 +166,76 @@ pinned to another digest, or pinned from other files (stale); exit 1 if any.`,
   ssebench dataset lock --check datasets/examples`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dir := args[0]
-			ds, broken, err := task.LoadDatasetTolerant(dir)
-			if err != nil {
-				return printProblems(cmd, err, dir)
-			}
-			s, err := g.OpenStore()
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			rec, err := release.ReadRecord(release.RecordFile(s.Dir(), ds.Name, ds.Version), ds.Name, ds.Version)
-			if err != nil {
-				return err
-			}
-			old, oldErr := release.ReadOldLock(dir)
-			if oldErr != nil && !check {
-				return fmt.Errorf("%w (delete it to write it again)", oldErr)
-			}
-			rev := revision
-			if rev == "" {
-				rev = release.Revision(cmd.Context(), dir)
-			} else if err := release.CheckRevision(rev); err != nil {
-				return err
-			}
-			lock, unverified, err := release.Lock(ds, rec, old, rev)
-			if err != nil {
-				return err
-			}
-			for _, id := range slices.Sorted(maps.Keys(broken)) {
-				unverified = append(unverified, fmt.Sprintf("%s: the task folder has problems (see `ssebench dataset validate`)", id))
-			}
-			name := filepath.Join(dir, task.LockFile)
-			if check {
-				if oldErr != nil {
-					fmt.Fprintf(cmd.OutOrStdout(), "%v\n", oldErr)
-					return errProblemsLock(cmd, name, dir, 1, nil, nil)
-				}
-				diffs := release.CheckLock(old, lock, unverified)
-				for _, d := range diffs {
-					fmt.Fprintf(cmd.OutOrStdout(), "%s: %s\n", name, d)
-				}
-				if len(diffs) > 0 {
-					// A task that verified but is left out of the lock
-					// changed since; one the lock pins otherwise than
-					// it verified needs only the lock written again.
-					var changed, relock []string
-					for _, t := range ds.Tasks {
-						_, verified := rec.Tasks[t.ID]
-						want, locked := lock.Images[t.ID]
-						switch {
-						case verified && !locked:
-							changed = append(changed, t.ID)
-						case locked && old != nil && old.Images[t.ID] != want:
-							relock = append(relock, t.ID)
-						}
-					}
-					return errProblemsLock(cmd, name, dir, len(diffs), changed, relock)
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "ok %s\n", name)
-				return nil
-			}
-			if err := task.WriteLock(dir, lock); err != nil {
-				return err
-			}
-			for _, u := range unverified {
-				fmt.Fprintf(cmd.ErrOrStderr(), "warning: not locked: %s\n", u)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s (%d of %s pinned)\n", name, len(lock.Images), units.Plural(len(ds.Tasks)+len(broken), "task"))
-			return nil
+			return runDatasetLock(cmd, g, args[0], revision, check)
 		},
 	}
 	cmd.Flags().BoolVar(&check, "check", false, "check images.lock.json instead of writing it")
 	cmd.Flags().StringVar(&revision, "revision", "", "the commit the images are built from (default: git rev-parse HEAD in DIR)")
 	return cmd
+}
+
+func runDatasetLock(cmd *cobra.Command, g *options.Global, dir, revision string, check bool) error {
+	ds, broken, err := task.LoadDatasetTolerant(dir)
+	if err != nil {
+		return printProblems(cmd, err, dir)
+	}
+	s, err := g.OpenStore()
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	rec, err := release.ReadRecord(release.RecordFile(s.Dir(), ds.Name, ds.Version), ds.Name, ds.Version)
+	if err != nil {
+		return err
+	}
+	old, oldErr := release.ReadOldLock(dir)
+	if oldErr != nil && !check {
+		return fmt.Errorf("%w (delete it to write it again)", oldErr)
+	}
+	rev := revision
+	if rev == "" {
+		rev = release.Revision(cmd.Context(), dir)
+	} else if err := release.CheckRevision(rev); err != nil {
+		return err
+	}
+	lock, unverified, err := release.Lock(ds, rec, old, rev)
+	if err != nil {
+		return err
+	}
+	for _, id := range slices.Sorted(maps.Keys(broken)) {
+		unverified = append(unverified, fmt.Sprintf("%s: the task folder has problems (see `ssebench dataset validate`)", id))
+	}
+	name := filepath.Join(dir, task.LockFile)
+	if check {
+		if oldErr != nil {
+			fmt.Fprintf(cmd.OutOrStdout(), "%v\n", oldErr)
+			return errProblemsLock(cmd, name, dir, 1, nil, nil)
+		}
+		return checkDatasetLock(cmd, ds, rec, old, lock, unverified, name, dir)
+	}
+	if err := task.WriteLock(dir, lock); err != nil {
+		return err
+	}
+	for _, u := range unverified {
+		fmt.Fprintf(cmd.ErrOrStderr(), "warning: not locked: %s\n", u)
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "wrote %s (%d of %s pinned)\n", name, len(lock.Images), units.Plural(len(ds.Tasks)+len(broken), "task"))
+	return nil
+}
+
+// checkDatasetLock is lock --check: it prints each difference between the
+// lock on disk, old, and the one that would be written, lock.
+func checkDatasetLock(cmd *cobra.Command, ds *task.Dataset, rec *release.Record, old, lock *task.Lock, unverified []string, name, dir string) error {
+	diffs := release.CheckLock(old, lock, unverified)
+	for _, d := range diffs {
+		fmt.Fprintf(cmd.OutOrStdout(), "%s: %s\n", name, d)
+	}
+	if len(diffs) > 0 {
+		changed, relock := release.LockChanges(ds, rec, lock, old)
+		return errProblemsLock(cmd, name, dir, len(diffs), changed, relock)
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "ok %s\n", name)
+	return nil
 }
 
 // errProblemsLock prints the summary of a failed lock --check of the
