@@ -62,65 +62,7 @@ run verify again, which builds the case images with the new config.`,
 		Example: `  ssebench dataset verify datasets/examples
   ssebench dataset verify datasets/examples --tasks kvconf-12-afb9ee1 --jobs 2`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			dir := args[0]
-			ds, _, err := task.LoadDatasetTolerant(dir)
-			if err != nil {
-				return printProblems(cmd, err, dir)
-			}
-			e, done, err := newEnv(g, cmd, o.Runtime)
-			if err != nil {
-				return err
-			}
-			defer done()
-			abs, err := filepath.Abs(dir)
-			if err != nil {
-				return err
-			}
-			e.Log = nil // the builds' lines would drown the runs'
-			jobs, _ := evaluate.DefaultJobs()
-			if cmd.Flag("jobs").Changed {
-				jobs = o.Jobs
-			}
-			eopts := []evaluate.Option{evaluate.WithJobs(jobs), evaluate.WithProgress(evaluate.NewPrinter(cmd.ErrOrStderr()))}
-			backend := func(id string) evaluate.Backend {
-				return &evaluate.Containerd{Env: e, EvalID: id, Request: pipeline.RunRequest{
-					Dataset: abs, Timeout: o.Timeout, Network: runner.NetworkRestricted,
-					ContainerdAddr: g.ContainerdAddr, Output: discard{}, KeepImages: o.KeepImages.Keep, ImageBudget: o.KeepImages.Budget,
-				}}
-			}
-			rep, err := release.Verify(cmd.Context(), backend, dir, release.VerifyOptions{
-				Tasks: evaluate.SplitList(o.Tasks), RunsDir: o.RunsDir, Eval: eopts, WriteTests: o.WriteTests, Reruns: o.Reruns,
-			})
-			if err != nil {
-				return err
-			}
-			printFindings(cmd, rep.Findings)
-			for _, w := range rep.Warnings {
-				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", w)
-			}
-			recPath := release.RecordFile(e.Store.Dir(), ds.Name, ds.Version)
-			rec, err := release.ReadRecord(recPath, ds.Name, ds.Version)
-			if err != nil {
-				return err
-			}
-			rec.Merge(rep)
-			if err := rec.Write(recPath); err != nil {
-				return err
-			}
-			if rep.Dir != "" {
-				fmt.Fprintf(cmd.ErrOrStderr(), "runs in %s\n", rep.Dir)
-			}
-			if failed := rep.Failed(); len(failed) > 0 {
-				var parts []string
-				for _, f := range failed {
-					parts = append(parts, fmt.Sprintf("%s %s %s (%s)", f.Task, f.Agent, f.Check, f.Why))
-				}
-				return fmt.Errorf("%s failed: %s", units.Plural(len(failed), "check"), strings.Join(parts, "; "))
-			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "%s verified\n", units.Plural(len(rep.Verified), "task"))
-			return nil
-		},
+		RunE: func(cmd *cobra.Command, args []string) error { return runDatasetVerify(cmd, g, o, args[0]) },
 	}
 	f := cmd.Flags()
 	f.StringSliceVar(&o.Tasks, "tasks", nil, "only these task ids (default: every task folder)")
@@ -146,6 +88,65 @@ func printFindings(cmd *cobra.Command, fs []release.Finding) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", f.Task, f.Agent, f.Check, res, f.Why)
 	}
 	tw.Flush()
+}
+
+func runDatasetVerify(cmd *cobra.Command, g *options.Global, o *verifyDatasetOptions, dir string) error {
+	ds, _, err := task.LoadDatasetTolerant(dir)
+	if err != nil {
+		return printProblems(cmd, err, dir)
+	}
+	e, done, err := newEnv(g, cmd, o.Runtime)
+	if err != nil {
+		return err
+	}
+	defer done()
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	e.Log = nil // the builds' lines would drown the runs'
+	jobs, _ := evaluate.DefaultJobs()
+	if cmd.Flag("jobs").Changed {
+		jobs = o.Jobs
+	}
+	eopts := []evaluate.Option{evaluate.WithJobs(jobs), evaluate.WithProgress(evaluate.NewPrinter(cmd.ErrOrStderr()))}
+	backend := func(id string) evaluate.Backend {
+		return &evaluate.Containerd{Env: e, EvalID: id, Request: pipeline.RunRequest{
+			Dataset: abs, Timeout: o.Timeout, Network: runner.NetworkRestricted,
+			ContainerdAddr: g.ContainerdAddr, Output: discard{}, KeepImages: o.KeepImages.Keep, ImageBudget: o.KeepImages.Budget,
+		}}
+	}
+	rep, err := release.Verify(cmd.Context(), backend, dir, release.VerifyOptions{
+		Tasks: evaluate.SplitList(o.Tasks), RunsDir: o.RunsDir, Eval: eopts, WriteTests: o.WriteTests, Reruns: o.Reruns,
+	})
+	if err != nil {
+		return err
+	}
+	printFindings(cmd, rep.Findings)
+	for _, w := range rep.Warnings {
+		fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", w)
+	}
+	if err := release.Remember(e.Store.Dir(), ds.Name, ds.Version, rep); err != nil {
+		return err
+	}
+	return printVerified(cmd, rep)
+}
+
+// printVerified ends a verification: where its runs are, and every check
+// that failed as the error, else how many tasks verified.
+func printVerified(cmd *cobra.Command, rep *release.Report) error {
+	if rep.Dir != "" {
+		fmt.Fprintf(cmd.ErrOrStderr(), "runs in %s\n", rep.Dir)
+	}
+	if failed := rep.Failed(); len(failed) > 0 {
+		var parts []string
+		for _, f := range failed {
+			parts = append(parts, fmt.Sprintf("%s %s %s (%s)", f.Task, f.Agent, f.Check, f.Why))
+		}
+		return fmt.Errorf("%s failed: %s", units.Plural(len(failed), "check"), strings.Join(parts, "; "))
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "%s verified\n", units.Plural(len(rep.Verified), "task"))
+	return nil
 }
 
 func newCmdDatasetLock(g *options.Global) *cobra.Command {
