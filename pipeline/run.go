@@ -212,6 +212,8 @@ func (r *RunRequest) Validate() error {
 		return fmt.Errorf("--difficulty %d is not 0–4", r.Difficulty)
 	case r.Timeout < 0:
 		return fmt.Errorf("--timeout %d is negative", r.Timeout)
+	case r.Mode == ModeSidecar && r.Cluster != nil:
+		return errors.New("--mode sidecar runs two containers in containerd: it cannot run with --backend kubernetes")
 	case r.Patch != "" && (r.Cluster != nil || r.Mode == ModeSidecar):
 		// The patch is a file of this machine, mounted into one container.
 		return errors.New("a prediction's patch is graded in one container on this machine: not with --backend kubernetes or --mode sidecar")

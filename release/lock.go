@@ -113,6 +113,24 @@ func CheckLock(got, want *task.Lock, unverified []string) []string {
 	return append(out, unverified...)
 }
 
+// LockChanges says, of the tasks of ds that a CheckLock found different,
+// which changed since they verified (verified, but left out of lock: run
+// verify again) and which the old lock pins otherwise than they verified
+// (only the lock needs writing again).
+func LockChanges(ds *task.Dataset, rec *Record, lock, old *task.Lock) (changed, relock []string) {
+	for _, t := range ds.Tasks {
+		_, verified := rec.Tasks[t.ID]
+		want, locked := lock.Images[t.ID]
+		switch {
+		case verified && !locked:
+			changed = append(changed, t.ID)
+		case locked && old != nil && old.Images[t.ID] != want:
+			relock = append(relock, t.ID)
+		}
+	}
+	return changed, relock
+}
+
 func sortedIDs[V any](m map[string]V) []string {
 	ids := make([]string, 0, len(m))
 	for id := range m {

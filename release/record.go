@@ -97,3 +97,16 @@ func (r *Record) Write(path string) error {
 	}
 	return safefile.WriteBytes(path, append(b, '\n'), 0o644)
 }
+
+// Remember merges rep into the record of dataset at version kept in the
+// store folder storeDir (see RecordFile), which "dataset lock" and
+// "dataset publish" read.
+func Remember(storeDir, dataset, version string, rep *Report) error {
+	path := RecordFile(storeDir, dataset, version)
+	rec, err := ReadRecord(path, dataset, version)
+	if err != nil {
+		return err
+	}
+	rec.Merge(rep)
+	return rec.Write(path)
+}

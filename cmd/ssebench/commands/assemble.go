@@ -132,51 +132,9 @@ as lowercase(REGISTRY/agent-<name>/<task>:<version>).`,
 				return err
 			}
 			if o.Explain {
-				// A plan, as --explain promises: read the Dockerfile, say
-				// which path a build takes and why, and build nothing.
-				if o.Agent == "" {
-					return fmt.Errorf("--agent is required: pass an agent folder under agents/")
-				}
-				home, err := g.HomeDir()
-				if err != nil {
-					return err
-				}
-				a, err := agent.Load(home, o.Agent)
-				if err != nil {
-					return err
-				}
-				plan, err := agentimage.LoadPlan(a.Dir, args)
-				if err != nil {
-					return err
-				}
-				_, err = io.WriteString(cmd.OutOrStdout(), plan.Explain())
-				return err
+				return explainAgent(cmd, g, o.Agent, args)
 			}
-			if o.Tool == "" || o.Agent == "" {
-				return fmt.Errorf("--tool and --agent are required: pass the tool image and an agent folder under agents/")
-			}
-			p, err := options.ParsePlatform(o.Platform)
-			if err != nil {
-				return err
-			}
-			e, done, err := newEnv(g, cmd, "")
-			if err != nil {
-				return err
-			}
-			defer done()
-			id := o.Task
-			if id == "" {
-				id = taskFromCaseRef(o.Tool)
-			}
-			if err := task.CheckID("--task", id); err != nil {
-				return err
-			}
-			req := pipeline.AgentRequest{Tool: o.Tool, Folder: o.Agent, Task: id, BuildArgs: args, Platform: p, Push: o.Push}
-			b, err := e.Agent(cmd.Context(), req)
-			if err != nil {
-				return err
-			}
-			return printResult(cmd.OutOrStdout(), o.JSON, builtOutput(b), fmt.Sprintf("%s@%s", b.Name, b.Digest))
+			return runAssembleAgent(cmd, g, o, args)
 		},
 	}
 	f := cmd.Flags()
@@ -228,4 +186,55 @@ func sourceOf(home, id string) (string, error) {
 		return "", fmt.Errorf("reading task %s: %w", id, err)
 	}
 	return t.Config.Source, nil
+}
+
+// explainAgent is assemble agent --explain: a plan, as --explain
+// promises: it reads the Dockerfile, says which path a build takes and
+// why, and builds nothing.
+func explainAgent(cmd *cobra.Command, g *options.Global, folder string, args map[string]string) error {
+	if folder == "" {
+		return fmt.Errorf("--agent is required: pass an agent folder under agents/")
+	}
+	home, err := g.HomeDir()
+	if err != nil {
+		return err
+	}
+	a, err := agent.Load(home, folder)
+	if err != nil {
+		return err
+	}
+	plan, err := agentimage.LoadPlan(a.Dir, args)
+	if err != nil {
+		return err
+	}
+	_, err = io.WriteString(cmd.OutOrStdout(), plan.Explain())
+	return err
+}
+
+func runAssembleAgent(cmd *cobra.Command, g *options.Global, o *assembleAgentOptions, args map[string]string) error {
+	if o.Tool == "" || o.Agent == "" {
+		return fmt.Errorf("--tool and --agent are required: pass the tool image and an agent folder under agents/")
+	}
+	p, err := options.ParsePlatform(o.Platform)
+	if err != nil {
+		return err
+	}
+	e, done, err := newEnv(g, cmd, "")
+	if err != nil {
+		return err
+	}
+	defer done()
+	id := o.Task
+	if id == "" {
+		id = taskFromCaseRef(o.Tool)
+	}
+	if err := task.CheckID("--task", id); err != nil {
+		return err
+	}
+	req := pipeline.AgentRequest{Tool: o.Tool, Folder: o.Agent, Task: id, BuildArgs: args, Platform: p, Push: o.Push}
+	b, err := e.Agent(cmd.Context(), req)
+	if err != nil {
+		return err
+	}
+	return printResult(cmd.OutOrStdout(), o.JSON, builtOutput(b), fmt.Sprintf("%s@%s", b.Name, b.Digest))
 }

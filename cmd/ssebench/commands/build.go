@@ -6,9 +6,7 @@ import (
 	"runtime"
 	"strings"
 
-	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/spf13/cobra"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/42-b3yond-6ug/ssebench/cmd/ssebench/commands/options"
 	"github.com/42-b3yond-6ug/ssebench/images/buildkit"
@@ -108,22 +106,8 @@ ssebench.base-inputs) is not built again; --force builds it anyway.`,
 				return err
 			}
 			defer done()
-			// The base images do not depend on each other: BuildKit
-			// builds them at once, sharing the OS image's layers, so
-			// that one image's apt download overlaps another's compile.
-			digests := make([]v1.Hash, len(langs))
-			eg, ectx := errgroup.WithContext(ctx)
-			for i, lang := range langs {
-				eg.Go(func() error {
-					d, err := b.BuildBase(ectx, home, lang, osImage, platform, force)
-					if err != nil {
-						return fmt.Errorf("base image %s: %w", lang, err)
-					}
-					digests[i] = d
-					return nil
-				})
-			}
-			if err := eg.Wait(); err != nil {
+			digests, err := b.BuildBases(ctx, home, langs, osImage, platform, force)
+			if err != nil {
 				return err
 			}
 			for i, lang := range langs {

@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"unicode"
@@ -19,3 +20,11 @@ func printable(s string) string {
 }
 
 const utf8Error = '\uFFFD'
+
+// quote is s for a line of output: quoted, at most 80 bytes of it.
+func quote(s string) string {
+	if len(s) > 80 {
+		return fmt.Sprintf("%q…", strings.ToValidUTF8(s[:80], ""))
+	}
+	return fmt.Sprintf("%q", s)
+}

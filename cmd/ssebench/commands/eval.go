@@ -92,122 +92,7 @@ on this machine: not --backend kubernetes, not --egress open.`,
   ssebench eval --resume runs/eval-20261201-213000-ab12cd
   ssebench eval --agents dummy,patcher --backend kubernetes --registry localhost:5000/ssebench --jobs 3`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.Check {
-				// Before anything is built or a model is called.
-				if o.Catalog != "" || o.Resume != "" {
-					return errors.New("--check reads the home's datasets: use --local or --tasks, not --catalog or --resume")
-				}
-				args := evaluate.SplitList(o.Tasks)
-				if len(args) == 0 && o.Local != "" {
-					args = []string{o.Local}
-				}
-				return runTasksCheck(cmd, g, args, evaluate.SplitList(o.Agents), "", false)
-			}
-			if err := o.Resources.Validate(); err != nil {
-				return err
-			}
-			network, err := runner.ParseNetwork(o.Egress)
-			if err != nil {
-				return fmt.Errorf("--egress: %w", err)
-			}
-			e, done, err := newEnv(g, cmd, o.Runtime)
-			if err != nil {
-				return err
-			}
-			defer done()
-			// The builds' own progress lines would drown the runs' lines.
-			e.Log = nil
-			plan, dir, err := evalPlan(g, e, cmd, o)
-			if err != nil {
-				return err
-			}
-			jobs, why := evalJobs(cmd, o, plan)
-			stderr := cmd.ErrOrStderr()
-			fmt.Fprintf(stderr, "evaluation %s: %s (%s × %s × %s), %d at once (%s)\n",
-				dir, results.Plural(len(plan.Runs), "run", "runs"), results.Plural(len(plan.Tasks), "task", "tasks"),
-				results.Plural(len(plan.Agents), "agent", "agents"), results.Plural(plan.Attempts, "attempt", "attempts"), jobs, why)
-			ledger, err := evaluate.NewLedger(dir, plan)
-			if err != nil {
-				return err
-			}
-			if ledger != nil {
-				spent, usd := ledger.Spent()
-				fmt.Fprintf(stderr, "budget %s for all runs (%s)\n", plan.Budget, (&results.BudgetUse{Budget: *plan.Budget, SpentTokens: spent, SpentUSD: usd}).Text()+" spent before")
-			}
-			cluster, err := o.cluster(cmd.Context(), g, cmd, plan.Prebuilt)
-			if err != nil {
-				return err
-			}
-			if cluster != nil && ledger != nil {
-				return errors.New("--budget cannot hold on --backend kubernetes: each run's model gateway is a pod of its own there and they share no ledger; run the evaluation on containerd, or bound each run with `ssebench run --max-tokens`/`--max-cost`")
-			}
-			if cluster != nil && plan.Mode == pipeline.ModeSidecar {
-				return errors.New("--mode sidecar runs two containers in containerd: it cannot run with --backend kubernetes")
-			}
-			local := &evaluate.Containerd{Env: e, EvalID: plan.ID, Request: pipeline.RunRequest{
-				Dataset: plan.Dataset, Catalog: plan.Catalog, Prebuilt: plan.Prebuilt, Mode: plan.Mode, OSImage: plan.OSImage,
-				Timeout: plan.Timeout, Difficulty: plan.Difficulty, Model: plan.Model,
-				APIKey: g.Lookup("SSE_API_KEY"), BaseURL: g.Lookup("SSE_BASE_URL"),
-				Network: network, ContainerdAddr: g.ContainerdAddr, Output: discard{},
-				Resources: &o.Resources, Ledger: ledger, KeepImages: o.KeepImages.Keep, ImageBudget: o.KeepImages.Budget,
-				AllowNoSandbox: o.AllowNoSandbox,
-			}}
-			var backend evaluate.Backend = local
-			if cluster != nil {
-				// The images go to the registry, for the cluster to pull.
-				local.Request.Cluster, local.Request.ViaRegistry = cluster, true
-				backend = &evaluate.Cluster{Containerd: *local, DeleteLabeled: cluster.r.DeleteLabeled}
-			}
-			eopts := []evaluate.Option{evaluate.WithJobs(jobs), evaluate.WithRetries(o.Retries)}
-			if o.FailOnAudit {
-				eopts = append(eopts, evaluate.WithFailOnAudit())
-			}
-			if o.BuildOnly {
-				eopts = append(eopts, evaluate.WithBuildOnly())
-			} else {
-				eopts = append(eopts, evaluate.WithProgress(evaluate.NewPrinter(stderr)))
-			}
-			if ledger != nil {
-				eopts = append(eopts, evaluate.WithBudget(ledger))
-			}
-			out, err := evaluate.Evaluate(cmd.Context(), backend, dir, plan, eopts...)
-			if o.BuildOnly {
-				if err == nil {
-					fmt.Fprintf(stderr, "every image of the plan is built (%s)\n", units.Plural(len(out.Builds), "build"))
-				}
-				return err
-			}
-			if out != nil {
-				fmt.Fprintf(stderr, "%s now, %d kept from before, %d failed", results.Plural(out.Ran, "run", "runs"), out.Kept, len(out.Failed))
-				if len(out.NotStarted) > 0 {
-					fmt.Fprintf(stderr, ", %d not started (budget spent)", len(out.NotStarted))
-				}
-				fmt.Fprintf(stderr, "; results in %s\n", dir)
-			}
-			if cmd.Context().Err() != nil {
-				// Said before the report, which says it is partial.
-				fmt.Fprintf(stderr, "interrupted: what is done stays; `ssebench eval --resume %s` runs the rest\n", dir)
-			}
-			if runs, lerr := results.List(dir); lerr == nil && len(runs) > 0 {
-				if o.FailOnAudit {
-					results.FailOnAudit(runs)
-				}
-				rep := results.NewReport(filepath.Base(dir), runs)
-				rep.Evaluation, _ = results.ReadEvaluation(dir)
-				rep.Partial = evalPartial(dir)
-				if v := rep.Verdicts(); v != "" {
-					fmt.Fprintf(stderr, "%s: `ssebench runs report %s` lists them\n", v, dir)
-				}
-				if werr := results.Write(cmd.OutOrStdout(), rep, "md"); werr != nil && err == nil {
-					err = werr
-				}
-				if err == nil && o.FailOnAudit {
-					err = failOnAuditExit(cmd, runs)
-				}
-			}
-			return err
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return runEval(cmd, g, o) },
 	}
 	f := cmd.Flags()
 	f.StringSliceVar(&o.Agents, "agents", nil, "agent folders under agents/, comma-separated (required unless --resume)")
@@ -236,6 +121,147 @@ on this machine: not --backend kubernetes, not --egress open.`,
 	f.StringVar(&o.Runtime, "runtime", "", "runtime image (default $SSEBENCH_RUNTIME_IMAGE, else REGISTRY/runtime:VERSION)")
 	addBackendFlags(cmd, &o.backendOptions)
 	return cmd
+}
+
+func runEval(cmd *cobra.Command, g *options.Global, o *evalOptions) error {
+	if o.Check {
+		return evalCheck(cmd, g, o)
+	}
+	if err := o.Resources.Validate(); err != nil {
+		return err
+	}
+	network, err := runner.ParseNetwork(o.Egress)
+	if err != nil {
+		return fmt.Errorf("--egress: %w", err)
+	}
+	e, done, err := newEnv(g, cmd, o.Runtime)
+	if err != nil {
+		return err
+	}
+	defer done()
+	// The builds' own progress lines would drown the runs' lines.
+	e.Log = nil
+	plan, dir, err := evalPlan(g, e, cmd, o)
+	if err != nil {
+		return err
+	}
+	jobs, why := evalJobs(cmd, o, plan)
+	stderr := cmd.ErrOrStderr()
+	fmt.Fprintf(stderr, "evaluation %s: %s (%s × %s × %s), %d at once (%s)\n",
+		dir, results.Plural(len(plan.Runs), "run", "runs"), results.Plural(len(plan.Tasks), "task", "tasks"),
+		results.Plural(len(plan.Agents), "agent", "agents"), results.Plural(plan.Attempts, "attempt", "attempts"), jobs, why)
+	ledger, err := evaluate.NewLedger(dir, plan)
+	if err != nil {
+		return err
+	}
+	if ledger != nil {
+		spent, usd := ledger.Spent()
+		fmt.Fprintf(stderr, "budget %s for all runs (%s)\n", plan.Budget, (&results.BudgetUse{Budget: *plan.Budget, SpentTokens: spent, SpentUSD: usd}).Text()+" spent before")
+	}
+	backend, err := o.backend(cmd, g, e, plan, network, ledger)
+	if err != nil {
+		return err
+	}
+	eopts := []evaluate.Option{evaluate.WithJobs(jobs), evaluate.WithRetries(o.Retries)}
+	if o.FailOnAudit {
+		eopts = append(eopts, evaluate.WithFailOnAudit())
+	}
+	if o.BuildOnly {
+		eopts = append(eopts, evaluate.WithBuildOnly())
+	} else {
+		eopts = append(eopts, evaluate.WithProgress(evaluate.NewPrinter(stderr)))
+	}
+	if ledger != nil {
+		eopts = append(eopts, evaluate.WithBudget(ledger))
+	}
+	out, err := evaluate.Evaluate(cmd.Context(), backend, dir, plan, eopts...)
+	return printEval(cmd, o, dir, out, err)
+}
+
+// evalCheck is --check: the preflight of `tasks check` of the plan's
+// tasks and agents, before anything is built or a model is called.
+func evalCheck(cmd *cobra.Command, g *options.Global, o *evalOptions) error {
+	if o.Catalog != "" || o.Resume != "" {
+		return errors.New("--check reads the home's datasets: use --local or --tasks, not --catalog or --resume")
+	}
+	args := evaluate.SplitList(o.Tasks)
+	if len(args) == 0 && o.Local != "" {
+		args = []string{o.Local}
+	}
+	return runTasksCheck(cmd, g, args, evaluate.SplitList(o.Agents), "", false)
+}
+
+// backend is where the plan's runs run: containerd here, else the
+// cluster of --backend kubernetes, which pulls the images from the
+// registry.
+func (o *evalOptions) backend(cmd *cobra.Command, g *options.Global, e *pipeline.Env, plan *evaluate.Plan, network runner.Network, ledger *gateway.Ledger) (evaluate.Backend, error) {
+	cluster, err := o.cluster(cmd.Context(), g, cmd, plan.Prebuilt)
+	if err != nil {
+		return nil, err
+	}
+	if cluster != nil && ledger != nil {
+		return nil, errors.New("--budget cannot hold on --backend kubernetes: each run's model gateway is a pod of its own there and they share no ledger; run the evaluation on containerd, or bound each run with `ssebench run --max-tokens`/`--max-cost`")
+	}
+	if cluster != nil && plan.Mode == pipeline.ModeSidecar {
+		return nil, errors.New("--mode sidecar runs two containers in containerd: it cannot run with --backend kubernetes")
+	}
+	local := &evaluate.Containerd{Env: e, EvalID: plan.ID, Request: pipeline.RunRequest{
+		Dataset: plan.Dataset, Catalog: plan.Catalog, Prebuilt: plan.Prebuilt, Mode: plan.Mode, OSImage: plan.OSImage,
+		Timeout: plan.Timeout, Difficulty: plan.Difficulty, Model: plan.Model,
+		APIKey: g.Lookup("SSE_API_KEY"), BaseURL: g.Lookup("SSE_BASE_URL"),
+		Network: network, ContainerdAddr: g.ContainerdAddr, Output: discard{},
+		Resources: &o.Resources, Ledger: ledger, KeepImages: o.KeepImages.Keep, ImageBudget: o.KeepImages.Budget,
+		AllowNoSandbox: o.AllowNoSandbox,
+	}}
+	if cluster == nil {
+		return local, nil
+	}
+	// The images go to the registry, for the cluster to pull.
+	local.Request.Cluster, local.Request.ViaRegistry = cluster, true
+	return &evaluate.Cluster{Containerd: *local, DeleteLabeled: cluster.r.DeleteLabeled}, nil
+}
+
+// printEval says how the evaluation of the folder dir ended, and prints
+// its report; err is Evaluate's.
+func printEval(cmd *cobra.Command, o *evalOptions, dir string, out *evaluate.Outcome, err error) error {
+	stderr := cmd.ErrOrStderr()
+	if o.BuildOnly {
+		if err == nil {
+			fmt.Fprintf(stderr, "every image of the plan is built (%s)\n", units.Plural(len(out.Builds), "build"))
+		}
+		return err
+	}
+	if out != nil {
+		fmt.Fprintf(stderr, "%s now, %d kept from before, %d failed", results.Plural(out.Ran, "run", "runs"), out.Kept, len(out.Failed))
+		if len(out.NotStarted) > 0 {
+			fmt.Fprintf(stderr, ", %d not started (budget spent)", len(out.NotStarted))
+		}
+		fmt.Fprintf(stderr, "; results in %s\n", dir)
+	}
+	if cmd.Context().Err() != nil {
+		// Said before the report, which says it is partial.
+		fmt.Fprintf(stderr, "interrupted: what is done stays; `ssebench eval --resume %s` runs the rest\n", dir)
+	}
+	runs, lerr := results.List(dir)
+	if lerr != nil || len(runs) == 0 {
+		return err
+	}
+	if o.FailOnAudit {
+		results.FailOnAudit(runs)
+	}
+	rep := results.NewReport(filepath.Base(dir), runs)
+	rep.Evaluation, _ = results.ReadEvaluation(dir)
+	rep.Partial = evalPartial(dir)
+	if v := rep.Verdicts(); v != "" {
+		fmt.Fprintf(stderr, "%s: `ssebench runs report %s` lists them\n", v, dir)
+	}
+	if werr := results.Write(cmd.OutOrStdout(), rep, "md"); werr != nil && err == nil {
+		err = werr
+	}
+	if err == nil && o.FailOnAudit {
+		err = failOnAuditExit(cmd, runs)
+	}
+	return err
 }
 
 // failOnAuditExit is eval's exit under --fail-on-audit once every run is
@@ -331,15 +357,19 @@ func evalPlan(g *options.Global, e *pipeline.Env, cmd *cobra.Command, o *evalOpt
 	if err := checkNames(e.Home, agents, tasks, local, o.Catalog); err != nil {
 		return nil, "", err
 	}
-	if err := gateway.CheckModel(p.Model, filepath.Join(e.Home, "models"), g.Lookup); err != nil {
-		return nil, "", err
+	// What would fail every run after its images (a model file that does
+	// not read, or names a key this machine lacks): said once, now, of
+	// the first run of the plan.
+	network, err := runner.ParseNetwork(o.Egress)
+	if err != nil {
+		return nil, "", fmt.Errorf("--egress: %w", err)
 	}
-	// A model file that does not read, or names a key this machine lacks,
-	// would fail every run after its images: say so once, now.
-	if network, err := runner.ParseNetwork(o.Egress); err == nil {
-		if err := e.CheckModel(&pipeline.RunRequest{Model: p.Model, Network: network, Lookup: g.Lookup}); err != nil {
-			return nil, "", err
-		}
+	if err := e.Check(cmd.Context(), pipeline.RunRequest{
+		Task: p.Tasks[0], Agent: p.Agents[0], Dataset: local, Catalog: p.Catalog, Prebuilt: p.Prebuilt,
+		Mode: p.Mode, OSImage: p.OSImage, Timeout: p.Timeout, Difficulty: p.Difficulty, Model: p.Model,
+		Network: network, Lookup: g.Lookup, Resources: &o.Resources,
+	}); err != nil {
+		return nil, "", err
 	}
 	// Before the plan is written: an evaluation that cannot run leaves no
 	// folder behind, and a base image or runtime it lacks is said once,

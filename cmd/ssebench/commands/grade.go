@@ -1,12 +1,9 @@
 package commands
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -19,28 +16,13 @@ import (
 	"github.com/42-b3yond-6ug/ssebench/cmd/ssebench/commands/options"
 	"github.com/42-b3yond-6ug/ssebench/contract"
 	"github.com/42-b3yond-6ug/ssebench/evaluate"
-	"github.com/42-b3yond-6ug/ssebench/internal/safefile"
+	"github.com/42-b3yond-6ug/ssebench/evaluate/predictions"
 	"github.com/42-b3yond-6ug/ssebench/internal/suggest"
 	"github.com/42-b3yond-6ug/ssebench/pipeline"
 	"github.com/42-b3yond-6ug/ssebench/results"
 	"github.com/42-b3yond-6ug/ssebench/runner"
 	"github.com/42-b3yond-6ug/ssebench/task/catalog"
 )
-
-// predictionAgent is the agent folder that applies a prediction's patch
-// (agents/prediction): the patch is the agent's change, made as model in
-// the agent phase, and the grade is the one every agent gets.
-const predictionAgent = "prediction"
-
-// Exit statuses of agents/prediction's apply.sh.
-const (
-	applyEmpty    = 3
-	applyRejected = 4
-)
-
-// predictionsDir is the folder of a grade's evaluation folder that keeps
-// the patches graded, one file per prediction.
-const predictionsDir = "predictions"
 
 type gradeOptions struct {
 	// KeepImages is --keep-images.
@@ -122,6 +104,53 @@ type gradeOutcome struct {
 }
 
 func runGrade(cmd *cobra.Command, g *options.Global, o *gradeOptions) error {
+	if err := o.validate(cmd, g); err != nil {
+		return err
+	}
+	e, done, err := newEnv(g, cmd, o.Runtime)
+	if err != nil {
+		return err
+	}
+	defer done()
+	e.Log = nil
+	gr, err := o.grading(cmd, g, e)
+	if err != nil {
+		return err
+	}
+	outcomes, byKey := gradeOutcomes(gr)
+	stderr := cmd.ErrOrStderr()
+	njobs, why := evaluate.DefaultJobs()
+	if cmd.Flag("jobs").Changed {
+		njobs, why = o.Jobs, "--jobs"
+	}
+	fmt.Fprintf(stderr, "grading %s of %s in %s, %d at once (%s)\n", results.Plural(len(gr.Plan.Runs), "prediction", "predictions"),
+		results.Plural(len(outcomes), "prediction", "predictions"), gr.Dir, njobs, why)
+	for _, out := range outcomes {
+		if out.Status == "refused" {
+			fmt.Fprintln(stderr, out.line())
+		}
+	}
+	var runErr error
+	if len(gr.Plan.Runs) > 0 {
+		b := predictions.NewBackend(evaluate.Containerd{Env: e, EvalID: gr.Plan.ID, Request: pipeline.RunRequest{
+			Dataset: gr.Plan.Dataset, Catalog: gr.Plan.Catalog, Timeout: gr.Plan.Timeout,
+			Network: runner.NetworkRestricted, ContainerdAddr: g.ContainerdAddr, Output: discard{},
+			Resources: &o.Resources, KeepImages: o.KeepImages.Keep, ImageBudget: o.KeepImages.Budget,
+		}}, gr.Patches)
+		var eout *evaluate.Outcome
+		eout, runErr = evaluate.Evaluate(cmd.Context(), b, gr.Dir, gr.Plan, evaluate.WithJobs(njobs), evaluate.WithRetries(o.Retries),
+			evaluate.WithProgress(&gradeProgress{w: stderr, patches: gr.Patches, outcomes: byKey}))
+		if eout != nil {
+			for k, err := range eout.Failed {
+				byKey[k].Status, byKey[k].Reason = "error", err.Error()
+			}
+		}
+	}
+	return printGrade(cmd, o, gr.Dir, outcomes, runErr)
+}
+
+// validate refuses flags that cannot grade, before anything is opened.
+func (o *gradeOptions) validate(cmd *cobra.Command, g *options.Global) error {
 	if o.Predictions == "" {
 		return errors.New("--predictions is required: pass a JSON Lines file of {instance_id, model_name_or_path, model_patch}")
 	}
@@ -140,121 +169,74 @@ func runGrade(cmd *cobra.Command, g *options.Global, o *gradeOptions) error {
 	if o.Timeout == 0 {
 		o.Timeout = 600
 	}
-	e, done, err := newEnv(g, cmd, o.Runtime)
-	if err != nil {
-		return err
+	return nil
+}
+
+// grading checks what the grade needs (agents/prediction, the tasks, the
+// daemons) and reads the predictions into a new evaluation folder, whose
+// plan it writes.
+func (o *gradeOptions) grading(cmd *cobra.Command, g *options.Global, e *pipeline.Env) (*predictions.Grading, error) {
+	if _, err := agent.Load(e.Home, predictions.Agent); err != nil {
+		return nil, fmt.Errorf("ssebench grade applies patches with the agent folder agents/%s, which %s lacks: copy it there from the ssebench source", predictions.Agent, e.Home)
 	}
-	defer done()
-	e.Log = nil
-	if _, err := agent.Load(e.Home, predictionAgent); err != nil {
-		return fmt.Errorf("ssebench grade applies patches with the agent folder agents/%s, which %s lacks: copy it there from the ssebench source", predictionAgent, e.Home)
-	}
-	ctx := cmd.Context()
-	known, local, err := allTasks(ctx, e, o.Dataset, o.Catalog)
+	known, local, err := allTasks(cmd.Context(), e, o.Dataset, o.Catalog)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if local != "" {
 		if local, err = filepath.Abs(local); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	only := evaluate.SplitList(o.Tasks)
 	for _, id := range only {
 		if !slices.Contains(known, id) {
-			return fmt.Errorf("--tasks: %s", unknownTask(id, known))
+			return nil, fmt.Errorf("--tasks: %s", unknownTask(id, known))
 		}
 	}
 	// Before the folder, which a grade that cannot run would leave.
 	if err := checkDaemons(g, "grade", daemonNeeds{Containerd: true, BuildKit: true}); err != nil {
-		return err
+		return nil, err
 	}
-	// The folder first: the patches are written into it as they are read.
-	// It is absolute, since each run mounts its patch from there and a
-	// mount's host path must be (--runs-dir defaults to ./runs).
+	// Absolute, since each run mounts its patch from there and a mount's
+	// host path must be (--runs-dir defaults to ./runs).
 	runsDir, err := filepath.Abs(o.RunsDir)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	plan := evaluate.PlanOf(nil)
-	dir := filepath.Join(runsDir, plan.FolderName())
-	preds, err := readPredictions(o.Predictions, filepath.Join(dir, predictionsDir), known)
+	gr, err := predictions.NewGrading(o.Predictions, runsDir, known, only)
 	if err != nil {
-		os.RemoveAll(dir)
-		return err
+		return nil, err
 	}
-	var jobs []evaluate.Job
-	patches := map[string]*prediction{}
+	gr.Plan.Dataset, gr.Plan.Catalog, gr.Plan.Timeout = local, o.Catalog, o.Timeout
+	if gr.Plan.Catalog != "" && !strings.Contains(gr.Plan.Catalog, "://") {
+		if gr.Plan.Catalog, err = filepath.Abs(gr.Plan.Catalog); err != nil {
+			return nil, err
+		}
+	}
+	return gr, gr.Write()
+}
+
+// gradeOutcomes are the lines of gr's predictions, in the file's order,
+// and those of the graded ones by their job's key.
+func gradeOutcomes(gr *predictions.Grading) ([]*gradeOutcome, map[string]*gradeOutcome) {
 	var outcomes []*gradeOutcome
 	byKey := map[string]*gradeOutcome{}
-	ev := &results.Evaluation{NotStarted: []results.NotStarted{}}
-	for i := range preds {
-		p := &preds[i]
-		if len(only) > 0 && !slices.Contains(only, p.ID) {
-			continue
-		}
-		out := &gradeOutcome{InstanceID: p.ID, Model: p.Model, Where: p.Where}
+	for _, p := range gr.Selected {
+		out := &gradeOutcome{InstanceID: p.ID, Model: p.Model, Where: p.Where, Status: "not run"}
 		outcomes = append(outcomes, out)
 		if p.Refused != "" {
 			out.Status, out.Reason = "refused", p.Refused
-			ev.NotStarted = append(ev.NotStarted, results.NotStarted{Task: clip(p.ID), Agent: clip(p.Model), Attempt: 1, Reason: p.Where + ": " + p.Refused})
 			continue
 		}
-		out.Status = "not run"
-		j := evaluate.Job{Task: p.ID, Agent: p.Model, Attempt: 1}
-		jobs = append(jobs, j)
-		patches[j.Key()] = p
-		byKey[j.Key()] = out
+		byKey[predictions.Job(p).Key()] = out
 	}
-	if len(outcomes) == 0 {
-		os.RemoveAll(dir)
-		return fmt.Errorf("--tasks %s selects none of the predictions of %s", strings.Join(only, ","), o.Predictions)
-	}
-	// The same id: it names the folder the patches are in.
-	id := plan.ID
-	plan = evaluate.PlanOf(jobs)
-	plan.ID = id
-	plan.Dataset, plan.Catalog, plan.Timeout = local, o.Catalog, o.Timeout
-	if plan.Catalog != "" && !strings.Contains(plan.Catalog, "://") {
-		if plan.Catalog, err = filepath.Abs(plan.Catalog); err != nil {
-			return err
-		}
-	}
-	if err := evaluate.WritePlan(dir, plan); err != nil {
-		return err
-	}
-	if len(ev.NotStarted) > 0 {
-		if err := writeEvaluationFile(dir, ev); err != nil {
-			return err
-		}
-	}
-	stderr := cmd.ErrOrStderr()
-	njobs, why := evaluate.DefaultJobs()
-	if cmd.Flag("jobs").Changed {
-		njobs, why = o.Jobs, "--jobs"
-	}
-	fmt.Fprintf(stderr, "grading %s of %s in %s, %d at once (%s)\n", results.Plural(len(jobs), "prediction", "predictions"),
-		results.Plural(len(outcomes), "prediction", "predictions"), dir, njobs, why)
-	for _, out := range outcomes {
-		if out.Status == "refused" {
-			fmt.Fprintln(stderr, out.line())
-		}
-	}
-	var runErr error
-	if len(jobs) > 0 {
-		b := &gradeBackend{Containerd: evaluate.Containerd{Env: e, EvalID: plan.ID, Request: pipeline.RunRequest{
-			Dataset: plan.Dataset, Catalog: plan.Catalog, Timeout: plan.Timeout,
-			Network: runner.NetworkRestricted, ContainerdAddr: g.ContainerdAddr, Output: discard{},
-			Resources: &o.Resources, KeepImages: o.KeepImages.Keep, ImageBudget: o.KeepImages.Budget,
-		}}, patches: patches}
-		var eout *evaluate.Outcome
-		eout, runErr = evaluate.Evaluate(ctx, b, dir, plan, evaluate.WithJobs(njobs), evaluate.WithRetries(o.Retries), evaluate.WithProgress(&gradeProgress{w: stderr, patches: patches, outcomes: byKey}))
-		if eout != nil {
-			for k, err := range eout.Failed {
-				byKey[k].Status, byKey[k].Reason = "error", err.Error()
-			}
-		}
-	}
+	return outcomes, byKey
+}
+
+// printGrade prints the outcomes (--json) or the report of the folder dir,
+// and says how the grade ended; runErr is the evaluation's.
+func printGrade(cmd *cobra.Command, o *gradeOptions, dir string, outcomes []*gradeOutcome, runErr error) error {
 	if o.JSON {
 		if err := writeJSONTo(cmd.OutOrStdout(), outcomes); err != nil {
 			return err
@@ -266,16 +248,16 @@ func runGrade(cmd *cobra.Command, g *options.Global, o *gradeOptions) error {
 			runErr = err
 		}
 	}
-	if ctx.Err() != nil {
+	if err := cmd.Context().Err(); err != nil {
 		// Interrupted: main says so and exits 130; what finished stays.
-		return ctx.Err()
+		return err
 	}
 	if runErr != nil {
 		// Eval's words would point to `eval --resume`, which cannot run
 		// a grade's plan (its agents are models' names).
 		return fmt.Errorf("grading failed for an infrastructure reason: %w (grade the file again)", unwrapResume(runErr))
 	}
-	fmt.Fprintf(stderr, "results in %s\n", dir)
+	fmt.Fprintf(cmd.ErrOrStderr(), "results in %s\n", dir)
 	return nil
 }
 
@@ -295,23 +277,6 @@ func unknownTask(id string, known []string) string {
 	return fmt.Sprintf("unknown task %s: the dataset has no such task", quote(id))
 }
 
-// clip keeps a refused prediction's name printable and short for the
-// reports.
-func clip(s string) string {
-	if isPrintable(s) && len(s) <= 80 {
-		return s
-	}
-	return strings.Trim(quote(s), `"`)
-}
-
-func writeEvaluationFile(dir string, ev *results.Evaluation) error {
-	b, err := json.MarshalIndent(ev, "", "  ")
-	if err != nil {
-		return err
-	}
-	return safefile.WriteBytes(filepath.Join(dir, results.EvaluationFile), append(b, '\n'), 0o644, safefile.Sync())
-}
-
 // line is the prediction's one line of output.
 func (o *gradeOutcome) line() string {
 	s := fmt.Sprintf("%s %s (%s): %s", quote(o.InstanceID), quote(o.Model), o.Where, o.Status)
@@ -324,91 +289,11 @@ func (o *gradeOutcome) line() string {
 	return s
 }
 
-// gradeBackend runs each job as agents/prediction applying the job's
-// patch, with the model's name as the agent's.
-type gradeBackend struct {
-	evaluate.Containerd
-	patches map[string]*prediction
-}
-
-// BuildAgent implements evaluate.Backend: every model's patches are
-// applied by the same agent image of the task.
-func (b *gradeBackend) BuildAgent(ctx context.Context, task, _ string, ti *pipeline.TaskImages) (*pipeline.RunImages, error) {
-	return b.Containerd.BuildAgent(ctx, task, predictionAgent, ti)
-}
-
-// Run implements evaluate.Backend.
-func (b *gradeBackend) Run(ctx context.Context, job evaluate.Job, images *pipeline.RunImages, dir string) (string, error) {
-	p := b.patches[job.Key()]
-	r := b.Request
-	r.Task, r.Agent, r.AgentName, r.Patch = job.Task, predictionAgent, job.Agent, p.PatchFile
-	r.Images, r.RunsDir, r.Attempt = images, dir, job.Attempt
-	r.Labels = map[string]string{evaluate.EvalLabel: b.EvalID}
-	res, err := b.Env.Run(ctx, r)
-	if err != nil {
-		return "", err
-	}
-	if res.Summary.Status == "stopped" {
-		return "", fmt.Errorf("run %s was stopped", res.Summary.RunID)
-	}
-	return res.Dir, noteApplied(res.Dir, p)
-}
-
-// noteApplied records what became of the patch: prediction.json (which
-// gives a patch that was not applied its own verdict in every report),
-// and result.json's notes when it was not applied. The agent's exit
-// status is the entrypoint's record of apply.sh (root's script; the
-// patch is only its input).
-func noteApplied(dir string, p *prediction) error {
-	r, err := contract.ReadRunResult(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	} else if err != nil {
-		return err
-	}
-	if err := results.WritePrediction(dir, appliedOutcome(r.AgentExit, p)); err != nil {
-		return err
-	}
-	note := appliedNote(r.AgentExit, p)
-	if note == "" {
-		return nil
-	}
-	r.Notes = append(r.Notes, note)
-	return contract.WriteRunResult(dir, r)
-}
-
-// appliedOutcome is prediction.json for a patch apply.sh ended with exit.
-func appliedOutcome(exit int, p *prediction) results.Prediction {
-	switch {
-	case exit == applyEmpty:
-		return results.Prediction{Patch: results.PatchEmpty}
-	case exit == applyRejected && p.Kind == patchNotDiff:
-		return results.Prediction{Patch: results.PatchNotApplied, Why: patchNotDiff}
-	case exit == applyRejected:
-		return results.Prediction{Patch: results.PatchNotApplied, Why: "the patch does not apply"}
-	}
-	return results.Prediction{Patch: results.PatchApplied}
-}
-
-func appliedNote(exit int, p *prediction) string {
-	switch {
-	case exit == applyEmpty:
-		return "prediction: " + patchEmpty + ": nothing applied; graded on the unchanged source"
-	case exit == applyRejected && p.Kind == patchNotDiff:
-		return "prediction: " + patchNotDiff + ": not applied; graded on the unchanged source"
-	case exit == applyRejected:
-		return "prediction: the patch does not apply: not applied; graded on the unchanged source (agent.log has patch's output)"
-	case exit != 0:
-		return fmt.Sprintf("prediction: applying the patch ended with status %d: graded on what it left", exit)
-	}
-	return ""
-}
-
 // gradeProgress prints one line per graded prediction, and retries.
 type gradeProgress struct {
 	mu       sync.Mutex
 	w        io.Writer
-	patches  map[string]*prediction
+	patches  map[string]*predictions.Prediction
 	outcomes map[string]*gradeOutcome
 }
 
@@ -448,7 +333,7 @@ func (p *gradeProgress) Finish(j evaluate.Job, r *results.Run) {
 	if r.Result != nil {
 		if r.Forged() {
 			out.Reason = r.Integrity()
-		} else if n := appliedNote(r.Result.AgentExit, p.patches[j.Key()]); n != "" {
+		} else if n := predictions.Note(r.Result.AgentExit, p.patches[j.Key()]); n != "" {
 			out.Reason = strings.TrimPrefix(n, "prediction: ")
 		} else if !r.Passed() {
 			// The verdict without the status the line already gives.

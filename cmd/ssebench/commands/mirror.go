@@ -3,9 +3,7 @@ package commands
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -14,6 +12,7 @@ import (
 	"github.com/42-b3yond-6ug/ssebench/cmd/ssebench/commands/options"
 	"github.com/42-b3yond-6ug/ssebench/registry/naming"
 	"github.com/42-b3yond-6ug/ssebench/registry/remote"
+	"github.com/42-b3yond-6ug/ssebench/release"
 	"github.com/42-b3yond-6ug/ssebench/task"
 )
 
@@ -58,97 +57,7 @@ mounted and which uploaded, and whether the tag is new, unchanged or moves;
 		Example: `  ssebench mirror --registry localhost:5000/ssebench --to mirror.lan:5000/ssebench --dataset examples --agents dummy
   ssebench mirror --to localhost:5000/ssebench-archive --tasks kvconf-12-afb9ee1 --platform linux/amd64
   ssebench mirror --all localhost:5000/ssebench --to mirror.lan:5000/ssebench --dry-run`,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if o.To == "" {
-				return fmt.Errorf("--to is required: name the target prefix, e.g. --to mirror.lan:5000/ssebench")
-			}
-			if o.All != "" && (len(o.Datasets) > 0 || len(o.Tasks) > 0 || len(o.Agents) > 0 || len(args) > 0 || o.NoTaskImages) {
-				return fmt.Errorf("--all copies every image under its prefix: drop --dataset, --tasks, --agents, --only-args and the image arguments")
-			}
-			if err := remote.CheckPrefix(o.To); err != nil {
-				return fmt.Errorf("--to: %w", err)
-			}
-			if o.All != "" {
-				all, to := strings.TrimRight(o.All, "/"), strings.TrimRight(o.To, "/")
-				if to == all || strings.HasPrefix(to, all+"/") {
-					return fmt.Errorf("--to %s is under --all %s: the copy would be copied again by the next run; name a prefix beside it", o.To, o.All)
-				}
-			}
-			p, err := options.ParsePlatform(o.Platform)
-			if err != nil {
-				return err
-			}
-			var refs []string
-			from := ""
-			if o.All == "" {
-				names, err := g.Names()
-				if err != nil {
-					return err
-				}
-				home, err := g.HomeDir()
-				if err != nil {
-					return err
-				}
-				if refs, err = mirrorSet(home, names, o); err != nil {
-					return err
-				}
-				refs = append(refs, args...)
-				if len(refs) == 0 {
-					return fmt.Errorf("no images to mirror: name a dataset with tasks (--dataset) or images as arguments")
-				}
-				from = names.Registry
-			}
-			s, ropts, err := g.StoreOptions(nil)
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			if o.All != "" {
-				from = strings.TrimRight(o.All, "/")
-				if refs, err = remote.ListAll(cmd.Context(), from, ropts...); err != nil {
-					return err
-				}
-				if len(refs) == 0 {
-					return fmt.Errorf("no images under %s: the registry's catalog lists no repository with a tag there", from)
-				}
-			}
-			if o.DryRun {
-				plan, err := remote.PlanMirror(cmd.Context(), refs, from, o.To, append(ropts, remote.WithIndexPlatform(p))...)
-				if err != nil {
-					return err
-				}
-				if err := printPlan(cmd.OutOrStdout(), plan, o.JSON); err != nil {
-					return err
-				}
-				// A dry run fails where the copy would: a plan with
-				// missing sources is not one to carry out.
-				if len(plan.Missing) > 0 {
-					return mirrorMissing(&remote.MissingError{Refs: plan.Missing}, o)
-				}
-				return nil
-			}
-			pp := NewProgressPrinter(cmd.ErrOrStderr(), ProgressQuiet(g.Quiet))
-			ropts = append(ropts, remote.WithJobs(o.Jobs), remote.WithBlobProgress(pp), remote.WithIndexPlatform(p))
-			rep, err := remote.Mirror(cmd.Context(), refs, from, o.To, ropts...)
-			pp.Finish(nil)
-			if rep != nil {
-				if o.JSON {
-					out := mirrorOutput{Images: []mirroredJSON{}, Missing: rep.Missing, Push: pushReportJSON(&rep.Push)}
-					for _, im := range rep.Images {
-						out.Images = append(out.Images, mirroredJSON{Source: im.Source, Target: im.Target, Digest: im.Digest.String()})
-					}
-					if jerr := writeJSONTo(cmd.OutOrStdout(), out); jerr != nil && err == nil {
-						err = jerr
-					}
-				} else {
-					for _, im := range rep.Images {
-						fmt.Fprintf(cmd.OutOrStdout(), "%s@%s\n", im.Target, im.Digest)
-					}
-				}
-				fmt.Fprintln(cmd.ErrOrStderr(), rep.String())
-			}
-			return mirrorMissing(err, o)
-		},
+		RunE: func(cmd *cobra.Command, args []string) error { return runMirror(cmd, g, o, args) },
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.To, "to", "", "target prefix (required), e.g. mirror.lan:5000/ssebench")
@@ -164,15 +73,136 @@ mounted and which uploaded, and whether the tag is new, unchanged or moves;
 	return cmd
 }
 
-// mirrorSet names the images of the tasks and agents o selects: the base
-// each task pins, its case image (tagged with the dataset version), its tool
-// image, its agent images, and the runtime image. The result is sorted and
-// without duplicates.
+func runMirror(cmd *cobra.Command, g *options.Global, o *mirrorOptions, args []string) error {
+	if err := o.validate(args); err != nil {
+		return err
+	}
+	p, err := options.ParsePlatform(o.Platform)
+	if err != nil {
+		return err
+	}
+	var refs []string
+	from := ""
+	if o.All == "" {
+		if refs, from, err = mirrorRefs(g, o, args); err != nil {
+			return err
+		}
+	}
+	s, ropts, err := g.StoreOptions(nil)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	if o.All != "" {
+		from = strings.TrimRight(o.All, "/")
+		if refs, err = remote.ListAll(cmd.Context(), from, ropts...); err != nil {
+			return err
+		}
+		if len(refs) == 0 {
+			return fmt.Errorf("no images under %s: the registry's catalog lists no repository with a tag there", from)
+		}
+	}
+	if o.DryRun {
+		return mirrorDryRun(cmd, o, refs, from, append(ropts, remote.WithIndexPlatform(p)))
+	}
+	pp := NewProgressPrinter(cmd.ErrOrStderr(), ProgressQuiet(g.Quiet))
+	ropts = append(ropts, remote.WithJobs(o.Jobs), remote.WithBlobProgress(pp), remote.WithIndexPlatform(p))
+	rep, err := remote.Mirror(cmd.Context(), refs, from, o.To, ropts...)
+	pp.Finish(nil)
+	if rep != nil {
+		if perr := printMirror(cmd, o, rep); perr != nil && err == nil {
+			err = perr
+		}
+	}
+	return mirrorMissing(err, o)
+}
+
+// validate refuses flags that name no mirror, or one that copies itself.
+func (o *mirrorOptions) validate(args []string) error {
+	if o.To == "" {
+		return fmt.Errorf("--to is required: name the target prefix, e.g. --to mirror.lan:5000/ssebench")
+	}
+	if o.All != "" && (len(o.Datasets) > 0 || len(o.Tasks) > 0 || len(o.Agents) > 0 || len(args) > 0 || o.NoTaskImages) {
+		return fmt.Errorf("--all copies every image under its prefix: drop --dataset, --tasks, --agents, --only-args and the image arguments")
+	}
+	if err := remote.CheckPrefix(o.To); err != nil {
+		return fmt.Errorf("--to: %w", err)
+	}
+	if o.All != "" {
+		all, to := strings.TrimRight(o.All, "/"), strings.TrimRight(o.To, "/")
+		if to == all || strings.HasPrefix(to, all+"/") {
+			return fmt.Errorf("--to %s is under --all %s: the copy would be copied again by the next run; name a prefix beside it", o.To, o.All)
+		}
+	}
+	return nil
+}
+
+// mirrorRefs are the images to mirror without --all: the set o selects
+// and args; from is REGISTRY.
+func mirrorRefs(g *options.Global, o *mirrorOptions, args []string) (refs []string, from string, err error) {
+	names, err := g.Names()
+	if err != nil {
+		return nil, "", err
+	}
+	home, err := g.HomeDir()
+	if err != nil {
+		return nil, "", err
+	}
+	if refs, err = mirrorSet(home, names, o); err != nil {
+		return nil, "", err
+	}
+	refs = append(refs, args...)
+	if len(refs) == 0 {
+		return nil, "", fmt.Errorf("no images to mirror: name a dataset with tasks (--dataset) or images as arguments")
+	}
+	return refs, names.Registry, nil
+}
+
+// mirrorDryRun prints what the mirror would do, and fails where it
+// would: a plan with missing sources is not one to carry out.
+func mirrorDryRun(cmd *cobra.Command, o *mirrorOptions, refs []string, from string, ropts []remote.Option) error {
+	plan, err := remote.PlanMirror(cmd.Context(), refs, from, o.To, ropts...)
+	if err != nil {
+		return err
+	}
+	if err := printPlan(cmd.OutOrStdout(), plan, o.JSON); err != nil {
+		return err
+	}
+	if len(plan.Missing) > 0 {
+		return mirrorMissing(&remote.MissingError{Refs: plan.Missing}, o)
+	}
+	return nil
+}
+
+// printMirror prints the images rep copied (--json: as one document) and
+// its figures on stderr.
+func printMirror(cmd *cobra.Command, o *mirrorOptions, rep *remote.MirrorReport) error {
+	var err error
+	if o.JSON {
+		out := mirrorOutput{Images: []mirroredJSON{}, Missing: rep.Missing, Push: pushReportJSON(&rep.Push)}
+		for _, im := range rep.Images {
+			out.Images = append(out.Images, mirroredJSON{Source: im.Source, Target: im.Target, Digest: im.Digest.String()})
+		}
+		err = writeJSONTo(cmd.OutOrStdout(), out)
+	} else {
+		for _, im := range rep.Images {
+			fmt.Fprintf(cmd.OutOrStdout(), "%s@%s\n", im.Target, im.Digest)
+		}
+	}
+	fmt.Fprintln(cmd.ErrOrStderr(), rep.String())
+	return err
+}
+
+// mirrorSet names the images of the tasks and agents o selects (see
+// release.ImageSet): of every dataset of the home unless o names some.
 func mirrorSet(home string, names naming.Names, o *mirrorOptions) ([]string, error) {
 	if o.NoTaskImages {
 		return nil, nil
 	}
-	dirs := o.Datasets
+	var dirs []string
+	for _, d := range o.Datasets {
+		dirs = append(dirs, datasetArg(home, d))
+	}
 	if len(dirs) == 0 {
 		all, err := filepath.Glob(filepath.Join(home, "datasets", "*", task.DatasetFile))
 		if err != nil {
@@ -190,61 +220,7 @@ func mirrorSet(home string, names naming.Names, o *mirrorOptions) ([]string, err
 		}
 		agents = append(agents, a)
 	}
-	want := map[string]bool{}
-	for _, id := range o.Tasks {
-		want[id] = true
-	}
-	set := map[string]bool{}
-	found := map[string]bool{}
-	for _, dir := range dirs {
-		dir = datasetArg(home, dir)
-		d, err := task.LoadDataset(dir)
-		if err != nil {
-			return nil, fmt.Errorf("reading dataset %s: %w", dir, err)
-		}
-		m, err := task.ReadManifest(filepath.Join(dir, task.ManifestFile))
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			return nil, err
-		}
-		for _, t := range d.Tasks {
-			if len(want) > 0 && !want[t.ID] {
-				continue
-			}
-			found[t.ID] = true
-			base := t.Base
-			if m != nil {
-				if mt := m.Task(t.ID); mt != nil && mt.Base != "" {
-					base = mt.Base
-				}
-			}
-			if base != "" {
-				set[names.Prefixed(base)] = true
-			}
-			if d.Version != "" {
-				set[names.CaseTagged(d.Name, t.ID, d.Version)] = true
-			} else {
-				set[names.Case(d.Name, t.ID)] = true
-			}
-			set[names.Tool(t.ID)] = true
-			for _, a := range agents {
-				set[names.Agent(a.Name, t.ID, a.Version)] = true
-			}
-		}
-	}
-	for id := range want {
-		if !found[id] {
-			return nil, fmt.Errorf("task %s is in none of the datasets %v", id, dirs)
-		}
-	}
-	if len(set) > 0 {
-		set[names.Runtime()] = true
-	}
-	out := make([]string, 0, len(set))
-	for r := range set {
-		out = append(out, r)
-	}
-	sort.Strings(out)
-	return out, nil
+	return release.ImageSet(names, dirs, o.Tasks, agents)
 }
 
 // mirrorMissing adds to a MissingError of a mirror of task images how

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 
 	"github.com/42-b3yond-6ug/ssebench/evaluate"
+	"github.com/42-b3yond-6ug/ssebench/evaluate/predictions"
 	"github.com/42-b3yond-6ug/ssebench/results"
 )
 
@@ -31,7 +32,7 @@ func evalPartial(dir string) *results.Partial {
 		return nil
 	}
 	// A grade's folder is graded again, not resumed (docs/results.md).
-	if _, err := os.Stat(filepath.Join(dir, predictionsDir)); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, predictions.Dir)); err != nil {
 		p.Resume = "ssebench eval --resume " + dir
 	}
 	return p

@@ -42,69 +42,7 @@ moves (--json: the same as one document).`,
   ssebench push --dry-run --json localhost:5000/ssebench/tool/kvconf-12-afb9ee1:0.1.0-dev
   ssebench push localhost:5000/ssebench/tool/kvconf-12-afb9ee1:0.1.0-dev --mount-from localhost:5000/ssebench/case/examples/kvconf-12-afb9ee1`,
 		Args: cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			s, ropts, err := g.StoreOptions(nil)
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			pp := NewProgressPrinter(cmd.ErrOrStderr(), ProgressQuiet(g.Quiet || o.DryRun))
-			ropts = append(ropts, remote.WithJobs(o.Jobs), remote.WithMountFrom(o.MountFrom...), remote.WithBlobProgress(pp))
-			total := &remote.PushReport{}
-			pushed := []imageJSON{}
-			defer func() {
-				if !o.DryRun {
-					pp.Finish(total)
-				}
-			}()
-			// Every image is found before anything moves: a typo in the
-			// last name fails at once, and the totals cover them all.
-			refs := make([]name.Reference, len(args))
-			contents := make([]ggremote.Taggable, len(args))
-			for i, a := range args {
-				ref, err := name.ParseReference(a)
-				if err != nil {
-					return fmt.Errorf("parsing image reference %q: %w", a, err)
-				}
-				if contents[i], err = storeContent(s, ref); err != nil {
-					return err
-				}
-				refs[i] = ref
-				pp.Expect(contents[i])
-			}
-			if o.DryRun {
-				targets := make([]remote.Target, len(refs))
-				for i, ref := range refs {
-					targets[i] = remote.Target{Ref: ref.Name(), Content: contents[i]}
-				}
-				plan, err := remote.PlanPush(ctx, targets, ropts...)
-				if err != nil {
-					return err
-				}
-				return printPlan(cmd.OutOrStdout(), plan, o.JSON)
-			}
-			for i, ref := range refs {
-				content := contents[i]
-				rep, err := remote.Push(ctx, ref.Name(), content, ropts...)
-				total.Merge(rep)
-				if err != nil {
-					return err
-				}
-				d, err := content.(interface{ Digest() (v1.Hash, error) }).Digest()
-				if err != nil {
-					return err
-				}
-				pushed = append(pushed, imageJSON{Name: ref.Name(), Digest: d.String()})
-				if !o.JSON {
-					fmt.Fprintf(cmd.OutOrStdout(), "%s@%s\n", ref.Name(), d)
-				}
-			}
-			if o.JSON {
-				return writeJSONTo(cmd.OutOrStdout(), pushOutput{Images: pushed, Push: pushReportJSON(total)})
-			}
-			return nil
-		},
+		RunE: func(cmd *cobra.Command, args []string) error { return runPush(cmd, g, o, args) },
 	}
 	f := cmd.Flags()
 	f.IntVar(&o.Jobs, "jobs", 4, "blobs uploaded at once")
@@ -112,6 +50,75 @@ moves (--json: the same as one document).`,
 	f.BoolVar(&o.DryRun, "dry-run", false, "print what would be uploaded, mounted and tagged (HEAD requests only) and write nothing")
 	addJSONFlag(cmd, &o.JSON)
 	return cmd
+}
+
+func runPush(cmd *cobra.Command, g *options.Global, o *pushOptions, args []string) error {
+	s, ropts, err := g.StoreOptions(nil)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	pp := NewProgressPrinter(cmd.ErrOrStderr(), ProgressQuiet(g.Quiet || o.DryRun))
+	ropts = append(ropts, remote.WithJobs(o.Jobs), remote.WithMountFrom(o.MountFrom...), remote.WithBlobProgress(pp))
+	total := &remote.PushReport{}
+	if !o.DryRun {
+		defer pp.Finish(total)
+	}
+	refs, contents, err := storeContents(s, args, pp)
+	if err != nil {
+		return err
+	}
+	if o.DryRun {
+		targets := make([]remote.Target, len(refs))
+		for i, ref := range refs {
+			targets[i] = remote.Target{Ref: ref.Name(), Content: contents[i]}
+		}
+		plan, err := remote.PlanPush(cmd.Context(), targets, ropts...)
+		if err != nil {
+			return err
+		}
+		return printPlan(cmd.OutOrStdout(), plan, o.JSON)
+	}
+	pushed := []imageJSON{}
+	for i, ref := range refs {
+		rep, err := remote.Push(cmd.Context(), ref.Name(), contents[i], ropts...)
+		total.Merge(rep)
+		if err != nil {
+			return err
+		}
+		d, err := contents[i].(interface{ Digest() (v1.Hash, error) }).Digest()
+		if err != nil {
+			return err
+		}
+		pushed = append(pushed, imageJSON{Name: ref.Name(), Digest: d.String()})
+		if !o.JSON {
+			fmt.Fprintf(cmd.OutOrStdout(), "%s@%s\n", ref.Name(), d)
+		}
+	}
+	if o.JSON {
+		return writeJSONTo(cmd.OutOrStdout(), pushOutput{Images: pushed, Push: pushReportJSON(total)})
+	}
+	return nil
+}
+
+// storeContents finds every image args names in the store before
+// anything moves: a typo in the last name fails at once, and the
+// progress's totals cover them all.
+func storeContents(s *store.Store, args []string, pp *ProgressPrinter) ([]name.Reference, []ggremote.Taggable, error) {
+	refs := make([]name.Reference, len(args))
+	contents := make([]ggremote.Taggable, len(args))
+	for i, a := range args {
+		ref, err := name.ParseReference(a)
+		if err != nil {
+			return nil, nil, fmt.Errorf("parsing image reference %q: %w", a, err)
+		}
+		if contents[i], err = storeContent(s, ref); err != nil {
+			return nil, nil, err
+		}
+		refs[i] = ref
+		pp.Expect(contents[i])
+	}
+	return refs, contents, nil
 }
 
 // storeContent returns the store's image or image index for ref.

@@ -1,7 +1,6 @@
 package commands
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -11,20 +10,14 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/name"
-	v1 "github.com/google/go-containerregistry/pkg/v1"
-	ggremote "github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/spf13/cobra"
 
 	"github.com/42-b3yond-6ug/ssebench/cmd/ssebench/commands/options"
 	"github.com/42-b3yond-6ug/ssebench/evaluate"
 	"github.com/42-b3yond-6ug/ssebench/internal/units"
 	"github.com/42-b3yond-6ug/ssebench/pipeline"
-	"github.com/42-b3yond-6ug/ssebench/registry/remote"
-	"github.com/42-b3yond-6ug/ssebench/registry/trust"
 	"github.com/42-b3yond-6ug/ssebench/release"
 	"github.com/42-b3yond-6ug/ssebench/runner"
-	"github.com/42-b3yond-6ug/ssebench/runtimebin"
 	"github.com/42-b3yond-6ug/ssebench/task"
 )
 
@@ -69,65 +62,7 @@ run verify again, which builds the case images with the new config.`,
 		Example: `  ssebench dataset verify datasets/examples
   ssebench dataset verify datasets/examples --tasks kvconf-12-afb9ee1 --jobs 2`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			dir := args[0]
-			ds, _, err := task.LoadDatasetTolerant(dir)
-			if err != nil {
-				return printProblems(cmd, err, dir)
-			}
-			e, done, err := newEnv(g, cmd, o.Runtime)
-			if err != nil {
-				return err
-			}
-			defer done()
-			abs, err := filepath.Abs(dir)
-			if err != nil {
-				return err
-			}
-			e.Log = nil // the builds' lines would drown the runs'
-			jobs, _ := evaluate.DefaultJobs()
-			if cmd.Flag("jobs").Changed {
-				jobs = o.Jobs
-			}
-			eopts := []evaluate.Option{evaluate.WithJobs(jobs), evaluate.WithProgress(evaluate.NewPrinter(cmd.ErrOrStderr()))}
-			backend := func(id string) evaluate.Backend {
-				return &evaluate.Containerd{Env: e, EvalID: id, Request: pipeline.RunRequest{
-					Dataset: abs, Timeout: o.Timeout, Network: runner.NetworkRestricted,
-					ContainerdAddr: g.ContainerdAddr, Output: discard{}, KeepImages: o.KeepImages.Keep, ImageBudget: o.KeepImages.Budget,
-				}}
-			}
-			rep, err := release.Verify(cmd.Context(), backend, dir, release.VerifyOptions{
-				Tasks: evaluate.SplitList(o.Tasks), RunsDir: o.RunsDir, Eval: eopts, WriteTests: o.WriteTests, Reruns: o.Reruns,
-			})
-			if err != nil {
-				return err
-			}
-			printFindings(cmd, rep.Findings)
-			for _, w := range rep.Warnings {
-				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", w)
-			}
-			recPath := release.RecordFile(e.Store.Dir(), ds.Name, ds.Version)
-			rec, err := release.ReadRecord(recPath, ds.Name, ds.Version)
-			if err != nil {
-				return err
-			}
-			rec.Merge(rep)
-			if err := rec.Write(recPath); err != nil {
-				return err
-			}
-			if rep.Dir != "" {
-				fmt.Fprintf(cmd.ErrOrStderr(), "runs in %s\n", rep.Dir)
-			}
-			if failed := rep.Failed(); len(failed) > 0 {
-				var parts []string
-				for _, f := range failed {
-					parts = append(parts, fmt.Sprintf("%s %s %s (%s)", f.Task, f.Agent, f.Check, f.Why))
-				}
-				return fmt.Errorf("%s failed: %s", units.Plural(len(failed), "check"), strings.Join(parts, "; "))
-			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "%s verified\n", units.Plural(len(rep.Verified), "task"))
-			return nil
-		},
+		RunE: func(cmd *cobra.Command, args []string) error { return runDatasetVerify(cmd, g, o, args[0]) },
 	}
 	f := cmd.Flags()
 	f.StringSliceVar(&o.Tasks, "tasks", nil, "only these task ids (default: every task folder)")
@@ -155,6 +90,65 @@ func printFindings(cmd *cobra.Command, fs []release.Finding) {
 	tw.Flush()
 }
 
+func runDatasetVerify(cmd *cobra.Command, g *options.Global, o *verifyDatasetOptions, dir string) error {
+	ds, _, err := task.LoadDatasetTolerant(dir)
+	if err != nil {
+		return printProblems(cmd, err, dir)
+	}
+	e, done, err := newEnv(g, cmd, o.Runtime)
+	if err != nil {
+		return err
+	}
+	defer done()
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	e.Log = nil // the builds' lines would drown the runs'
+	jobs, _ := evaluate.DefaultJobs()
+	if cmd.Flag("jobs").Changed {
+		jobs = o.Jobs
+	}
+	eopts := []evaluate.Option{evaluate.WithJobs(jobs), evaluate.WithProgress(evaluate.NewPrinter(cmd.ErrOrStderr()))}
+	backend := func(id string) evaluate.Backend {
+		return &evaluate.Containerd{Env: e, EvalID: id, Request: pipeline.RunRequest{
+			Dataset: abs, Timeout: o.Timeout, Network: runner.NetworkRestricted,
+			ContainerdAddr: g.ContainerdAddr, Output: discard{}, KeepImages: o.KeepImages.Keep, ImageBudget: o.KeepImages.Budget,
+		}}
+	}
+	rep, err := release.Verify(cmd.Context(), backend, dir, release.VerifyOptions{
+		Tasks: evaluate.SplitList(o.Tasks), RunsDir: o.RunsDir, Eval: eopts, WriteTests: o.WriteTests, Reruns: o.Reruns,
+	})
+	if err != nil {
+		return err
+	}
+	printFindings(cmd, rep.Findings)
+	for _, w := range rep.Warnings {
+		fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", w)
+	}
+	if err := release.Remember(e.Store.Dir(), ds.Name, ds.Version, rep); err != nil {
+		return err
+	}
+	return printVerified(cmd, rep)
+}
+
+// printVerified ends a verification: where its runs are, and every check
+// that failed as the error, else how many tasks verified.
+func printVerified(cmd *cobra.Command, rep *release.Report) error {
+	if rep.Dir != "" {
+		fmt.Fprintf(cmd.ErrOrStderr(), "runs in %s\n", rep.Dir)
+	}
+	if failed := rep.Failed(); len(failed) > 0 {
+		var parts []string
+		for _, f := range failed {
+			parts = append(parts, fmt.Sprintf("%s %s %s (%s)", f.Task, f.Agent, f.Check, f.Why))
+		}
+		return fmt.Errorf("%s failed: %s", units.Plural(len(failed), "check"), strings.Join(parts, "; "))
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "%s verified\n", units.Plural(len(rep.Verified), "task"))
+	return nil
+}
+
 func newCmdDatasetLock(g *options.Global) *cobra.Command {
 	var check bool
 	var revision string
@@ -173,80 +167,76 @@ pinned to another digest, or pinned from other files (stale); exit 1 if any.`,
   ssebench dataset lock --check datasets/examples`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dir := args[0]
-			ds, broken, err := task.LoadDatasetTolerant(dir)
-			if err != nil {
-				return printProblems(cmd, err, dir)
-			}
-			s, err := g.OpenStore()
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			rec, err := release.ReadRecord(release.RecordFile(s.Dir(), ds.Name, ds.Version), ds.Name, ds.Version)
-			if err != nil {
-				return err
-			}
-			old, oldErr := release.ReadOldLock(dir)
-			if oldErr != nil && !check {
-				return fmt.Errorf("%w (delete it to write it again)", oldErr)
-			}
-			rev := revision
-			if rev == "" {
-				rev = release.Revision(cmd.Context(), dir)
-			} else if err := release.CheckRevision(rev); err != nil {
-				return err
-			}
-			lock, unverified, err := release.Lock(ds, rec, old, rev)
-			if err != nil {
-				return err
-			}
-			for _, id := range slices.Sorted(maps.Keys(broken)) {
-				unverified = append(unverified, fmt.Sprintf("%s: the task folder has problems (see `ssebench dataset validate`)", id))
-			}
-			name := filepath.Join(dir, task.LockFile)
-			if check {
-				if oldErr != nil {
-					fmt.Fprintf(cmd.OutOrStdout(), "%v\n", oldErr)
-					return errProblemsLock(cmd, name, dir, 1, nil, nil)
-				}
-				diffs := release.CheckLock(old, lock, unverified)
-				for _, d := range diffs {
-					fmt.Fprintf(cmd.OutOrStdout(), "%s: %s\n", name, d)
-				}
-				if len(diffs) > 0 {
-					// A task that verified but is left out of the lock
-					// changed since; one the lock pins otherwise than
-					// it verified needs only the lock written again.
-					var changed, relock []string
-					for _, t := range ds.Tasks {
-						_, verified := rec.Tasks[t.ID]
-						want, locked := lock.Images[t.ID]
-						switch {
-						case verified && !locked:
-							changed = append(changed, t.ID)
-						case locked && old != nil && old.Images[t.ID] != want:
-							relock = append(relock, t.ID)
-						}
-					}
-					return errProblemsLock(cmd, name, dir, len(diffs), changed, relock)
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "ok %s\n", name)
-				return nil
-			}
-			if err := task.WriteLock(dir, lock); err != nil {
-				return err
-			}
-			for _, u := range unverified {
-				fmt.Fprintf(cmd.ErrOrStderr(), "warning: not locked: %s\n", u)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s (%d of %s pinned)\n", name, len(lock.Images), units.Plural(len(ds.Tasks)+len(broken), "task"))
-			return nil
+			return runDatasetLock(cmd, g, args[0], revision, check)
 		},
 	}
 	cmd.Flags().BoolVar(&check, "check", false, "check images.lock.json instead of writing it")
 	cmd.Flags().StringVar(&revision, "revision", "", "the commit the images are built from (default: git rev-parse HEAD in DIR)")
 	return cmd
+}
+
+func runDatasetLock(cmd *cobra.Command, g *options.Global, dir, revision string, check bool) error {
+	ds, broken, err := task.LoadDatasetTolerant(dir)
+	if err != nil {
+		return printProblems(cmd, err, dir)
+	}
+	s, err := g.OpenStore()
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	rec, err := release.ReadRecord(release.RecordFile(s.Dir(), ds.Name, ds.Version), ds.Name, ds.Version)
+	if err != nil {
+		return err
+	}
+	old, oldErr := release.ReadOldLock(dir)
+	if oldErr != nil && !check {
+		return fmt.Errorf("%w (delete it to write it again)", oldErr)
+	}
+	rev := revision
+	if rev == "" {
+		rev = release.Revision(cmd.Context(), dir)
+	} else if err := release.CheckRevision(rev); err != nil {
+		return err
+	}
+	lock, unverified, err := release.Lock(ds, rec, old, rev)
+	if err != nil {
+		return err
+	}
+	for _, id := range slices.Sorted(maps.Keys(broken)) {
+		unverified = append(unverified, fmt.Sprintf("%s: the task folder has problems (see `ssebench dataset validate`)", id))
+	}
+	name := filepath.Join(dir, task.LockFile)
+	if check {
+		if oldErr != nil {
+			fmt.Fprintf(cmd.OutOrStdout(), "%v\n", oldErr)
+			return errProblemsLock(cmd, name, dir, 1, nil, nil)
+		}
+		return checkDatasetLock(cmd, ds, rec, old, lock, unverified, name, dir)
+	}
+	if err := task.WriteLock(dir, lock); err != nil {
+		return err
+	}
+	for _, u := range unverified {
+		fmt.Fprintf(cmd.ErrOrStderr(), "warning: not locked: %s\n", u)
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "wrote %s (%d of %s pinned)\n", name, len(lock.Images), units.Plural(len(ds.Tasks)+len(broken), "task"))
+	return nil
+}
+
+// checkDatasetLock is lock --check: it prints each difference between the
+// lock on disk, old, and the one that would be written, lock.
+func checkDatasetLock(cmd *cobra.Command, ds *task.Dataset, rec *release.Record, old, lock *task.Lock, unverified []string, name, dir string) error {
+	diffs := release.CheckLock(old, lock, unverified)
+	for _, d := range diffs {
+		fmt.Fprintf(cmd.OutOrStdout(), "%s: %s\n", name, d)
+	}
+	if len(diffs) > 0 {
+		changed, relock := release.LockChanges(ds, rec, lock, old)
+		return errProblemsLock(cmd, name, dir, len(diffs), changed, relock)
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "ok %s\n", name)
+	return nil
 }
 
 // errProblemsLock prints the summary of a failed lock --check of the
@@ -403,23 +393,14 @@ type toolsJSON struct {
 }
 
 func runDatasetTools(cmd *cobra.Command, g *options.Global, o *datasetToolsOptions, dir string) error {
-	ctx := cmd.Context()
 	start := time.Now()
 	ds, err := task.LoadDataset(dir)
 	if err != nil {
 		return printProblems(cmd, err, dir)
 	}
-	tasks, err := pickTasks(ds, evaluate.SplitList(o.Tasks))
-	if err != nil {
-		return err
-	}
 	p, err := options.ParsePlatform(o.Platform)
 	if err != nil {
 		return err
-	}
-	tag := o.CaseTag
-	if tag == "" {
-		tag = ds.Version
 	}
 	e, done, err := newEnv(g, cmd, o.Runtime)
 	if err != nil {
@@ -430,181 +411,41 @@ func runDatasetTools(cmd *cobra.Command, g *options.Global, o *datasetToolsOptio
 	if err != nil {
 		return err
 	}
-	// Every case image is found before anything is assembled or pushed: a
-	// dataset that is not published fails at once, saying so.
-	r, err := e.Resolver(p)
+	w := cmd.OutOrStdout()
+	opts := []release.ToolsOption{release.WithTasks(evaluate.SplitList(o.Tasks)), release.WithCaseTag(o.CaseTag), release.WithPlatform(p)}
+	if o.Push {
+		opts = append(opts, release.WithPush(acc))
+	}
+	if !o.JSON {
+		opts = append(opts, release.WithToolProgress(func(img release.ToolImage) {
+			fmt.Fprintf(w, "%s@%s %s\n", img.Name, img.Digest, img.Result)
+		}))
+	}
+	rep, err := release.Tools(cmd.Context(), e, ds, opts...)
 	if err != nil {
 		return err
 	}
-	for _, t := range tasks {
-		caseRef := e.Names.CaseTagged(ds.Name, t.ID, tag)
-		if _, err := r.Resolve(ctx, caseRef); err != nil {
-			return fmt.Errorf("the case image of %s, %s, cannot be had: publish the dataset first (`ssebench dataset publish %s`) or name its tag with --case-tag (%w)", t.ID, caseRef, dir, err)
-		}
-	}
-	// The runtime's layers are in its repository (`runtime build --push`
-	// just put them there): every push mounts them from there rather than
-	// upload them into each tool repository.
-	if ref, err := name.ParseReference(runtimebin.Ref(e.RuntimeRef, "", e.Names.Runtime()), name.WeakValidation); err == nil {
-		e.RegistryOptions = append(e.RegistryOptions, remote.WithMountFrom(ref.Context().Name()))
-	}
-	out := toolsJSON{Dataset: ds.Name, Images: []toolsImageJSON{}}
-	total := &remote.PushReport{}
-	for _, t := range tasks {
-		caseRef := e.Names.CaseTagged(ds.Name, t.ID, tag)
-		req := pipeline.ToolRequest{Case: caseRef, Task: t.ID, SourceDir: t.Config.Source, Platform: p}
-		// A tool image the registry does not have yet is pushed (and
-		// signed) as `assemble tool --push` does, which also publishes the
-		// facts of the case layers it read; the others are compared first.
-		known := false
-		if o.Push {
-			_, known = registryDigest(ctx, acc, e.Names.Tool(t.ID))
-			req.Push = !known
-		}
-		b, err := e.Tool(ctx, req)
-		if err != nil {
-			return fmt.Errorf("the tool image of %s: %w", t.ID, err)
-		}
-		img := toolsImageJSON{Task: t.ID, Name: b.Name, Digest: b.Digest.String(), Result: "assembled"}
-		if o.Push {
-			rep, pushed := b.Push, true
-			if known {
-				if rep, pushed, err = pushChangedTool(ctx, e, acc, b, caseRef); err != nil {
-					return err
-				}
-			}
-			img.Signed = e.Trust != nil && e.Trust.Signer != nil
-			img.Push = pushReportJSON(rep)
-			total.Merge(rep)
-			if pushed {
-				img.Result = "pushed"
-				out.Rebuilt++
-			} else {
-				img.Result = "unchanged"
-				out.Unchanged++
-			}
-		}
-		out.Images = append(out.Images, img)
-		if !o.JSON {
-			fmt.Fprintf(cmd.OutOrStdout(), "%s@%s %s\n", b.Name, b.Digest, img.Result)
-		}
-	}
-	out.Seconds = time.Since(start).Seconds()
-	if o.Push {
-		out.Push = pushReportJSON(total)
-	}
 	if o.JSON {
-		return writeJSONTo(cmd.OutOrStdout(), out)
+		return writeJSONTo(w, toolsOutput(ds, rep, time.Since(start)))
 	}
-	w := cmd.OutOrStdout()
 	if o.Push {
-		fmt.Fprintf(w, "tool images: %d rebuilt and pushed, %d unchanged\n", out.Rebuilt, out.Unchanged)
+		fmt.Fprintf(w, "tool images: %d rebuilt and pushed, %d unchanged\n", rep.Rebuilt, rep.Unchanged)
 		fmt.Fprintf(w, "bytes: %s uploaded, %s mounted, %s skipped (already there)\n",
-			units.Bytes(total.Uploaded), units.Bytes(total.Mounted), units.Bytes(total.Skipped))
+			units.Bytes(rep.Push.Uploaded), units.Bytes(rep.Push.Mounted), units.Bytes(rep.Push.Skipped))
 	} else {
-		fmt.Fprintf(w, "tool images: %d assembled (not pushed: add --push)\n", len(out.Images))
+		fmt.Fprintf(w, "tool images: %d assembled (not pushed: add --push)\n", len(rep.Images))
 	}
 	fmt.Fprintf(w, "took %s\n", time.Since(start).Round(100*time.Millisecond))
 	return nil
 }
 
-// pickTasks returns the dataset's tasks named in ids (all when empty); an
-// unknown id is refused before anything is built.
-func pickTasks(ds *task.Dataset, ids []string) ([]*task.Task, error) {
-	if len(ids) == 0 {
-		return ds.Tasks, nil
+// toolsOutput is `dataset tools --json` of rep.
+func toolsOutput(ds *task.Dataset, rep *release.ToolsReport, took time.Duration) toolsJSON {
+	out := toolsJSON{Dataset: ds.Name, Images: []toolsImageJSON{}, Rebuilt: rep.Rebuilt, Unchanged: rep.Unchanged,
+		Push: pushReportJSON(rep.Push), Seconds: took.Seconds()}
+	for _, img := range rep.Images {
+		out.Images = append(out.Images, toolsImageJSON{Task: img.Task, Name: img.Name, Digest: img.Digest.String(),
+			Result: img.Result, Signed: img.Signed, Push: pushReportJSON(img.Push)})
 	}
-	byID := map[string]*task.Task{}
-	for _, t := range ds.Tasks {
-		byID[t.ID] = t
-	}
-	var out []*task.Task
-	for _, id := range ids {
-		t, ok := byID[id]
-		if !ok {
-			return nil, fmt.Errorf("--tasks: %q is not a task of %s: see `ssebench tasks list --catalog %s`", id, ds.Dir, ds.Dir)
-		}
-		out = append(out, t)
-	}
-	return out, nil
-}
-
-// registryDigest returns the digest the registry holds under ref, and
-// whether it holds one.
-func registryDigest(ctx context.Context, acc *remote.Access, ref string) (v1.Hash, bool) {
-	r, err := name.ParseReference(ref, name.WeakValidation)
-	if err != nil {
-		return v1.Hash{}, false
-	}
-	repo, ropts, err := acc.Repository(ctx, r.Context().Name())
-	if err != nil {
-		return v1.Hash{}, false
-	}
-	desc, err := ggremote.Head(repo.Tag(r.Identifier()), ropts...)
-	if err != nil {
-		return v1.Hash{}, false
-	}
-	return desc.Digest, true
-}
-
-// pushChangedTool pushes the tool image b from the store and signs it,
-// unless the registry already holds it under its tag (and, when this
-// machine signs, with a signature its key verifies): then it moves nothing
-// and reports every blob of the image as skipped. A CI job that runs after
-// every runtime change thus pushes and signs only the tool images the
-// change reached.
-func pushChangedTool(ctx context.Context, e *pipeline.Env, acc *remote.Access, b *pipeline.Built, caseRef string) (rep *remote.PushReport, pushed bool, err error) {
-	ref, err := name.ParseReference(b.Name, name.WeakValidation)
-	if err != nil {
-		return nil, false, err
-	}
-	img, err := e.Store.Image(ref)
-	if err != nil {
-		return nil, false, err
-	}
-	repo, ropts, err := acc.Repository(ctx, ref.Context().Name())
-	if err != nil {
-		return nil, false, err
-	}
-	signer := e.Trust != nil && e.Trust.Signer != nil
-	if d, ok := registryDigest(ctx, acc, b.Name); ok && d == b.Digest {
-		// Our own key, not the policy's trusted registries: an image
-		// there unsigned still needs our signature.
-		if !signer || (&trust.Policy{Key: &e.Trust.Signer.PublicKey}).Check(ctx, repo, b.Digest, ropts...) == nil {
-			rep, err := alreadyThere(img)
-			return rep, false, err
-		}
-	}
-	// The case layers are in the case image's repository (and the
-	// runtime's in its own, see runDatasetTools): on the same registry
-	// they are mounted from there, not uploaded again.
-	popts := []remote.Option{remote.WithStore(e.Store)}
-	if cref, err := name.ParseReference(caseRef, name.WeakValidation); err == nil {
-		popts = append(popts, remote.WithMountFrom(cref.Context().Name()))
-	}
-	popts = append(popts, e.RegistryOptions...)
-	if rep, err = remote.Push(ctx, b.Name, img, popts...); err != nil {
-		return nil, false, err
-	}
-	if signer {
-		if err := e.Trust.Sign(ctx, repo, b.Digest, ropts...); err != nil {
-			return nil, false, fmt.Errorf("signing the tool image %s: %w", b.Name, err)
-		}
-	}
-	return rep, true, nil
-}
-
-// alreadyThere is the report of an image the registry holds: its config
-// and layers all skipped.
-func alreadyThere(img v1.Image) (*remote.PushReport, error) {
-	m, err := img.Manifest()
-	if err != nil {
-		return nil, err
-	}
-	rep := &remote.PushReport{Skipped: m.Config.Size, SkippedBlobs: 1}
-	for _, l := range m.Layers {
-		rep.Skipped += l.Size
-		rep.SkippedBlobs++
-	}
-	return rep, nil
+	return out
 }

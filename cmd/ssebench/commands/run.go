@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 
-	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/spf13/cobra"
 
 	"github.com/42-b3yond-6ug/ssebench/cmd/ssebench/commands/options"
@@ -108,133 +106,7 @@ end. Sidecar mode runs in containerd only.`,
   ssebench run --task kvconf-12-afb9ee1 --agent loop --model gpt-4.1-mini --max-requests 50
   ssebench run --task kvconf-12-afb9ee1 --agent dummy --backend kubernetes --registry localhost:5000/ssebench`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.Task != "" {
-				if err := task.CheckID("--task", o.Task); err != nil {
-					return err
-				}
-			}
-			// Refused before anything is opened or built.
-			prebuilt := o.Prebuilt || g.Lookup("SSEBENCH_PREBUILT") == "1"
-			if err := (&pipeline.RunRequest{Task: o.Task, Agent: o.Agent, Mode: o.Mode, ToolLayer: o.ToolLayer, Prebuilt: prebuilt,
-				Plugins: o.Plugins, Build: o.Build, Difficulty: o.Difficulty, Timeout: o.Timeout, Dataset: o.Local, Catalog: o.Catalog}).Validate(); err != nil {
-				return err
-			}
-			network, err := runner.ParseNetwork(o.Egress)
-			if err != nil {
-				return fmt.Errorf("--egress: %w", err)
-			}
-			e, done, err := newEnv(g, cmd, o.Runtime)
-			if err != nil {
-				return err
-			}
-			defer done()
-			model := o.Model
-			if model == "" {
-				model = g.Lookup("SSE_MODEL_NAME")
-			}
-			if o.Catalog == "" && o.Local == "" {
-				o.Catalog = g.Lookup(catalog.CatalogEnv)
-			}
-			if err := checkNames(e.Home, []string{o.Agent}, []string{o.Task}, o.Local, o.Catalog); err != nil {
-				return err
-			}
-			if o.Mode == pipeline.ModeSidecar && !prebuilt && firstSet(o.OSImage, g.Lookup(OSImageEnv)) == "" {
-				// tool-sidecar-agent is made from the OS image when the
-				// store lacks it: say so now, not after the task's images.
-				ref, err := name.ParseReference(e.Names.SidecarAgentRuntime(), name.WeakValidation)
-				if err != nil {
-					return err
-				}
-				if _, err := e.Store.Descriptor(ref); err != nil {
-					return fmt.Errorf("--mode sidecar needs %s, which the store lacks, or the OS image to make it from: pass --os-image (the image the base images start from) or set %s", e.Names.SidecarAgentRuntime(), OSImageEnv)
-				}
-			}
-			modelsDir := firstSet(o.ModelsDir, filepath.Join(e.Home, "models"))
-			if o.ModelFile == "" {
-				if err := gateway.CheckModel(model, modelsDir, g.Lookup); err != nil {
-					return err
-				}
-			}
-			// The gateway would refuse these too, after the images.
-			if err := e.CheckModel(&pipeline.RunRequest{Model: model, ModelFile: o.ModelFile, ModelsDir: modelsDir,
-				Limits: o.Limits, Network: network, Lookup: g.Lookup}); err != nil {
-				return err
-			}
-			// Before any image: whoever may not use the daemons hears it
-			// once, now; so does an upstream that does not answer (a
-			// cluster's gateway asks it from there).
-			onHost := containerdBackend(cmd, g, o.Backend)
-			if err := checkDaemons(g, "run", daemonNeeds{Containerd: onHost, BuildKit: !prebuilt}); err != nil {
-				return err
-			}
-			if onHost {
-				if err := checkUpstream(cmd.Context(), g, e.Home, model, o.ModelFile, o.ModelsDir); err != nil {
-					return err
-				}
-			}
-			// Every image the run needs and does not make, at once.
-			if preflightRuns(prebuilt, o.Mode, o.ToolLayer, o.Catalog, o.Build) {
-				if err := checkRunNeeds(cmd.Context(), g, e, "the run", o.Local, []string{o.Task}, []string{o.Agent}, o.Runtime); err != nil {
-					return err
-				}
-			}
-			cluster, err := o.cluster(cmd.Context(), g, cmd, prebuilt)
-			if err != nil {
-				return err
-			}
-			if cluster != nil && o.Mode == pipeline.ModeSidecar {
-				return errors.New("--mode sidecar runs two containers in containerd: it cannot run with --backend kubernetes")
-			}
-			req := pipeline.RunRequest{
-				Task: o.Task, Agent: o.Agent, Dataset: o.Local, Catalog: o.Catalog,
-				Build: o.Build, Prebuilt: prebuilt, ViaRegistry: cmd.Flag("registry").Changed,
-				ToolLayer: o.ToolLayer, Mode: o.Mode, OSImage: firstSet(o.OSImage, g.Lookup(OSImageEnv)), Plugins: o.Plugins,
-				Timeout: o.Timeout, Difficulty: o.Difficulty,
-				APIKey: g.Lookup("SSE_API_KEY"), BaseURL: g.Lookup("SSE_BASE_URL"), Model: model,
-				KeepAlive: o.KeepAlive, Network: network, Keep: o.Keep, KeepImages: o.KeepImages.Keep, ImageBudget: o.KeepImages.Budget, RunsDir: o.RunsDir,
-				ContainerdAddr: g.ContainerdAddr, AllowNoSandbox: o.AllowNoSandbox,
-				ModelFile: o.ModelFile, ModelsDir: o.ModelsDir, Limits: o.Limits, Lookup: g.Lookup,
-				Resources: &o.Resources,
-				Output:    cmd.OutOrStdout(),
-			}
-			if cluster != nil {
-				req.Cluster = cluster
-			}
-			if o.JSON {
-				req.Output = cmd.ErrOrStderr()
-			}
-			res, err := e.Run(cmd.Context(), req)
-			if res == nil {
-				return err
-			}
-			run, lerr := results.Load(res.Dir)
-			if lerr != nil {
-				return errors.Join(err, lerr)
-			}
-			s := res.Summary
-			fmt.Fprintf(cmd.ErrOrStderr(), "\nrun %s: container %s (exit %d); results in %s\n", s.RunID, s.Status, s.ExitCode, res.Dir)
-			if run.Tokens >= 0 {
-				fmt.Fprintf(cmd.ErrOrStderr(), "model: %s\n", usageText(run))
-			}
-			fmt.Fprintln(cmd.ErrOrStderr(), run.Grade())
-			if n := judgedNote(run); n != "" {
-				fmt.Fprintln(cmd.ErrOrStderr(), n)
-			}
-			if o.JSON {
-				if jerr := writeJSONTo(cmd.OutOrStdout(), run.Entry()); jerr != nil {
-					return jerr
-				}
-			}
-			if err != nil {
-				return err
-			}
-			if down, n, why := run.ModelUnreachable(); down {
-				// Not the agent's grade: the model never answered.
-				return fmt.Errorf("the model upstream answered none of the run's %s (first: %s): the grade says nothing of the agent; check the upstream and run again", results.Plural(n, "request", "requests"), why)
-			}
-			return runExit(cmd, run)
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return runRun(cmd, g, o) },
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Task, "task", "", "task id (required)")
@@ -266,6 +138,135 @@ end. Sidecar mode runs in containerd only.`,
 	f.StringVar(&o.Runtime, "runtime", "", "runtime image (default $SSEBENCH_RUNTIME_IMAGE, else REGISTRY/runtime:VERSION)")
 	addBackendFlags(cmd, &o.backendOptions)
 	return cmd
+}
+
+func runRun(cmd *cobra.Command, g *options.Global, o *runOptions) error {
+	// Refused before anything is opened or built.
+	req, err := o.request(cmd, g)
+	if err != nil {
+		return err
+	}
+	e, done, err := newEnv(g, cmd, o.Runtime)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if err := checkNames(e.Home, []string{req.Agent}, []string{req.Task}, req.Dataset, req.Catalog); err != nil {
+		return err
+	}
+	if err := e.Check(cmd.Context(), req); err != nil {
+		return err
+	}
+	if err := o.checkHost(cmd, g, e, req); err != nil {
+		return err
+	}
+	cluster, err := o.cluster(cmd.Context(), g, cmd, req.Prebuilt)
+	if err != nil {
+		return err
+	}
+	if cluster != nil {
+		// Not a nil *kubeCluster in the interface: Run would take it for
+		// a cluster.
+		req.Cluster = cluster
+	}
+	res, err := e.Run(cmd.Context(), req)
+	if res == nil {
+		return err
+	}
+	return printRun(cmd, o, res, err)
+}
+
+// request is the run the flags ask for, checked as far as it can be
+// before anything is opened.
+func (o *runOptions) request(cmd *cobra.Command, g *options.Global) (pipeline.RunRequest, error) {
+	if o.Task != "" {
+		if err := task.CheckID("--task", o.Task); err != nil {
+			return pipeline.RunRequest{}, err
+		}
+	}
+	catalogRef := o.Catalog
+	if catalogRef == "" && o.Local == "" {
+		catalogRef = g.Lookup(catalog.CatalogEnv)
+	}
+	req := pipeline.RunRequest{
+		Task: o.Task, Agent: o.Agent, Dataset: o.Local, Catalog: catalogRef,
+		Build: o.Build, Prebuilt: o.Prebuilt || g.Lookup("SSEBENCH_PREBUILT") == "1", ViaRegistry: cmd.Flag("registry").Changed,
+		ToolLayer: o.ToolLayer, Mode: o.Mode, OSImage: firstSet(o.OSImage, g.Lookup(OSImageEnv)), Plugins: o.Plugins,
+		Timeout: o.Timeout, Difficulty: o.Difficulty,
+		APIKey: g.Lookup("SSE_API_KEY"), BaseURL: g.Lookup("SSE_BASE_URL"), Model: o.Model,
+		KeepAlive: o.KeepAlive, Keep: o.Keep, KeepImages: o.KeepImages.Keep, ImageBudget: o.KeepImages.Budget, RunsDir: o.RunsDir,
+		ContainerdAddr: g.ContainerdAddr, AllowNoSandbox: o.AllowNoSandbox,
+		ModelFile: o.ModelFile, ModelsDir: o.ModelsDir, Limits: o.Limits, Lookup: g.Lookup,
+		Resources: &o.Resources,
+		Output:    cmd.OutOrStdout(),
+	}
+	if req.Model == "" {
+		req.Model = g.Lookup("SSE_MODEL_NAME")
+	}
+	if o.JSON {
+		req.Output = cmd.ErrOrStderr()
+	}
+	if err := req.Validate(); err != nil {
+		return req, err
+	}
+	network, err := runner.ParseNetwork(o.Egress)
+	if err != nil {
+		return req, fmt.Errorf("--egress: %w", err)
+	}
+	req.Network = network
+	return req, nil
+}
+
+// checkHost refuses, before any image, a run this machine cannot make:
+// whoever may not use the daemons hears it once, now; so does an upstream
+// that does not answer (a cluster's gateway asks it from there), and
+// every image the run needs and does not make, at once.
+func (o *runOptions) checkHost(cmd *cobra.Command, g *options.Global, e *pipeline.Env, req pipeline.RunRequest) error {
+	onHost := containerdBackend(cmd, g, o.Backend)
+	if err := checkDaemons(g, "run", daemonNeeds{Containerd: onHost, BuildKit: !req.Prebuilt}); err != nil {
+		return err
+	}
+	if onHost {
+		if err := checkUpstream(cmd.Context(), g, e.Home, req.Model, o.ModelFile, o.ModelsDir); err != nil {
+			return err
+		}
+	}
+	if preflightRuns(req.Prebuilt, o.Mode, o.ToolLayer, req.Catalog, o.Build) {
+		return checkRunNeeds(cmd.Context(), g, e, "the run", o.Local, []string{o.Task}, []string{o.Agent}, o.Runtime)
+	}
+	return nil
+}
+
+// printRun prints the run's end on stderr (and, with --json, its entry
+// on stdout) and turns its grade into the exit status; err is Run's.
+func printRun(cmd *cobra.Command, o *runOptions, res *pipeline.RunResult, err error) error {
+	run, lerr := results.Load(res.Dir)
+	if lerr != nil {
+		return errors.Join(err, lerr)
+	}
+	s := res.Summary
+	stderr := cmd.ErrOrStderr()
+	fmt.Fprintf(stderr, "\nrun %s: container %s (exit %d); results in %s\n", s.RunID, s.Status, s.ExitCode, res.Dir)
+	if run.Tokens >= 0 {
+		fmt.Fprintf(stderr, "model: %s\n", usageText(run))
+	}
+	fmt.Fprintln(stderr, run.Grade())
+	if n := judgedNote(run); n != "" {
+		fmt.Fprintln(stderr, n)
+	}
+	if o.JSON {
+		if jerr := writeJSONTo(cmd.OutOrStdout(), run.Entry()); jerr != nil {
+			return jerr
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if down, n, why := run.ModelUnreachable(); down {
+		// Not the agent's grade: the model never answered.
+		return fmt.Errorf("the model upstream answered none of the run's %s (first: %s): the grade says nothing of the agent; check the upstream and run again", results.Plural(n, "request", "requests"), why)
+	}
+	return runExit(cmd, run)
 }
 
 // judgedNote is what run adds to its verdict about how the tests were

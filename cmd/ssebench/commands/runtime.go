@@ -53,60 +53,7 @@ and says so.`,
   ssebench runtime build --entrypoint ./cmd/my-entrypoint`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			names, err := g.Names()
-			if err != nil {
-				return err
-			}
-			home, err := g.HomeDir()
-			if err != nil {
-				return err
-			}
-			if _, err := os.Stat(filepath.Join(home, "go.mod")); err != nil {
-				return fmt.Errorf("building the runtime needs the ssebench source tree: %s has no go.mod (pass --home)", home)
-			}
-			s, err := g.OpenStore()
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			opts := []runtimebin.BuildOption{runtimebin.WithModuleDir(home), runtimebin.WithTempDir(s.TempDir()),
-				runtimebin.WithOpenCode(openCode), runtimebin.WithLog(cmd.ErrOrStderr())}
-			if entrypoint != "" {
-				opts = append(opts, runtimebin.WithEntrypointPackage(entrypoint))
-			}
-			ps, err := runtimebin.ParsePlatforms(platforms)
-			if err != nil {
-				return err
-			}
-			opts = append(opts, runtimebin.WithPlatforms(ps...))
-			idx, err := runtimebin.Build(ctx, opts...)
-			if err != nil {
-				return err
-			}
-			rname := names.Runtime()
-			ref, err := name.ParseReference(rname, name.WeakValidation)
-			if err != nil {
-				return fmt.Errorf("runtime image name %q: %w", rname, err)
-			}
-			if err := s.WriteIndex(ctx, ref, idx); err != nil {
-				return err
-			}
-			if push {
-				ropts, err := g.RegistryOptions(nil, nil)
-				if err != nil {
-					return err
-				}
-				if _, err := remote.Push(ctx, rname, idx, ropts...); err != nil {
-					return err
-				}
-			}
-			d, err := idx.Digest()
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s@%s\n", rname, d)
-			return nil
+			return runRuntimeBuild(cmd, g, platforms, push, openCode, entrypoint)
 		},
 	}
 	cmd.Flags().StringSliceVar(&platforms, "platform", nil, "platforms to build, or all (linux/amd64 and linux/arm64) (default linux/<host arch>)")
@@ -114,4 +61,60 @@ and says so.`,
 	cmd.Flags().StringVar(&openCode, "opencode-version", runtimebin.DefaultOpenCodeVersion, "npm version of OpenCode (opencode-ai) to carry, or none")
 	cmd.Flags().StringVar(&entrypoint, "entrypoint", "", "main package of the entrypoint, relative to the home or an import path (default "+runtimebin.EntrypointPackage+"); see package sserun/entrypoint for adding a mode")
 	return cmd
+}
+
+func runRuntimeBuild(cmd *cobra.Command, g *options.Global, platforms []string, push bool, openCode, entrypoint string) error {
+	ctx := cmd.Context()
+	names, err := g.Names()
+	if err != nil {
+		return err
+	}
+	home, err := g.HomeDir()
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(filepath.Join(home, "go.mod")); err != nil {
+		return fmt.Errorf("building the runtime needs the ssebench source tree: %s has no go.mod (pass --home)", home)
+	}
+	s, err := g.OpenStore()
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	opts := []runtimebin.BuildOption{runtimebin.WithModuleDir(home), runtimebin.WithTempDir(s.TempDir()),
+		runtimebin.WithOpenCode(openCode), runtimebin.WithLog(cmd.ErrOrStderr())}
+	if entrypoint != "" {
+		opts = append(opts, runtimebin.WithEntrypointPackage(entrypoint))
+	}
+	ps, err := runtimebin.ParsePlatforms(platforms)
+	if err != nil {
+		return err
+	}
+	idx, err := runtimebin.Build(ctx, append(opts, runtimebin.WithPlatforms(ps...))...)
+	if err != nil {
+		return err
+	}
+	rname := names.Runtime()
+	ref, err := name.ParseReference(rname, name.WeakValidation)
+	if err != nil {
+		return fmt.Errorf("runtime image name %q: %w", rname, err)
+	}
+	if err := s.WriteIndex(ctx, ref, idx); err != nil {
+		return err
+	}
+	if push {
+		ropts, err := g.RegistryOptions(nil, nil)
+		if err != nil {
+			return err
+		}
+		if _, err := remote.Push(ctx, rname, idx, ropts...); err != nil {
+			return err
+		}
+	}
+	d, err := idx.Digest()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "%s@%s\n", rname, d)
+	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/42-b3yond-6ug/ssebench/cmd/ssebench/commands/options"
 	"github.com/42-b3yond-6ug/ssebench/internal/safefile"
 	"github.com/42-b3yond-6ug/ssebench/internal/units"
+	"github.com/42-b3yond-6ug/ssebench/oci/store"
 	"github.com/42-b3yond-6ug/ssebench/registry/archive"
 	"github.com/42-b3yond-6ug/ssebench/registry/remote"
 	"github.com/42-b3yond-6ug/ssebench/task"
@@ -114,67 +115,7 @@ get PREFIX instead, other names keep their repository path under PREFIX.`,
 		Example: `  ssebench load week1.tar
   ssebench load week1.tar --push mirror.lan:5000/ssebench`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			f, err := os.Open(args[0])
-			if err != nil {
-				return fmt.Errorf("reading the archive: %w", err)
-			}
-			defer f.Close()
-			s, ropts, err := g.StoreOptions(nil)
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			rep, err := archive.Load(ctx, f, archive.WithStore(s), archive.WithNameCheck(task.CheckImageName),
-				archive.WithProtected(protectedImage), archive.WithForce(o.Force))
-			if err != nil {
-				return fmt.Errorf("loading %s: %w", args[0], err)
-			}
-			for _, r := range rep.Replaced {
-				fmt.Fprintf(cmd.ErrOrStderr(), "replaced %s (was %s, now %s)\n", r.Name, units.Digest(r.Old), units.Digest(r.New))
-			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "loaded %s\n", rep)
-			if o.Push == "" && o.JSON {
-				return writeJSONTo(cmd.OutOrStdout(), loadReportJSON(rep))
-			}
-			if o.Push == "" {
-				for _, im := range rep.Images {
-					fmt.Fprintf(cmd.OutOrStdout(), "%s@%s\n", im.Name, im.Descriptor.Digest)
-				}
-				return nil
-			}
-			pp := NewProgressPrinter(cmd.ErrOrStderr(), ProgressQuiet(g.Quiet))
-			for _, im := range rep.Images {
-				if ref, err := name.ParseReference(im.Name); err == nil {
-					if content, err := storeContent(s, ref); err == nil {
-						pp.Expect(content)
-					}
-				}
-			}
-			ropts = append(ropts, remote.WithJobs(o.Jobs), remote.WithBlobProgress(pp))
-			prep, err := archive.PushLoaded(ctx, rep, o.Push, archive.WithStore(s), archive.WithRemote(ropts...))
-			pp.Finish(prep)
-			if err != nil {
-				return err
-			}
-			out := loadReportJSON(rep)
-			out.Images, out.Push = []imageJSON{}, pushReportJSON(prep)
-			for _, im := range rep.Images {
-				t, err := remote.Retarget(im.Name, rep.Registry, o.Push)
-				if err != nil {
-					return err
-				}
-				out.Images = append(out.Images, imageJSON{Name: t, Digest: im.Descriptor.Digest.String()})
-				if !o.JSON {
-					fmt.Fprintf(cmd.OutOrStdout(), "%s@%s\n", t, im.Descriptor.Digest)
-				}
-			}
-			if o.JSON {
-				return writeJSONTo(cmd.OutOrStdout(), out)
-			}
-			return nil
-		},
+		RunE: func(cmd *cobra.Command, args []string) error { return runLoad(cmd, g, o, args[0]) },
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Push, "push", "", "push the images under this registry prefix, e.g. mirror.lan:5000/ssebench")
@@ -218,4 +159,70 @@ func removeDeadPartials(target string) {
 			os.Remove(filepath.Join(filepath.Dir(target), e.Name()))
 		}
 	}
+}
+
+func runLoad(cmd *cobra.Command, g *options.Global, o *loadOptions, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("reading the archive: %w", err)
+	}
+	defer f.Close()
+	s, ropts, err := g.StoreOptions(nil)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	rep, err := archive.Load(cmd.Context(), f, archive.WithStore(s), archive.WithNameCheck(task.CheckImageName),
+		archive.WithProtected(protectedImage), archive.WithForce(o.Force))
+	if err != nil {
+		return fmt.Errorf("loading %s: %w", path, err)
+	}
+	for _, r := range rep.Replaced {
+		fmt.Fprintf(cmd.ErrOrStderr(), "replaced %s (was %s, now %s)\n", r.Name, units.Digest(r.Old), units.Digest(r.New))
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "loaded %s\n", rep)
+	if o.Push == "" && o.JSON {
+		return writeJSONTo(cmd.OutOrStdout(), loadReportJSON(rep))
+	}
+	if o.Push == "" {
+		for _, im := range rep.Images {
+			fmt.Fprintf(cmd.OutOrStdout(), "%s@%s\n", im.Name, im.Descriptor.Digest)
+		}
+		return nil
+	}
+	return pushLoaded(cmd, g, o, s, ropts, rep)
+}
+
+// pushLoaded is load --push: the loaded images go under o.Push.
+func pushLoaded(cmd *cobra.Command, g *options.Global, o *loadOptions, s *store.Store, ropts []remote.Option, rep *archive.Report) error {
+	pp := NewProgressPrinter(cmd.ErrOrStderr(), ProgressQuiet(g.Quiet))
+	for _, im := range rep.Images {
+		if ref, err := name.ParseReference(im.Name); err == nil {
+			if content, err := storeContent(s, ref); err == nil {
+				pp.Expect(content)
+			}
+		}
+	}
+	ropts = append(ropts, remote.WithJobs(o.Jobs), remote.WithBlobProgress(pp))
+	prep, err := archive.PushLoaded(cmd.Context(), rep, o.Push, archive.WithStore(s), archive.WithRemote(ropts...))
+	pp.Finish(prep)
+	if err != nil {
+		return err
+	}
+	out := loadReportJSON(rep)
+	out.Images, out.Push = []imageJSON{}, pushReportJSON(prep)
+	for _, im := range rep.Images {
+		t, err := remote.Retarget(im.Name, rep.Registry, o.Push)
+		if err != nil {
+			return err
+		}
+		out.Images = append(out.Images, imageJSON{Name: t, Digest: im.Descriptor.Digest.String()})
+		if !o.JSON {
+			fmt.Fprintf(cmd.OutOrStdout(), "%s@%s\n", t, im.Descriptor.Digest)
+		}
+	}
+	if o.JSON {
+		return writeJSONTo(cmd.OutOrStdout(), out)
+	}
+	return nil
 }

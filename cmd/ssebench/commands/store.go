@@ -18,8 +18,32 @@ import (
 // errStoreProblems makes `store verify` exit 1 after it printed them.
 var errStoreProblems = errors.New("the image store has problems")
 
+// storeCmd is what the store's subcommands share: the global flags and
+// --json.
+type storeCmd struct {
+	g      *options.Global
+	asJSON bool
+}
+
+// look opens the store when there is one (nil when there is none): only
+// commands that change the store create it, so on a machine without one
+// ls, du, gc and verify report an empty store.
+func (sc *storeCmd) look() (*store.Store, error) { return sc.g.LookStore(false) }
+
+// emit prints v as JSON under --json, else the table table writes.
+func (sc *storeCmd) emit(w io.Writer, v any, table func(*tabwriter.Writer)) error {
+	if sc.asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	table(tw)
+	return tw.Flush()
+}
+
 func newCmdStore(g *options.Global) *cobra.Command {
-	var asJSON bool
+	sc := &storeCmd{g: g}
 	cmd := &cobra.Command{
 		Use:   "store ls|du|rm|gc|verify",
 		Short: "List, measure, clean and check the local image store",
@@ -33,142 +57,150 @@ never needed here): they are fetched, verified and kept when first read.`,
   ssebench store verify`,
 	}
 	groupCommand(cmd)
-	cmd.PersistentFlags().BoolVar(&asJSON, "json", false, "print JSON instead of a table")
-	// Only commands that change the store create it: on a machine
-	// without one, ls, du, gc and verify report an empty store.
-	look := func() (*store.Store, error) { return g.LookStore(false) }
-	open := func() (*store.Store, error) { return g.OpenStore() }
-	emit := func(w io.Writer, v any, table func(*tabwriter.Writer)) error {
-		if asJSON {
-			enc := json.NewEncoder(w)
-			enc.SetIndent("", "  ")
-			return enc.Encode(v)
-		}
-		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		table(tw)
-		return tw.Flush()
-	}
+	cmd.PersistentFlags().BoolVar(&sc.asJSON, "json", false, "print JSON instead of a table")
+	cmd.AddCommand(newCmdStoreLs(sc), newCmdStoreDu(sc), newCmdStoreRm(sc), newCmdStoreGC(sc), newCmdStoreVerify(sc))
+	return cmd
+}
 
-	cmd.AddCommand(&cobra.Command{
+func newCmdStoreLs(sc *storeCmd) *cobra.Command {
+	return &cobra.Command{
 		Use: "ls",
 		Example: `  ssebench store ls
   ssebench store ls --json`,
 		Short: "List the store's images",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := look()
-			if err != nil {
-				return err
-			}
-			var es []store.Entry
-			if s != nil {
-				defer s.Close()
-				if es, err = s.List(); err != nil {
-					return err
-				}
-			}
-			type row struct {
-				Name   string `json:"name"`
-				Digest string `json:"digest"`
-				Kind   string `json:"kind"`
-			}
-			rows := make([]row, 0, len(es))
-			for _, e := range es {
-				kind := "image"
-				if e.Descriptor.MediaType.IsIndex() {
-					kind = "index"
-				}
-				rows = append(rows, row{Name: e.Name, Digest: e.Descriptor.Digest.String(), Kind: kind})
-			}
-			return emit(cmd.OutOrStdout(), rows, func(tw *tabwriter.Writer) {
-				fmt.Fprintln(tw, "NAME\tDIGEST\tKIND")
-				for _, r := range rows {
-					fmt.Fprintf(tw, "%s\t%s\t%s\n", r.Name, r.Digest, r.Kind)
-				}
-			})
-		},
-	})
+		RunE:  func(cmd *cobra.Command, _ []string) error { return runStoreLs(cmd, sc) },
+	}
+}
 
-	cmd.AddCommand(&cobra.Command{
+func runStoreLs(cmd *cobra.Command, sc *storeCmd) error {
+	s, err := sc.look()
+	if err != nil {
+		return err
+	}
+	var es []store.Entry
+	if s != nil {
+		defer s.Close()
+		if es, err = s.List(); err != nil {
+			return err
+		}
+	}
+	type row struct {
+		Name   string `json:"name"`
+		Digest string `json:"digest"`
+		Kind   string `json:"kind"`
+	}
+	rows := make([]row, 0, len(es))
+	for _, e := range es {
+		kind := "image"
+		if e.Descriptor.MediaType.IsIndex() {
+			kind = "index"
+		}
+		rows = append(rows, row{Name: e.Name, Digest: e.Descriptor.Digest.String(), Kind: kind})
+	}
+	return sc.emit(cmd.OutOrStdout(), rows, func(tw *tabwriter.Writer) {
+		fmt.Fprintln(tw, "NAME\tDIGEST\tKIND")
+		for _, r := range rows {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", r.Name, r.Digest, r.Kind)
+		}
+	})
+}
+
+func newCmdStoreDu(sc *storeCmd) *cobra.Command {
+	return &cobra.Command{
 		Use: "du",
 		Example: `  ssebench store du
   ssebench store du --json`,
 		Short: "Show how much each image takes, and what removing it would free",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := look()
-			if err != nil {
-				return err
-			}
-			u := &store.Usage{Images: []store.ImageUsage{}}
-			if s != nil {
-				defer s.Close()
-				if u, err = s.Usage(); err != nil {
-					return err
-				}
-			}
-			return emit(cmd.OutOrStdout(), u, func(tw *tabwriter.Writer) {
-				fmt.Fprintln(tw, "NAME\tLOCAL\tIN REGISTRY ONLY\tFREED BY RM")
-				for _, r := range u.Images {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Name, units.Bytes(r.Local), units.Bytes(r.Remote), units.Bytes(r.Unique))
-				}
-				fmt.Fprintf(tw, "total\t%s in %s\t\t\n", units.Bytes(u.Bytes), units.Plural(u.Blobs, "blob"))
-			})
-		},
-	})
+		RunE:  func(cmd *cobra.Command, _ []string) error { return runStoreDu(cmd, sc) },
+	}
+}
 
-	cmd.AddCommand(&cobra.Command{
+func runStoreDu(cmd *cobra.Command, sc *storeCmd) error {
+	s, err := sc.look()
+	if err != nil {
+		return err
+	}
+	u := &store.Usage{Images: []store.ImageUsage{}}
+	if s != nil {
+		defer s.Close()
+		if u, err = s.Usage(); err != nil {
+			return err
+		}
+	}
+	return sc.emit(cmd.OutOrStdout(), u, func(tw *tabwriter.Writer) {
+		fmt.Fprintln(tw, "NAME\tLOCAL\tIN REGISTRY ONLY\tFREED BY RM")
+		for _, r := range u.Images {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Name, units.Bytes(r.Local), units.Bytes(r.Remote), units.Bytes(r.Unique))
+		}
+		fmt.Fprintf(tw, "total\t%s in %s\t\t\n", units.Bytes(u.Bytes), units.Plural(u.Blobs, "blob"))
+	})
+}
+
+func newCmdStoreRm(sc *storeCmd) *cobra.Command {
+	return &cobra.Command{
 		Use:     "rm NAME...",
 		Short:   "Remove names from the store (their blobs stay until gc)",
 		Example: `  ssebench store rm localhost:5000/ssebench/tool/gjson-196-bf4efcb:1.0.0`,
 		Args:    cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := open()
-			if err != nil {
-				return err
-			}
-			for _, a := range args {
-				ref, err := name.ParseReference(a)
-				if err != nil {
-					return fmt.Errorf("%q is not an image reference: %w", a, err)
-				}
-				if err := s.Delete(cmd.Context(), ref); err != nil {
-					if errors.Is(err, store.ErrNotFound) {
-						return fmt.Errorf("%s is not a name in the image store %s: `ssebench store ls` lists the names it holds", ref.Name(), s.Dir())
-					}
-					return err
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "removed %s\n", ref.Name())
-			}
-			return nil
-		},
-	})
+		RunE:    func(cmd *cobra.Command, args []string) error { return runStoreRm(cmd, sc, args) },
+	}
+}
 
-	cmd.AddCommand(&cobra.Command{
+func runStoreRm(cmd *cobra.Command, sc *storeCmd, args []string) error {
+	// It changes the store, so it creates one.
+	s, err := sc.g.OpenStore()
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	for _, a := range args {
+		ref, err := name.ParseReference(a)
+		if err != nil {
+			return fmt.Errorf("%q is not an image reference: %w", a, err)
+		}
+		if err := s.Delete(cmd.Context(), ref); err != nil {
+			if errors.Is(err, store.ErrNotFound) {
+				return fmt.Errorf("%s is not a name in the image store %s: `ssebench store ls` lists the names it holds", ref.Name(), s.Dir())
+			}
+			return err
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "removed %s\n", ref.Name())
+	}
+	return nil
+}
+
+func newCmdStoreGC(sc *storeCmd) *cobra.Command {
+	return &cobra.Command{
 		Use: "gc",
 		Example: `  ssebench store gc
   ssebench store gc --json`,
 		Short: "Delete the blobs no name needs, and files abandoned by killed commands",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := look()
-			if err != nil {
-				return err
-			}
-			var res store.GCResult
-			if s != nil {
-				defer s.Close()
-				if res, err = s.GC(cmd.Context()); err != nil {
-					return err
-				}
-			}
-			return emit(cmd.OutOrStdout(), res, func(tw *tabwriter.Writer) {
-				fmt.Fprintf(tw, "freed %s (%s)\n", units.Bytes(res.Bytes), units.Plural(res.Blobs, "blob"))
-			})
-		},
-	})
+		RunE:  func(cmd *cobra.Command, _ []string) error { return runStoreGC(cmd, sc) },
+	}
+}
 
-	cmd.AddCommand(&cobra.Command{
+func runStoreGC(cmd *cobra.Command, sc *storeCmd) error {
+	s, err := sc.look()
+	if err != nil {
+		return err
+	}
+	var res store.GCResult
+	if s != nil {
+		defer s.Close()
+		if res, err = s.GC(cmd.Context()); err != nil {
+			return err
+		}
+	}
+	return sc.emit(cmd.OutOrStdout(), res, func(tw *tabwriter.Writer) {
+		fmt.Fprintf(tw, "freed %s (%s)\n", units.Bytes(res.Bytes), units.Plural(res.Blobs, "blob"))
+	})
+}
+
+func newCmdStoreVerify(sc *storeCmd) *cobra.Command {
+	return &cobra.Command{
 		Use: "verify",
 		Example: `  ssebench store verify
   ssebench store verify --json`,
@@ -178,42 +210,43 @@ that every name's manifests, configs and layers are there (a layer may be
 absent when the store knows a registry that holds it). Prints each problem
 and exits 1 if there is any.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := look()
-			if err != nil {
-				return err
-			}
-			var probs []store.Problem
-			dir := g.Store
-			if s != nil {
-				defer s.Close()
-				dir = s.Dir()
-				if probs, err = s.Verify(cmd.Context()); err != nil {
-					return err
-				}
-			} else if dir == "" {
-				dir, _ = store.DefaultDir()
-			}
-			if probs == nil {
-				probs = []store.Problem{}
-			}
-			if err := emit(cmd.OutOrStdout(), probs, func(tw *tabwriter.Writer) {
-				for _, p := range probs {
-					fmt.Fprintf(tw, "FAIL %s\n", p)
-				}
-				if len(probs) == 0 {
-					fmt.Fprintf(tw, "ok %s\n", dir)
-				}
-			}); err != nil {
-				return err
-			}
-			if len(probs) > 0 {
-				cmd.SilenceErrors = true
-				fmt.Fprintf(cmd.ErrOrStderr(), "the image store %s has %s: remove the names with `ssebench store rm` and build or pull them again\n", dir, units.Plural(len(probs), "problem"))
-				return errStoreProblems
-			}
-			return nil
-		},
-	})
-	return cmd
+		RunE: func(cmd *cobra.Command, _ []string) error { return runStoreVerify(cmd, sc) },
+	}
+}
+
+func runStoreVerify(cmd *cobra.Command, sc *storeCmd) error {
+	s, err := sc.look()
+	if err != nil {
+		return err
+	}
+	var probs []store.Problem
+	dir := sc.g.Store
+	if s != nil {
+		defer s.Close()
+		dir = s.Dir()
+		if probs, err = s.Verify(cmd.Context()); err != nil {
+			return err
+		}
+	} else if dir == "" {
+		dir, _ = store.DefaultDir()
+	}
+	if probs == nil {
+		probs = []store.Problem{}
+	}
+	if err := sc.emit(cmd.OutOrStdout(), probs, func(tw *tabwriter.Writer) {
+		for _, p := range probs {
+			fmt.Fprintf(tw, "FAIL %s\n", p)
+		}
+		if len(probs) == 0 {
+			fmt.Fprintf(tw, "ok %s\n", dir)
+		}
+	}); err != nil {
+		return err
+	}
+	if len(probs) > 0 {
+		cmd.SilenceErrors = true
+		fmt.Fprintf(cmd.ErrOrStderr(), "the image store %s has %s: remove the names with `ssebench store rm` and build or pull them again\n", dir, units.Plural(len(probs), "problem"))
+		return errStoreProblems
+	}
+	return nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/42-b3yond-6ug/ssebench/contract"
 	"github.com/42-b3yond-6ug/ssebench/evaluate"
+	"github.com/42-b3yond-6ug/ssebench/evaluate/predictions"
 	"github.com/42-b3yond-6ug/ssebench/results"
 )
 
@@ -88,30 +89,10 @@ func TestGradeLineVerdicts(t *testing.T) {
 		j := evaluate.Job{Task: "t1", Agent: "m", Attempt: 1}
 		var w bytes.Buffer
 		out := &gradeOutcome{InstanceID: "t1", Model: "m", Where: "line 1"}
-		p := &gradeProgress{w: &w, patches: map[string]*prediction{j.Key(): {}}, outcomes: map[string]*gradeOutcome{j.Key(): out}}
+		p := &gradeProgress{w: &w, patches: map[string]*predictions.Prediction{j.Key(): {}}, outcomes: map[string]*gradeOutcome{j.Key(): out}}
 		p.Finish(j, loadRun(t, tt.res))
 		if got := strings.TrimSpace(w.String()); got != tt.want {
 			t.Errorf("%s: line = %q, want %q", tt.name, got, tt.want)
-		}
-	}
-}
-
-// TestAppliedOutcome: what grade records in prediction.json for each of
-// apply.sh's exits, which gives a patch that was not applied the verdict
-// NOT APPLIED in every report.
-func TestAppliedOutcome(t *testing.T) {
-	for _, c := range []struct {
-		exit int
-		kind string
-		want results.Prediction
-	}{
-		{0, "", results.Prediction{Patch: results.PatchApplied}},
-		{applyEmpty, patchEmpty, results.Prediction{Patch: results.PatchEmpty}},
-		{applyRejected, patchNotDiff, results.Prediction{Patch: results.PatchNotApplied, Why: patchNotDiff}},
-		{applyRejected, "", results.Prediction{Patch: results.PatchNotApplied, Why: "the patch does not apply"}},
-	} {
-		if got := appliedOutcome(c.exit, &prediction{Kind: c.kind}); got != c.want {
-			t.Errorf("appliedOutcome(%d, %q) = %+v, want %+v", c.exit, c.kind, got, c.want)
 		}
 	}
 }

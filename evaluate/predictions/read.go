@@ -1,4 +1,4 @@
-package commands
+package predictions
 
 import (
 	"bufio"
@@ -31,13 +31,15 @@ const (
 
 // The kinds of patch a prediction holds, as its line and result.json say.
 const (
-	patchEmpty   = "empty patch"
-	patchNotDiff = "not a diff"
+	// KindEmpty is a patch of nothing but white space.
+	KindEmpty = "empty patch"
+	// KindNotDiff is a patch that is neither a unified nor a git diff.
+	KindNotDiff = "not a diff"
 )
 
-// prediction is one entry of a predictions file, as `ssebench grade`
+// Prediction is one entry of a predictions file, as `ssebench grade`
 // reads it.
-type prediction struct {
+type Prediction struct {
 	// Where is "line N" (JSON Lines) or "element N" (a JSON array).
 	Where string
 	// ID is instance_id, Model model_name_or_path, both as given (printed
@@ -46,7 +48,7 @@ type prediction struct {
 	// PatchFile is the patch's copy in the grade's folder; Bytes its size.
 	PatchFile string
 	Bytes     int
-	// Kind is "" for a diff, else patchEmpty or patchNotDiff: it is graded
+	// Kind is "" for a diff, else KindEmpty or KindNotDiff: it is graded
 	// all the same (the source unchanged), and the notes say why.
 	Kind string
 	// Refused, when set, is why the prediction is not graded: an unknown
@@ -62,12 +64,12 @@ type rawPrediction struct {
 	Patch      *string `json:"model_patch"`
 }
 
-// readPredictions reads the predictions file path, JSON Lines or one JSON
+// Read reads the predictions file path, JSON Lines or one JSON
 // array, writing each patch to dir (created) as <n>.diff, and checks each
 // prediction against the task ids known. A file that cannot be read as
 // predictions is an error naming the line; a prediction that cannot be
 // graded is one with Refused set.
-func readPredictions(path, dir string, known []string) ([]prediction, error) {
+func Read(path, dir string, known []string) ([]Prediction, error) {
 	// Checked before it is opened: opening a FIFO waits for a writer.
 	if fi, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("reading the predictions: %w (pass --predictions FILE: JSON Lines of instance_id, model_name_or_path, model_patch)", err)
@@ -124,7 +126,7 @@ type predReader struct {
 	known     []string
 	// seen maps model and id to where the first prediction of the pair is.
 	seen map[string]string
-	out  []prediction
+	out  []Prediction
 }
 
 // lines reads JSON Lines: one object per line, blank lines skipped. A
@@ -225,7 +227,7 @@ func strictObject(b []byte, p *rawPrediction) error {
 
 // add checks one prediction and writes its patch.
 func (r *predReader) add(where string, raw rawPrediction) error {
-	p := prediction{Where: where}
+	p := Prediction{Where: where}
 	if raw.InstanceID != nil {
 		p.ID = *raw.InstanceID
 	}
@@ -252,7 +254,7 @@ func (r *predReader) add(where string, raw rawPrediction) error {
 }
 
 // check says why p cannot be graded, or "".
-func (r *predReader) check(p *prediction, raw rawPrediction) string {
+func (r *predReader) check(p *Prediction, raw rawPrediction) string {
 	switch {
 	case raw.InstanceID == nil:
 		return "no instance_id"
@@ -286,14 +288,14 @@ func (r *predReader) check(p *prediction, raw rawPrediction) string {
 func patchKind(s string) string {
 	switch {
 	case strings.TrimSpace(s) == "":
-		return patchEmpty
+		return KindEmpty
 	case strings.IndexByte(s, 0) >= 0:
-		return patchNotDiff
+		return KindNotDiff
 	case strings.HasPrefix(s, "diff ") || strings.Contains(s, "\ndiff "),
 		(strings.HasPrefix(s, "--- ") || strings.Contains(s, "\n--- ")) && strings.Contains(s, "\n+++ ") && strings.Contains(s, "\n@@ "):
 		return ""
 	}
-	return patchNotDiff
+	return KindNotDiff
 }
 
 // isPrintable says s is valid UTF-8 of printable characters only.

@@ -1,4 +1,4 @@
-package commands
+package predictions
 
 import (
 	"encoding/json"
@@ -29,7 +29,7 @@ const goodDiff = "--- a/unquote.go\n+++ b/unquote.go\n@@ -1 +1 @@\n-a\n+b\n"
 
 // readPreds writes content as a predictions file and reads it into a
 // fresh folder, which it returns.
-func readPreds(t *testing.T, content string) ([]prediction, string, error) {
+func readPreds(t *testing.T, content string) ([]Prediction, string, error) {
 	t.Helper()
 	root := t.TempDir()
 	p := filepath.Join(root, "preds.jsonl")
@@ -37,7 +37,7 @@ func readPreds(t *testing.T, content string) ([]prediction, string, error) {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(root, "grade", "predictions")
-	preds, err := readPredictions(p, dir, predKnown)
+	preds, err := Read(p, dir, predKnown)
 	return preds, root, err
 }
 
@@ -70,10 +70,10 @@ func TestReadPredictions(t *testing.T) {
 	}
 	want := []struct{ where, kind, refused string }{
 		{"line 1", "", ""},
-		{"line 3", patchEmpty, ""},
+		{"line 3", KindEmpty, ""},
 		{"line 4", "", `unknown instance_id "kvconf-12-afb9ee": did you mean "kvconf-12-afb9ee1"?`},
 		{"line 5", "", "duplicate: line 1 has a prediction"},
-		{"line 6", patchNotDiff, ""},
+		{"line 6", KindNotDiff, ""},
 		{"line 7", "", "no model_name_or_path"},
 	}
 	if len(preds) != len(want) {
@@ -128,7 +128,7 @@ func TestHostilePredictions(t *testing.T) {
 		}, refused: "model_name_or_path is not a name"},
 		{name: "NUL in the patch", class: "grade: predictions: NUL", content: func(t *testing.T) string {
 			return predLine(t, predTask, "m", goodDiff+"\x00")
-		}, kind: patchNotDiff},
+		}, kind: KindNotDiff},
 		{name: "instance_id ../x", class: "grade: predictions: traversal", content: func(t *testing.T) string {
 			return predLine(t, "../x", "m", goodDiff)
 		}, refused: `instance_id "../x" is not a task id`},
@@ -165,7 +165,7 @@ func TestHostilePredictions(t *testing.T) {
 			preds, root, err := readPreds(t, tc.content(t))
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) || strings.Contains(err.Error(), "\n") {
-					t.Fatalf("readPredictions() = %v, want one line with %q", err, tc.err)
+					t.Fatalf("Read() = %v, want one line with %q", err, tc.err)
 				}
 				return
 			}
@@ -200,7 +200,7 @@ func TestHostilePredictionsNotAFile(t *testing.T) {
 	for _, p := range []string{fifo, root} {
 		done := make(chan error, 1)
 		go func() {
-			_, err := readPredictions(p, filepath.Join(root, "out"), predKnown)
+			_, err := Read(p, filepath.Join(root, "out"), predKnown)
 			done <- err
 		}()
 		select {
