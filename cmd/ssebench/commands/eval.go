@@ -91,7 +91,7 @@ on this machine: not --backend kubernetes, not --egress open.`,
   ssebench eval --agents my-agent --catalog catalog/ --tasks kvconf-12-afb9ee1,libqs-3-b2a739e --model gpt-x
   ssebench eval --resume runs/eval-20261201-213000-ab12cd
   ssebench eval --agents dummy,patcher --backend kubernetes --registry localhost:5000/ssebench --jobs 3`,
-		Args: cobra.NoArgs,
+		Args: options.KeepImagesArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error { return runEval(cmd, g, o) },
 	}
 	f := cmd.Flags()

@@ -62,7 +62,7 @@ that could be graded was, whatever the grades; 1 otherwise.`,
 		Example: `  ssebench grade --predictions preds.jsonl
   ssebench grade --predictions preds.json --dataset datasets/examples --tasks kvconf-12-afb9ee1 --jobs 2
   ssebench grade --predictions preds.jsonl --json > grades.json`,
-		Args: cobra.NoArgs,
+		Args: options.KeepImagesArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error { return runGrade(cmd, g, o) },
 	}
 	f := cmd.Flags()

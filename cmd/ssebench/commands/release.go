@@ -61,7 +61,7 @@ instead, keeping the rest of the file, and records nothing as verified:
 run verify again, which builds the case images with the new config.`,
 		Example: `  ssebench dataset verify datasets/examples
   ssebench dataset verify datasets/examples --tasks kvconf-12-afb9ee1 --jobs 2`,
-		Args: cobra.ExactArgs(1),
+		Args: options.KeepImagesArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error { return runDatasetVerify(cmd, g, o, args[0]) },
 	}
 	f := cmd.Flags()

@@ -105,7 +105,7 @@ end. Sidecar mode runs in containerd only.`,
   ssebench run --task kvconf-12-afb9ee1 --agent dummy --mode sidecar
   ssebench run --task kvconf-12-afb9ee1 --agent loop --model gpt-4.1-mini --max-requests 50
   ssebench run --task kvconf-12-afb9ee1 --agent dummy --backend kubernetes --registry localhost:5000/ssebench`,
-		Args: cobra.NoArgs,
+		Args: options.KeepImagesArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error { return runRun(cmd, g, o) },
 	}
 	f := cmd.Flags()

@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/42-b3yond-6ug/ssebench/contract"
@@ -91,3 +92,23 @@ func (v *keepImagesValue) String() string { return KeepImages(*v).String() }
 
 // Type implements pflag.Value.
 func (v *keepImagesValue) Type() string { return "budget" }
+
+// KeepImagesArgs wraps a command's argument check so that
+// `--keep-images none` (a space, not "=") says what went wrong: pflag
+// takes the bare flag as "all" and leaves "none" as an argument, which the
+// command would refuse as an unknown command or a second folder.
+func KeepImagesArgs(next cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if f := cmd.Flags().Lookup("keep-images"); f != nil && f.Changed && f.Value.String() == "all" {
+			for _, a := range args {
+				if _, err := ParseKeepImages(a); err == nil {
+					return fmt.Errorf("--keep-images %s: write --keep-images=%s, with \"=\": the bare flag means all, and %q was read as an argument", a, a, a)
+				}
+			}
+		}
+		if next == nil {
+			return nil
+		}
+		return next(cmd, args)
+	}
+}

@@ -1,8 +1,10 @@
 package options
 
 import (
+	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/42-b3yond-6ug/ssebench/runner"
@@ -45,5 +47,31 @@ func TestKeepImages(t *testing.T) {
 	AddKeepImagesFlag(f, &k)
 	if err := f.Parse([]string{"--keep-images=lots"}); err == nil {
 		t.Error("--keep-images lots was accepted")
+	}
+}
+
+// TestKeepImagesArgs: `--keep-images none` with a space is told how to
+// write it, not refused as an unknown command; other arguments reach the
+// command's own check.
+func TestKeepImagesArgs(t *testing.T) {
+	run := func(args ...string) error {
+		var k KeepImages
+		cmd := &cobra.Command{Use: "grade", Args: KeepImagesArgs(cobra.NoArgs), RunE: func(*cobra.Command, []string) error { return nil }}
+		AddKeepImagesFlag(cmd.Flags(), &k)
+		cmd.SetArgs(args)
+		cmd.SilenceUsage, cmd.SilenceErrors = true, true
+		return cmd.Execute()
+	}
+	if err := run("--keep-images", "none"); err == nil || !strings.Contains(err.Error(), "write --keep-images=none") {
+		t.Errorf("--keep-images none = %v, want the hint to write --keep-images=none", err)
+	}
+	if err := run("--keep-images", "extra"); err == nil || !strings.Contains(err.Error(), `unknown command "extra"`) {
+		t.Errorf("--keep-images extra = %v, want the command's own refusal", err)
+	}
+	if err := run("--keep-images=none"); err != nil {
+		t.Errorf("--keep-images=none = %v", err)
+	}
+	if err := run("--keep-images"); err != nil {
+		t.Errorf("bare --keep-images = %v", err)
 	}
 }
