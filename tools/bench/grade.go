@@ -159,6 +159,33 @@ func floats(v []int64) []float64 {
 	return f
 }
 
+// cliBench is what a benchmark that drives the CLI shares: the registry,
+// the OS image and the working directory as flags, and ssebench built
+// from this checkout into that directory (start).
+type cliBench struct {
+	reg, osImage, work *string
+	home, bin          string
+}
+
+// addCLIBench adds cliBench's flags to fs; name names the default working
+// directory.
+func addCLIBench(fs *flag.FlagSet, name string) *cliBench {
+	return &cliBench{
+		reg:     fs.String("registry", env("SSEBENCH_TEST_REGISTRY", "127.0.0.1:5000"), "host:port of the plain-HTTP registry"),
+		osImage: fs.String("os-image", env("SSEBENCH_TEST_OS_IMAGE", ""), "the Debian OS image the base images start from"),
+		work:    fs.String("work", filepath.Join(os.TempDir(), "ssebench-bench-"+name), "working directory (its store is kept between runs of the bench)"),
+	}
+}
+
+// start checks the flags and builds ssebench.
+func (b *cliBench) start(ctx context.Context) (err error) {
+	if *b.osImage == "" {
+		return fmt.Errorf("no OS image: pass -os-image or source scripts/env.sh")
+	}
+	b.home, b.bin, err = buildSSEBench(ctx, *b.work)
+	return err
+}
+
 // buildSSEBench builds ssebench from this checkout into work (made if
 // needed) for a benchmark that drives the CLI, and returns the checkout.
 func buildSSEBench(ctx context.Context, work string) (home, bin string, err error) {

@@ -31,21 +31,16 @@ const (
 // profile's top functions: where ssebench's own CPU goes.
 func runOverhead(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("overhead", flag.ContinueOnError)
-	reg := fs.String("registry", env("SSEBENCH_TEST_REGISTRY", "127.0.0.1:5000"), "host:port of the plain-HTTP registry")
-	osImage := fs.String("os-image", env("SSEBENCH_TEST_OS_IMAGE", ""), "the Debian OS image the base images start from")
-	work := fs.String("work", filepath.Join(os.TempDir(), "ssebench-bench-overhead"), "working directory (its store is kept between runs of the bench)")
+	b := addCLIBench(fs, "overhead")
 	n := fs.Int("n", 3, "pairs of runs")
 	top := fs.Int("top", 12, "functions of the profile to print")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *osImage == "" {
-		return fmt.Errorf("no OS image: pass -os-image or source scripts/env.sh")
-	}
-	home, bin, err := buildSSEBench(ctx, *work)
-	if err != nil {
+	if err := b.start(ctx); err != nil {
 		return err
 	}
+	home, bin, work, reg, osImage := b.home, b.bin, b.work, b.reg, b.osImage
 	prefix := *reg + "/" + benchRepo + "/overhead"
 	runsDir := filepath.Join(*work, "runs")
 	os.RemoveAll(runsDir)
