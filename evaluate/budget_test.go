@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -76,6 +77,8 @@ func TestBudgetStopsLaterRuns(t *testing.T) {
 				t.Error(err)
 				return nil
 			}
+			// To its end, as an agent does before its next request.
+			io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 		}
 		// As the pipeline does: the totals once the gateway has closed,

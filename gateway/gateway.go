@@ -459,6 +459,17 @@ func (g *Gateway) modifyResponse(resp *http.Response) error {
 		x.body = &bytes.Buffer{}
 	}
 	resp.Body = &meteredBody{rc: resp.Body, x: x, idle: g.opts.idleTimeout}
+	if x.meter {
+		// Chunked, so that the reply's end reaches the agent only once
+		// the handler has returned and finish has settled what the
+		// request set aside: an agent that reads a reply to its end and
+		// sends the next one at once must not find the first still
+		// holding its share of the budget (a Content-Length let the
+		// agent see the last byte first, and its next request was
+		// refused: "this run holds … in requests under way").
+		resp.ContentLength = -1
+		resp.Header.Del("Content-Length")
+	}
 	if x.stripUsage && x.sse != nil {
 		resp.Body = newUsageStripper(resp.Body)
 	}

@@ -442,3 +442,25 @@ func TestResolve(t *testing.T) {
 		t.Errorf("Resolve without the key variable = %v", err)
 	}
 }
+
+// TestReplyEndsSettled: by the time an agent has read a reply to its end,
+// the request is counted and what it set aside is released, so that its
+// next request, sent at once, finds the first one settled (with a
+// Content-Length the agent could see the last byte before the gateway
+// settled, and a request sent then was refused as if two were in flight).
+func TestReplyEndsSettled(t *testing.T) {
+	script := make([]gatewaytest.Reply, 40)
+	for i := range script {
+		script[i] = gatewaytest.Reply{Text: "ok", InputTokens: 10, OutputTokens: 5}
+	}
+	f := newFixture(t, gateway.OpenAIChat, script, nil)
+	for i := 1; i <= len(script); i++ {
+		resp, data, err := f.post(t, "/chat/completions", f.gw.Token(), false, chatBody(false))
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("request %d: %v %s", i, err, data)
+		}
+		if n := f.gw.Totals().Requests; n != i {
+			t.Fatalf("after reading reply %d to its end the gateway had counted %d requests: the reply ended before the request was settled", i, n)
+		}
+	}
+}
