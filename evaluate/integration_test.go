@@ -339,7 +339,10 @@ func (w *world) command(bin string, args ...string) *exec.Cmd {
 	global := []string{"--home", w.home, "--store", filepath.Join(w.work, "store"), "--registry", w.prefix,
 		"--buildkit-addr", w.bk, "--containerd-addr", w.ctrd}
 	cmd := exec.Command(bin, append(global, args...)...)
-	cmd.Env = append(os.Environ(), "SSEBENCH_CACHE="+filepath.Join(w.work, "cache"))
+	// --keep-images=none: the test checks that each image leaves
+	// containerd after the last run that needs it, killed evaluations'
+	// included (by default they stay, under a budget).
+	cmd.Env = append(os.Environ(), "SSEBENCH_CACHE="+filepath.Join(w.work, "cache"), "SSEBENCH_KEEP_IMAGES=none")
 	return cmd
 }
 
