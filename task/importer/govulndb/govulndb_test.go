@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -485,5 +486,45 @@ func TestHostileReports(t *testing.T) {
 				t.Fatalf("not one short line: %q", msg)
 			}
 		})
+	}
+}
+
+// TestImportNeedsNewerDependency: a fix that calls a name its dependency
+// gained after the version the vulnerable release requires is skipped at
+// import, with the name in the reason; the same bump with a name the old
+// version has imports.
+func TestImportNeedsNewerDependency(t *testing.T) {
+	p := fixture()
+	report := func(id, mod string) string {
+		return strings.NewReplacer("GO-2099-0001", id, "example.com/fixme/parse", mod, "example.com/fixme", mod).Replace(report1)
+	}
+	db := p["golang.org/x/vulndb@v"+testDB]
+	db["data/reports/GO-2099-0020.yaml"] = report("GO-2099-0020", "example.com/newdep")
+	db["data/reports/GO-2099-0021.yaml"] = report("GO-2099-0021", "example.com/olddep")
+	depV1 := "package match\n\n// Match reports whether s matches pattern.\nfunc Match(s, pattern string) bool { return s == pattern }\n"
+	depV2 := depV1 + "\n// MatchLimit is Match with a bound on the work.\nfunc MatchLimit(s, pattern string, n int) (bool, bool) { return s == pattern, false }\n"
+	p["example.com/match@v1.0.0"] = map[string]string{"go.mod": "module example.com/match\n\ngo 1.21\n", "match.go": depV1}
+	p["example.com/match@v1.1.0"] = map[string]string{"go.mod": "module example.com/match\n\ngo 1.21\n", "match.go": depV2}
+	for _, m := range []struct{ mod, call string }{{"example.com/newdep", "ok, _ := match.MatchLimit(s, p, 10)"}, {"example.com/olddep", "ok := match.Match(s, p)"}} {
+		gomod := func(v string) string {
+			return "module " + m.mod + "\n\ngo 1.21\n\nrequire example.com/match " + v + "\n"
+		}
+		src := func(body string) string {
+			return "package " + path.Base(m.mod) + "\n\nimport \"example.com/match\"\n\n// Glob matches.\nfunc Glob(s, p string) bool {\n\t" + body + "\n\treturn ok\n}\n"
+		}
+		test := "package " + path.Base(m.mod) + "\n\nimport \"testing\"\n\nfunc TestGlob(t *testing.T) {}\n"
+		p[m.mod+"@v1.0.0"] = map[string]string{"go.mod": gomod("v1.0.0"), "glob.go": src("ok := match.Match(s, p) || p == \"*\""), "glob_test.go": "package " + path.Base(m.mod) + "\n"}
+		p[m.mod+"@v1.0.1"] = map[string]string{"go.mod": gomod("v1.1.0"), "glob.go": src(m.call), "glob_test.go": test}
+	}
+	dir := t.TempDir()
+	rows := importInto(t, fetcher(t, p), dir, "GO-2099-0020", "GO-2099-0021")
+	want := map[string]string{
+		"GO-2099-0020": "skipped the fix needs match.MatchLimit, which example.com/match v1.0.0 (what v1.0.0 requires) lacks: it needs v1.1.0",
+		"GO-2099-0021": "imported ",
+	}
+	for _, r := range rows {
+		if got := r.Status + " " + r.Reason; got != want[r.ID] {
+			t.Errorf("%s: %q, want %q", r.ID, got, want[r.ID])
+		}
 	}
 }

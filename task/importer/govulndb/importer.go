@@ -181,6 +181,9 @@ func writeTask(ctx context.Context, o Options, r *Report, m Module, fixed string
 	if err != nil {
 		return err
 	}
+	if err := p.checkDeps(ctx, o.Fetch); err != nil {
+		return err
+	}
 	p.time = "2000-01-01T00:00:00Z"
 	if !vtime.IsZero() {
 		p.time = vtime.Format("2006-01-02T15:04:05Z")

@@ -109,6 +109,11 @@ type plan struct {
 	patchLines int
 	time       string     // the vulnerable version's time, for the commit
 	tests      task.Tests // the lists an earlier verify wrote
+	// old and nw are the two versions' zips (open while the task is
+	// written), changedGo the Go files of the fix and its tests that the
+	// fixed version has.
+	old, nw   *modZip
+	changedGo []string
 }
 
 // makePlan diffs the affected packages between the vulnerable and the
@@ -143,7 +148,7 @@ func makePlan(r *Report, m Module, fixed string, vuln, fix *zip.Reader) (*plan, 
 		return nil, skipf("the module zip carries its own vendor directory")
 	}
 
-	p := &plan{report: r, mod: m, fixed: fixed}
+	p := &plan{report: r, mod: m, fixed: fixed, old: old, nw: nw}
 	seen := map[string]bool{}
 	for _, pkg := range m.Packages {
 		dir := "."
@@ -196,15 +201,16 @@ func makePlan(r *Report, m Module, fixed string, vuln, fix *zip.Reader) (*plan, 
 	case d.testLines > maxTestLines:
 		return nil, skipf("the fix's tests are too large: %d changed lines (at most %d)", d.testLines, maxTestLines)
 	}
-	p.patch, p.test, p.patchLines = d.patch, d.test, d.patchLines
+	p.patch, p.test, p.patchLines, p.changedGo = d.patch, d.test, d.patchLines, d.changedGo
 	return p, nil
 }
 
 // dirDiff is the fix and its tests in some package directories.
 type dirDiff struct {
 	patch, test                     string
-	patchLines, patchFiles, patchGo int // patchGo: changed non-test Go files
-	testLines, goFiles              int // goFiles: non-test Go files at the vulnerable version
+	patchLines, patchFiles, patchGo int      // patchGo: changed non-test Go files
+	testLines, goFiles              int      // goFiles: non-test Go files at the vulnerable version
+	changedGo                       []string // changed Go files the fixed version has, sorted
 }
 
 // diffDirs diffs the files named (sorted) of the package directories dirs
@@ -244,6 +250,9 @@ func diffDirs(names, dirs []string, old, nw *modZip) (*dirDiff, error) {
 		d, n, err := fileDiff(name, a, b, inOld, inNew)
 		if err != nil {
 			return nil, err
+		}
+		if isGo && inNew {
+			r.changedGo = append(r.changedGo, name)
 		}
 		if kind == "patch" {
 			patch.WriteString(d)
