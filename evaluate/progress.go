@@ -44,12 +44,36 @@ type Printer struct {
 	started                    time.Time
 	status                     bool
 	now                        func() time.Time
+	// failing are the agents whose runs are meant to fail.
+	failing map[string]bool
+}
+
+// PrinterOption sets up a Printer.
+type PrinterOption func(*Printer)
+
+// ExpectFailing says that the runs of these agents are meant to fail (the
+// dummy of a verification, whose unchanged tree must keep its bug): a
+// failed run of theirs is marked ✓ and said to fail as it should, a passed
+// one ✗.
+func ExpectFailing(agents ...string) PrinterOption {
+	return func(p *Printer) {
+		if p.failing == nil {
+			p.failing = map[string]bool{}
+		}
+		for _, a := range agents {
+			p.failing[a] = true
+		}
+	}
 }
 
 // NewPrinter prints to w; the status line is drawn only when w is a
 // terminal.
-func NewPrinter(w io.Writer) *Printer {
-	return &Printer{w: w, tty: isTerminal(w), now: time.Now}
+func NewPrinter(w io.Writer, opts ...PrinterOption) *Printer {
+	p := &Printer{w: w, tty: isTerminal(w), now: time.Now}
+	for _, o := range opts {
+		o(p)
+	}
+	return p
 }
 
 func isTerminal(w io.Writer) bool {
@@ -109,7 +133,11 @@ func (p *Printer) Finish(j Job, r *results.Run) {
 			tok += fmt.Sprintf(" ($%.4f)", r.CostUSD)
 		}
 	}
-	fmt.Fprintf(p.w, "%s %s %s #%d  %s  %s  tokens %s%s\n", mark(r), j.Task, j.Agent, j.Attempt, r.Marks(), r.Duration().Round(100*time.Millisecond), tok, verdictNotes(r))
+	m, notes := mark(r), verdictNotes(r)
+	if p.failing[j.Agent] {
+		m, notes = expectedMark(j.Agent, r)
+	}
+	fmt.Fprintf(p.w, "%s %s %s #%d  %s  %s  tokens %s%s\n", m, j.Task, j.Agent, j.Attempt, r.Marks(), r.Duration().Round(100*time.Millisecond), tok, notes)
 	p.drawStatus()
 }
 
@@ -159,6 +187,20 @@ func mark(r *results.Run) string {
 		return "‼"
 	}
 	return "✗"
+}
+
+// expectedMark is the mark and notes of a run meant to fail: only a
+// failed grade is what it should be; a pass, a run not graded or forged is
+// not.
+func expectedMark(agent string, r *results.Run) (string, string) {
+	switch v := r.Verdict(); v {
+	case results.VerdictFailed:
+		return "✓", "  " + agent + " failed, as it should"
+	case results.VerdictPassed:
+		return "✗", "  " + agent + " passed: the bug does not show without a fix"
+	default:
+		return mark(r), "  " + agent + " was not graded: " + r.Grade()
+	}
 }
 
 // verdictNotes ends a run's line with what its verdict holds beyond the
