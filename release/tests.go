@@ -65,6 +65,24 @@ func (r testRuns) split() (failToPass, passToPass []string) {
 	return slices.Compact(failToPass), slices.Compact(passToPass)
 }
 
+// notRunBefore are the groups (Go packages, JUnit classes) that have
+// tests after the fix and none on the buggy tree with the hidden tests:
+// their tests did not compile there, sorted.
+func (r testRuns) notRunBefore() []string {
+	ran := map[string]bool{}
+	for _, t := range r.before {
+		ran[t.Group] = true
+	}
+	var out []string
+	for _, t := range r.after {
+		if !ran[t.Group] && !slices.Contains(out, t.Group) {
+			out = append(out, t.Group)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // passes reports whether the listed name has a result in run, and every
 // result it has is a pass: the grade's own rule.
 func passes(run []contract.TestResult, listed string) bool {
@@ -83,11 +101,17 @@ func passes(run []contract.TestResult, listed string) bool {
 // readTestRuns reads the outcome blocks of the task's two runs.
 func readTestRuns(t *task.Task, done map[string]*results.Run) (testRuns, error) {
 	var r testRuns
+	// With stubs, the buggy tree's hidden tests are the stubs run's:
+	// without them they do not compile.
+	before := DummyAgent
+	if _, ok := done[evaluate.Job{Task: t.ID, Agent: StubsAgent, Attempt: 1}.Key()]; ok {
+		before = StubsAgent
+	}
 	for _, x := range []struct {
 		agent, check string
 		into         *[]contract.TestResult
 	}{
-		{DummyAgent, contract.CheckTest, &r.plainBefore}, {DummyAgent, contract.CheckIntentTest, &r.before},
+		{DummyAgent, contract.CheckTest, &r.plainBefore}, {before, contract.CheckIntentTest, &r.before},
 		{ReferenceAgent, contract.CheckTest, &r.plainAfter}, {ReferenceAgent, contract.CheckIntentTest, &r.after},
 	} {
 		run, ok := done[evaluate.Job{Task: t.ID, Agent: x.agent, Attempt: 1}.Key()]
@@ -131,6 +155,14 @@ func (r *Report) judgeTests(t *task.Task, done map[string]*results.Run, write bo
 	runs, err := readTestRuns(t, done)
 	if err != nil {
 		r.Findings = append(r.Findings, f(false, err.Error()))
+		return
+	}
+	if groups := runs.notRunBefore(); len(groups) > 0 {
+		stubbed := ""
+		if _, ok := done[evaluate.Job{Task: t.ID, Agent: StubsAgent, Attempt: 1}.Key()]; ok {
+			stubbed = ", even with the stubs of " + StubsFile
+		}
+		r.Findings = append(r.Findings, f(false, fmt.Sprintf("no hidden test of %s ran on the buggy tree%s: they do not compile without what the fix adds, so every one fails whatever the fix; name what they call in the task text and declare it in %s (docs/tasks.md), or import the task again", strings.Join(groups, ", "), stubbed, StubsFile)))
 		return
 	}
 	f2p, p2p := runs.split()

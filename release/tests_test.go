@@ -154,3 +154,41 @@ func TestVerifyChecksTests(t *testing.T) {
 		t.Errorf("without a report: %+v", r.Findings)
 	}
 }
+
+// TestVerifyHiddenTestsNotCompiled: a package whose hidden tests have no
+// result on the buggy tree (they did not compile: they call what only the
+// fix adds) fails the task, in both modes; with a stubs run, the lists come
+// from it, and the package's other tests become pass_to_pass.
+func TestVerifyHiddenTestsNotCompiled(t *testing.T) {
+	logs := map[string]map[string]string{
+		DummyAgent: {
+			"test.log":        block("pass TestParse ex/kv", "pass TestUnquote ex/kv"),
+			"intent_test.log": "# ex/kv [ex/kv.test]\n./kv_test.go:9:2: undefined: redactURL\n" + block(),
+		},
+		ReferenceAgent: {
+			"test.log":        block("pass TestParse ex/kv", "pass TestUnquote ex/kv"),
+			"intent_test.log": block("pass TestParse ex/kv", "pass TestUnquote ex/kv", "pass TestRedact ex/kv"),
+		},
+	}
+	for _, write := range []bool{true, false} {
+		r := &Report{}
+		r.judgeTests(kvTask(t, kvConfig), fakeRuns(t, logs), write)
+		if f := r.Failed(); len(f) != 1 || !strings.Contains(f[0].Why, "no hidden test of ex/kv ran on the buggy tree") {
+			t.Errorf("write=%v: findings %+v", write, r.Findings)
+		}
+	}
+	logs[StubsAgent] = map[string]string{
+		"test.log":        block("pass TestParse ex/kv", "pass TestUnquote ex/kv"),
+		"intent_test.log": block("pass TestParse ex/kv", "pass TestUnquote ex/kv", "fail TestRedact ex/kv"),
+	}
+	tk := kvTask(t, kvConfig)
+	r := &Report{}
+	r.judgeTests(tk, fakeRuns(t, logs), true)
+	if f := r.Failed(); len(f) != 0 {
+		t.Fatalf("with stubs: %+v", f)
+	}
+	got, _ := os.ReadFile(tk.ConfigFile)
+	if !strings.Contains(string(got), "  fail_to_pass:\n    - TestRedact\n  pass_to_pass:\n    - TestParse\n    - TestUnquote\n") {
+		t.Errorf("with stubs, config:\n%s", got)
+	}
+}

@@ -191,6 +191,13 @@ func verifyOnce(ctx context.Context, backend func(planID string) evaluate.Backen
 		if err != nil {
 			return nil, err
 		}
+		extra, patches := alternatives(runnable)
+		plan.Runs = append(plan.Runs, extra...)
+		for _, a := range []string{StubsAgent, VariantAgent} {
+			if slices.ContainsFunc(extra, func(j evaluate.Job) bool { return j.Agent == a }) {
+				plan.Agents = append(plan.Agents, a)
+			}
+		}
 		plan.ID = "verify-" + plan.ID
 		abs, err := filepath.Abs(dir)
 		if err != nil {
@@ -201,7 +208,7 @@ func verifyOnce(ctx context.Context, backend func(planID string) evaluate.Backen
 		if err := evaluate.WritePlan(rep.Dir, plan); err != nil {
 			return nil, err
 		}
-		out, err := evaluate.Evaluate(ctx, backend(plan.ID), rep.Dir, plan, o.Eval...)
+		out, err := evaluate.Evaluate(ctx, withAlternatives(backend(plan.ID), patches), rep.Dir, plan, o.Eval...)
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
@@ -233,9 +240,12 @@ func (r *Report) judge(t *task.Task, m *task.Manifest, done map[string]*results.
 	}
 	start := len(r.Findings)
 	images := map[string]bool{}
-	for _, agent := range []string{ReferenceAgent, DummyAgent} {
+	for _, agent := range []string{ReferenceAgent, DummyAgent, StubsAgent, VariantAgent} {
 		key := evaluate.Job{Task: t.ID, Agent: agent, Attempt: 1}.Key()
 		run, ok := done[key]
+		if _, planned := failed[key]; !ok && !planned && isAlternative(agent) && !hasFile(t, agent) {
+			continue // the task folder has no such patch
+		}
 		if !ok {
 			why := "the run did not finish"
 			if err := failed[key]; err != nil {
@@ -247,10 +257,19 @@ func (r *Report) judge(t *task.Task, m *task.Manifest, done map[string]*results.
 		if run.Result != nil && run.Result.CaseImage != "" {
 			images[run.Result.CaseImage] = true
 		}
-		if agent == ReferenceAgent {
+		switch agent {
+		case ReferenceAgent:
 			r.Findings = append(r.Findings, JudgeReference(run, checks)...)
-		} else {
+		case DummyAgent:
 			r.Findings = append(r.Findings, JudgeDummy(run, pocs)...)
+		case VariantAgent:
+			if !writeTests {
+				// Its intent_test judges the listed tests, which
+				// --write-tests is about to write.
+				r.Findings = append(r.Findings, judgeVariant(t, run, checks)...)
+			}
+		case StubsAgent:
+			r.Findings = append(r.Findings, judgeStubs(run))
 		}
 	}
 	for _, f := range r.Findings[start:] {
