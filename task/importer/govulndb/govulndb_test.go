@@ -528,3 +528,35 @@ func TestImportNeedsNewerDependency(t *testing.T) {
 		}
 	}
 }
+
+// TestScriptsLimitAddressSpace: a program that allocates 176 GiB and
+// never touches it (what go-2023-1930's buggy decoder does) fails under
+// the task's env.sh on every host, also where the kernel overcommits
+// memory (vm.overcommit_memory=1), where it would pass without the limit.
+func TestScriptsLimitAddressSpace(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command")
+	}
+	dir := t.TempDir()
+	src := "package main\n\nimport \"fmt\"\n\nfunc main() {\n\tb := make([]byte, 176<<30)\n\tfmt.Println(\"allocated\", len(b))\n}\n"
+	os.WriteFile(filepath.Join(dir, "main.go"), []byte(src), 0o644)
+	os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module alloc\n\ngo 1.21\n"), 0o644)
+	build := exec.Command("go", "build", "-o", "alloc", ".")
+	build.Dir = dir
+	build.Env = append(os.Environ(), "GOFLAGS=", "GOTOOLCHAIN=local")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	env := (&plan{mod: Module{Module: "example.com/m"}, pkgDirs: []string{"."}}).scripts()["env.sh"]
+	os.WriteFile(filepath.Join(dir, "env.sh"), []byte(env), 0o644)
+	cmd := exec.Command("sh", "-c", ". ./env.sh && exec ./alloc")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOCACHE="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	if err == nil || strings.Contains(string(out), "allocated") {
+		t.Fatalf("176 GiB allocated under env.sh (err %v):\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "out of memory") {
+		t.Errorf("want the runtime's out of memory, got:\n%s", out)
+	}
+}

@@ -11,6 +11,11 @@ import (
 	"github.com/42-b3yond-6ug/ssebench/task"
 )
 
+// addressSpaceKiB is the scripts' limit on each process's address space
+// (ulimit -v, in KiB): far above what a package's tests need, far below
+// what any host backs with memory.
+const addressSpaceKiB = "16777216"
+
 // baseImage is the generic-go base of every imported task, pinned as the
 // example datasets pin it.
 const baseImage = "base-generic-go:0.1.0-dev"
@@ -117,6 +122,11 @@ func (p *plan) scripts() map[string]string {
 # seeded from a read-only cache the case image compiled.
 # The modules are vendored and nothing is fetched: the run is offline.
 export GOFLAGS=-mod=vendor GOPROXY=off GOSUMDB=off GOTOOLCHAIN=local GOWORK=off
+# The same address-space limit on every host (16 GiB for each process): a
+# huge allocation, which a denial-of-service bug's test makes on the buggy
+# tree, then fails here whatever the host's vm.overcommit_memory says,
+# instead of passing where the kernel hands out memory it does not have.
+ulimit -v ` + addressSpaceKiB + ` 2>/dev/null || true
 if [ -z "${GOCACHE:-}" ]; then
 	GOCACHE=$(go env GOCACHE)
 	if ! mkdir -p "$GOCACHE" 2>/dev/null || [ ! -w "$GOCACHE" ]; then
