@@ -1,0 +1,453 @@
+package govulndb
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+// The fixtures are small modules, example.com/m, in the shape of real
+// fixes: a private helper the test calls (GO-2024-2947), an exported
+// method (GO-2022-0380), a new field and a new type (GO-2024-2958).
+
+const retryBuggy = `package retry
+
+import (
+	"fmt"
+	"net/url"
+)
+
+// Do fails as a client that gives up.
+func Do(u *url.URL, attempts int) error {
+	return fmt.Errorf("%s giving up after %d attempt(s)", u, attempts)
+}
+
+// Attempts is how often Do tries.
+func Attempts(n int) int { return n + 1 }
+`
+
+const retryFixed = `package retry
+
+import (
+	"fmt"
+	"net/url"
+)
+
+// Do fails as a client that gives up.
+func Do(u *url.URL, attempts int) error {
+	return fmt.Errorf("%s giving up after %d attempt(s)", redactURL(u), attempts)
+}
+
+// redactURL hides a URL's password.
+func redactURL(u *url.URL) string {
+	if u == nil {
+		return ""
+	}
+	ru := *u
+	if _, has := ru.User.Password(); has {
+		ru.User = url.UserPassword(ru.User.Username(), "xxxxx")
+	}
+	return ru.String()
+}
+
+// Attempts is how often Do tries.
+func Attempts(n int) int { return n + 1 }
+
+func scrub(s string) string { return s }
+`
+
+const retryTest = `package retry
+
+import (
+	"net/url"
+	"strings"
+	"testing"
+)
+
+func TestRedact(t *testing.T) {
+	u, _ := url.Parse("http://user:pass@host/")
+	err := Do(u, 3)
+	if want := redactURL(u) + " giving up after 3 attempt(s)"; err.Error() != want {
+		t.Fatalf("Do = %v, want %v", err, want)
+	}
+	if strings.Contains(err.Error(), "pass@") {
+		t.Fatal("the password leaks")
+	}
+}
+
+func TestAttempts(t *testing.T) {
+	if Attempts(2) != 3 {
+		t.Fatal("Attempts(2) != 3")
+	}
+}
+`
+
+const jwtBuggy = `package jwt
+
+// Claims are a token's claims.
+type Claims struct {
+	Revocations map[string]int64
+	IssuedAt    int64
+}
+
+// IsRevoked says whether key is revoked.
+func (c *Claims) IsRevoked(key string) bool {
+	_, ok := c.Revocations[key]
+	return ok
+}
+`
+
+const jwtFixed = `package jwt
+
+import "time"
+
+// Claims are a token's claims.
+type Claims struct {
+	Revocations map[string]int64
+	IssuedAt    int64
+}
+
+// IsRevoked says whether key is revoked.
+func (c *Claims) IsRevoked(key string) bool {
+	return true
+}
+
+// IsClaimRevoked says whether key is revoked at now.
+func (c *Claims) IsClaimRevoked(key string, now time.Time) bool {
+	at, ok := c.Revocations[key]
+	return ok && at >= c.IssuedAt && now.Unix() >= at
+}
+`
+
+const jwtTest = `package jwt_test
+
+import (
+	"testing"
+	"time"
+
+	"example.com/m/jwt"
+)
+
+func TestRevoked(t *testing.T) {
+	c := &jwt.Claims{Revocations: map[string]int64{"k": 10}, IssuedAt: 5}
+	if !c.IsClaimRevoked("k", time.Unix(20, 0)) {
+		t.Fatal("not revoked")
+	}
+}
+`
+
+const decodeBuggy = `package decode
+
+import "fmt"
+
+// Decoder decodes.
+type Decoder struct {
+	cache map[string]int
+}
+
+func NewDecoder() *Decoder { return &Decoder{cache: map[string]int{}} }
+
+// Decode decodes s.
+func (d *Decoder) Decode(s string) (int, error) {
+	if s == "" {
+		return 0, fmt.Errorf("decode: empty input")
+	}
+	return len(s), nil
+}
+`
+
+const decodeFixed = `package decode
+
+import "fmt"
+
+// Decoder decodes.
+type Decoder struct {
+	cache   map[string]int
+	MaxSize int // the longest input Decode takes, if positive
+}
+
+func NewDecoder() *Decoder { return &Decoder{cache: map[string]int{}} }
+
+// Options configure a Decoder.
+type Options struct {
+	Limit  limit // the longest input
+	Strict bool
+}
+
+type limit int
+
+const defaultLimit limit = 16000
+
+// NewDecoderWith is a decoder with options.
+func NewDecoderWith(o Options) *Decoder {
+	if o.Limit == 0 {
+		o.Limit = defaultLimit
+	}
+	return &Decoder{cache: map[string]int{}, MaxSize: int(o.Limit)}
+}
+
+// Decode decodes s.
+func (d *Decoder) Decode(s string) (int, error) {
+	if s == "" {
+		return 0, fmt.Errorf("decode: empty input")
+	}
+	if d.MaxSize > 0 && len(s) > d.MaxSize {
+		return 0, fmt.Errorf("decode: input of %d bytes exceeds the max size %d", len(s), d.MaxSize)
+	}
+	return len(s), nil
+}
+`
+
+const decodeOptionsTest = `package decode
+
+import "testing"
+
+func TestOptions(t *testing.T) {
+	d := NewDecoderWith(Options{Limit: 3})
+	if _, err := d.Decode("abcdef"); err == nil {
+		t.Fatal("no error")
+	}
+}
+
+func TestEmpty(t *testing.T) {
+	if _, err := NewDecoder().Decode(""); err == nil || err.Error() != "decode: empty input" {
+		t.Fatalf("err = %v", err)
+	}
+}
+`
+
+const decodeMaxTest = `package decode
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestMaxSize(t *testing.T) {
+	d := NewDecoder()
+	d.MaxSize = 2
+	_, err := d.Decode("abcdef")
+	if err == nil || !strings.Contains(err.Error(), "exceeds the max size 2") {
+		t.Fatalf("err = %v", err)
+	}
+	if strings.Contains(err.Error(), "%d") {
+		t.Fatal("short")
+	}
+}
+`
+
+func TestAnalyzeFix(t *testing.T) {
+	tests := []struct {
+		name     string
+		pkg      pkgFiles
+		want     fixAPI // but for Stubs
+		stubs    []string
+		issue    string // a part of the issue text
+		runTests map[string]string
+	}{{
+		name: "private helper the test calls",
+		pkg: pkgFiles{Path: "example.com/m/retry", Dir: "retry",
+			Buggy: files1("client.go", retryBuggy), Fixed: files1("client.go", retryFixed), Tests: files1("client_test.go", retryTest)},
+		want: fixAPI{
+			Needed:  []apiName{{Path: "example.com/m/retry", Dir: "retry", Key: "redactURL", Kind: "func", Decl: "func redactURL(u *url.URL) string"}},
+			Private: []apiName{{Path: "example.com/m/retry", Dir: "retry", Key: "scrub", Kind: "func", Decl: "func scrub(s string) string"}},
+		},
+		stubs:    []string{`import "net/url"`, "func redactURL(u *url.URL) string {\n\tpanic(\"not implemented: redactURL\")\n}"},
+		issue:    "- `func redactURL(u *url.URL) string` in package `example.com/m/retry`\n",
+		runTests: map[string]string{"TestAttempts": "ok", "TestRedact": "not implemented: redactURL"},
+	}, {
+		name: "exported method from an external test package",
+		pkg: pkgFiles{Path: "example.com/m/jwt", Dir: "jwt",
+			Buggy: files1("claims.go", jwtBuggy), Fixed: files1("claims.go", jwtFixed), Tests: files1("claims_test.go", jwtTest)},
+		want: fixAPI{
+			Needed: []apiName{{Path: "example.com/m/jwt", Dir: "jwt", Key: "Claims.IsClaimRevoked", Kind: "method", Decl: "func (c *Claims) IsClaimRevoked(key string, now time.Time) bool"}},
+		},
+		stubs:    []string{`import "time"`, "func (c *Claims) IsClaimRevoked(key string, now time.Time) bool {"},
+		issue:    "The tests use these, which the fix must add:\n- `func (c *Claims) IsClaimRevoked(key string, now time.Time) bool` in package `example.com/m/jwt`\n",
+		runTests: map[string]string{"TestRevoked": "not implemented: Claims.IsClaimRevoked"},
+	}, {
+		name: "new type, with the type its field needs",
+		pkg: pkgFiles{Path: "example.com/m/decode", Dir: "decode",
+			Buggy: files1("decode.go", decodeBuggy), Fixed: files1("decode.go", decodeFixed), Tests: files1("decode_test.go", decodeOptionsTest)},
+		want: fixAPI{
+			Needed: []apiName{
+				{Path: "example.com/m/decode", Dir: "decode", Key: "Options", Kind: "type", Decl: "type Options struct { Limit limit; Strict bool }"},
+				{Path: "example.com/m/decode", Dir: "decode", Key: "limit", Kind: "type", Decl: "type limit int", Note: "used by Options"},
+				{Path: "example.com/m/decode", Dir: "decode", Key: "NewDecoderWith", Kind: "func", Decl: "func NewDecoderWith(o Options) *Decoder"},
+			},
+			Private: []apiName{{Path: "example.com/m/decode", Dir: "decode", Key: "defaultLimit", Kind: "const", Decl: "const defaultLimit limit = 16000"}},
+		},
+		stubs:    []string{"type Options struct {\n\tLimit  limit // the longest input\n", "type limit int\n", "func NewDecoderWith(o Options) *Decoder {\n\tpanic("},
+		runTests: map[string]string{"TestEmpty": "ok", "TestOptions": "not implemented: NewDecoderWith"},
+	}, {
+		name: "new field of an existing struct, and the message only the fix makes",
+		pkg: pkgFiles{Path: "example.com/m/decode", Dir: "decode",
+			Buggy: files1("decode.go", decodeBuggy), Fixed: files1("decode.go", decodeFixed), Tests: files1("decode_test.go", decodeMaxTest)},
+		want: fixAPI{
+			Needed:      []apiName{{Path: "example.com/m/decode", Dir: "decode", Key: "Decoder.MaxSize", Kind: "field", Decl: "MaxSize int"}},
+			Unstubbable: []apiName{{Path: "example.com/m/decode", Dir: "decode", Key: "Decoder.MaxSize", Kind: "field", Decl: "MaxSize int", Note: "a new field of struct Decoder, which the vulnerable tree declares"}},
+			Messages:    []string{"exceeds the max size 2"},
+			Private: []apiName{
+				{Path: "example.com/m/decode", Dir: "decode", Key: "limit", Kind: "type", Decl: "type limit int"},
+				{Path: "example.com/m/decode", Dir: "decode", Key: "defaultLimit", Kind: "const", Decl: "const defaultLimit limit = 16000"},
+			},
+		},
+		issue: "- field `MaxSize int` of struct `Decoder` in package `example.com/m/decode`\n\nThe tests expect these messages:\n- `exceeds the max size 2`\n",
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := analyzeFix([]pkgFiles{tt.pkg})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, *got, cmpopts.IgnoreFields(fixAPI{}, "Stubs"), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("analyzeFix (-want +got):\n%s", diff)
+			}
+			if len(tt.stubs) == 0 {
+				if len(got.Stubs) != 0 {
+					t.Errorf("analyzeFix stubs %s, want none", got.Stubs[0].Src)
+				}
+			} else if len(got.Stubs) != 1 || got.Stubs[0].Dir != tt.pkg.Dir || got.Stubs[0].Name != "ssebench_stubs.go" {
+				t.Fatalf("analyzeFix stubs %+v, want one in %s", got.Stubs, tt.pkg.Dir)
+			}
+			for _, s := range tt.stubs {
+				if !strings.Contains(string(got.Stubs[0].Src), s) {
+					t.Errorf("the stubs lack %q:\n%s", s, got.Stubs[0].Src)
+				}
+			}
+			if !strings.Contains(got.IssueText(), tt.issue) {
+				t.Errorf("IssueText() = %q, want it to contain %q", got.IssueText(), tt.issue)
+			}
+			if tt.runTests == nil {
+				return
+			}
+			// The hidden tests compile on the vulnerable tree with the
+			// stubs, and those of the fix's new names fail.
+			dir := writeModule(t, tt.pkg.Dir, tt.pkg.Buggy, tt.pkg.Tests, map[string][]byte{got.Stubs[0].Name: got.Stubs[0].Src})
+			for name, want := range tt.runTests {
+				out, err := goCmd(dir, "test", "-count=1", "-run", "^"+name+"$", "./"+tt.pkg.Dir)
+				if (err == nil) != (want == "ok") || !strings.Contains(out, want) {
+					t.Errorf("go test -run %s: %v\n%s\nwant %q", name, err, out, want)
+				}
+			}
+		})
+	}
+}
+
+// TestAnalyzeFixStubsTwoPackages checks that a test of one affected
+// package resolves the new names of another, and that each package gets
+// its own stubs.
+func TestAnalyzeFixStubsTwoPackages(t *testing.T) {
+	useTest := `package use_test
+
+import (
+	"testing"
+
+	"example.com/m/jwt"
+)
+
+func TestUse(t *testing.T) { _ = (&jwt.Claims{}).IsClaimRevoked }
+`
+	got, err := analyzeFix([]pkgFiles{
+		{Path: "example.com/m/jwt", Dir: "jwt", Buggy: files1("claims.go", jwtBuggy), Fixed: files1("claims.go", jwtFixed)},
+		{Path: "example.com/m/use", Dir: "use", Buggy: files1("use.go", "package use\n"), Fixed: files1("use.go", "package use\n"), Tests: files1("use_test.go", useTest)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Needed) != 1 || got.Needed[0].Key != "Claims.IsClaimRevoked" || len(got.Stubs) != 1 || got.Stubs[0].Dir != "jwt" {
+		t.Errorf("analyzeFix = %+v, want IsClaimRevoked stubbed in jwt", got)
+	}
+}
+
+func TestMessages(t *testing.T) {
+	buggy := `package p
+
+import "errors"
+
+var errOld = errors.New("ssh: packet too large")
+`
+	fixed := `package p
+
+import (
+	"errors"
+	"fmt"
+)
+
+var errOld = errors.New("ssh: packet too large")
+
+var errEmpty = errors.New("ssh: empty packet")
+
+func depth(n int) error { return fmt.Errorf("yaml: exceeded max depth of %d", n) }
+`
+	test := `package p
+
+import "testing"
+
+func TestP(t *testing.T) {
+	for _, s := range []string{
+		"ssh: empty packet",                 // only the fix says it
+		"yaml: exceeded max depth of 10000", // the fix's format
+		"ssh: packet too large",             // the vulnerable tree says it too
+		"packet",                            // too short
+		"12345678",                          // no letters
+		"got %v, want ssh: empty packet",    // a format
+		"unrelated text here",
+	} {
+		_ = s
+	}
+	_ = errEmpty
+	_ = depth
+}
+`
+	got, err := analyzeFix([]pkgFiles{{Path: "example.com/m/p", Dir: "p", Buggy: files1("p.go", buggy), Fixed: files1("p.go", fixed), Tests: files1("p_test.go", test)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"ssh: empty packet", "yaml: exceeded max depth of 10000"}
+	if diff := cmp.Diff(want, got.Messages); diff != "" {
+		t.Errorf("Messages (-want +got):\n%s", diff)
+	}
+	// The new var the test names is stubbed as the fix has it; the
+	// func panics.
+	if len(got.Stubs) != 1 || !strings.Contains(string(got.Stubs[0].Src), `var errEmpty = errors.New("ssh: empty packet")`) {
+		t.Errorf("stubs %+v, want errEmpty copied", got.Stubs)
+	}
+}
+
+func files1(name, src string) map[string][]byte { return map[string][]byte{name: []byte(src)} }
+
+// writeModule writes module example.com/m with the files of package
+// directory dir, and returns its directory.
+func writeModule(t *testing.T, dir string, fileSets ...map[string][]byte) string {
+	t.Helper()
+	root := t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, "go.mod"), []byte("module example.com/m\n\ngo 1.22\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(root, dir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, fs := range fileSets {
+		for name, src := range fs {
+			if err := os.WriteFile(filepath.Join(root, dir, name), src, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return root
+}
+
+// goCmd runs the go command offline in dir.
+func goCmd(dir string, args ...string) (string, error) {
+	cmd := exec.Command("go", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOTOOLCHAIN=local", "GOWORK=off")
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
