@@ -251,7 +251,7 @@ func parseFiles(fset *token.FileSet, m map[string][]byte) ([]*srcFile, error) {
 		if !strings.HasSuffix(name, ".go") {
 			continue
 		}
-		f, err := parser.ParseFile(fset, name, m[name], parser.SkipObjectResolution)
+		f, err := parser.ParseFile(fset, name, m[name], parser.ParseComments|parser.SkipObjectResolution)
 		if err != nil {
 			return nil, fmt.Errorf("parsing %s: %w", name, err)
 		}

@@ -7,6 +7,7 @@ import (
 	"go/format"
 	"go/token"
 	"go/types"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -58,6 +59,7 @@ func renameVariant(files map[string][]byte, private []string, salt string) (map[
 		}
 	}
 
+	edits := map[*srcFile][]edit{}
 	renamed := map[types.Object]string{} // the objects renamed, to their new names
 	oldNames := map[string]bool{}
 	var moved []*decl
@@ -84,12 +86,14 @@ func renameVariant(files map[string][]byte, private []string, salt string) (map[
 			renamed[obj] = name
 		}
 		oldNames[d.name] = true
+		for _, d := range ds {
+			edits[d.file] = append(edits[d.file], docEdits(d, name)...)
+		}
 		if d.kind == kindFunc || d.kind == kindMethod {
 			moved = append(moved, ds...)
 		}
 	}
 
-	edits := map[*srcFile][]edit{}
 	for _, f := range pkg {
 		var ferr error
 		ast.Inspect(f.f, func(n ast.Node) bool {
@@ -194,6 +198,35 @@ func targetObjects(ds []*decl, info *types.Info) (map[types.Object]bool, error) 
 		}
 	}
 	return targets, nil
+}
+
+// docEdits rename d in its doc comment, where the comment names it as a
+// word.
+func docEdits(d *decl, name string) []edit {
+	var doc *ast.CommentGroup
+	switch n := d.node.(type) {
+	case *ast.FuncDecl:
+		doc = n.Doc
+	case *ast.TypeSpec:
+		doc = n.Doc
+	case *ast.ValueSpec:
+		doc = n.Doc
+	}
+	if doc == nil && d.gen != nil && len(d.gen.Specs) == 1 {
+		doc = d.gen.Doc
+	}
+	if doc == nil {
+		return nil
+	}
+	word := regexp.MustCompile(`\b` + regexp.QuoteMeta(d.name) + `\b`)
+	var out []edit
+	for _, c := range doc.List {
+		start := tokenOffset(d.file.f, c.Pos())
+		for _, m := range word.FindAllStringIndex(c.Text, -1) {
+			out = append(out, edit{start + m[0], m[1] - m[0], name})
+		}
+	}
+	return out
 }
 
 // namedObj is the type name of t or *t, if it has one.
