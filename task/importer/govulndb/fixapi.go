@@ -650,7 +650,13 @@ func (a *analysis) stubFile(p *pkgState, ds []*decl) (*stubFile, []apiName, erro
 		if doneNodes[node] {
 			continue
 		}
-		need, why := importsFor(d.file, node, p.info)
+		copied := node
+		if fd, ok := node.(*ast.FuncDecl); ok {
+			c := *fd
+			c.Body = nil // the stub's body is a panic
+			copied = &c
+		}
+		need, why := importsFor(d.file, copied, p.info)
 		for name, spec := range need {
 			if s, ok := imports[name]; ok && s != spec {
 				why = fmt.Sprintf("its file imports %s as %s, another stub's %s", spec, name, s)
@@ -803,6 +809,7 @@ func (d *decl) apiName(fset *token.FileSet) apiName {
 // render is d's declaration on one line, without body or comments.
 func (d *decl) render(fset *token.FileSet) string {
 	print := func(n ast.Node) string {
+		defer hideComments(n)()
 		var b bytes.Buffer
 		if err := printer.Fprint(&b, fset, n); err != nil {
 			return d.key
@@ -825,6 +832,33 @@ func (d *decl) render(fset *token.FileSet) string {
 		return d.name + " " + print(n.Type)
 	}
 	return d.key
+}
+
+// hideComments takes the comments off n's fields and specs, which the
+// printer prints even outside a file, and returns what puts them back.
+func hideComments(n ast.Node) (restore func()) {
+	var undo []func()
+	hide := func(doc, comment **ast.CommentGroup) {
+		d, c := *doc, *comment
+		*doc, *comment = nil, nil
+		undo = append(undo, func() { *doc, *comment = d, c })
+	}
+	ast.Inspect(n, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.Field:
+			hide(&n.Doc, &n.Comment)
+		case *ast.TypeSpec:
+			hide(&n.Doc, &n.Comment)
+		case *ast.ValueSpec:
+			hide(&n.Doc, &n.Comment)
+		}
+		return true
+	})
+	return func() {
+		for _, u := range undo {
+			u()
+		}
+	}
 }
 
 // declLine joins a printed declaration's lines: "struct {\n\tA int\n\tB

@@ -104,7 +104,10 @@ func (c *Claims) IsRevoked(key string) bool {
 
 const jwtFixed = `package jwt
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // Claims are a token's claims.
 type Claims struct {
@@ -119,7 +122,7 @@ func (c *Claims) IsRevoked(key string) bool {
 
 // IsClaimRevoked says whether key is revoked at now.
 func (c *Claims) IsClaimRevoked(key string, now time.Time) bool {
-	at, ok := c.Revocations[key]
+	at, ok := c.Revocations[strings.TrimSpace(key)]
 	return ok && at >= c.IssuedAt && now.Unix() >= at
 }
 `
