@@ -122,7 +122,7 @@ type pkgState struct {
 	byKey                 map[string]*decl
 	buggyKeys             map[string]bool
 	buggyLits, fixedLits  []string
-	tpkg                  *types.Package
+	tpkg, xpkg            *types.Package
 	info, xinfo           *types.Info
 	checking              bool
 }
@@ -161,7 +161,7 @@ func analyzeFix(pkgs []pkgFiles) (*fixAPI, error) {
 		a.check(p)
 		if len(p.xTest) > 0 {
 			p.xinfo = newInfo()
-			typecheck(a.fset, p.pf.Path+"_test", astFiles(p.xTest), a, p.xinfo)
+			p.xpkg, _ = typecheck(a.fset, p.pf.Path+"_test", astFiles(p.xTest), a, p.xinfo)
 		}
 	}
 	needed := a.used()
@@ -481,20 +481,26 @@ func (a *analysis) used() map[*decl]string {
 		out[d] = ""
 	}
 	for _, p := range a.pkgs {
-		scan := func(fs []*srcFile, info *types.Info) {
-			if info == nil {
+		scan := func(fs []*srcFile, info *types.Info, tpkg *types.Package) {
+			if info == nil || tpkg == nil {
 				return
 			}
 			for _, f := range fs {
+				member := memberIdents(f.f)
 				ast.Inspect(f.f, func(n ast.Node) bool {
 					switch n := n.(type) {
 					case *ast.Ident:
-						if obj := info.Uses[n]; obj != nil {
+						if obj := resolve(n, info, tpkg, member); obj != nil {
 							if d := a.byPos[obj.Pos()]; d != nil && obj.Pkg() != nil && a.byPath[obj.Pkg().Path()] == d.pkg {
 								add(d)
 							}
 						}
 					case *ast.SelectorExpr:
+						if x, ok := n.X.(*ast.Ident); ok {
+							if _, ok := info.Uses[x].(*types.PkgName); ok {
+								return true // an imported name
+							}
+						}
 						if info.Uses[n.Sel] == nil {
 							// The operand's type is unknown (it comes
 							// from an import): any new member of that
@@ -510,10 +516,52 @@ func (a *analysis) used() map[*decl]string {
 				})
 			}
 		}
-		scan(p.inTests, p.info)
-		scan(p.xTest, p.xinfo)
+		scan(p.inTests, p.info, p.tpkg)
+		scan(p.xTest, p.xinfo, p.xpkg)
 	}
 	return out
+}
+
+// memberIdents are the identifiers of f that may name a field or method:
+// selectors, and keys of composite literals.
+func memberIdents(f *ast.File) map[*ast.Ident]bool {
+	member := map[*ast.Ident]bool{}
+	ast.Inspect(f, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.SelectorExpr:
+			member[n.Sel] = true
+		case *ast.CompositeLit:
+			for _, e := range n.Elts {
+				if kv, ok := e.(*ast.KeyValueExpr); ok {
+					if k, ok := kv.Key.(*ast.Ident); ok {
+						member[k] = true
+					}
+				}
+			}
+		}
+		return true
+	})
+	return member
+}
+
+// resolve is the object id denotes: as go/types recorded it, or, where
+// it recorded nothing (in a composite literal of an imported type), as
+// its scope has it, unless it may name a field or method (member).
+func resolve(id *ast.Ident, info *types.Info, tpkg *types.Package, member map[*ast.Ident]bool) types.Object {
+	if obj := info.Defs[id]; obj != nil {
+		return obj
+	}
+	if obj := info.Uses[id]; obj != nil {
+		return obj
+	}
+	if member[id] {
+		return nil
+	}
+	if scope := tpkg.Scope().Innermost(id.Pos()); scope != nil {
+		_, obj := scope.LookupParent(id.Name, id.Pos())
+		return obj
+	}
+	return nil
 }
 
 func (a *analysis) membersNamed(name string, add func(*decl)) {

@@ -423,6 +423,51 @@ func TestP(t *testing.T) {
 	}
 }
 
+// TestAnalyzeFixUnknownTypes checks names in a literal of an imported
+// type, which go/types does not record without the import, and that an
+// imported name is not taken for a new method of the same name.
+func TestAnalyzeFixUnknownTypes(t *testing.T) {
+	fixed := `package p
+
+import "reflect"
+
+// Set is a set.
+type Set map[string]bool
+
+// Contains says whether s has k.
+func (s Set) Contains(k string) bool { return s[k] }
+
+func kindName(k reflect.Kind) string { return k.String() }
+`
+	test := `package p
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestKinds(t *testing.T) {
+	names := map[reflect.Kind]func(reflect.Kind) string{reflect.Int: kindName}
+	if !strings.Contains(names[reflect.Int](reflect.Int), "int") {
+		t.Fatal("no int")
+	}
+}
+`
+	buggy := "package p\n\n// Set is a set.\ntype Set map[string]bool\n"
+	got, err := analyzeFix([]pkgFiles{{Path: "example.com/m/p", Dir: "p", Buggy: files1("p.go", buggy), Fixed: files1("p.go", fixed), Tests: files1("p_test.go", test)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, n := range got.Needed {
+		keys = append(keys, n.Key)
+	}
+	if diff := cmp.Diff([]string{"kindName"}, keys); diff != "" {
+		t.Errorf("Needed (-want +got):\n%s", diff)
+	}
+}
+
 func files1(name, src string) map[string][]byte { return map[string][]byte{name: []byte(src)} }
 
 // writeModule writes module example.com/m with the files of package

@@ -38,7 +38,10 @@ func renameVariant(files map[string][]byte, private []string, salt string) (map[
 	}
 	_, pkg := mainPackage(all)
 	info := newInfo()
-	_, before := typecheck(fset, "variant", astFiles(pkg), fakeImporter{}, info)
+	tpkg, before := typecheck(fset, "variant", astFiles(pkg), fakeImporter{}, info)
+	if tpkg == nil {
+		return nil, fmt.Errorf("renaming: the package does not type-check at all")
+	}
 
 	byKey := map[string][]*decl{}
 	for _, d := range collectDecls(pkg) {
@@ -61,6 +64,7 @@ func renameVariant(files map[string][]byte, private []string, salt string) (map[
 
 	edits := map[*srcFile][]edit{}
 	renamed := map[types.Object]string{} // the objects renamed, to their new names
+	declNames := map[*ast.Ident]string{} // the renamed declarations, to their new names
 	oldNames := map[string]bool{}
 	var moved []*decl
 	for _, key := range dedupe(private) {
@@ -88,6 +92,7 @@ func renameVariant(files map[string][]byte, private []string, salt string) (map[
 		oldNames[d.name] = true
 		for _, d := range ds {
 			edits[d.file] = append(edits[d.file], docEdits(d, name)...)
+			declNames[d.ident] = name
 		}
 		if d.kind == kindFunc || d.kind == kindMethod {
 			moved = append(moved, ds...)
@@ -95,28 +100,11 @@ func renameVariant(files map[string][]byte, private []string, salt string) (map[
 	}
 
 	for _, f := range pkg {
-		var ferr error
-		ast.Inspect(f.f, func(n ast.Node) bool {
-			id, ok := n.(*ast.Ident)
-			if !ok || !oldNames[id.Name] || id == f.f.Name || ferr != nil {
-				return ferr == nil
-			}
-			obj := info.Defs[id]
-			if obj == nil {
-				obj = info.Uses[id]
-			}
-			if obj == nil {
-				ferr = fmt.Errorf("renaming %s: cannot tell what %s at %s refers to", id.Name, id.Name, fset.Position(id.Pos()))
-				return false
-			}
-			if name, ok := renamed[origin(obj)]; ok {
-				edits[f] = append(edits[f], edit{tokenOffset(f.f, id.Pos()), len(id.Name), name})
-			}
-			return true
-		})
-		if ferr != nil {
-			return nil, ferr
+		es, err := renameIn(f, fset, info, tpkg, oldNames, renamed, declNames)
+		if err != nil {
+			return nil, err
 		}
+		edits[f] = append(edits[f], es...)
 	}
 
 	out := map[string][]byte{}
@@ -125,14 +113,15 @@ func renameVariant(files map[string][]byte, private []string, salt string) (map[
 	}
 	movedIn := map[string][]string{} // file -> keys of the funcs it moves, after renaming
 	for _, d := range moved {
-		key := renamed[info.Defs[d.ident]]
+		key := declNames[d.ident]
 		if d.recv != "" {
-			key = d.recv + "." + key
+			recv := d.recv
 			if obj := info.Uses[baseIdent(d.node.(*ast.FuncDecl).Recv.List[0].Type)]; obj != nil {
 				if n, ok := renamed[obj]; ok {
-					key = n + "." + renamed[info.Defs[d.ident]]
+					recv = n
 				}
 			}
+			key = recv + "." + key
 		}
 		movedIn[d.file.name] = append(movedIn[d.file.name], key)
 	}
@@ -158,6 +147,37 @@ func renameVariant(files map[string][]byte, private []string, salt string) (map[
 	return out, nil
 }
 
+// renameIn are the edits that rename, in file f, the occurrences of the
+// old names that denote renamed objects, and the declarations declNames.
+// Where go/types recorded nothing (an operand of unknown type), a plain
+// identifier is looked up in its scope; a selector or a composite
+// literal's key, which could be a field, is refused.
+func renameIn(f *srcFile, fset *token.FileSet, info *types.Info, tpkg *types.Package, oldNames map[string]bool, renamed map[types.Object]string, declNames map[*ast.Ident]string) ([]edit, error) {
+	member := memberIdents(f.f)
+	var out []edit
+	var err error
+	ast.Inspect(f.f, func(n ast.Node) bool {
+		id, ok := n.(*ast.Ident)
+		if !ok || !oldNames[id.Name] || id == f.f.Name || err != nil {
+			return err == nil
+		}
+		name, ok := declNames[id]
+		if !ok {
+			obj := resolve(id, info, tpkg, member)
+			if obj == nil {
+				err = fmt.Errorf("renaming %s: cannot tell what %s at %s refers to", id.Name, id.Name, fset.Position(id.Pos()))
+				return false
+			}
+			name, ok = renamed[origin(obj)]
+		}
+		if ok {
+			out = append(out, edit{tokenOffset(f.f, id.Pos()), len(id.Name), name})
+		}
+		return true
+	})
+	return out, err
+}
+
 // targetObjects are the objects a rename of ds changes: the declarations
 // (one for each build tag's file) and, for a type, the fields that embed
 // it, which take its name.
@@ -165,11 +185,14 @@ func targetObjects(ds []*decl, info *types.Info) (map[types.Object]bool, error) 
 	d := ds[0]
 	targets := map[types.Object]bool{}
 	for _, d := range ds {
-		obj := info.Defs[d.ident]
-		if obj == nil {
-			return nil, fmt.Errorf("renaming %s: cannot resolve its declaration", d.key)
+		// A declaration again behind another build tag has no object
+		// (it is an error to go/types): its name is renamed as such.
+		if obj := info.Defs[d.ident]; obj != nil {
+			targets[obj] = true
 		}
-		targets[obj] = true
+	}
+	if len(targets) == 0 {
+		return nil, fmt.Errorf("renaming %s: cannot resolve its declaration", d.key)
 	}
 	for id, obj := range info.Defs {
 		if obj == nil || targets[obj] || id.Name != d.name {

@@ -239,3 +239,39 @@ func mapKeys(m map[string][]byte) func(func(string) bool) {
 		}
 	}
 }
+
+// TestRenameVariantBuildTags checks a name declared once for each build
+// tag, and used where go/types records nothing: in a literal of an
+// imported type.
+func TestRenameVariantBuildTags(t *testing.T) {
+	files := map[string][]byte{
+		"cert_old.go": []byte("//go:build !go1.20\n\npackage p\n\n// isCertError says whether err is a certificate's.\nfunc isCertError(err error) bool { return false }\n"),
+		"cert_new.go": []byte("//go:build go1.20\n\npackage p\n\nfunc isCertError(err error) bool { return err != nil }\n"),
+		"p.go": []byte(`package p
+
+import "reflect"
+
+var checks = map[reflect.Kind]func(error) bool{reflect.Bool: isCertError}
+
+// Check checks err.
+func Check(err error) bool { return checks[reflect.Bool](err) }
+`),
+	}
+	got, err := renameVariant(files, []string{"isCertError"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{
+		"cert_old.go": "// isCertErrorAlt says whether err is a certificate's.\nfunc isCertErrorAlt(err error) bool",
+		"cert_new.go": "func isCertErrorAlt(err error) bool",
+		"p.go":        "{reflect.Bool: isCertErrorAlt}",
+	} {
+		if !strings.Contains(string(got[name]), want) {
+			t.Errorf("%s lacks %q:\n%s", name, want, got[name])
+		}
+	}
+	dir := writeModule(t, "p", got)
+	if out, err := goCmd(dir, "vet", "./..."); err != nil {
+		t.Fatalf("go vet on the variant: %v\n%s", err, out)
+	}
+}
