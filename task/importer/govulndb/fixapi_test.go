@@ -499,3 +499,158 @@ func goCmd(dir string, args ...string) (string, error) {
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
+
+// corsFixed is trimmed from github.com/gin-contrib/cors v1.6.0 (MIT
+// License, Copyright (c) 2016 Gin-Gonic), the fix of GO-2024-2955, whose
+// tests also set a field the release adds.
+const corsFixed = `package cors
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+)
+
+// Config represents all available options for the middleware.
+type Config struct {
+	AllowOrigins []string
+
+	// Allows to add origins like http://some-domain/*, https://api.* or http://some.*.subdomain.com
+	AllowWildcard bool
+
+	// Allows usage of popular browser extensions schemas
+	AllowBrowserExtensions bool
+
+	// Allows to add custom schema like tauri://
+	CustomSchemas []string
+}
+
+var (
+	DefaultSchemas   = []string{"http://", "https://"}
+	ExtensionSchemas = []string{"chrome-extension://", "safari-extension://"}
+)
+
+func (c Config) getAllowedSchemas() []string {
+	allowedSchemas := DefaultSchemas
+	if c.AllowBrowserExtensions {
+		allowedSchemas = append(allowedSchemas, ExtensionSchemas...)
+	}
+	if c.CustomSchemas != nil {
+		allowedSchemas = append(allowedSchemas, c.CustomSchemas...)
+	}
+	return allowedSchemas
+}
+
+func (c Config) validateAllowedSchemas(origin string) bool {
+	for _, schema := range c.getAllowedSchemas() {
+		if strings.HasPrefix(origin, schema) {
+			return true
+		}
+	}
+	return false
+}
+
+// Validate is check configuration of user defined.
+func (c Config) Validate() error {
+	for _, origin := range c.AllowOrigins {
+		if !strings.Contains(origin, "*") && !c.validateAllowedSchemas(origin) {
+			return errors.New("bad origin: origins must contain '*' or include " + strings.Join(c.getAllowedSchemas(), ","))
+		}
+	}
+	return nil
+}
+
+func (c Config) parseWildcardRules() [][]string {
+	var wRules [][]string
+	if !c.AllowWildcard {
+		return wRules
+	}
+	for _, o := range c.AllowOrigins {
+		if !strings.Contains(o, "*") {
+			continue
+		}
+		if c := strings.Count(o, "*"); c > 1 {
+			panic(errors.New("only one * is allowed").Error())
+		}
+		i := strings.Index(o, "*")
+		if i == 0 {
+			wRules = append(wRules, []string{"*", o[1:]})
+			continue
+		}
+		if i == (len(o) - 1) {
+			wRules = append(wRules, []string{o[:i], "*"})
+			continue
+		}
+		wRules = append(wRules, []string{o[:i], o[i+1:]})
+	}
+	return wRules
+}
+
+// New returns the location middleware with user-defined custom configuration.
+func New(config Config) gin.HandlerFunc {
+	return func(c *gin.Context) {}
+}
+`
+
+const corsTest = `package cors
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestValidateTauri(t *testing.T) {
+	c := Config{
+		AllowOrigins:           []string{"tauri://localhost:1234"},
+		AllowBrowserExtensions: true,
+	}
+	err := c.Validate()
+	assert.Error(t, err)
+
+	c = Config{
+		AllowOrigins:           []string{"tauri://localhost:1234"},
+		AllowBrowserExtensions: true,
+		CustomSchemas:          []string{"tauri"},
+	}
+	assert.Nil(t, c.Validate())
+}
+
+func TestParseWildcardRules(t *testing.T) {
+	config := Config{AllowWildcard: true, AllowOrigins: []string{"http://example.com/*"}}
+	if got := config.parseWildcardRules(); !reflect.DeepEqual(got, [][]string{{"http://example.com/", "*"}}) {
+		t.Errorf("Expected %v, got %v", [][]string{{"http://example.com/", "*"}}, got)
+	}
+}
+`
+
+// TestAnalyzeFixCors checks the analysis of a real fix, trimmed, whose
+// imports are not at hand: its tests need a new field, which no stub can
+// declare.
+func TestAnalyzeFixCors(t *testing.T) {
+	buggy := strings.NewReplacer(
+		"\n\t// Allows to add custom schema like tauri://\n\tCustomSchemas []string\n", "",
+		"\tif c.CustomSchemas != nil {\n\t\tallowedSchemas = append(allowedSchemas, c.CustomSchemas...)\n\t}\n", "",
+		"[]string{o[:i], \"*\"}", "[]string{o[:i-1], \"*\"}",
+	).Replace(corsFixed)
+	if strings.Contains(buggy, "CustomSchemas") {
+		t.Fatal("the fixture's vulnerable tree has the new field")
+	}
+	got, err := analyzeFix([]pkgFiles{{Path: "github.com/gin-contrib/cors", Dir: ".", Buggy: files1("cors.go", buggy), Fixed: files1("cors.go", corsFixed), Tests: files1("cors_test.go", corsTest)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	field := apiName{Path: "github.com/gin-contrib/cors", Dir: ".", Key: "Config.CustomSchemas", Kind: "field", Decl: "CustomSchemas []string"}
+	unstub := field
+	unstub.Note = "a new field of struct Config, which the vulnerable tree declares"
+	want := fixAPI{Needed: []apiName{field}, Unstubbable: []apiName{unstub}}
+	if diff := cmp.Diff(want, *got, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("analyzeFix (-want +got):\n%s", diff)
+	}
+	wantText := "The tests use these, which the fix must add:\n- field `CustomSchemas []string` of struct `Config` in package `github.com/gin-contrib/cors`\n"
+	if got.IssueText() != wantText {
+		t.Errorf("IssueText() = %q, want %q", got.IssueText(), wantText)
+	}
+}
