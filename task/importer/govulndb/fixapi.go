@@ -48,6 +48,11 @@ type fixAPI struct {
 	// Messages are the string literals of the hidden tests that only the
 	// fixed tree's code produces, sorted.
 	Messages []string
+	// Changed are the funcs, methods, fields and interface methods the
+	// hidden tests use that both trees declare, but differently, in
+	// package and source order; Note says how the vulnerable tree
+	// declares it. No stub can make up for them.
+	Changed []apiName
 	// Private are the unexported funcs, methods, types, vars and consts
 	// that the fix adds and the tests do not use: a fix may name them
 	// differently (see renameVariant).
@@ -121,6 +126,7 @@ type pkgState struct {
 	decls                 []*decl // the fixed tree's, in file and source order
 	byKey                 map[string]*decl
 	buggyKeys             map[string]bool
+	buggyByKey            map[string]*decl // the first declaration of each
 	buggyLits, fixedLits  []string
 	tpkg, xpkg            *types.Package
 	info, xinfo           *types.Info
@@ -164,7 +170,7 @@ func analyzeFix(pkgs []pkgFiles) (*fixAPI, error) {
 			p.xpkg, _ = typecheck(a.fset, p.pf.Path+"_test", astFiles(p.xTest), a, p.xinfo)
 		}
 	}
-	needed := a.used()
+	needed, olds := a.used()
 	r := &fixAPI{}
 	stubbed := a.closure(needed)
 	for _, p := range a.pkgs {
@@ -172,6 +178,11 @@ func analyzeFix(pkgs []pkgFiles) (*fixAPI, error) {
 		for _, d := range p.decls {
 			if p.byKey[d.key] != d {
 				continue // declared again behind another build tag
+			}
+			if olds[d] {
+				if n, ok := a.changed(d); ok {
+					r.Changed = append(r.Changed, n)
+				}
 			}
 			if note, ok := needed[d]; ok {
 				n := d.apiName(a.fset)
@@ -204,7 +215,7 @@ func analyzeFix(pkgs []pkgFiles) (*fixAPI, error) {
 
 // load parses a package's files and lists its declarations.
 func (a *analysis) load(pf pkgFiles) (*pkgState, error) {
-	p := &pkgState{pf: pf, byKey: map[string]*decl{}, buggyKeys: map[string]bool{}}
+	p := &pkgState{pf: pf, byKey: map[string]*decl{}, buggyKeys: map[string]bool{}, buggyByKey: map[string]*decl{}}
 	buggy, err := parseFiles(a.fset, pf.Buggy)
 	if err != nil {
 		return nil, err
@@ -231,6 +242,9 @@ func (a *analysis) load(pf pkgFiles) (*pkgState, error) {
 	}
 	for _, d := range collectDecls(buggy) {
 		p.buggyKeys[d.key] = true
+		if p.buggyByKey[d.key] == nil {
+			p.buggyByKey[d.key] = d
+		}
 	}
 	for _, d := range collectDecls(p.fixed) {
 		if p.byKey[d.key] == nil {
@@ -469,10 +483,12 @@ func guessName(ipath string) string {
 // used is what of the fixed trees' new declarations the hidden tests use:
 // a new field or interface method of a new type counts as its type. The
 // note is empty.
-func (a *analysis) used() map[*decl]string {
+func (a *analysis) used() (news map[*decl]string, olds map[*decl]bool) {
 	out := map[*decl]string{}
+	olds = map[*decl]bool{}
 	add := func(d *decl) {
 		if !d.pkg.isNew(d.key) {
+			olds[d] = true
 			return
 		}
 		if (d.kind == kindField || d.kind == kindIfaceFunc) && d.pkg.isNew(d.recv) {
@@ -519,7 +535,7 @@ func (a *analysis) used() map[*decl]string {
 		scan(p.inTests, p.info, p.tpkg)
 		scan(p.xTest, p.xinfo, p.xpkg)
 	}
-	return out
+	return out, olds
 }
 
 // memberIdents are the identifiers of f that may name a field or method:
@@ -597,6 +613,26 @@ func (a *analysis) closure(needed map[*decl]string) map[*decl]string {
 		}
 	}
 	return stub
+}
+
+// changed describes d if the vulnerable tree declares it otherwise: a
+// func, method, field or interface method of another signature or kind.
+func (a *analysis) changed(d *decl) (apiName, bool) {
+	old := d.pkg.buggyByKey[d.key]
+	switch {
+	case old == nil, d.kind != kindFunc && d.kind != kindMethod && d.kind != kindField && d.kind != kindIfaceFunc:
+		return apiName{}, false
+	}
+	was, now := old.render(a.fset), d.render(a.fset)
+	if old.kind == d.kind && was == now {
+		return apiName{}, false
+	}
+	n := d.apiName(a.fset)
+	if old.kind == kindField || old.kind == kindIfaceFunc {
+		was = old.kind + " " + was
+	}
+	n.Note = "the vulnerable tree has " + was
+	return n, true
 }
 
 // stubDeps says why d cannot be stubbed ("" if it can), and lists the new
@@ -1048,15 +1084,16 @@ func (f *fixAPI) IssueText() string {
 	if len(f.Needed) > 0 {
 		b.WriteString("The tests use these, which the fix must add:\n")
 		for _, n := range f.Needed {
-			switch n.Kind {
-			case kindField:
-				fmt.Fprintf(&b, "- field %s of struct %s", mdCode(n.Decl), mdCode(n.Receiver()))
-			case kindIfaceFunc:
-				fmt.Fprintf(&b, "- method %s of interface %s", mdCode(n.Decl), mdCode(n.Receiver()))
-			default:
-				fmt.Fprintf(&b, "- %s", mdCode(n.Decl))
-			}
-			fmt.Fprintf(&b, " in package %s\n", mdCode(n.Path))
+			fmt.Fprintf(&b, "- %s\n", n.describe())
+		}
+	}
+	if len(f.Changed) > 0 {
+		if b.Len() > 0 {
+			b.WriteString("\n")
+		}
+		b.WriteString("The tests use these as the fix changes them:\n")
+		for _, n := range f.Changed {
+			fmt.Fprintf(&b, "- %s\n", n.describe())
 		}
 	}
 	if len(f.Messages) > 0 {
@@ -1069,6 +1106,20 @@ func (f *fixAPI) IssueText() string {
 		}
 	}
 	return b.String()
+}
+
+// describe is n for the issue text, in markdown.
+func (n apiName) describe() string {
+	var s string
+	switch n.Kind {
+	case kindField:
+		s = fmt.Sprintf("field %s of struct %s", mdCode(n.Decl), mdCode(n.Receiver()))
+	case kindIfaceFunc:
+		s = fmt.Sprintf("method %s of interface %s", mdCode(n.Decl), mdCode(n.Receiver()))
+	default:
+		s = mdCode(n.Decl)
+	}
+	return s + " in package " + mdCode(n.Path)
 }
 
 // mdCode is s as a markdown code span, whatever backquotes it holds.

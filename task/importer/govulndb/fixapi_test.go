@@ -301,6 +301,19 @@ func TestAnalyzeFix(t *testing.T) {
 			},
 		},
 		issue: "- field `MaxSize int` of struct `Decoder` in package `example.com/m/decode`\n\nThe tests expect these messages:\n- `exceeds the max size 2`\n",
+	}, {
+		name: "a func and a field the fix changes",
+		pkg: pkgFiles{Path: "example.com/m/p", Dir: "p",
+			Buggy: files1("p.go", "package p\n\ntype D struct{ MaxSize int }\n\nfunc F(a int) int { return a }\n"),
+			Fixed: files1("p.go", "package p\n\ntype D struct{ max int }\n\nfunc (d *D) MaxSize(n int) { d.max = n }\n\nfunc F(a, b int) int { return a + b }\n"),
+			Tests: files1("p_test.go", "package p\n\nimport \"testing\"\n\nfunc TestF(t *testing.T) {\n\tvar d D\n\td.MaxSize(F(1, 2))\n}\n")},
+		want: fixAPI{
+			Changed: []apiName{
+				{Path: "example.com/m/p", Dir: "p", Key: "D.MaxSize", Kind: "method", Decl: "func (d *D) MaxSize(n int)", Note: "the vulnerable tree has field MaxSize int"},
+				{Path: "example.com/m/p", Dir: "p", Key: "F", Kind: "func", Decl: "func F(a, b int) int", Note: "the vulnerable tree has func F(a int) int"},
+			},
+		},
+		issue: "The tests use these as the fix changes them:\n- `func (d *D) MaxSize(n int)` in package `example.com/m/p`\n- `func F(a, b int) int` in package `example.com/m/p`\n",
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
