@@ -623,16 +623,54 @@ func (a *analysis) changed(d *decl) (apiName, bool) {
 	case old == nil, d.kind != kindFunc && d.kind != kindMethod && d.kind != kindField && d.kind != kindIfaceFunc:
 		return apiName{}, false
 	}
-	was, now := old.render(a.fset), d.render(a.fset)
-	if old.kind == d.kind && was == now {
+	if old.kind == d.kind && shape(a.fset, old) == shape(a.fset, d) {
 		return apiName{}, false
 	}
+	was := old.render(a.fset)
 	n := d.apiName(a.fset)
 	if old.kind == kindField || old.kind == kindIfaceFunc {
 		was = old.kind + " " + was
 	}
 	n.Note = "the vulnerable tree has " + was
 	return n, true
+}
+
+// shape is the type of a func, method, field or interface method, but
+// for the names of its parameters and results, which callers do not see.
+func shape(fset *token.FileSet, d *decl) string {
+	var t ast.Expr
+	switch n := d.node.(type) {
+	case *ast.FuncDecl:
+		t = n.Type
+	case *ast.Field:
+		t = n.Type
+	}
+	ft, ok := t.(*ast.FuncType)
+	if ok {
+		c := *ft
+		c.Params, c.Results = unnamed(ft.Params), unnamed(ft.Results)
+		t = &c
+	}
+	var b bytes.Buffer
+	defer hideComments(t)()
+	if err := printer.Fprint(&b, fset, t); err != nil {
+		return d.key
+	}
+	return declLine(b.String())
+}
+
+// unnamed is a parameter list without its names.
+func unnamed(l *ast.FieldList) *ast.FieldList {
+	if l == nil {
+		return nil
+	}
+	out := &ast.FieldList{}
+	for _, f := range l.List {
+		for range max(1, len(f.Names)) {
+			out.List = append(out.List, &ast.Field{Type: f.Type})
+		}
+	}
+	return out
 }
 
 // stubDeps says why d cannot be stubbed ("" if it can), and lists the new

@@ -304,9 +304,9 @@ func TestAnalyzeFix(t *testing.T) {
 	}, {
 		name: "a func and a field the fix changes",
 		pkg: pkgFiles{Path: "example.com/m/p", Dir: "p",
-			Buggy: files1("p.go", "package p\n\ntype D struct{ MaxSize int }\n\nfunc F(a int) int { return a }\n"),
-			Fixed: files1("p.go", "package p\n\ntype D struct{ max int }\n\nfunc (d *D) MaxSize(n int) { d.max = n }\n\nfunc F(a, b int) int { return a + b }\n"),
-			Tests: files1("p_test.go", "package p\n\nimport \"testing\"\n\nfunc TestF(t *testing.T) {\n\tvar d D\n\td.MaxSize(F(1, 2))\n}\n")},
+			Buggy: files1("p.go", "package p\n\ntype D struct{ MaxSize int }\n\nfunc F(a int) int { return a }\n\nfunc G(n int) int { return n }\n"),
+			Fixed: files1("p.go", "package p\n\ntype D struct{ max int }\n\nfunc (d *D) MaxSize(n int) { d.max = n }\n\nfunc F(a, b int) int { return a + b }\n\n// G's parameter is renamed, which callers do not see.\nfunc G(_ int) int { return 0 }\n"),
+			Tests: files1("p_test.go", "package p\n\nimport \"testing\"\n\nfunc TestF(t *testing.T) {\n\tvar d D\n\td.MaxSize(F(1, G(2)))\n}\n")},
 		want: fixAPI{
 			Changed: []apiName{
 				{Path: "example.com/m/p", Dir: "p", Key: "D.MaxSize", Kind: "method", Decl: "func (d *D) MaxSize(n int)", Note: "the vulnerable tree has field MaxSize int"},
