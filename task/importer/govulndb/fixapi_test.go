@@ -481,6 +481,33 @@ func TestKinds(t *testing.T) {
 	}
 }
 
+// TestAnalyzeFixStubsTypeCheck checks that no stub file is written that
+// does not type-check: here a var's value is a const that joins an iota
+// group the vulnerable tree has, which no stub can declare.
+func TestAnalyzeFixStubsTypeCheck(t *testing.T) {
+	buggy := "package p\n\ntype mode int\n\nconst (\n\tmodeLax mode = iota\n)\n"
+	fixed := "package p\n\ntype mode int\n\nconst (\n\tmodeLax mode = iota\n\tmodeStrict\n)\n\n// DefaultMode is the mode.\nvar DefaultMode = modeStrict\n"
+	test := "package p\n\nimport \"testing\"\n\nfunc TestMode(t *testing.T) { _ = DefaultMode }\n"
+	got, err := analyzeFix([]pkgFiles{{Path: "example.com/m/p", Dir: "p", Buggy: files1("p.go", buggy), Fixed: files1("p.go", fixed), Tests: files1("p_test.go", test)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var unstub []string
+	for _, n := range got.Unstubbable {
+		unstub = append(unstub, n.Key+": "+n.Note)
+	}
+	want := []string{
+		"modeStrict: its value depends on its group, which has modeLax, which the vulnerable tree declares",
+		"DefaultMode: the stubs do not type-check: ssebench_stubs.go:6:19: undefined: modeStrict",
+	}
+	if diff := cmp.Diff(want, unstub); diff != "" {
+		t.Errorf("Unstubbable (-want +got):\n%s", diff)
+	}
+	if len(got.Stubs) != 0 {
+		t.Errorf("stubs %s, want none", got.Stubs[0].Src)
+	}
+}
+
 func files1(name, src string) map[string][]byte { return map[string][]byte{name: []byte(src)} }
 
 // writeModule writes module example.com/m with the files of package
