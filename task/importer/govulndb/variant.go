@@ -22,7 +22,8 @@ import (
 // the variant: that is a check that holds a task's tests to the fix's
 // behaviour, not its names. salt varies the new names; each is new to the
 // package's files. Files of another package in the directory (a generator
-// behind a build tag) are returned unchanged.
+// behind a build tag) are returned unchanged, and so are _test.go files,
+// whose names are only kept from the new names.
 //
 // It resolves every occurrence with go/types without the package's
 // imports, and refuses, with an error naming the identifier, whatever it
@@ -36,7 +37,7 @@ func renameVariant(files map[string][]byte, private []string, salt string) (map[
 	if err != nil {
 		return nil, err
 	}
-	_, pkg := mainPackage(all)
+	_, pkg := mainPackage(nonTest(all))
 	info := newInfo()
 	tpkg, before := typecheck(fset, "variant", astFiles(pkg), fakeImporter{}, info)
 	if tpkg == nil {
@@ -293,6 +294,16 @@ func freshName(name, salt string, taken map[string]bool) string {
 	return cand
 }
 
+func nonTest(fs []*srcFile) []*srcFile {
+	var out []*srcFile
+	for _, f := range fs {
+		if !strings.HasSuffix(f.name, "_test.go") {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
 func dedupe(ss []string) []string {
 	seen := map[string]bool{}
 	var out []string
@@ -423,7 +434,7 @@ func sameErrors(files map[string][]byte, before []error) error {
 	if err != nil {
 		return fmt.Errorf("after renaming: %w", err)
 	}
-	_, pkg := mainPackage(all)
+	_, pkg := mainPackage(nonTest(all))
 	_, after := typecheck(fset, "variant", astFiles(pkg), fakeImporter{}, newInfo())
 	if len(after) > len(before) {
 		return fmt.Errorf("renaming would break the package: %d type errors, %d before: %v", len(after), len(before), after[len(after)-1])

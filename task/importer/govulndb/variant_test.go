@@ -96,11 +96,11 @@ func TestRenameVariant(t *testing.T) {
 		hidden:  "(&cleaner{}).clean",
 		lacks:   "cleaner",
 	}, {
-		name:    "salted, and the new name taken",
-		files:   map[string][]byte{"client.go": []byte(variantFixed), "alt.go": []byte("package retry\n\nfunc redactURLAlt7() {}\n")},
+		name:    "salted, and the new name taken, also by a test",
+		files:   map[string][]byte{"client.go": []byte(variantFixed), "alt.go": []byte("package retry\n\nfunc redactURLAlt7() {}\n"), "alt_test.go": []byte("package retry\n\nfunc redactURLAlt72() {}\n")},
 		private: []string{"redactURL"},
 		salt:    "7",
-		want:    []string{"func redactURLAlt72(u *url.URL) string", "w.clean(redactURLAlt72(u))"},
+		want:    []string{"func redactURLAlt73(u *url.URL) string", "w.clean(redactURLAlt73(u))"},
 		hidden:  "redactURL",
 		lacks:   "redactURL",
 	}, {
