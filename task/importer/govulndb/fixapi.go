@@ -2,6 +2,7 @@ package govulndb
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"go/ast"
 	"go/format"
@@ -9,6 +10,7 @@ import (
 	"go/printer"
 	"go/token"
 	"go/types"
+	"maps"
 	"path"
 	"regexp"
 	"slices"
@@ -54,6 +56,13 @@ type fixAPI struct {
 	// package and source order; Note says how the vulnerable tree
 	// declares it. No stub can make up for them.
 	Changed []apiName
+	// TestErrors are the type errors the hidden tests have on the
+	// vulnerable tree with the Stubs and not on the fixed tree: what
+	// Unstubbable and Changed names cause, and what else is missing (a
+	// method that makes a new type an interface's), as far as go/types
+	// tells without the imports. "dir/file_test.go:line:col: message",
+	// sorted.
+	TestErrors []string
 	// Private are the unexported funcs, methods, types, vars and consts
 	// that the fix adds and the tests do not use: a fix may name them
 	// differently (see renameVariant).
@@ -131,6 +140,7 @@ type pkgState struct {
 	tpkg, xpkg            *types.Package
 	info, xinfo           *types.Info
 	checking              bool
+	errs                  []string // the fixed tree's type errors in its tests, in and out of the package
 }
 
 // isNew says whether the fixed tree declares key and the vulnerable tree
@@ -167,7 +177,9 @@ func analyzeFix(pkgs []pkgFiles) (*fixAPI, error) {
 		a.check(p)
 		if len(p.xTest) > 0 {
 			p.xinfo = newInfo()
-			p.xpkg, _ = typecheck(a.fset, p.pf.Path+"_test", astFiles(p.xTest), a, p.xinfo)
+			var errs []error
+			p.xpkg, errs = typecheck(a.fset, p.pf.Path+"_test", astFiles(p.xTest), a, p.xinfo)
+			p.errs = append(p.errs, testErrors(errs)...)
 		}
 	}
 	needed, olds := a.used()
@@ -210,6 +222,7 @@ func analyzeFix(pkgs []pkgFiles) (*fixAPI, error) {
 		}
 	}
 	r.Messages = a.messages()
+	r.TestErrors = a.stubbedTestErrors(r.Stubs)
 	return r, nil
 }
 
@@ -430,7 +443,9 @@ func (a *analysis) check(p *pkgState) {
 	p.checking = true
 	p.info = newInfo()
 	all := append(astFiles(p.fixed), astFiles(p.inTests)...)
-	p.tpkg, _ = typecheck(a.fset, p.pf.Path, all, a, p.info)
+	var errs []error
+	p.tpkg, errs = typecheck(a.fset, p.pf.Path, all, a, p.info)
+	p.errs = append(p.errs, testErrors(errs)...)
 	p.checking = false
 }
 
@@ -875,6 +890,105 @@ func stubErrors(p *pkgState, name string, stub []byte) string {
 		}
 	}
 	return ""
+}
+
+// testErrors are the messages of the errors in _test.go files.
+func testErrors(errs []error) []string {
+	var out []string
+	for _, e := range errs {
+		var te types.Error
+		if errors.As(e, &te) && strings.HasSuffix(te.Fset.Position(te.Pos).Filename, "_test.go") {
+			out = append(out, e.Error())
+		}
+	}
+	return out
+}
+
+// stubbedTestErrors type-checks the hidden tests on the vulnerable trees
+// with the stubs, and lists their errors that they do not have on the
+// fixed trees.
+func (a *analysis) stubbedTestErrors(stubs []stubFile) []string {
+	b := &stubbedImporter{a: a, fset: token.NewFileSet(), stubs: map[string]stubFile{}, done: map[string]*types.Package{}, fakes: fakeImporter{}}
+	for _, s := range stubs {
+		b.stubs[s.Dir] = s
+	}
+	var out []string
+	for _, p := range a.pkgs {
+		var errs []string
+		b.Import(p.pf.Path)
+		errs = append(errs, b.errs[p.pf.Path]...)
+		if len(p.xTest) > 0 {
+			xs, err := parseFiles(b.fset, p.pf.Tests)
+			if err != nil {
+				continue // analyzeFix parsed them
+			}
+			var xTest []*ast.File
+			for _, f := range xs {
+				if f.f.Name.Name == p.name+"_test" {
+					xTest = append(xTest, f.f)
+				}
+			}
+			_, es := typecheck(b.fset, p.pf.Path+"_test", xTest, b, newInfo())
+			errs = append(errs, testErrors(es)...)
+		}
+		for _, e := range errs {
+			if !slices.Contains(p.errs, e) {
+				out = append(out, path.Join(p.pf.Dir, e))
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// stubbedImporter imports an affected package as its vulnerable tree with
+// its stubs and in-package tests, and any other as an empty package.
+type stubbedImporter struct {
+	a     *analysis
+	fset  *token.FileSet
+	stubs map[string]stubFile // by directory
+	done  map[string]*types.Package
+	errs  map[string][]string // the in-package tests' errors, by import path
+	fakes fakeImporter
+}
+
+func (b *stubbedImporter) Import(ipath string) (*types.Package, error) {
+	p := b.a.byPath[ipath]
+	if p == nil {
+		return b.fakes.Import(ipath)
+	}
+	if pkg, ok := b.done[ipath]; ok {
+		if pkg == nil { // an import cycle
+			return b.fakes.Import(ipath)
+		}
+		return pkg, nil
+	}
+	b.done[ipath] = nil
+	files := maps.Clone(p.pf.Buggy)
+	if s, ok := b.stubs[p.pf.Dir]; ok {
+		files[s.Name] = s.Src
+	}
+	fs, err := parseFiles(b.fset, files)
+	if err != nil {
+		return b.fakes.Import(ipath)
+	}
+	_, fs = mainPackage(fs)
+	tests, err := parseFiles(b.fset, p.pf.Tests)
+	if err != nil {
+		return b.fakes.Import(ipath)
+	}
+	for _, f := range tests {
+		if f.f.Name.Name == fs[0].f.Name.Name {
+			fs = append(fs, f)
+		}
+	}
+	pkg, errs := typecheck(b.fset, ipath, astFiles(fs), b, newInfo())
+	if b.errs == nil {
+		b.errs = map[string][]string{}
+	}
+	b.errs[ipath] = testErrors(errs)
+	b.done[ipath] = pkg
+	return pkg, nil
 }
 
 // undefinedImport matches go/types' error for a name of an import, which

@@ -295,12 +295,27 @@ func TestAnalyzeFix(t *testing.T) {
 			Needed:      []apiName{{Path: "example.com/m/decode", Dir: "decode", Key: "Decoder.MaxSize", Kind: "field", Decl: "MaxSize int"}},
 			Unstubbable: []apiName{{Path: "example.com/m/decode", Dir: "decode", Key: "Decoder.MaxSize", Kind: "field", Decl: "MaxSize int", Note: "a new field of struct Decoder, which the vulnerable tree declares"}},
 			Messages:    []string{"exceeds the max size 2"},
+			TestErrors:  []string{"decode/decode_test.go:10:4: d.MaxSize undefined (type *Decoder has no field or method MaxSize)"},
 			Private: []apiName{
 				{Path: "example.com/m/decode", Dir: "decode", Key: "limit", Kind: "type", Decl: "type limit int"},
 				{Path: "example.com/m/decode", Dir: "decode", Key: "defaultLimit", Kind: "const", Decl: "const defaultLimit limit = 16000"},
 			},
 		},
 		issue: "- field `MaxSize int` of struct `Decoder` in package `example.com/m/decode`\n\nThe tests expect these messages:\n- `exceeds the max size 2`\n",
+	}, {
+		name: "a new type that the tests need to have a method they do not call",
+		pkg: pkgFiles{Path: "example.com/m/p", Dir: "p",
+			Buggy: files1("p.go", "package p\n\ntype Sink interface{ Put(string) }\n\nfunc Drain(s Sink) { s.Put(\"x\") }\n"),
+			Fixed: files1("p.go", "package p\n\ntype Sink interface{ Put(string) }\n\nfunc Drain(s Sink) { s.Put(\"x\") }\n\ntype memSink struct{ got []string }\n\nfunc (m *memSink) Put(s string) { m.got = append(m.got, s) }\n\nfunc newMemSink() *memSink { return &memSink{} }\n"),
+			Tests: files1("p_test.go", "package p\n\nimport \"testing\"\n\nfunc TestDrain(t *testing.T) { Drain(newMemSink()) }\n")},
+		want: fixAPI{
+			Needed: []apiName{
+				{Path: "example.com/m/p", Dir: "p", Key: "memSink", Kind: "type", Decl: "type memSink struct{ got []string }", Note: "used by newMemSink"},
+				{Path: "example.com/m/p", Dir: "p", Key: "newMemSink", Kind: "func", Decl: "func newMemSink() *memSink"},
+			},
+			TestErrors: []string{"p/p_test.go:5:38: cannot use newMemSink() (value of type *memSink) as Sink value in argument to Drain: *memSink does not implement Sink (missing method Put)"},
+		},
+		stubs: []string{"type memSink struct{ got []string }", "func newMemSink() *memSink {"},
 	}, {
 		name: "a func and a field the fix changes",
 		pkg: pkgFiles{Path: "example.com/m/p", Dir: "p",
@@ -312,6 +327,7 @@ func TestAnalyzeFix(t *testing.T) {
 				{Path: "example.com/m/p", Dir: "p", Key: "D.MaxSize", Kind: "method", Decl: "func (d *D) MaxSize(n int)", Note: "the vulnerable tree has field MaxSize int"},
 				{Path: "example.com/m/p", Dir: "p", Key: "F", Kind: "func", Decl: "func F(a, b int) int", Note: "the vulnerable tree has func F(a int) int"},
 			},
+			TestErrors: []string{"p/p_test.go:7:2: invalid operation: cannot call d.MaxSize (variable of type int): int is not a function"},
 		},
 		issue: "The tests use these as the fix changes them:\n- `func (d *D) MaxSize(n int)` in package `example.com/m/p`\n- `func F(a, b int) int` in package `example.com/m/p`\n",
 	}}
@@ -685,7 +701,7 @@ func TestAnalyzeFixCors(t *testing.T) {
 	field := apiName{Path: "github.com/gin-contrib/cors", Dir: ".", Key: "Config.CustomSchemas", Kind: "field", Decl: "CustomSchemas []string"}
 	unstub := field
 	unstub.Note = "a new field of struct Config, which the vulnerable tree declares"
-	want := fixAPI{Needed: []apiName{field}, Unstubbable: []apiName{unstub}}
+	want := fixAPI{Needed: []apiName{field}, Unstubbable: []apiName{unstub}, TestErrors: []string{"cors_test.go:21:3: unknown field CustomSchemas in struct literal of type Config"}}
 	if diff := cmp.Diff(want, *got, cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("analyzeFix (-want +got):\n%s", diff)
 	}
