@@ -245,6 +245,9 @@ func (a *analysis) load(pf pkgFiles) (*pkgState, error) {
 	if p.name == "" {
 		return nil, fmt.Errorf("package %s has no Go files at the fixed version", pf.Path)
 	}
+	if p.buggyName == "" {
+		p.buggyName = p.name // a package the fix adds
+	}
 	for _, f := range tests {
 		switch f.f.Name.Name {
 		case p.name:
