@@ -507,6 +507,11 @@ func (e *Env) runPair(ctx context.Context, ex Executor, r *runState, spec runner
 			res.Killed = agentRes.Killed
 		}
 	}
+	for _, x := range []*runner.Result{res, agentRes} {
+		if x != nil && x.Leftover != nil {
+			e.logf("warning: %v", x.Leftover)
+		}
+	}
 	if res != nil {
 		r.recordStartup(res, agentRes)
 		if res.Image != nil {

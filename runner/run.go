@@ -57,6 +57,12 @@ type Result struct {
 	// host's disk was nearly full (the whole task was killed). Empty when
 	// none was hit, or the counters could not be read.
 	Killed string
+	// Leftover is what the run could not clean up after itself: the
+	// image it could not remove or label, or the eviction of images past
+	// the budget that failed (a delete that timed out behind containerd's
+	// garbage collector). The run's results stand; `ssebench prune`
+	// removes what is left.
+	Leftover error
 }
 
 // Startup splits a container's start-up into its steps. Their sum is a
@@ -111,10 +117,11 @@ func (r *Runner) Run(ctx context.Context, spec RunSpec) (_ *Result, retErr error
 		return nil, err
 	}
 	// An image that could not be removed does not make the run fail: its
-	// results stand, and `ssebench prune` removes the image later.
+	// results stand, the caller hears of it (Leftover), and `ssebench
+	// prune` removes the image later.
 	defer func() {
 		added := res.Image != nil && (res.Image.Stats.BlobsWritten > 0 || res.Image.Stats.LayersUnpacked > 0)
-		_ = r.releaseImage(cleanupCtx, use, spec, added)
+		res.Leftover = r.releaseImage(cleanupCtx, use, spec, added)
 	}()
 
 	container, img, err := r.create(ctx, spec, &res.Startup)

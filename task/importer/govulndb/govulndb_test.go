@@ -560,3 +560,48 @@ func TestScriptsLimitAddressSpace(t *testing.T) {
 		t.Errorf("want the runtime's out of memory, got:\n%s", out)
 	}
 }
+
+// TestImportStubsAndVariant: a fix whose test calls a private helper the
+// fix adds gets the helper's signature in the issue text and a stub of it
+// in sse/diffs/stubs.diff; the private name the tests do not use is
+// renamed in sse/diffs/variant.diff, which applies to the vulnerable
+// version.
+func TestImportStubsAndVariant(t *testing.T) {
+	p := fixture()
+	db := p["golang.org/x/vulndb@v"+testDB]
+	db["data/reports/GO-2099-0030.yaml"] = strings.NewReplacer("GO-2099-0001", "GO-2099-0030", "example.com/fixme/parse", "example.com/redact", "example.com/fixme", "example.com/redact", "Field", "Log").Replace(report1)
+	gomod := "module example.com/redact\n\ngo 1.21\n"
+	buggy := "package redact\n\n// Log is what the log says of u.\nfunc Log(u string) string { return u }\n"
+	fixed := "package redact\n\nimport \"strings\"\n\n// Log is what the log says of u.\nfunc Log(u string) string { return redactURL(u) }\n\n// redactURL hides the password of u.\nfunc redactURL(u string) string {\n\tuser, rest, ok := strings.Cut(u, \"@\")\n\tif !ok {\n\t\treturn u\n\t}\n\treturn scrub(user) + \"@\" + rest\n}\n\nfunc scrub(user string) string {\n\tname, _, _ := strings.Cut(user, \":\")\n\treturn name + \":xxxxx\"\n}\n"
+	test := "package redact\n\nimport \"testing\"\n\nfunc TestLog(t *testing.T) {\n\tif Log(\"h\") != \"h\" {\n\t\tt.Fatal(\"h\")\n\t}\n}\n\nfunc TestRedact(t *testing.T) {\n\tif got := redactURL(\"u:p@h\"); got != \"u:xxxxx@h\" {\n\t\tt.Fatal(got)\n\t}\n}\n"
+	p["example.com/redact@v1.0.0"] = map[string]string{"go.mod": gomod, "log.go": buggy, "log_test.go": "package redact\n"}
+	p["example.com/redact@v1.0.1"] = map[string]string{"go.mod": gomod, "log.go": fixed, "log_test.go": test}
+	dir := t.TempDir()
+	if rows := importInto(t, fetcher(t, p), dir, "GO-2099-0030"); len(rows) != 1 || rows[0].Status != "imported" {
+		t.Fatalf("rows: %+v", rows)
+	}
+	folder := filepath.Join(dir, "go-2099-0030")
+	cfg, _ := os.ReadFile(filepath.Join(folder, "sse/config.yaml"))
+	if !strings.Contains(string(cfg), "- `func redactURL(u string) string` in package `example.com/redact`") {
+		t.Errorf("the issue text lacks the helper the tests call:\n%s", cfg)
+	}
+	stubs, _ := os.ReadFile(filepath.Join(folder, stubsFile))
+	old := p["example.com/redact@v1.0.0"]
+	withStubs := apply(t, stubs, old)
+	if s := withStubs["ssebench_stubs.go"]; !strings.Contains(s, "func redactURL(u string) string {") || strings.Contains(s, "scrub") {
+		t.Errorf("stubs:\n%s", stubs)
+	}
+	variant, _ := os.ReadFile(filepath.Join(folder, variantFile))
+	if !strings.Contains(string(variant), variantNote+"example.com/redact.scrub\n") {
+		t.Errorf("the variant's preamble does not name what it renamed:\n%s", variant)
+	}
+	got := apply(t, variant, old)["log.go"]
+	if strings.Contains(got, "func scrub(") || !strings.Contains(got, "func redactURL(") || !strings.Contains(got, "scrubAlt") {
+		t.Errorf("the variant applied gives:\n%s", got)
+	}
+	// The reference itself has no stubs or renames in it.
+	patch, _ := os.ReadFile(filepath.Join(folder, "sse/diffs/patch.diff"))
+	if got := apply(t, patch, old)["log.go"]; got != fixed {
+		t.Errorf("the reference applied gives:\n%s", got)
+	}
+}

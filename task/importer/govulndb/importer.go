@@ -150,39 +150,45 @@ func importOne(ctx context.Context, o Options, id string, f *zip.File) Row {
 		return row
 	}
 	row.Module, row.VulnerableAt, row.Fixed = m.Module, m.VulnerableAt, fixed
-	if err := writeTask(ctx, o, r, m, fixed); err != nil {
+	notes, err := writeTask(ctx, o, r, m, fixed)
+	if err != nil {
 		row.Reason = reason(err)
 		return row
 	}
-	row.Status = "imported"
+	row.Status, row.Reason = "imported", strings.Join(notes, "; ")
 	return row
 }
 
-func writeTask(ctx context.Context, o Options, r *Report, m Module, fixed string) error {
+// writeTask writes the task folder of report r and returns what the import
+// table says of it (nothing, or why it lacks a part).
+func writeTask(ctx context.Context, o Options, r *Report, m Module, fixed string) ([]string, error) {
 	vzip, vtime, err := o.Fetch.Fetch(ctx, m.Module, m.VulnerableAt)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	fzip, _, err := o.Fetch.Fetch(ctx, m.Module, fixed)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	vz, err := zip.OpenReader(vzip)
 	if err != nil {
-		return fmt.Errorf("reading %s@v%s: %w", m.Module, m.VulnerableAt, err)
+		return nil, fmt.Errorf("reading %s@v%s: %w", m.Module, m.VulnerableAt, err)
 	}
 	defer vz.Close()
 	fz, err := zip.OpenReader(fzip)
 	if err != nil {
-		return fmt.Errorf("reading %s@v%s: %w", m.Module, fixed, err)
+		return nil, fmt.Errorf("reading %s@v%s: %w", m.Module, fixed, err)
 	}
 	defer fz.Close()
 	p, err := makePlan(r, m, fixed, &vz.Reader, &fz.Reader)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := p.checkDeps(ctx, o.Fetch); err != nil {
-		return err
+		return nil, err
+	}
+	if err := p.alternatives(); err != nil {
+		return nil, err
 	}
 	p.time = "2000-01-01T00:00:00Z"
 	if !vtime.IsZero() {
@@ -198,9 +204,9 @@ func writeTask(ctx context.Context, o Options, r *Report, m Module, fixed string
 	}
 	files, err := p.files()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return replaceDir(dir, files)
+	return p.notes, replaceDir(dir, files)
 }
 
 var urlPattern = regexp.MustCompile(`https?://[^\s]+`)

@@ -114,6 +114,14 @@ type plan struct {
 	// fixed version has.
 	old, nw   *modZip
 	changedGo []string
+	// patchNames are the files the reference patch changes, sorted.
+	patchNames []string
+	// api is what the hidden tests need that only the fix declares;
+	// stubs and variant the patches verify grades beside the reference
+	// (alternatives); notes what the import table says of the task.
+	api            *fixAPI
+	stubs, variant string
+	notes          []string
 }
 
 // makePlan diffs the affected packages between the vulnerable and the
@@ -201,7 +209,7 @@ func makePlan(r *Report, m Module, fixed string, vuln, fix *zip.Reader) (*plan, 
 	case d.testLines > maxTestLines:
 		return nil, skipf("the fix's tests are too large: %d changed lines (at most %d)", d.testLines, maxTestLines)
 	}
-	p.patch, p.test, p.patchLines, p.changedGo = d.patch, d.test, d.patchLines, d.changedGo
+	p.patch, p.test, p.patchLines, p.changedGo, p.patchNames = d.patch, d.test, d.patchLines, d.changedGo, d.patchNames
 	return p, nil
 }
 
@@ -211,6 +219,7 @@ type dirDiff struct {
 	patchLines, patchFiles, patchGo int      // patchGo: changed non-test Go files
 	testLines, goFiles              int      // goFiles: non-test Go files at the vulnerable version
 	changedGo                       []string // changed Go files the fixed version has, sorted
+	patchNames                      []string // the files the patch changes, sorted
 }
 
 // diffDirs diffs the files named (sorted) of the package directories dirs
@@ -255,6 +264,7 @@ func diffDirs(names, dirs []string, old, nw *modZip) (*dirDiff, error) {
 			r.changedGo = append(r.changedGo, name)
 		}
 		if kind == "patch" {
+			r.patchNames = append(r.patchNames, name)
 			patch.WriteString(d)
 			r.patchLines += n
 			r.patchFiles++

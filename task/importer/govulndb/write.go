@@ -42,6 +42,12 @@ func (p *plan) files() (map[string][]byte, error) {
 	for name, s := range scripts {
 		out["sse/scripts/"+name] = []byte(s)
 	}
+	if p.stubs != "" {
+		out[stubsFile] = []byte(p.stubs)
+	}
+	if p.variant != "" {
+		out[variantFile] = []byte(p.variant)
+	}
 	return out, nil
 }
 
@@ -214,6 +220,13 @@ func (p *plan) config() ([]byte, error) {
 	ids := append([]string{r.ID}, r.CVEs...)
 	ids = append(ids, r.GHSAs...)
 	issue += fmt.Sprintf("\n\nReported as %s, in %s at v%s.\n", strings.Join(ids, ", "), p.mod.Module, p.mod.VulnerableAt)
+	if p.api != nil {
+		// What the tests need of any fix, at every level: without it
+		// only the reference's own names would pass.
+		if s := p.api.IssueText(); s != "" {
+			issue += "\n" + s
+		}
+	}
 
 	var bug strings.Builder
 	bug.WriteString(strings.TrimSpace(r.Summary))
