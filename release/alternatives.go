@@ -45,12 +45,16 @@ const (
 const VariantNote = "renamed: "
 
 // alternatives are the extra jobs of the tasks ts: one per patch file a
-// task folder has, with the patches by job key.
-func alternatives(ts []*task.Task) ([]evaluate.Job, map[string]*predictions.Prediction) {
+// task folder has (the variant's only with variant), with the patches by
+// job key.
+func alternatives(ts []*task.Task, variant bool) ([]evaluate.Job, map[string]*predictions.Prediction) {
 	var jobs []evaluate.Job
 	patches := map[string]*predictions.Prediction{}
 	for _, t := range ts {
 		for _, a := range []struct{ agent, file string }{{StubsAgent, StubsFile}, {VariantAgent, VariantFile}} {
+			if a.agent == VariantAgent && !variant {
+				continue
+			}
 			p := filepath.Join(t.Dir, filepath.FromSlash(a.file))
 			fi, err := os.Stat(p)
 			if err != nil || !fi.Mode().IsRegular() {

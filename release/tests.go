@@ -23,7 +23,27 @@ import (
 // agent), each without and with the hidden tests.
 type testRuns struct {
 	plainBefore, before, plainAfter, after []contract.TestResult
+	// stubbed: before is the stubs run's, whose stubs panic. A test
+	// the panic kept from running, which passes on the buggy tree
+	// without the hidden tests, is not failing before the fix.
+	stubbed bool
 }
+
+// failsBefore says whether the test id does not pass on the buggy tree
+// with the hidden tests.
+func (r testRuns) failsBefore(id string) bool {
+	if passes(r.before, id) {
+		return false
+	}
+	if r.stubbed && !slices.ContainsFunc(r.before, func(t contract.TestResult) bool { return t.Matches(id) }) {
+		return !passes(r.plainBefore, id)
+	}
+	return true
+}
+
+// passesBefore says whether the test id passes on the buggy tree with the
+// hidden tests (or, stubbed, was kept from running and passes without).
+func (r testRuns) passesBefore(id string) bool { return !r.failsBefore(id) }
 
 // split derives a task's lists from its runs, SWE-bench style:
 // fail_to_pass are the tests that pass on the patched tree with the hidden
@@ -54,7 +74,7 @@ func (r testRuns) split() (failToPass, passToPass []string) {
 		}
 		n := name(t)
 		switch {
-		case !passes(r.before, t.ID()):
+		case r.failsBefore(t.ID()):
 			failToPass = append(failToPass, n)
 		case passes(r.plainBefore, t.ID()) && passes(r.plainAfter, t.ID()):
 			passToPass = append(passToPass, n)
@@ -83,6 +103,14 @@ func (r testRuns) notRunBefore() []string {
 	return out
 }
 
+// whyNoPassToPass says why split found no pass_to_pass test.
+func (r testRuns) whyNoPassToPass() string {
+	if len(r.plainBefore) == 0 {
+		return "the affected packages have no test besides the hidden ones"
+	}
+	return "none of the packages' other tests passes in all four runs (buggy and fixed, with and without the hidden tests)"
+}
+
 // passes reports whether the listed name has a result in run, and every
 // result it has is a pass: the grade's own rule.
 func passes(run []contract.TestResult, listed string) bool {
@@ -105,7 +133,7 @@ func readTestRuns(t *task.Task, done map[string]*results.Run) (testRuns, error) 
 	// without them they do not compile.
 	before := DummyAgent
 	if _, ok := done[evaluate.Job{Task: t.ID, Agent: StubsAgent, Attempt: 1}.Key()]; ok {
-		before = StubsAgent
+		before, r.stubbed = StubsAgent, true
 	}
 	for _, x := range []struct {
 		agent, check string
@@ -171,6 +199,9 @@ func (r *Report) judgeTests(t *task.Task, done map[string]*results.Run, write bo
 			r.Findings = append(r.Findings, f(false, "no test fails before the fix and passes after: the hidden tests do not test the fix"))
 			return
 		}
+		if len(p2p) == 0 {
+			r.Warnings = append(r.Warnings, t.ID+": no pass_to_pass test: "+runs.whyNoPassToPass()+"; the grade then sees no regression the fix makes")
+		}
 		if err := WriteTests(t.ConfigFile, f2p, p2p); err != nil {
 			r.Findings = append(r.Findings, f(false, err.Error()))
 			return
@@ -196,10 +227,10 @@ func (r *Report) judgeTests(t *task.Task, done map[string]*results.Run, write bo
 		}
 	}
 	check("fail_to_pass", tests.FailToPass, f2p, "fail before the fix and pass after", func(n string) bool {
-		return passes(runs.after, n) && !passes(runs.before, n)
+		return passes(runs.after, n) && runs.failsBefore(n)
 	})
 	check("pass_to_pass", tests.PassToPass, p2p, "pass before and after the fix, with and without the hidden tests", func(n string) bool {
-		return passes(runs.after, n) && passes(runs.before, n) && passes(runs.plainBefore, n) && passes(runs.plainAfter, n)
+		return passes(runs.after, n) && runs.passesBefore(n) && passes(runs.plainBefore, n) && passes(runs.plainAfter, n)
 	})
 	if len(bad) == 0 {
 		r.Findings = append(r.Findings, f(true, ""))

@@ -178,8 +178,11 @@ func TestVerifyHiddenTestsNotCompiled(t *testing.T) {
 		}
 	}
 	logs[StubsAgent] = map[string]string{
-		"test.log":        block("pass TestParse ex/kv", "pass TestUnquote ex/kv"),
-		"intent_test.log": block("pass TestParse ex/kv", "pass TestUnquote ex/kv", "fail TestRedact ex/kv"),
+		"test.log": block("pass TestParse ex/kv", "pass TestUnquote ex/kv"),
+		// TestRedact calls a stub, which panics: TestUnquote, after it,
+		// did not run, and passes on the buggy tree without the hidden
+		// tests: it is no fail_to_pass test.
+		"intent_test.log": block("pass TestParse ex/kv", "fail TestRedact ex/kv"),
 	}
 	tk := kvTask(t, kvConfig)
 	r := &Report{}
@@ -190,5 +193,16 @@ func TestVerifyHiddenTestsNotCompiled(t *testing.T) {
 	got, _ := os.ReadFile(tk.ConfigFile)
 	if !strings.Contains(string(got), "  fail_to_pass:\n    - TestRedact\n  pass_to_pass:\n    - TestParse\n    - TestUnquote\n") {
 		t.Errorf("with stubs, config:\n%s", got)
+	}
+	if len(r.Warnings) != 0 {
+		t.Errorf("with pass_to_pass tests, warnings %q", r.Warnings)
+	}
+	// Every other test fails with the stubs: no pass_to_pass, and a
+	// warning that says so.
+	logs[StubsAgent]["intent_test.log"] = block("fail TestParse ex/kv", "fail TestUnquote ex/kv", "fail TestRedact ex/kv")
+	r = &Report{}
+	r.judgeTests(kvTask(t, kvConfig), fakeRuns(t, logs), true)
+	if len(r.Failed()) != 0 || len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], "kv-1: no pass_to_pass test: none of the packages' other tests passes in all four runs") {
+		t.Errorf("without pass_to_pass: findings %+v, warnings %q", r.Findings, r.Warnings)
 	}
 }

@@ -191,7 +191,9 @@ func verifyOnce(ctx context.Context, backend func(planID string) evaluate.Backen
 		if err != nil {
 			return nil, err
 		}
-		extra, patches := alternatives(runnable)
+		// --write-tests writes the lists the variant's grade would be
+		// judged by: its run waits for the next verify.
+		extra, patches := alternatives(runnable, !o.WriteTests)
 		plan.Runs = append(plan.Runs, extra...)
 		for _, a := range []string{StubsAgent, VariantAgent} {
 			if slices.ContainsFunc(extra, func(j evaluate.Job) bool { return j.Agent == a }) {
@@ -243,8 +245,8 @@ func (r *Report) judge(t *task.Task, m *task.Manifest, done map[string]*results.
 	for _, agent := range []string{ReferenceAgent, DummyAgent, StubsAgent, VariantAgent} {
 		key := evaluate.Job{Task: t.ID, Agent: agent, Attempt: 1}.Key()
 		run, ok := done[key]
-		if _, planned := failed[key]; !ok && !planned && isAlternative(agent) && !hasFile(t, agent) {
-			continue // the task folder has no such patch
+		if _, planned := failed[key]; !ok && !planned && isAlternative(agent) && (!hasFile(t, agent) || agent == VariantAgent && writeTests) {
+			continue // the task folder has no such patch, or it is not run
 		}
 		if !ok {
 			why := "the run did not finish"

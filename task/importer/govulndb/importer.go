@@ -341,7 +341,7 @@ func Keep(dir string, verified func(taskID string) bool, reasons map[string]stri
 		}
 		id := TaskID(r.ID)
 		if verified(id) {
-			rows[i].Status, rows[i].Reason = "verified", ""
+			rows[i].Status, rows[i].Reason = "verified", noPassToPass(filepath.Join(dir, id))
 			kept++
 			continue
 		}
@@ -363,6 +363,20 @@ func Keep(dir string, verified func(taskID string) bool, reasons map[string]stri
 		dropped++
 	}
 	return kept, dropped, MergeTable(dir, rows)
+}
+
+// noPassToPass is the table's reason for a verified task without
+// pass_to_pass tests, which then grade no regression: "" when it has some.
+func noPassToPass(folder string) string {
+	data, err := os.ReadFile(filepath.Join(folder, "sse/config.yaml"))
+	if err != nil {
+		return ""
+	}
+	c, _ := task.ParseConfig("config.yaml", data)
+	if c == nil || c.Tests == nil || len(c.Tests.PassToPass) > 0 {
+		return ""
+	}
+	return "no pass_to_pass test: no other test of the affected packages passes on both the vulnerable and the fixed tree"
 }
 
 // ReadVerifyReasons reads the tables `ssebench dataset verify` printed
