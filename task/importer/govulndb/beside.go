@@ -135,7 +135,7 @@ func dropBeside(pkgs []pkgFiles, api *fixAPI, symbols map[string][]string, vulne
 		}
 	}
 	for _, u := range files {
-		src, err := pruneFile(u.file, byFile[u.file])
+		src, err := pruneFile(u.file, byFile[u.file], u.info)
 		if err != nil {
 			return nil, skipf("dropping %s from %s: %s", strings.Join(droppedNames, ", "), u.file.name, oneLine(err.Error()))
 		}
@@ -399,7 +399,7 @@ type testUnit struct {
 	test  bool   // a Test, Fuzz, Benchmark or Example func
 	decls []*decl
 	uses  []*testUnit
-	errs  []string // the features its test errors name
+	info  *types.Info // the package's or the external tests'
 }
 
 // testUnits lists the declarations of the fixed trees' test files, with
@@ -421,7 +421,7 @@ func (a *analysis) testUnits(g *declGraph) []*testUnit {
 					if gd, ok := d.(*ast.GenDecl); ok && gd.Tok == token.IMPORT {
 						continue
 					}
-					u := &testUnit{p: p, file: f, node: d}
+					u := &testUnit{p: p, file: f, node: d, info: c.info}
 					for _, id := range declaredIdents(d) {
 						byPos[id.Pos()] = u
 					}
@@ -653,18 +653,26 @@ func (a *analysis) exercised(units []*testUnit, drop map[*testUnit]bool, old map
 }
 
 // pruneFile is f without the declarations drop, their doc comments, and
-// the imports only they used.
-func pruneFile(f *srcFile, drop []ast.Decl) ([]byte, error) {
+// the imports only they used (info tells which).
+func pruneFile(f *srcFile, drop []ast.Decl, info *types.Info) ([]byte, error) {
 	src := f.src
 	type span struct{ from, to int }
 	var spans []span
-	names := map[string]bool{} // what the dropped declarations select from
+	imported := map[string]string{} // the dropped code's imports: path -> name
+	unknown := map[string]bool{}    // what it selects from that go/types could not tell
 	for _, d := range drop {
 		spans = append(spans, span{lineStart(src, tokenOffset(f.f, declStart(d))), lineEnd(src, tokenOffset(f.f, d.End()))})
 		ast.Inspect(d, func(n ast.Node) bool {
 			if sel, ok := n.(*ast.SelectorExpr); ok {
 				if x, ok := sel.X.(*ast.Ident); ok {
-					names[x.Name] = true
+					switch obj := info.Uses[x].(type) {
+					case *types.PkgName:
+						imported[obj.Imported().Path()] = x.Name
+					case nil:
+						// An import the package is not named as its
+						// path ends (guessName), or an undeclared name.
+						unknown[x.Name] = true
+					}
 				}
 			}
 			return true
@@ -679,7 +687,7 @@ func pruneFile(f *srcFile, drop []ast.Decl) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the pruned file does not parse: %w", err)
 	}
-	left := map[string]bool{}
+	left := map[string]bool{} // what the rest selects from
 	ast.Inspect(pf, func(n ast.Node) bool {
 		switch n := n.(type) {
 		case *ast.ImportSpec:
@@ -691,26 +699,43 @@ func pruneFile(f *srcFile, drop []ast.Decl) ([]byte, error) {
 		}
 		return true
 	})
-	local := importNames(pf, names, left)
+	gone := map[*ast.ImportSpec]bool{}
+	for _, im := range pf.Imports {
+		ip, _ := strconv.Unquote(im.Path.Value)
+		if name, ok := imported[ip]; ok && !left[name] && (im.Name == nil || im.Name.Name == name) {
+			gone[im] = true
+		}
+	}
+	for _, x := range sortedNames(unknown) {
+		if left[x] {
+			continue
+		}
+		im := importOf(&srcFile{name: f.name, src: out, f: pf}, func(ip string, spec *ast.ImportSpec) bool {
+			return spec.Name == nil && !gone[spec] && strings.Contains(strings.ToLower(path.Base(ip)), strings.ToLower(x))
+		})
+		if im == nil {
+			return nil, fmt.Errorf("cannot tell which import %s is, which only the dropped tests use", x)
+		}
+		gone[im] = true
+	}
 	var cuts []span
 	for _, gd := range pf.Decls {
 		gd, ok := gd.(*ast.GenDecl)
 		if !ok || gd.Tok != token.IMPORT {
 			continue
 		}
-		var gone []*ast.ImportSpec
+		var specs []*ast.ImportSpec
 		for _, s := range gd.Specs {
-			im := s.(*ast.ImportSpec)
-			if name := local[im]; name != "" && names[name] && !left[name] {
-				gone = append(gone, im)
+			if gone[s.(*ast.ImportSpec)] {
+				specs = append(specs, s.(*ast.ImportSpec))
 			}
 		}
 		switch {
-		case len(gone) == 0:
-		case len(gone) == len(gd.Specs):
+		case len(specs) == 0:
+		case len(specs) == len(gd.Specs):
 			cuts = append(cuts, span{lineStart(out, tokenOffset(pf, declStart(gd))), lineEnd(out, tokenOffset(pf, gd.End()))})
 		default:
-			for _, im := range gone {
+			for _, im := range specs {
 				from := im.Pos()
 				if im.Doc != nil {
 					from = im.Doc.Pos()
@@ -731,42 +756,6 @@ func pruneFile(f *srcFile, drop []ast.Decl) ([]byte, error) {
 		return nil, fmt.Errorf("the pruned file does not parse: %w", err)
 	}
 	return out, nil
-}
-
-// importNames are the names f refers to its imports by: an import's own,
-// else the package's usual name (guessName), else a name that a selector
-// of the file (in names or left) uses, that no other import has and that
-// the import's path holds; "" for _ and dot imports.
-func importNames(f *ast.File, names, left map[string]bool) map[*ast.ImportSpec]string {
-	out := map[*ast.ImportSpec]string{}
-	claimed := map[string]bool{}
-	for _, im := range f.Imports {
-		ip, err := strconv.Unquote(im.Path.Value)
-		switch {
-		case err != nil:
-		case im.Name != nil && (im.Name.Name == "_" || im.Name.Name == "."):
-		case im.Name != nil:
-			out[im] = im.Name.Name
-		default:
-			out[im] = guessName(ip)
-		}
-		claimed[out[im]] = true
-	}
-	for _, im := range f.Imports {
-		name := out[im]
-		if name == "" || names[name] || left[name] {
-			continue
-		}
-		ip, _ := strconv.Unquote(im.Path.Value)
-		base := strings.ToLower(path.Base(ip))
-		for _, x := range sortedNames(names) {
-			if !claimed[x] && strings.Contains(base, strings.ToLower(x)) {
-				out[im], claimed[x] = x, true
-				break
-			}
-		}
-	}
-	return out
 }
 
 // cutSpans removes the byte ranges of spans from src, and the blank line

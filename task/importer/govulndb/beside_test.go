@@ -2,6 +2,7 @@ package govulndb
 
 import (
 	"errors"
+	"go/parser"
 	"go/token"
 	"os"
 	"path/filepath"
@@ -118,21 +119,33 @@ func TestDropBesideSkips(t *testing.T) {
 }
 
 // TestPruneFile: a dropped function goes with its doc comment and the
-// blank line before it, and so does an import only it used; an import
-// another function uses stays, as does a named one.
+// blank line before it, and so do the imports only it used, named or not
+// named as their path ends; an import another function uses stays. An
+// import the dropped code uses that cannot be told is an error.
 func TestPruneFile(t *testing.T) {
-	src := "package p\n\nimport (\n\t\"fmt\"\n\tstr \"strings\"\n\t\"testing\"\n)\n\nfunc TestA(t *testing.T) { fmt.Println() }\n\n// TestB is dropped.\nfunc TestB(t *testing.T) {\n\t_ = str.ToUpper(\"b\")\n\tfmt.Println()\n}\n\nfunc TestC(t *testing.T) {}\n"
+	src := "package p\n\nimport (\n\t\"example.com/thinglib\"\n\t\"fmt\"\n\tstr \"strings\"\n\t\"testing\"\n)\n\nfunc TestA(t *testing.T) { fmt.Println() }\n\n// TestB is dropped.\nfunc TestB(t *testing.T) {\n\t_ = str.ToUpper(\"b\")\n\tthing.Do()\n\tfmt.Println()\n}\n\nfunc TestC(t *testing.T) {}\n"
 	want := "package p\n\nimport (\n\t\"fmt\"\n\t\"testing\"\n)\n\nfunc TestA(t *testing.T) { fmt.Println() }\n\nfunc TestC(t *testing.T) {}\n"
-	fs, err := parseFiles(token.NewFileSet(), files1("p_test.go", src))
+	fset := token.NewFileSet()
+	fs, err := parseFiles(fset, files1("p_test.go", src))
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := pruneFile(fs[0], fs[0].f.Decls[2:3])
+	info := newInfo()
+	typecheck(fset, "example.com/p", astFiles(fs), fakeImporter{}, info)
+	got, err := pruneFile(fs[0], fs[0].f.Decls[2:3], info)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(want, string(got)); diff != "" {
 		t.Errorf("pruned (-want +got):\n%s", diff)
+	}
+
+	fs[0].src = []byte(strings.Replace(src, "example.com/thinglib", "example.com/lib", 1))
+	fs[0].f, _ = parser.ParseFile(fset, "p_test.go", fs[0].src, parser.ParseComments)
+	info = newInfo()
+	typecheck(fset, "example.com/p", astFiles(fs), fakeImporter{}, info)
+	if got, err := pruneFile(fs[0], fs[0].f.Decls[2:3], info); err == nil || !strings.Contains(err.Error(), "cannot tell which import thing is") {
+		t.Errorf("an import that cannot be told: %v\n%s", err, got)
 	}
 }
 
