@@ -298,3 +298,32 @@ func TestImportKeepsTheFixsField(t *testing.T) {
 		t.Errorf("rows: %+v, want skipped: %s", rows, want)
 	}
 }
+
+// TestDropBesideTestError: a new test that passes a new type as an
+// interface the vulnerable code does not use fails to compile on the
+// vulnerable version for a method no stub declares: the test error names
+// the method, beside the fix, and the test is dropped.
+func TestDropBesideTestError(t *testing.T) {
+	buggy := "package p\n\n// Rule matches strings.\ntype Rule interface{ Match(s string) bool }\n\n// Apply counts the strings r matches.\nfunc Apply(r Rule, ss ...string) int {\n\tn := 0\n\tfor _, s := range ss {\n\t\tif r.Match(s) {\n\t\t\tn++\n\t\t}\n\t}\n\treturn n\n}\n\n// Field is the first field of s.\nfunc Field(s string) string {\n\tfor i := range s {\n\t\tif s[i] == ',' {\n\t\t\treturn s[:i+1]\n\t\t}\n\t}\n\treturn s\n}\n"
+	fixed := strings.Replace(buggy, "s[:i+1]", "s[:i]", 1) + "\n// Prefix matches the strings it starts.\ntype Prefix string\n\n// Match says whether s starts with p.\nfunc (p Prefix) Match(s string) bool { return len(s) >= len(p) && s[:len(p)] == string(p) }\n"
+	oldTests := "package p\n\nimport \"testing\"\n\nfunc TestApply(t *testing.T) {}\n"
+	tests := oldTests + "\nfunc TestField(t *testing.T) {\n\tif Field(\"a,b\") != \"a\" {\n\t\tt.Fatal(Field(\"a,b\"))\n\t}\n}\n\nfunc TestPrefix(t *testing.T) {\n\tif Apply(Prefix(\"a\"), \"ab\", \"b\") != 1 {\n\t\tt.Fatal(\"a\")\n\t}\n}\n"
+	pkgs := []pkgFiles{{Path: "example.com/m/p", Dir: "p", Buggy: files1("p.go", buggy), Fixed: files1("p.go", fixed), Tests: files1("p_test.go", tests), BuggyTests: files1("p_test.go", oldTests)}}
+	api, err := analyzeFix(pkgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(api.TestErrors) != 1 || len(api.Unstubbable)+len(api.Changed) > 0 || !strings.Contains(api.TestErrors[0], "missing method Match") {
+		t.Fatalf("the fixture's tests are blocked otherwise: %+v", api)
+	}
+	b, err := dropBeside(pkgs, api, map[string][]string{"example.com/m/p": {"Field"}}, "1.0.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]droppedTest{{Name: "TestPrefix", Features: []string{"Prefix.Match"}}}, b.Dropped); diff != "" {
+		t.Fatalf("dropped (-want +got):\n%s", diff)
+	}
+	if api, err := analyzeFix(b.Pkgs); err != nil || api.blocked() {
+		t.Errorf("the pruned tests: %+v, %v", api, err)
+	}
+}
