@@ -87,7 +87,7 @@ func dropBeside(pkgs []pkgFiles, api *fixAPI, symbols map[string][]string, vulne
 	reach := g.reach(vuln)
 	features, used := a.features(api, reach)
 	out := &besideDrop{Used: used}
-	units := a.testUnits(g)
+	units := a.testUnits()
 	errFeatures := a.errorFeatures(api.TestErrors, units, reach)
 	if len(features) == 0 && len(errFeatures) == 0 {
 		return out, nil
@@ -175,12 +175,11 @@ func (a *analysis) vulnDecls(symbols map[string][]string) []*decl {
 // var or const its type and value. A struct type names none of its
 // fields: they count where code selects them.
 type declGraph struct {
-	a     *analysis
 	edges map[*decl][]*decl
 }
 
 func (a *analysis) declGraph() *declGraph {
-	g := &declGraph{a: a, edges: map[*decl][]*decl{}}
+	g := &declGraph{edges: map[*decl][]*decl{}}
 	members := map[*ast.File]map[*ast.Ident]bool{}
 	for _, p := range a.pkgs {
 		for _, d := range p.decls {
@@ -228,8 +227,8 @@ func declBody(d *decl) []ast.Node {
 	return nil
 }
 
-// reach is every declaration from reaches, with the one of from it came
-// from.
+// reach is every declaration that the declarations from name, directly
+// or not, each with the one of from it is reached from.
 func (g *declGraph) reach(from []*decl) map[*decl]*decl {
 	out := map[*decl]*decl{}
 	var queue []*decl
@@ -361,14 +360,10 @@ func (a *analysis) features(api *fixAPI, reach map[*decl]*decl) (map[*decl][]str
 				mark(d)
 			}
 		}
-		for k, seen := n.Key, map[string]bool{}; !seen[k]; {
+		seen := map[string]bool{}
+		for k := parent[n.Path+" "+n.Key]; k != "" && !seen[k] && p.byKey[k] != nil; k = parent[n.Path+" "+k] {
 			seen[k] = true
-			by, ok := parent[n.Path+" "+k]
-			if !ok || p.byKey[by] == nil {
-				break
-			}
-			mark(p.byKey[by])
-			k = by
+			mark(p.byKey[k])
 		}
 	}
 	return out, used
@@ -381,8 +376,8 @@ func reachedBy(d *decl, reach map[*decl]*decl) *decl {
 		return by
 	}
 	if d.kind == kindType {
-		for m, by := range reach {
-			if m.pkg == d.pkg && m.recv == d.key {
+		for _, m := range d.pkg.decls {
+			if by, ok := reach[m]; ok && m.recv == d.key {
 				return by
 			}
 		}
@@ -404,7 +399,7 @@ type testUnit struct {
 
 // testUnits lists the declarations of the fixed trees' test files, with
 // what they name.
-func (a *analysis) testUnits(g *declGraph) []*testUnit {
+func (a *analysis) testUnits() []*testUnit {
 	var units []*testUnit
 	byPos := map[token.Pos]*testUnit{}
 	type checked struct {
