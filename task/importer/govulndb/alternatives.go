@@ -34,7 +34,7 @@ func pkgPath(mod, dir string) string {
 func (p *plan) packageFiles() ([]pkgFiles, error) {
 	var out []pkgFiles
 	for _, dir := range p.pkgDirs {
-		pf := pkgFiles{Path: pkgPath(p.mod.Module, dir), Dir: dir, Buggy: map[string][]byte{}, Fixed: map[string][]byte{}, Tests: map[string][]byte{}}
+		pf := pkgFiles{Path: pkgPath(p.mod.Module, dir), Dir: dir, Buggy: map[string][]byte{}, Fixed: map[string][]byte{}, Tests: map[string][]byte{}, BuggyTests: map[string][]byte{}}
 		for _, z := range []*modZip{p.old, p.nw} {
 			for name := range z.files {
 				if path.Dir(name) != dir || !strings.HasSuffix(name, ".go") {
@@ -46,7 +46,9 @@ func (p *plan) packageFiles() ([]pkgFiles, error) {
 				}
 				base := path.Base(name)
 				switch {
-				case z == p.old && !strings.HasSuffix(base, "_test.go"):
+				case z == p.old && strings.HasSuffix(base, "_test.go"):
+					pf.BuggyTests[base] = src
+				case z == p.old:
 					pf.Buggy[base] = src
 				case z == p.nw && strings.HasSuffix(base, "_test.go"):
 					pf.Tests[base] = src
@@ -77,6 +79,23 @@ func (p *plan) alternatives() error {
 	if err != nil {
 		return skipf("the fix's tests do not parse: %s", oneLine(err.Error()))
 	}
+	var used map[string]string
+	if api.blocked() {
+		b, err := dropBeside(pkgs, api, p.symbols(), p.mod.VulnerableAt)
+		if err != nil {
+			return err
+		}
+		used = b.Used
+		if b.Pkgs != nil {
+			if err := p.dropTests(b); err != nil {
+				return err
+			}
+			pkgs = b.Pkgs
+			if api, err = analyzeFix(pkgs); err != nil {
+				return skipf("the fix's tests do not parse once pruned: %s", oneLine(err.Error()))
+			}
+		}
+	}
 	keys := func(ns []apiName) string {
 		var out []string
 		for _, n := range ns {
@@ -84,11 +103,25 @@ func (p *plan) alternatives() error {
 		}
 		return strings.Join(out, ", ")
 	}
+	// A name the vulnerable code uses is the fix's own: say so, that no
+	// one looks for a test to drop.
+	ours := func(ns []apiName) string {
+		var out []string
+		for _, n := range ns {
+			if by := used[n.Key]; by != "" {
+				out = append(out, fmt.Sprintf("%s, which the report names, uses %s", by, n.Key))
+			}
+		}
+		if len(out) == 0 {
+			return ""
+		}
+		return " (" + strings.Join(out, "; ") + ")"
+	}
 	switch {
 	case len(api.Unstubbable) > 0:
-		return skipf("the hidden tests need %s, which no stub can declare on v%s", keys(api.Unstubbable), p.mod.VulnerableAt)
+		return skipf("the hidden tests need %s, which no stub can declare on v%s%s", keys(api.Unstubbable), p.mod.VulnerableAt, ours(api.Unstubbable))
 	case len(api.Changed) > 0:
-		return skipf("the hidden tests use %s as the fix changed it, which no stub can make up for on v%s", keys(api.Changed), p.mod.VulnerableAt)
+		return skipf("the hidden tests use %s as the fix changed it, which no stub can make up for on v%s%s", keys(api.Changed), p.mod.VulnerableAt, ours(api.Changed))
 	case len(api.TestErrors) > 0:
 		return skipf("the hidden tests do not compile on v%s even with stubs: %s", p.mod.VulnerableAt, oneLine(api.TestErrors[0]))
 	}
@@ -162,6 +195,45 @@ func (p *plan) alternatives() error {
 		v.WriteString(d)
 	}
 	p.variant = v.String()
+	return nil
+}
+
+// blocked says whether the hidden tests need what no stub gives them on
+// the vulnerable tree.
+func (f *fixAPI) blocked() bool {
+	return len(f.Unstubbable) > 0 || len(f.Changed) > 0 || len(f.TestErrors) > 0
+}
+
+// symbols are the report's vulnerable symbols ("Config.parseWildcardRules")
+// by package import path; the derived symbols are exported callers,
+// which reach the vulnerable code but are not it.
+func (p *plan) symbols() map[string][]string {
+	out := map[string][]string{}
+	for _, pk := range p.mod.Packages {
+		out[pk.Package] = append(out[pk.Package], pk.Symbols...)
+	}
+	return out
+}
+
+// dropTests takes the tests dropBeside dropped out of the hidden tests
+// (test.diff is the diff to the pruned files) and notes them.
+func (p *plan) dropTests(b *besideDrop) error {
+	for _, name := range sortedNames(b.Pruned) {
+		a, inOld, err := p.old.read(name)
+		if err != nil {
+			return err
+		}
+		chunk := ""
+		if !inOld || !bytes.Equal(a, b.Pruned[name]) {
+			if chunk, _, err = fileDiff(name, a, b.Pruned[name], inOld, true); err != nil {
+				return err
+			}
+		}
+		p.test = replaceFileDiff(p.test, name, chunk)
+	}
+	for _, d := range b.Dropped {
+		p.notes = append(p.notes, d.Note())
+	}
 	return nil
 }
 

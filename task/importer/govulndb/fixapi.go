@@ -33,6 +33,9 @@ type pkgFiles struct {
 	Buggy map[string][]byte // the vulnerable version's non-test .go files
 	Fixed map[string][]byte // the fixed version's non-test .go files
 	Tests map[string][]byte // the fixed version's _test.go files: the hidden tests
+	// BuggyTests are the vulnerable version's _test.go files, which tell
+	// the tests the fix adds from those it changes (dropBeside).
+	BuggyTests map[string][]byte
 }
 
 // fixAPI is what the hidden tests depend on that the fixed tree declares
@@ -164,23 +167,9 @@ type analysis struct {
 // imported type, it counts every new field or method of that name. It
 // fails only on files that do not parse.
 func analyzeFix(pkgs []pkgFiles) (*fixAPI, error) {
-	a := &analysis{fset: token.NewFileSet(), byPath: map[string]*pkgState{}, byPos: map[token.Pos]*decl{}, fakes: map[string]*types.Package{}}
-	for _, pf := range pkgs {
-		p, err := a.load(pf)
-		if err != nil {
-			return nil, err
-		}
-		a.pkgs = append(a.pkgs, p)
-		a.byPath[pf.Path] = p
-	}
-	for _, p := range a.pkgs {
-		a.check(p)
-		if len(p.xTest) > 0 {
-			p.xinfo = newInfo()
-			var errs []error
-			p.xpkg, errs = typecheck(a.fset, p.pf.Path+"_test", astFiles(p.xTest), a, p.xinfo)
-			p.errs = append(p.errs, testErrors(errs)...)
-		}
+	a, err := newAnalysis(pkgs)
+	if err != nil {
+		return nil, err
 	}
 	needed, olds := a.used()
 	r := &fixAPI{}
@@ -224,6 +213,30 @@ func analyzeFix(pkgs []pkgFiles) (*fixAPI, error) {
 	r.Messages = a.messages()
 	r.TestErrors = a.stubbedTestErrors(r.Stubs)
 	return r, nil
+}
+
+// newAnalysis parses pkgs and type-checks the fixed trees with their
+// tests.
+func newAnalysis(pkgs []pkgFiles) (*analysis, error) {
+	a := &analysis{fset: token.NewFileSet(), byPath: map[string]*pkgState{}, byPos: map[token.Pos]*decl{}, fakes: map[string]*types.Package{}}
+	for _, pf := range pkgs {
+		p, err := a.load(pf)
+		if err != nil {
+			return nil, err
+		}
+		a.pkgs = append(a.pkgs, p)
+		a.byPath[pf.Path] = p
+	}
+	for _, p := range a.pkgs {
+		a.check(p)
+		if len(p.xTest) > 0 {
+			p.xinfo = newInfo()
+			var errs []error
+			p.xpkg, errs = typecheck(a.fset, p.pf.Path+"_test", astFiles(p.xTest), a, p.xinfo)
+			p.errs = append(p.errs, testErrors(errs)...)
+		}
+	}
+	return a, nil
 }
 
 // load parses a package's files and lists its declarations.
