@@ -61,7 +61,7 @@ manifest goes last, so an interrupted copy leaves DST as it was.`,
 				return err
 			}
 			defer s.Close()
-			pp := NewProgressPrinter(cmd.ErrOrStderr(), ProgressQuiet(g.Quiet))
+			pp := newProgress(cmd, g.Quiet)
 			ropts = append(ropts, remote.WithJobs(o.Jobs), remote.WithBlobProgress(pp), remote.WithIndexPlatform(p))
 			res, err := remote.Copy(cmd.Context(), args[0], args[1], ropts...)
 			if res != nil {

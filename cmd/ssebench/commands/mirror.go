@@ -105,7 +105,7 @@ func runMirror(cmd *cobra.Command, g *options.Global, o *mirrorOptions, args []s
 	if o.DryRun {
 		return mirrorDryRun(cmd, o, refs, from, append(ropts, remote.WithIndexPlatform(p)))
 	}
-	pp := NewProgressPrinter(cmd.ErrOrStderr(), ProgressQuiet(g.Quiet))
+	pp := newProgress(cmd, g.Quiet)
 	ropts = append(ropts, remote.WithJobs(o.Jobs), remote.WithBlobProgress(pp), remote.WithIndexPlatform(p))
 	rep, err := remote.Mirror(cmd.Context(), refs, from, o.To, ropts...)
 	pp.Finish(nil)

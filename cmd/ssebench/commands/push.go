@@ -58,7 +58,7 @@ func runPush(cmd *cobra.Command, g *options.Global, o *pushOptions, args []strin
 		return err
 	}
 	defer s.Close()
-	pp := NewProgressPrinter(cmd.ErrOrStderr(), ProgressQuiet(g.Quiet || o.DryRun))
+	pp := newProgress(cmd, g.Quiet || o.DryRun)
 	ropts = append(ropts, remote.WithJobs(o.Jobs), remote.WithMountFrom(o.MountFrom...), remote.WithBlobProgress(pp))
 	total := &remote.PushReport{}
 	if !o.DryRun {
@@ -104,7 +104,7 @@ func runPush(cmd *cobra.Command, g *options.Global, o *pushOptions, args []strin
 // storeContents finds every image args names in the store before
 // anything moves: a typo in the last name fails at once, and the
 // progress's totals cover them all.
-func storeContents(s *store.Store, args []string, pp *ProgressPrinter) ([]name.Reference, []ggremote.Taggable, error) {
+func storeContents(s *store.Store, args []string, pp *remote.ProgressPrinter) ([]name.Reference, []ggremote.Taggable, error) {
 	refs := make([]name.Reference, len(args))
 	contents := make([]ggremote.Taggable, len(args))
 	for i, a := range args {
@@ -131,4 +131,15 @@ func storeContent(s *store.Store, ref name.Reference) (ggremote.Taggable, error)
 		return s.Index(ref)
 	}
 	return s.Image(ref)
+}
+
+// ProgressInterval is how often the progress of a push, and the phases of
+// an assembly, are said off a terminal. A variable so that tests need not
+// wait ten seconds.
+var ProgressInterval = remote.ProgressInterval
+
+// newProgress is a command's push progress on stderr (quiet: only the
+// summary).
+func newProgress(cmd *cobra.Command, quiet bool) *remote.ProgressPrinter {
+	return remote.NewProgressPrinter(cmd.ErrOrStderr(), remote.ProgressQuiet(quiet), remote.ProgressEvery(ProgressInterval))
 }

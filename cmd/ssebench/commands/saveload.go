@@ -195,7 +195,7 @@ func runLoad(cmd *cobra.Command, g *options.Global, o *loadOptions, path string)
 
 // pushLoaded is load --push: the loaded images go under o.Push.
 func pushLoaded(cmd *cobra.Command, g *options.Global, o *loadOptions, s *store.Store, ropts []remote.Option, rep *archive.Report) error {
-	pp := NewProgressPrinter(cmd.ErrOrStderr(), ProgressQuiet(g.Quiet))
+	pp := newProgress(cmd, g.Quiet)
 	for _, im := range rep.Images {
 		if ref, err := name.ParseReference(im.Name); err == nil {
 			if content, err := storeContent(s, ref); err == nil {
