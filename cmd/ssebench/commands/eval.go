@@ -242,16 +242,10 @@ func printEval(cmd *cobra.Command, o *evalOptions, dir string, out *evaluate.Out
 		// Said before the report, which says it is partial.
 		fmt.Fprintf(stderr, "interrupted: what is done stays; `ssebench eval --resume %s` runs the rest\n", dir)
 	}
-	runs, lerr := results.List(dir)
-	if lerr != nil || len(runs) == 0 {
+	rep, runs, rerr := evaluate.Report(dir, o.FailOnAudit)
+	if rerr != nil {
 		return err
 	}
-	if o.FailOnAudit {
-		results.FailOnAudit(runs)
-	}
-	rep := results.NewReport(filepath.Base(dir), runs)
-	rep.Evaluation, _ = results.ReadEvaluation(dir)
-	rep.Partial = evalPartial(dir)
 	if v := rep.Verdicts(); v != "" {
 		fmt.Fprintf(stderr, "%s: `ssebench runs report %s` lists them\n", v, dir)
 	}
