@@ -79,7 +79,7 @@ func runPush(cmd *cobra.Command, g *options.Global, o *pushOptions, args []strin
 		}
 		return printPlan(cmd.OutOrStdout(), plan, o.JSON)
 	}
-	pushed := []imageJSON{}
+	pushed := []remote.ImageDigest{}
 	for i, ref := range refs {
 		rep, err := remote.Push(cmd.Context(), ref.Name(), contents[i], ropts...)
 		total.Merge(rep)
@@ -90,13 +90,13 @@ func runPush(cmd *cobra.Command, g *options.Global, o *pushOptions, args []strin
 		if err != nil {
 			return err
 		}
-		pushed = append(pushed, imageJSON{Name: ref.Name(), Digest: d.String()})
+		pushed = append(pushed, remote.ImageDigest{Name: ref.Name(), Digest: d.String()})
 		if !o.JSON {
 			fmt.Fprintf(cmd.OutOrStdout(), "%s@%s\n", ref.Name(), d)
 		}
 	}
 	if o.JSON {
-		return writeJSONTo(cmd.OutOrStdout(), pushOutput{Images: pushed, Push: pushReportJSON(total)})
+		return writeJSONTo(cmd.OutOrStdout(), remote.PushOutput{Images: pushed, Push: total.Summary()})
 	}
 	return nil
 }
@@ -112,25 +112,13 @@ func storeContents(s *store.Store, args []string, pp *remote.ProgressPrinter) ([
 		if err != nil {
 			return nil, nil, fmt.Errorf("parsing image reference %q: %w", a, err)
 		}
-		if contents[i], err = storeContent(s, ref); err != nil {
+		if contents[i], err = s.Content(ref); err != nil {
 			return nil, nil, err
 		}
 		refs[i] = ref
 		pp.Expect(contents[i])
 	}
 	return refs, contents, nil
-}
-
-// storeContent returns the store's image or image index for ref.
-func storeContent(s *store.Store, ref name.Reference) (ggremote.Taggable, error) {
-	desc, err := s.Descriptor(ref)
-	if err != nil {
-		return nil, err
-	}
-	if desc.MediaType.IsIndex() {
-		return s.Index(ref)
-	}
-	return s.Image(ref)
 }
 
 // ProgressInterval is how often the progress of a push, and the phases of
