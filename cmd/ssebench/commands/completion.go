@@ -3,7 +3,6 @@ package commands
 import (
 	"fmt"
 	"io"
-	"path/filepath"
 	"sort"
 	"strings"
 
@@ -35,7 +34,7 @@ func addCompletions(root *cobra.Command, g *options.Global) {
 	tasks := func(cmd *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
 		// build-case's tasks are those of --benchmarks.
 		if f := cmd.Flags().Lookup("benchmarks"); f != nil && f.Value.String() != "" {
-			return tasksIn(f.Value.String()), cobra.ShellCompDirectiveNoFileComp
+			return task.TasksIn(f.Value.String()), cobra.ShellCompDirectiveNoFileComp
 		}
 		home, err := g.HomeDir()
 		if err != nil {
@@ -47,14 +46,14 @@ func addCompletions(root *cobra.Command, g *options.Global) {
 				ds = f.Value.String()
 			}
 		}
-		return homeTasks(home, ds), cobra.ShellCompDirectiveNoFileComp
+		return task.HomeTasks(home, ds), cobra.ShellCompDirectiveNoFileComp
 	}
 	datasets := func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		home, err := g.HomeDir()
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
-		return datasetNames(home), cobra.ShellCompDirectiveNoFileComp
+		return task.DatasetNames(home), cobra.ShellCompDirectiveNoFileComp
 	}
 	images := func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
 		return storeNames(g, args), cobra.ShellCompDirectiveNoFileComp
@@ -131,18 +130,6 @@ func walk(c *cobra.Command, fn func(*cobra.Command)) {
 	for _, sub := range c.Commands() {
 		walk(sub, fn)
 	}
-}
-
-// datasetNames lists the folders under home/datasets that have a
-// dataset.yaml.
-func datasetNames(home string) []string {
-	m, _ := filepath.Glob(filepath.Join(home, "datasets", "*", task.DatasetFile))
-	out := make([]string, 0, len(m))
-	for _, p := range m {
-		out = append(out, filepath.Base(filepath.Dir(p)))
-	}
-	sort.Strings(out)
-	return out
 }
 
 // storeNames lists the names of the local store, those in skip left out,

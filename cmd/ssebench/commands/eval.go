@@ -302,7 +302,7 @@ func evalPlan(g *options.Global, e *pipeline.Env, cmd *cobra.Command, o *evalOpt
 	agents := evaluate.SplitList(o.Agents)
 	tasks := evaluate.SplitList(o.Tasks)
 	local := o.Local
-	if err := checkLocal(local); err != nil {
+	if err := pipeline.CheckLocal(local); err != nil {
 		return nil, "", err
 	}
 	if len(tasks) == 0 {
@@ -348,7 +348,7 @@ func evalPlan(g *options.Global, e *pipeline.Env, cmd *cobra.Command, o *evalOpt
 	}
 	// Names last, once every flag was accepted: each refusal says one
 	// thing to fix.
-	if err := checkNames(e.Home, agents, tasks, local, o.Catalog); err != nil {
+	if err := pipeline.CheckNames(e.Home, agents, tasks, local, o.Catalog); err != nil {
 		return nil, "", err
 	}
 	// What would fail every run after its images (a model file that does

@@ -151,7 +151,7 @@ func runRun(cmd *cobra.Command, g *options.Global, o *runOptions) error {
 		return err
 	}
 	defer done()
-	if err := checkNames(e.Home, []string{req.Agent}, []string{req.Task}, req.Dataset, req.Catalog); err != nil {
+	if err := pipeline.CheckNames(e.Home, []string{req.Agent}, []string{req.Task}, req.Dataset, req.Catalog); err != nil {
 		return err
 	}
 	if err := e.Check(cmd.Context(), req); err != nil {
