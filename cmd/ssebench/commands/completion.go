@@ -3,7 +3,6 @@ package commands
 import (
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -140,23 +139,13 @@ func storeNames(g *options.Global, skip []string) []string {
 		return nil
 	}
 	defer s.Close()
-	es, err := s.List()
-	if err != nil {
-		return nil
-	}
-	given := map[string]bool{}
+	var given []string
 	for _, a := range skip {
 		if r, err := name.ParseReference(a); err == nil {
-			given[r.Name()] = true
+			given = append(given, r.Name())
 		}
 	}
-	var out []string
-	for _, e := range es {
-		if !given[e.Name] {
-			out = append(out, e.Name)
-		}
-	}
-	sort.Strings(out)
+	out, _ := s.Names(given...)
 	return out
 }
 
