@@ -185,7 +185,7 @@ func runDatasetLock(cmd *cobra.Command, g *options.Global, dir, revision string,
 		return err
 	}
 	defer s.Close()
-	rec, err := release.ReadRecord(release.RecordFile(s.Dir(), ds.Name, ds.Version), ds.Name, ds.Version)
+	rec, err := release.StoredRecord(s.Dir(), ds)
 	if err != nil {
 		return err
 	}
@@ -287,11 +287,9 @@ PREFIX/catalog/<dataset>:<version> to "ssebench mirror"'s arguments.`,
 			if err != nil {
 				return err
 			}
-			rev := revision
-			if rev == "" {
-				if rev = release.Revision(cmd.Context(), dir); rev == "" {
-					return fmt.Errorf("%s is not in a git checkout: pass --revision, the commit the images are built from", dir)
-				}
+			rev, err := release.PublishRevision(cmd.Context(), dir, revision)
+			if err != nil {
+				return err
 			}
 			ds, err := task.LoadDataset(dir)
 			if err != nil {
@@ -302,7 +300,7 @@ PREFIX/catalog/<dataset>:<version> to "ssebench mirror"'s arguments.`,
 				return err
 			}
 			defer s.Close()
-			rec, err := release.ReadRecord(release.RecordFile(s.Dir(), ds.Name, ds.Version), ds.Name, ds.Version)
+			rec, err := release.StoredRecord(s.Dir(), ds)
 			if err != nil {
 				return err
 			}
