@@ -16,6 +16,8 @@ import (
 	"github.com/containerd/errdefs"
 	"github.com/opencontainers/image-spec/identity"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/42-b3yond-6ug/ssebench/internal/units"
 )
 
 // pruneGrace is how old a container without a running task must be
@@ -415,4 +417,32 @@ func (r *Runner) collectGarbage(ctx context.Context) error {
 		return fmt.Errorf("running containerd's garbage collector: %w", err)
 	}
 	return nil
+}
+
+// String is what prune did (or would do) in a line: how many of what,
+// and the bytes.
+func (p *Pruned) String() string {
+	var parts []string
+	for _, k := range []struct{ kind, one, many string }{
+		{PruneImage, "image", "images"},
+		{PruneContainer, "container", "containers"},
+		{PruneSnapshot, "snapshot", "snapshots"},
+		{PruneLease, "expired lease", "expired leases"},
+	} {
+		if n := p.Count(k.kind); n > 0 {
+			if n == 1 {
+				parts = append(parts, "1 "+k.one)
+			} else {
+				parts = append(parts, fmt.Sprintf("%d %s", n, k.many))
+			}
+		}
+	}
+	what := "nothing"
+	if len(parts) > 0 {
+		what = strings.Join(parts, ", ")
+	}
+	if p.DryRun {
+		return fmt.Sprintf("would remove %s from containerd namespace %s, about %s", what, p.Namespace, units.Bytes(p.Bytes))
+	}
+	return fmt.Sprintf("removed %s from containerd namespace %s, %s freed", what, p.Namespace, units.Bytes(p.Bytes))
 }

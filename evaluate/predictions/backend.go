@@ -19,7 +19,7 @@ const Agent = "prediction"
 
 // Dir is the folder of a grade's evaluation folder that keeps the patches
 // graded, one file per prediction.
-const Dir = "predictions"
+const Dir = evaluate.GradeDir
 
 // Exit statuses of agents/prediction's apply.sh.
 const (

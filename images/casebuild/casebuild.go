@@ -109,6 +109,19 @@ func BaseLanguages(home string) ([]string, error) {
 	return langs, nil
 }
 
+// PickBases is the base images that names pick ("go" or "generic-go"),
+// or every one under home when names is empty.
+func PickBases(home string, names []string) ([]string, error) {
+	if len(names) == 0 {
+		return BaseLanguages(home)
+	}
+	langs := make([]string, len(names))
+	for i, l := range names {
+		langs[i] = strings.TrimPrefix(l, "generic-")
+	}
+	return langs, nil
+}
+
 // BuildBase builds base image lang from home/images/base-images with the
 // OS image osImage, for platform ("" = the daemon's), under every name of
 // BaseNames. It returns the manifest digest.

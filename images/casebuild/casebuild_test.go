@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -185,6 +186,27 @@ func TestBaseLanguage(t *testing.T) {
 	} {
 		if got := baseLanguage(ref); got != want {
 			t.Errorf("baseLanguage(%q) = %q, want %q", ref, got, want)
+		}
+	}
+}
+
+// TestPickBases: named bases are taken as given, with or without their
+// generic- prefix; none named is every base of the home.
+func TestPickBases(t *testing.T) {
+	home := t.TempDir()
+	for _, l := range []string{"go", "rust"} {
+		d := filepath.Join(home, "images", "base-images", "generic-"+l)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "Dockerfile"), []byte("FROM x\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct{ args, want []string }{{nil, []string{"go", "rust"}}, {[]string{"generic-c", "go"}, []string{"c", "go"}}} {
+		got, err := PickBases(home, c.args)
+		if err != nil || !slices.Equal(got, c.want) {
+			t.Errorf("PickBases(%v) = %v, %v; want %v", c.args, got, err, c.want)
 		}
 	}
 }

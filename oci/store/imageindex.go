@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
@@ -97,4 +98,17 @@ func (x *storeIndex) ImageIndex(h v1.Hash) (v1.ImageIndex, error) {
 		return nil, err
 	}
 	return x.s.IndexAt(d, x.name)
+}
+
+// Content returns the image or image index ref names, whichever it is:
+// what a push of ref sends.
+func (s *Store) Content(ref name.Reference) (remote.Taggable, error) {
+	desc, err := s.Descriptor(ref)
+	if err != nil {
+		return nil, err
+	}
+	if desc.MediaType.IsIndex() {
+		return s.Index(ref)
+	}
+	return s.Image(ref)
 }

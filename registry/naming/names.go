@@ -3,6 +3,8 @@ package naming
 import (
 	"fmt"
 	"strings"
+
+	"github.com/google/go-containerregistry/pkg/name"
 )
 
 // Names computes the image names of SPEC.md section 1 for one REGISTRY
@@ -105,4 +107,17 @@ func (n Names) SidecarAgent(agent, version string) string {
 		version = n.Version
 	}
 	return strings.ToLower(fmt.Sprintf("%s/agent-%s/sidecar:%s", n.Registry, agent, version))
+}
+
+// IsGrader reports whether ref names a runtime or tool image (sandbox or
+// sidecar), whatever its prefix: the images that grade, on which
+// everything built later stands, which a load replaces only when forced.
+func IsGrader(ref string) bool {
+	r, err := name.ParseReference(ref)
+	if err != nil {
+		return false
+	}
+	repo := "/" + r.Context().RepositoryStr()
+	return strings.HasSuffix(repo, "/runtime") || strings.Contains(repo, "/tool/") ||
+		strings.Contains(repo, "/tool-sidecar/") || strings.HasSuffix(repo, "/tool-sidecar-agent")
 }

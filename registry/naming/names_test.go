@@ -91,3 +91,21 @@ func TestReadDotEnvRejectsGarbage(t *testing.T) {
 		t.Fatalf("ReadDotEnv() error = %v, want it to name line 2", err)
 	}
 }
+
+// TestIsGrader: the runtime and tool images, under any prefix, are the
+// images that grade; case and agent images are not.
+func TestIsGrader(t *testing.T) {
+	for ref, want := range map[string]bool{
+		"localhost:5000/ssebench/runtime:1.0":                true,
+		"mirror.lan/x/tool/kvconf-12:1.0":                    true,
+		"localhost:5000/ssebench/tool-sidecar/kvconf-12:1.0": true,
+		"localhost:5000/ssebench/tool-sidecar-agent:1.0":     true,
+		"localhost:5000/ssebench/case/examples/kvconf-12:1":  false,
+		"localhost:5000/ssebench/agent-dummy/kvconf-12:1":    false,
+		"not a reference": false,
+	} {
+		if got := IsGrader(ref); got != want {
+			t.Errorf("IsGrader(%q) = %t, want %t", ref, got, want)
+		}
+	}
+}

@@ -449,8 +449,8 @@ func WithMountFrom(repos ...string) Option {
 }
 
 // WithBlobProgress makes Push, PushAll and Mirror report each blob to p as
-// it is checked, mounted or uploaded (the CLI's is
-// commands.NewProgressPrinter). The default is no reports.
+// it is checked, mounted or uploaded (the CLI's is a ProgressPrinter).
+// The default is no reports.
 func WithBlobProgress(p Progress) Option {
 	return func(o *options) error {
 		o.move.reporter = p

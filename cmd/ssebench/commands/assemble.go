@@ -85,7 +85,7 @@ time, its own layers are reused and no case layer is read.`,
 			if err != nil {
 				return err
 			}
-			return printResult(cmd.OutOrStdout(), o.JSON, builtOutput(b), fmt.Sprintf("%s@%s", b.Name, b.Digest))
+			return printResult(cmd.OutOrStdout(), o.JSON, b.Summary(), fmt.Sprintf("%s@%s", b.Name, b.Digest))
 		},
 	}
 	f := cmd.Flags()
@@ -236,5 +236,5 @@ func runAssembleAgent(cmd *cobra.Command, g *options.Global, o *assembleAgentOpt
 	if err != nil {
 		return err
 	}
-	return printResult(cmd.OutOrStdout(), o.JSON, builtOutput(b), fmt.Sprintf("%s@%s", b.Name, b.Digest))
+	return printResult(cmd.OutOrStdout(), o.JSON, b.Summary(), fmt.Sprintf("%s@%s", b.Name, b.Digest))
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"runtime"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/42-b3yond-6ug/ssebench/images/buildkit"
 	"github.com/42-b3yond-6ug/ssebench/images/casebuild"
 	"github.com/42-b3yond-6ug/ssebench/registry/remote"
+	"io"
 )
 
 // OSImageEnv names the OS image the base images start from, read from the
@@ -85,14 +85,9 @@ ssebench.base-inputs) is not built again; --force builds it anyway.`,
 			if osImage == "" {
 				return fmt.Errorf("no OS image: pass --os-image (e.g. 127.0.0.1:5000/ssebench/os/debian:bookworm, made by scripts/setup.sh) or set %s", OSImageEnv)
 			}
-			langs := args
-			if len(langs) == 0 {
-				if langs, err = casebuild.BaseLanguages(home); err != nil {
-					return err
-				}
-			}
-			for i, l := range langs {
-				langs[i] = strings.TrimPrefix(l, "generic-")
+			langs, err := casebuild.PickBases(home, args)
+			if err != nil {
+				return err
 			}
 			var bopts []buildkit.Option
 			if len(langs) > 1 {
@@ -112,9 +107,7 @@ ssebench.base-inputs) is not built again; --force builds it anyway.`,
 			}
 			for i, lang := range langs {
 				names, _ := b.BaseNames(home, lang)
-				for _, n := range names {
-					fmt.Fprintf(cmd.OutOrStdout(), "%s@%s\n", n, digests[i])
-				}
+				printDigest(cmd.OutOrStdout(), digests[i], names...)
 			}
 			return nil
 		},
@@ -175,4 +168,11 @@ Exits 1 listing the tasks whose build failed.`,
 	cmd.Flags().BoolVar(&push, "push", false, "push to the registry instead of the local store")
 	addJSONFlag(cmd, &asJSON)
 	return cmd
+}
+
+// printDigest prints name@d for each name: the images a build wrote.
+func printDigest(w io.Writer, d fmt.Stringer, names ...string) {
+	for _, n := range names {
+		fmt.Fprintf(w, "%s@%s\n", n, d)
+	}
 }

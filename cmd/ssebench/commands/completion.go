@@ -3,8 +3,6 @@ package commands
 import (
 	"fmt"
 	"io"
-	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -35,7 +33,7 @@ func addCompletions(root *cobra.Command, g *options.Global) {
 	tasks := func(cmd *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
 		// build-case's tasks are those of --benchmarks.
 		if f := cmd.Flags().Lookup("benchmarks"); f != nil && f.Value.String() != "" {
-			return tasksIn(f.Value.String()), cobra.ShellCompDirectiveNoFileComp
+			return task.TasksIn(f.Value.String()), cobra.ShellCompDirectiveNoFileComp
 		}
 		home, err := g.HomeDir()
 		if err != nil {
@@ -47,14 +45,14 @@ func addCompletions(root *cobra.Command, g *options.Global) {
 				ds = f.Value.String()
 			}
 		}
-		return homeTasks(home, ds), cobra.ShellCompDirectiveNoFileComp
+		return task.HomeTasks(home, ds), cobra.ShellCompDirectiveNoFileComp
 	}
 	datasets := func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		home, err := g.HomeDir()
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
-		return datasetNames(home), cobra.ShellCompDirectiveNoFileComp
+		return task.DatasetNames(home), cobra.ShellCompDirectiveNoFileComp
 	}
 	images := func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
 		return storeNames(g, args), cobra.ShellCompDirectiveNoFileComp
@@ -133,18 +131,6 @@ func walk(c *cobra.Command, fn func(*cobra.Command)) {
 	}
 }
 
-// datasetNames lists the folders under home/datasets that have a
-// dataset.yaml.
-func datasetNames(home string) []string {
-	m, _ := filepath.Glob(filepath.Join(home, "datasets", "*", task.DatasetFile))
-	out := make([]string, 0, len(m))
-	for _, p := range m {
-		out = append(out, filepath.Base(filepath.Dir(p)))
-	}
-	sort.Strings(out)
-	return out
-}
-
 // storeNames lists the names of the local store, those in skip left out,
 // without creating or writing anything.
 func storeNames(g *options.Global, skip []string) []string {
@@ -153,23 +139,13 @@ func storeNames(g *options.Global, skip []string) []string {
 		return nil
 	}
 	defer s.Close()
-	es, err := s.List()
-	if err != nil {
-		return nil
-	}
-	given := map[string]bool{}
+	var given []string
 	for _, a := range skip {
 		if r, err := name.ParseReference(a); err == nil {
-			given[r.Name()] = true
+			given = append(given, r.Name())
 		}
 	}
-	var out []string
-	for _, e := range es {
-		if !given[e.Name] {
-			out = append(out, e.Name)
-		}
-	}
-	sort.Strings(out)
+	out, _ := s.Names(given...)
 	return out
 }
 

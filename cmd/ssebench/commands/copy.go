@@ -4,15 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
-	"text/tabwriter"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/spf13/cobra"
 
 	"github.com/42-b3yond-6ug/ssebench/cmd/ssebench/commands/options"
-	"github.com/42-b3yond-6ug/ssebench/internal/units"
-	"github.com/42-b3yond-6ug/ssebench/oci/store"
 	"github.com/42-b3yond-6ug/ssebench/registry/remote"
 )
 
@@ -20,15 +16,6 @@ type copyOptions struct {
 	Platform string
 	Jobs     int
 	JSON     bool
-}
-
-// copyOutput is `copy --json` and `tag --json`.
-type copyOutput struct {
-	Source    string    `json:"source"`
-	Target    string    `json:"target"`
-	Digest    string    `json:"digest"`
-	FromStore bool      `json:"from_store"`
-	Push      *pushJSON `json:"push,omitempty"`
 }
 
 func newCmdCopy(g *options.Global) *cobra.Command {
@@ -61,7 +48,7 @@ manifest goes last, so an interrupted copy leaves DST as it was.`,
 				return err
 			}
 			defer s.Close()
-			pp := NewProgressPrinter(cmd.ErrOrStderr(), ProgressQuiet(g.Quiet))
+			pp := newProgress(cmd, g.Quiet)
 			ropts = append(ropts, remote.WithJobs(o.Jobs), remote.WithBlobProgress(pp), remote.WithIndexPlatform(p))
 			res, err := remote.Copy(cmd.Context(), args[0], args[1], ropts...)
 			if res != nil {
@@ -98,15 +85,7 @@ func missingImage(g *options.Global, err error) error {
 }
 
 func printCopied(w io.Writer, res *remote.Copied, asJSON bool) error {
-	if asJSON {
-		out := copyOutput{Source: res.Source, Target: res.Target, Digest: res.Digest.String(), FromStore: res.FromStore}
-		if res.Push.Manifests > 0 || len(res.Push.Blobs) > 0 {
-			out.Push = pushReportJSON(&res.Push)
-		}
-		return writeJSONTo(w, out)
-	}
-	_, err := fmt.Fprintf(w, "%s@%s\n", res.Target, res.Digest)
-	return err
+	return printResult(w, asJSON, res.Summary(), fmt.Sprintf("%s@%s", res.Target, res.Digest))
 }
 
 func newCmdTag(g *options.Global) *cobra.Command {
@@ -130,14 +109,9 @@ exist: nothing is created.`,
 			if err != nil {
 				return fmt.Errorf("IMAGE %q is not an image reference: name it as REGISTRY/REPOSITORY:TAG", args[0])
 			}
-			dst, err := newTag(src, args[1])
+			dst, err := remote.ParseNewTag(src, args[1])
 			if err != nil {
 				return err
-			}
-			// A tag names an image where the image is: another registry
-			// gets it by a copy, in the store as in a registry.
-			if src.Context().RegistryStr() != dst.Context().RegistryStr() {
-				return fmt.Errorf("cannot tag %s as %s: a tag stays in its registry; copy it there with `ssebench copy %s %s`", src.Name(), dst.Name(), src.Name(), dst.Name())
 			}
 			s, ropts, err := g.StoreOptions(nil)
 			if err != nil {
@@ -148,26 +122,14 @@ exist: nothing is created.`,
 			if err != nil {
 				return err
 			}
-			if pull != remote.PullAlways {
-				desc, err := s.Descriptor(src)
-				switch {
-				case err == nil:
-					if err := s.Tag(cmd.Context(), src, dst); err != nil {
-						return fmt.Errorf("tagging %s as %s in the local store: %w", src.Name(), dst.Name(), err)
-					}
-					// Said apart from a registry's tag, which prints the
-					// same name: this one is on this machine only.
-					fmt.Fprintf(cmd.ErrOrStderr(), "tagged in the local store only (%s is unchanged): `ssebench push %s` sends it, or tag it there with --pull always\n", src.Context().RegistryStr(), dst.Name())
-					return printCopied(cmd.OutOrStdout(), &remote.Copied{Source: src.Name(), Target: dst.Name(), Digest: desc.Digest, FromStore: true}, asJSON)
-				case !errors.Is(err, store.ErrNotFound):
-					return err
-				case pull == remote.PullNever:
-					return fmt.Errorf("%w; --pull=never forbids tagging it in its registry", err)
-				}
-			}
-			res, err := remote.Retag(cmd.Context(), src.Name(), dst.Name(), ropts...)
+			res, err := remote.TagWhere(cmd.Context(), s, src, dst, pull, ropts...)
 			if err != nil {
 				return missingImage(g, err)
+			}
+			if res.FromStore {
+				// Said apart from a registry's tag, which prints the
+				// same name: this one is on this machine only.
+				fmt.Fprintf(cmd.ErrOrStderr(), "tagged in the local store only (%s is unchanged): `ssebench push %s` sends it, or tag it there with --pull always\n", src.Context().RegistryStr(), dst.Name())
 			}
 			return printCopied(cmd.OutOrStdout(), res, asJSON)
 		},
@@ -176,61 +138,10 @@ exist: nothing is created.`,
 	return cmd
 }
 
-// newTag reads NEWTAG: a bare tag names src's repository, anything else
-// is a full reference.
-func newTag(src name.Reference, s string) (name.Reference, error) {
-	if !strings.ContainsAny(s, "/:@") {
-		t, err := name.NewTag(src.Context().Name() + ":" + s)
-		if err != nil {
-			return nil, fmt.Errorf("NEWTAG %q is not a valid tag: use letters, digits, '_', '.' and '-' (at most 128, not starting with '.' or '-')", s)
-		}
-		return t, nil
-	}
-	r, err := name.ParseReference(s)
-	if err != nil {
-		return nil, fmt.Errorf("NEWTAG %q is neither a tag nor an image reference: name it as TAG or REGISTRY/REPOSITORY:TAG", s)
-	}
-	if _, ok := r.(name.Digest); ok {
-		return nil, fmt.Errorf("NEWTAG %q is a digest: a tag is needed, as in REGISTRY/REPOSITORY:TAG", s)
-	}
-	return r, nil
-}
-
-// printPlan prints what a --dry-run would do: one line per image, then
-// the totals; nothing is written anywhere.
+// printPlan prints what a --dry-run would do; nothing is written anywhere.
 func printPlan(w io.Writer, plan *remote.Plan, asJSON bool) error {
 	if asJSON {
 		return writeJSONTo(w, plan)
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TARGET\tDIGEST\tBLOBS\tEXISTING\tMOUNT\tUPLOAD\tTAG")
-	for _, im := range plan.Images {
-		tag := "new"
-		switch im.Current {
-		case "":
-		case im.Digest:
-			tag = "unchanged"
-		default:
-			tag = "moves from " + shortDigest(im.Current)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%d (%s)\t%d (%s)\t%d (%s)\t%d (%s)\t%s\n", im.Target, shortDigest(im.Digest),
-			im.Blobs, units.Bytes(im.Bytes), im.Existing, units.Bytes(im.ExistingBytes),
-			im.Mountable, units.Bytes(im.MountableBytes), im.Upload, units.Bytes(im.UploadBytes), tag)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	for _, m := range plan.Missing {
-		fmt.Fprintf(w, "missing from the source registry: %s\n", m)
-	}
-	_, err := fmt.Fprintf(w, "dry run: would upload %s (%s) for %s; nothing was written\n",
-		units.Bytes(plan.UploadBytes), units.Plural(plan.UploadBlobs, "blob"), units.Plural(len(plan.Images), "image"))
-	return err
-}
-
-func shortDigest(d string) string {
-	if i := strings.IndexByte(d, ':'); i >= 0 && len(d) > i+13 {
-		return d[:i+13]
-	}
-	return d
+	return plan.WriteTable(w)
 }

@@ -70,7 +70,7 @@ func newEnv(g *options.Global, cmd *cobra.Command, runtime string) (*pipeline.En
 		},
 	}
 	if !g.Quiet {
-		phases := NewPhasePrinter(cmd.ErrOrStderr(), "tool image")
+		phases := pipeline.NewPhasePrinter(cmd.ErrOrStderr(), "tool image", ProgressInterval)
 		e.Phase = phases.Phase
 		return e, func() { phases.Close(); s.Close() }, nil
 	}

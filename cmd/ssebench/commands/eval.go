@@ -242,16 +242,10 @@ func printEval(cmd *cobra.Command, o *evalOptions, dir string, out *evaluate.Out
 		// Said before the report, which says it is partial.
 		fmt.Fprintf(stderr, "interrupted: what is done stays; `ssebench eval --resume %s` runs the rest\n", dir)
 	}
-	runs, lerr := results.List(dir)
-	if lerr != nil || len(runs) == 0 {
+	rep, runs, rerr := evaluate.Report(dir, o.FailOnAudit)
+	if rerr != nil {
 		return err
 	}
-	if o.FailOnAudit {
-		results.FailOnAudit(runs)
-	}
-	rep := results.NewReport(filepath.Base(dir), runs)
-	rep.Evaluation, _ = results.ReadEvaluation(dir)
-	rep.Partial = evalPartial(dir)
 	if v := rep.Verdicts(); v != "" {
 		fmt.Fprintf(stderr, "%s: `ssebench runs report %s` lists them\n", v, dir)
 	}
@@ -308,7 +302,7 @@ func evalPlan(g *options.Global, e *pipeline.Env, cmd *cobra.Command, o *evalOpt
 	agents := evaluate.SplitList(o.Agents)
 	tasks := evaluate.SplitList(o.Tasks)
 	local := o.Local
-	if err := checkLocal(local); err != nil {
+	if err := pipeline.CheckLocal(local); err != nil {
 		return nil, "", err
 	}
 	if len(tasks) == 0 {
@@ -354,7 +348,7 @@ func evalPlan(g *options.Global, e *pipeline.Env, cmd *cobra.Command, o *evalOpt
 	}
 	// Names last, once every flag was accepted: each refusal says one
 	// thing to fix.
-	if err := checkNames(e.Home, agents, tasks, local, o.Catalog); err != nil {
+	if err := pipeline.CheckNames(e.Home, agents, tasks, local, o.Catalog); err != nil {
 		return nil, "", err
 	}
 	// What would fail every run after its images (a model file that does

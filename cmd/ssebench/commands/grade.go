@@ -3,12 +3,9 @@ package commands
 import (
 	"errors"
 	"fmt"
-	"io"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -81,28 +78,6 @@ that could be graded was, whatever the grades; 1 otherwise.`,
 	return cmd
 }
 
-// gradeOutcome is one prediction's line, and its entry of --json.
-type gradeOutcome struct {
-	InstanceID string `json:"instance_id"`
-	Model      string `json:"model_name_or_path"`
-	Where      string `json:"where"`
-	// Status is PASSED, FAILED, NOT APPLIED (the patch is no diff or does
-	// not apply: the unchanged source was graded), FORGED (an integrity
-	// verdict: the grade's evidence was forged; Reason says which), "not
-	// graded" (the
-	// run left no grade), refused (not graded: Reason says why), error
-	// (an infrastructure failure: grade again) or "not run" (interrupted
-	// first).
-	Status string `json:"status"`
-	Reason string `json:"reason,omitempty"`
-	RunID  string `json:"run_id,omitempty"`
-	// Flags are what a reader must not miss beyond the status: "flagged
-	// by the audit (2 findings)", "judged by exit status", ...; Audit is
-	// the audit's findings (`ssebench runs show` prints them).
-	Flags []string                `json:"flags,omitempty"`
-	Audit []contract.AuditFinding `json:"audit,omitempty"`
-}
-
 func runGrade(cmd *cobra.Command, g *options.Global, o *gradeOptions) error {
 	if err := o.validate(cmd, g); err != nil {
 		return err
@@ -117,7 +92,7 @@ func runGrade(cmd *cobra.Command, g *options.Global, o *gradeOptions) error {
 	if err != nil {
 		return err
 	}
-	outcomes, byKey := gradeOutcomes(gr)
+	outcomes, byKey := gr.Outcomes()
 	stderr := cmd.ErrOrStderr()
 	njobs, why := evaluate.DefaultJobs()
 	if cmd.Flag("jobs").Changed {
@@ -127,7 +102,7 @@ func runGrade(cmd *cobra.Command, g *options.Global, o *gradeOptions) error {
 		results.Plural(len(outcomes), "prediction", "predictions"), gr.Dir, njobs, why)
 	for _, out := range outcomes {
 		if out.Status == "refused" {
-			fmt.Fprintln(stderr, out.line())
+			fmt.Fprintln(stderr, out.Line())
 		}
 	}
 	var runErr error
@@ -139,7 +114,7 @@ func runGrade(cmd *cobra.Command, g *options.Global, o *gradeOptions) error {
 		}}, gr.Patches)
 		var eout *evaluate.Outcome
 		eout, runErr = evaluate.Evaluate(cmd.Context(), b, gr.Dir, gr.Plan, evaluate.WithJobs(njobs), evaluate.WithRetries(o.Retries),
-			evaluate.WithProgress(&gradeProgress{w: stderr, patches: gr.Patches, outcomes: byKey}))
+			evaluate.WithProgress(predictions.NewProgress(stderr, gr, byKey)))
 		if eout != nil {
 			for k, err := range eout.Failed {
 				byKey[k].Status, byKey[k].Reason = "error", err.Error()
@@ -217,26 +192,9 @@ func (o *gradeOptions) grading(cmd *cobra.Command, g *options.Global, e *pipelin
 	return gr, gr.Write()
 }
 
-// gradeOutcomes are the lines of gr's predictions, in the file's order,
-// and those of the graded ones by their job's key.
-func gradeOutcomes(gr *predictions.Grading) ([]*gradeOutcome, map[string]*gradeOutcome) {
-	var outcomes []*gradeOutcome
-	byKey := map[string]*gradeOutcome{}
-	for _, p := range gr.Selected {
-		out := &gradeOutcome{InstanceID: p.ID, Model: p.Model, Where: p.Where, Status: "not run"}
-		outcomes = append(outcomes, out)
-		if p.Refused != "" {
-			out.Status, out.Reason = "refused", p.Refused
-			continue
-		}
-		byKey[predictions.Job(p).Key()] = out
-	}
-	return outcomes, byKey
-}
-
 // printGrade prints the outcomes (--json) or the report of the folder dir,
 // and says how the grade ended; runErr is the evaluation's.
-func printGrade(cmd *cobra.Command, o *gradeOptions, dir string, outcomes []*gradeOutcome, runErr error) error {
+func printGrade(cmd *cobra.Command, o *gradeOptions, dir string, outcomes []*predictions.Outcome, runErr error) error {
 	if o.JSON {
 		if err := writeJSONTo(cmd.OutOrStdout(), outcomes); err != nil {
 			return err
@@ -275,72 +233,4 @@ func unknownTask(id string, known []string) string {
 		return fmt.Sprintf("unknown task %s: did you mean %q?", quote(id), s)
 	}
 	return fmt.Sprintf("unknown task %s: the dataset has no such task", quote(id))
-}
-
-// line is the prediction's one line of output.
-func (o *gradeOutcome) line() string {
-	s := fmt.Sprintf("%s %s (%s): %s", quote(o.InstanceID), quote(o.Model), o.Where, o.Status)
-	if o.Reason != "" {
-		s += ": " + o.Reason
-	}
-	if len(o.Flags) > 0 {
-		s += " [" + strings.Join(o.Flags, "; ") + "]"
-	}
-	return s
-}
-
-// gradeProgress prints one line per graded prediction, and retries.
-type gradeProgress struct {
-	mu       sync.Mutex
-	w        io.Writer
-	patches  map[string]*predictions.Prediction
-	outcomes map[string]*gradeOutcome
-}
-
-func (p *gradeProgress) Begin(int, int, int) {}
-func (p *gradeProgress) Start(evaluate.Job)  {}
-func (p *gradeProgress) End()                {}
-
-func (p *gradeProgress) Retry(j evaluate.Job, err error, again bool, _ time.Duration) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	what := "giving up"
-	if again {
-		what = "trying again"
-	}
-	fmt.Fprintf(p.w, "%s %s: %v (an infrastructure failure: %s)\n", quote(j.Task), quote(j.Agent), err, what)
-}
-
-func (p *gradeProgress) Finish(j evaluate.Job, r *results.Run) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	out := p.outcomes[j.Key()]
-	out.RunID = r.ID
-	switch r.Verdict() {
-	case results.VerdictPassed:
-		out.Status = "PASSED"
-	case results.VerdictForged:
-		out.Status = "FORGED"
-	case results.VerdictNotGraded:
-		out.Status = "not graded"
-	case results.VerdictNotApplied:
-		out.Status = results.VerdictNotApplied
-	default:
-		out.Status = "FAILED"
-	}
-	e := r.Entry()
-	out.Flags, out.Audit = e.Flags(), e.Audit
-	if r.Result != nil {
-		if r.Forged() {
-			out.Reason = r.Integrity()
-		} else if n := predictions.Note(r.Result.AgentExit, p.patches[j.Key()]); n != "" {
-			out.Reason = strings.TrimPrefix(n, "prediction: ")
-		} else if !r.Passed() {
-			// The verdict without the status the line already gives.
-			if _, why, ok := strings.Cut(r.Grade(), ": "); ok {
-				out.Reason = why
-			}
-		}
-	}
-	fmt.Fprintln(p.w, out.line())
 }

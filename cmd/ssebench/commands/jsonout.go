@@ -11,9 +11,6 @@ import (
 	"github.com/42-b3yond-6ug/ssebench/assemble"
 	"github.com/42-b3yond-6ug/ssebench/images/casebuild"
 	"github.com/42-b3yond-6ug/ssebench/internal/units"
-	"github.com/42-b3yond-6ug/ssebench/pipeline"
-	"github.com/42-b3yond-6ug/ssebench/registry/archive"
-	"github.com/42-b3yond-6ug/ssebench/registry/remote"
 	"github.com/42-b3yond-6ug/ssebench/task"
 )
 
@@ -21,65 +18,6 @@ import (
 // document on stdout, and its progress and notes go to stderr as before.
 func addJSONFlag(cmd *cobra.Command, p *bool) {
 	cmd.Flags().BoolVar(p, "json", false, "print one JSON document on stdout instead of lines")
-}
-
-// imageJSON is an image a command wrote or checked.
-type imageJSON struct {
-	Name   string `json:"name"`
-	Digest string `json:"digest"`
-}
-
-// pushJSON is what a push moved (remote.PushReport without the blob list).
-type pushJSON struct {
-	Uploaded      int64 `json:"uploaded_bytes"`
-	Mounted       int64 `json:"mounted_bytes"`
-	Skipped       int64 `json:"skipped_bytes"`
-	UploadedBlobs int   `json:"uploaded_blobs"`
-	MountedBlobs  int   `json:"mounted_blobs"`
-	SkippedBlobs  int   `json:"skipped_blobs"`
-	Manifests     int   `json:"manifests"`
-}
-
-func pushReportJSON(r *remote.PushReport) *pushJSON {
-	if r == nil {
-		return nil
-	}
-	return &pushJSON{Uploaded: r.Uploaded, Mounted: r.Mounted, Skipped: r.Skipped,
-		UploadedBlobs: r.UploadedBlobs, MountedBlobs: r.MountedBlobs, SkippedBlobs: r.SkippedBlobs, Manifests: r.Manifests}
-}
-
-// pushOutput is `push --json` and `load --push --json`.
-type pushOutput struct {
-	Images []imageJSON `json:"images"`
-	Push   *pushJSON   `json:"push"`
-}
-
-// loadOutput is `load --json`.
-type loadOutput struct {
-	Images   []imageJSON       `json:"images"`
-	Blobs    int               `json:"blobs"`
-	Bytes    int64             `json:"bytes"`
-	Stored   int               `json:"stored_blobs"`
-	Registry string            `json:"registry,omitempty"`
-	Replaced []replacementJSON `json:"replaced"`
-	Push     *pushJSON         `json:"push,omitempty"`
-}
-
-type replacementJSON struct {
-	Name string `json:"name"`
-	Old  string `json:"old"`
-	New  string `json:"new"`
-}
-
-func loadReportJSON(r *archive.Report) *loadOutput {
-	out := &loadOutput{Images: []imageJSON{}, Blobs: r.Blobs, Bytes: r.Bytes, Stored: r.Stored, Registry: r.Registry, Replaced: []replacementJSON{}}
-	for _, im := range r.Images {
-		out.Images = append(out.Images, imageJSON{Name: im.Name, Digest: im.Descriptor.Digest.String()})
-	}
-	for _, rp := range r.Replaced {
-		out.Replaced = append(out.Replaced, replacementJSON{Name: rp.Name, Old: rp.Old.String(), New: rp.New.String()})
-	}
-	return out
 }
 
 // verifyOutput is `verify --json`.
@@ -155,21 +93,6 @@ func casesJSON(out []casebuild.CaseOutcome) []caseJSON {
 		rows = append(rows, r)
 	}
 	return rows
-}
-
-// builtJSON is `assemble tool --json` and `assemble agent --json`.
-type builtJSON struct {
-	Name        string    `json:"name"`
-	Digest      string    `json:"digest"`
-	How         string    `json:"how"`
-	Reused      bool      `json:"reused"`
-	TookSeconds float64   `json:"took_seconds"`
-	Push        *pushJSON `json:"push,omitempty"`
-}
-
-func builtOutput(b *pipeline.Built) *builtJSON {
-	return &builtJSON{Name: b.Name, Digest: b.Digest.String(), How: b.How, Reused: b.Reused,
-		TookSeconds: b.Took.Seconds(), Push: pushReportJSON(b.Push)}
 }
 
 // printImage prints name@digest, or the JSON of v with asJSON.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -99,28 +98,6 @@ func TestLoginUsage(t *testing.T) {
 		code, _, errOut := mainStdin(t, "", tc.args...)
 		if code != 1 || !strings.Contains(errOut, tc.want) || strings.Count(errOut, "\n") != 1 {
 			t.Errorf("ssebench %s: exit %d, stderr %q; want one line with %q", strings.Join(tc.args, " "), code, errOut, tc.want)
-		}
-	}
-}
-
-func TestLoginHintOnlyForRegistries(t *testing.T) {
-	newCLI(t)
-	// A model API's refusal is not a registry's: no login hint. The
-	// gateway's errors reach the user as text like this.
-	for _, msg := range []string{
-		"model request failed: 401 Unauthorized",
-		"the upstream model answered 403 Forbidden",
-	} {
-		if hint := commands.LoginHint(errors.New(msg)); hint != "" {
-			t.Errorf("LoginHint(%q) = %q, want none", msg, hint)
-		}
-	}
-	for msg, host := range map[string]string{
-		`pushing x: HEAD http://127.0.0.1:5000/v2/a/blobs/sha256:ab: unexpected status code 401 Unauthorized`: "127.0.0.1:5000",
-		`failed to push registry.lan:5000/a:1: denied: requested access to the resource is denied`:            "HOST",
-	} {
-		if hint := commands.LoginHint(errors.New(msg)); !strings.Contains(hint, "ssebench login "+host+" ") {
-			t.Errorf("LoginHint(%q) = %q, want a login hint for %s", msg, hint, host)
 		}
 	}
 }

@@ -45,7 +45,7 @@ func MainCommand(ctx context.Context, root *cobra.Command, args []string, stdout
 		return ExitInterrupted
 	}
 	msg := err.Error()
-	if hint := LoginHint(err); hint != "" {
+	if hint := remote.LoginHint(err); hint != "" {
 		msg += "; " + hint
 	}
 	fmt.Fprintln(stderr, "Error:", Redact(remote.LoopbackMessage(msg)))

@@ -105,7 +105,7 @@ func runMirror(cmd *cobra.Command, g *options.Global, o *mirrorOptions, args []s
 	if o.DryRun {
 		return mirrorDryRun(cmd, o, refs, from, append(ropts, remote.WithIndexPlatform(p)))
 	}
-	pp := NewProgressPrinter(cmd.ErrOrStderr(), ProgressQuiet(g.Quiet))
+	pp := newProgress(cmd, g.Quiet)
 	ropts = append(ropts, remote.WithJobs(o.Jobs), remote.WithBlobProgress(pp), remote.WithIndexPlatform(p))
 	rep, err := remote.Mirror(cmd.Context(), refs, from, o.To, ropts...)
 	pp.Finish(nil)
@@ -179,11 +179,7 @@ func mirrorDryRun(cmd *cobra.Command, o *mirrorOptions, refs []string, from stri
 func printMirror(cmd *cobra.Command, o *mirrorOptions, rep *remote.MirrorReport) error {
 	var err error
 	if o.JSON {
-		out := mirrorOutput{Images: []mirroredJSON{}, Missing: rep.Missing, Push: pushReportJSON(&rep.Push)}
-		for _, im := range rep.Images {
-			out.Images = append(out.Images, mirroredJSON{Source: im.Source, Target: im.Target, Digest: im.Digest.String()})
-		}
-		err = writeJSONTo(cmd.OutOrStdout(), out)
+		err = writeJSONTo(cmd.OutOrStdout(), rep.Summary())
 	} else {
 		for _, im := range rep.Images {
 			fmt.Fprintf(cmd.OutOrStdout(), "%s@%s\n", im.Target, im.Digest)
@@ -201,7 +197,7 @@ func mirrorSet(home string, names naming.Names, o *mirrorOptions) ([]string, err
 	}
 	var dirs []string
 	for _, d := range o.Datasets {
-		dirs = append(dirs, datasetArg(home, d))
+		dirs = append(dirs, task.DatasetArg(home, d))
 	}
 	if len(dirs) == 0 {
 		all, err := filepath.Glob(filepath.Join(home, "datasets", "*", task.DatasetFile))
@@ -232,17 +228,4 @@ func mirrorMissing(err error, o *mirrorOptions) error {
 		return fmt.Errorf("%w; mirror copies a published set: case images are tagged with their dataset's version by `ssebench dataset publish`, tool images are in the registry once `ssebench assemble tool --push` (or `eval --registry`) made them; or name the images to copy with --only-args", err)
 	}
 	return err
-}
-
-// mirrorOutput is `mirror --json`.
-type mirrorOutput struct {
-	Images  []mirroredJSON `json:"images"`
-	Missing []string       `json:"missing,omitempty"`
-	Push    *pushJSON      `json:"push"`
-}
-
-type mirroredJSON struct {
-	Source string `json:"source"`
-	Target string `json:"target"`
-	Digest string `json:"digest"`
 }

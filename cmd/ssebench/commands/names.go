@@ -59,7 +59,7 @@ func runNames(cmd *cobra.Command, g *options.Global, o *namesOptions) error {
 // taskNames are the images of o's task: its base and case image when its
 // dataset is known, its tool image, o's agent's image, and the runtime.
 func taskNames(home string, n naming.Names, o *namesOptions) ([]nameRow, error) {
-	if err := checkTask(home, o.Dataset, o.Task); err != nil {
+	if err := task.CheckTask(home, o.Dataset, o.Task); err != nil {
 		return nil, err
 	}
 	var rows []nameRow
@@ -68,7 +68,7 @@ func taskNames(home string, n naming.Names, o *namesOptions) ([]nameRow, error) 
 		dataset = findDataset(home, o.Task)
 	}
 	if dataset != "" {
-		if base := taskBase(home, dataset, o.Task); base != "" {
+		if base := task.PinnedBase(home, dataset, o.Task); base != "" {
 			rows = append(rows, nameRow{"base", n.Prefixed(base)})
 		}
 		rows = append(rows, nameRow{"case", n.Case(dataset, o.Task)})

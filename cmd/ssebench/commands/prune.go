@@ -2,7 +2,6 @@ package commands
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -68,7 +67,7 @@ interrupted runs and "run --keep-images" left. Images kept with
 					fmt.Fprintf(w, "%s\t%s\t%s\n", it.Kind, it.Name, units.Bytes(it.Bytes))
 				}
 			}
-			fmt.Fprintln(w, pruneLine(p))
+			fmt.Fprintln(w, p)
 			return nil
 		},
 	}
@@ -77,31 +76,4 @@ interrupted runs and "run --keep-images" left. Images kept with
 	f.BoolVar(&o.All, "all", false, "also remove the images kept by run --keep-images")
 	f.BoolVar(&o.JSON, "json", false, "print what was removed as JSON")
 	return cmd
-}
-
-// pruneLine is prune's one line: how many of what, and the bytes.
-func pruneLine(p *runner.Pruned) string {
-	var parts []string
-	for _, k := range []struct{ kind, one, many string }{
-		{runner.PruneImage, "image", "images"},
-		{runner.PruneContainer, "container", "containers"},
-		{runner.PruneSnapshot, "snapshot", "snapshots"},
-		{runner.PruneLease, "expired lease", "expired leases"},
-	} {
-		if n := p.Count(k.kind); n > 0 {
-			if n == 1 {
-				parts = append(parts, "1 "+k.one)
-			} else {
-				parts = append(parts, fmt.Sprintf("%d %s", n, k.many))
-			}
-		}
-	}
-	what := "nothing"
-	if len(parts) > 0 {
-		what = strings.Join(parts, ", ")
-	}
-	if p.DryRun {
-		return fmt.Sprintf("would remove %s from containerd namespace %s, about %s", what, p.Namespace, units.Bytes(p.Bytes))
-	}
-	return fmt.Sprintf("removed %s from containerd namespace %s, %s freed", what, p.Namespace, units.Bytes(p.Bytes))
 }

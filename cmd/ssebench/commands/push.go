@@ -58,7 +58,7 @@ func runPush(cmd *cobra.Command, g *options.Global, o *pushOptions, args []strin
 		return err
 	}
 	defer s.Close()
-	pp := NewProgressPrinter(cmd.ErrOrStderr(), ProgressQuiet(g.Quiet || o.DryRun))
+	pp := newProgress(cmd, g.Quiet || o.DryRun)
 	ropts = append(ropts, remote.WithJobs(o.Jobs), remote.WithMountFrom(o.MountFrom...), remote.WithBlobProgress(pp))
 	total := &remote.PushReport{}
 	if !o.DryRun {
@@ -79,7 +79,7 @@ func runPush(cmd *cobra.Command, g *options.Global, o *pushOptions, args []strin
 		}
 		return printPlan(cmd.OutOrStdout(), plan, o.JSON)
 	}
-	pushed := []imageJSON{}
+	pushed := []remote.ImageDigest{}
 	for i, ref := range refs {
 		rep, err := remote.Push(cmd.Context(), ref.Name(), contents[i], ropts...)
 		total.Merge(rep)
@@ -90,13 +90,13 @@ func runPush(cmd *cobra.Command, g *options.Global, o *pushOptions, args []strin
 		if err != nil {
 			return err
 		}
-		pushed = append(pushed, imageJSON{Name: ref.Name(), Digest: d.String()})
+		pushed = append(pushed, remote.ImageDigest{Name: ref.Name(), Digest: d.String()})
 		if !o.JSON {
 			fmt.Fprintf(cmd.OutOrStdout(), "%s@%s\n", ref.Name(), d)
 		}
 	}
 	if o.JSON {
-		return writeJSONTo(cmd.OutOrStdout(), pushOutput{Images: pushed, Push: pushReportJSON(total)})
+		return writeJSONTo(cmd.OutOrStdout(), remote.PushOutput{Images: pushed, Push: total.Summary()})
 	}
 	return nil
 }
@@ -104,7 +104,7 @@ func runPush(cmd *cobra.Command, g *options.Global, o *pushOptions, args []strin
 // storeContents finds every image args names in the store before
 // anything moves: a typo in the last name fails at once, and the
 // progress's totals cover them all.
-func storeContents(s *store.Store, args []string, pp *ProgressPrinter) ([]name.Reference, []ggremote.Taggable, error) {
+func storeContents(s *store.Store, args []string, pp *remote.ProgressPrinter) ([]name.Reference, []ggremote.Taggable, error) {
 	refs := make([]name.Reference, len(args))
 	contents := make([]ggremote.Taggable, len(args))
 	for i, a := range args {
@@ -112,7 +112,7 @@ func storeContents(s *store.Store, args []string, pp *ProgressPrinter) ([]name.R
 		if err != nil {
 			return nil, nil, fmt.Errorf("parsing image reference %q: %w", a, err)
 		}
-		if contents[i], err = storeContent(s, ref); err != nil {
+		if contents[i], err = s.Content(ref); err != nil {
 			return nil, nil, err
 		}
 		refs[i] = ref
@@ -121,14 +121,13 @@ func storeContents(s *store.Store, args []string, pp *ProgressPrinter) ([]name.R
 	return refs, contents, nil
 }
 
-// storeContent returns the store's image or image index for ref.
-func storeContent(s *store.Store, ref name.Reference) (ggremote.Taggable, error) {
-	desc, err := s.Descriptor(ref)
-	if err != nil {
-		return nil, err
-	}
-	if desc.MediaType.IsIndex() {
-		return s.Index(ref)
-	}
-	return s.Image(ref)
+// ProgressInterval is how often the progress of a push, and the phases of
+// an assembly, are said off a terminal. A variable so that tests need not
+// wait ten seconds.
+var ProgressInterval = remote.ProgressInterval
+
+// newProgress is a command's push progress on stderr (quiet: only the
+// summary).
+func newProgress(cmd *cobra.Command, quiet bool) *remote.ProgressPrinter {
+	return remote.NewProgressPrinter(cmd.ErrOrStderr(), remote.ProgressQuiet(quiet), remote.ProgressEvery(ProgressInterval))
 }

@@ -185,7 +185,7 @@ func runDatasetLock(cmd *cobra.Command, g *options.Global, dir, revision string,
 		return err
 	}
 	defer s.Close()
-	rec, err := release.ReadRecord(release.RecordFile(s.Dir(), ds.Name, ds.Version), ds.Name, ds.Version)
+	rec, err := release.StoredRecord(s.Dir(), ds)
 	if err != nil {
 		return err
 	}
@@ -287,11 +287,9 @@ PREFIX/catalog/<dataset>:<version> to "ssebench mirror"'s arguments.`,
 			if err != nil {
 				return err
 			}
-			rev := revision
-			if rev == "" {
-				if rev = release.Revision(cmd.Context(), dir); rev == "" {
-					return fmt.Errorf("%s is not in a git checkout: pass --revision, the commit the images are built from", dir)
-				}
+			rev, err := release.PublishRevision(cmd.Context(), dir, revision)
+			if err != nil {
+				return err
 			}
 			ds, err := task.LoadDataset(dir)
 			if err != nil {
@@ -302,7 +300,7 @@ PREFIX/catalog/<dataset>:<version> to "ssebench mirror"'s arguments.`,
 				return err
 			}
 			defer s.Close()
-			rec, err := release.ReadRecord(release.RecordFile(s.Dir(), ds.Name, ds.Version), ds.Name, ds.Version)
+			rec, err := release.StoredRecord(s.Dir(), ds)
 			if err != nil {
 				return err
 			}
@@ -372,26 +370,6 @@ bytes uploaded, mounted and skipped, and the time taken.`,
 	return cmd
 }
 
-// toolsImageJSON is one tool image of `dataset tools --json`.
-type toolsImageJSON struct {
-	Task   string    `json:"task"`
-	Name   string    `json:"name"`
-	Digest string    `json:"digest"`
-	Result string    `json:"result"` // assembled, pushed or unchanged
-	Signed bool      `json:"signed"`
-	Push   *pushJSON `json:"push,omitempty"`
-}
-
-// toolsJSON is `dataset tools --json`: each image, then the figures.
-type toolsJSON struct {
-	Dataset   string           `json:"dataset"`
-	Images    []toolsImageJSON `json:"images"`
-	Rebuilt   int              `json:"rebuilt"`
-	Unchanged int              `json:"unchanged"`
-	Push      *pushJSON        `json:"push"`
-	Seconds   float64          `json:"seconds"`
-}
-
 func runDatasetTools(cmd *cobra.Command, g *options.Global, o *datasetToolsOptions, dir string) error {
 	start := time.Now()
 	ds, err := task.LoadDataset(dir)
@@ -426,7 +404,7 @@ func runDatasetTools(cmd *cobra.Command, g *options.Global, o *datasetToolsOptio
 		return err
 	}
 	if o.JSON {
-		return writeJSONTo(w, toolsOutput(ds, rep, time.Since(start)))
+		return writeJSONTo(w, rep.Summary(ds.Name, time.Since(start)))
 	}
 	if o.Push {
 		fmt.Fprintf(w, "tool images: %d rebuilt and pushed, %d unchanged\n", rep.Rebuilt, rep.Unchanged)
@@ -437,15 +415,4 @@ func runDatasetTools(cmd *cobra.Command, g *options.Global, o *datasetToolsOptio
 	}
 	fmt.Fprintf(w, "took %s\n", time.Since(start).Round(100*time.Millisecond))
 	return nil
-}
-
-// toolsOutput is `dataset tools --json` of rep.
-func toolsOutput(ds *task.Dataset, rep *release.ToolsReport, took time.Duration) toolsJSON {
-	out := toolsJSON{Dataset: ds.Name, Images: []toolsImageJSON{}, Rebuilt: rep.Rebuilt, Unchanged: rep.Unchanged,
-		Push: pushReportJSON(rep.Push), Seconds: took.Seconds()}
-	for _, img := range rep.Images {
-		out.Images = append(out.Images, toolsImageJSON{Task: img.Task, Name: img.Name, Digest: img.Digest.String(),
-			Result: img.Result, Signed: img.Signed, Push: pushReportJSON(img.Push)})
-	}
-	return out
 }

@@ -151,7 +151,7 @@ func runRun(cmd *cobra.Command, g *options.Global, o *runOptions) error {
 		return err
 	}
 	defer done()
-	if err := checkNames(e.Home, []string{req.Agent}, []string{req.Task}, req.Dataset, req.Catalog); err != nil {
+	if err := pipeline.CheckNames(e.Home, []string{req.Agent}, []string{req.Task}, req.Dataset, req.Catalog); err != nil {
 		return err
 	}
 	if err := e.Check(cmd.Context(), req); err != nil {
@@ -248,10 +248,10 @@ func printRun(cmd *cobra.Command, o *runOptions, res *pipeline.RunResult, err er
 	stderr := cmd.ErrOrStderr()
 	fmt.Fprintf(stderr, "\nrun %s: container %s (exit %d); results in %s\n", s.RunID, s.Status, s.ExitCode, res.Dir)
 	if run.Tokens >= 0 {
-		fmt.Fprintf(stderr, "model: %s\n", usageText(run))
+		fmt.Fprintf(stderr, "model: %s\n", run.UsageText())
 	}
 	fmt.Fprintln(stderr, run.Grade())
-	if n := judgedNote(run); n != "" {
+	if n := run.JudgedNote(); n != "" {
 		fmt.Fprintln(stderr, n)
 	}
 	if o.JSON {
@@ -267,17 +267,6 @@ func printRun(cmd *cobra.Command, o *runOptions, res *pipeline.RunResult, err er
 		return fmt.Errorf("the model upstream answered none of the run's %s (first: %s): the grade says nothing of the agent; check the upstream and run again", results.Plural(n, "request", "requests"), why)
 	}
 	return runExit(cmd, run)
-}
-
-// judgedNote is what run adds to its verdict about how the tests were
-// judged: a task that lists no tests was judged by the test script's exit
-// status, which the agent's code decides (an init that exits 0 passes);
-// "" otherwise.
-func judgedNote(run *results.Run) string {
-	if run.Result == nil || run.Result.Judged != contract.JudgedExitStatus {
-		return ""
-	}
-	return "note: the tests were judged by the test script's exit status (the task lists no tests), which the agent's code can forge: an init that exits 0 passes; write the lists with `ssebench dataset verify --write-tests`"
 }
 
 // runExit turns a run's grade into the exit status.

@@ -2,7 +2,6 @@ package commands
 
 import (
 	"errors"
-	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
@@ -36,22 +35,5 @@ func TestRunExit(t *testing.T) {
 				t.Errorf("exit status %d, want %d", got, tc.want)
 			}
 		})
-	}
-}
-
-// TestJudgedNote: a run judged by exit status says how to judge it by
-// name; one judged by name says nothing more.
-func TestJudgedNote(t *testing.T) {
-	for _, tc := range []struct {
-		judged string
-		note   bool
-	}{{contract.JudgedExitStatus, true}, {contract.JudgedByName, false}, {contract.JudgedByNameNoCanary, false}, {"", false}} {
-		got := judgedNote(&results.Run{Summary: &results.Summary{}, Result: &contract.RunResult{Judged: tc.judged}})
-		if want := "ssebench dataset verify --write-tests"; tc.note != strings.Contains(got, want) {
-			t.Errorf("judgedNote(judged %q) = %q, want a note: %t", tc.judged, got, tc.note)
-		}
-	}
-	if got := judgedNote(&results.Run{Summary: &results.Summary{}}); got != "" {
-		t.Errorf("judgedNote(no result) = %q, want none", got)
 	}
 }

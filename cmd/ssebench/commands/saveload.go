@@ -1,22 +1,17 @@
 package commands
 
 import (
-	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
-	"syscall"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/spf13/cobra"
 
 	"github.com/42-b3yond-6ug/ssebench/cmd/ssebench/commands/options"
-	"github.com/42-b3yond-6ug/ssebench/internal/safefile"
 	"github.com/42-b3yond-6ug/ssebench/internal/units"
 	"github.com/42-b3yond-6ug/ssebench/oci/store"
 	"github.com/42-b3yond-6ug/ssebench/registry/archive"
+	"github.com/42-b3yond-6ug/ssebench/registry/naming"
 	"github.com/42-b3yond-6ug/ssebench/registry/remote"
 	"github.com/42-b3yond-6ug/ssebench/task"
 )
@@ -58,25 +53,8 @@ The archive records REGISTRY, which load --push replaces.`,
 				return err
 			}
 			defer s.Close()
-			aopts := []archive.Option{archive.WithStore(s), archive.WithRemote(ropts...),
-				archive.WithSince(o.Since...), archive.WithRegistryPrefix(names.Registry), archive.WithPlatform(p)}
-			// Written beside the target and renamed at the end, so that
-			// FILE is either the old file or a complete archive.
-			abs, err := filepath.Abs(o.Output)
-			if err != nil {
-				return err
-			}
-			// A save killed before its rename left such a file: remove
-			// those of dead processes, and name ours with our pid.
-			removeDeadPartials(abs)
-			// Mode 0644: an archive is for others to read, as any
-			// file this command would create.
-			var rep *archive.Report
-			err = safefile.WriteFile(abs, 0o644, func(f *os.File) error {
-				var err error
-				rep, err = archive.Save(cmd.Context(), f, args, aopts...)
-				return err
-			}, safefile.TempPattern(fmt.Sprintf(".%s-%d-*", filepath.Base(abs), os.Getpid())))
+			rep, err := archive.SaveFile(cmd.Context(), o.Output, args, archive.WithStore(s), archive.WithRemote(ropts...),
+				archive.WithSince(o.Since...), archive.WithRegistryPrefix(names.Registry), archive.WithPlatform(p))
 			if err != nil {
 				return missingImage(g, err)
 			}
@@ -125,42 +103,6 @@ get PREFIX instead, other names keep their repository path under PREFIX.`,
 	return cmd
 }
 
-// protectedImage reports whether ref is a runtime or tool image, which a
-// load replaces only with --force: everything built later stands on them.
-func protectedImage(ref string) bool {
-	r, err := name.ParseReference(ref)
-	if err != nil {
-		return false
-	}
-	repo := "/" + r.Context().RepositoryStr()
-	return strings.HasSuffix(repo, "/runtime") || strings.Contains(repo, "/tool/") ||
-		strings.Contains(repo, "/tool-sidecar/") || strings.HasSuffix(repo, "/tool-sidecar-agent")
-}
-
-// removeDeadPartials removes the partial archives (".FILE-<pid>-*") that
-// killed saves of target left, where that pid is no longer running.
-func removeDeadPartials(target string) {
-	prefix := "." + filepath.Base(target) + "-"
-	ents, err := os.ReadDir(filepath.Dir(target))
-	if err != nil {
-		return
-	}
-	for _, e := range ents {
-		rest, ok := strings.CutPrefix(e.Name(), prefix)
-		if !ok {
-			continue
-		}
-		pidStr, _, _ := strings.Cut(rest, "-")
-		pid, err := strconv.Atoi(pidStr)
-		if err != nil || pid <= 0 || pid == os.Getpid() {
-			continue
-		}
-		if errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
-			os.Remove(filepath.Join(filepath.Dir(target), e.Name()))
-		}
-	}
-}
-
 func runLoad(cmd *cobra.Command, g *options.Global, o *loadOptions, path string) error {
 	f, err := os.Open(path)
 	if err != nil {
@@ -173,7 +115,7 @@ func runLoad(cmd *cobra.Command, g *options.Global, o *loadOptions, path string)
 	}
 	defer s.Close()
 	rep, err := archive.Load(cmd.Context(), f, archive.WithStore(s), archive.WithNameCheck(task.CheckImageName),
-		archive.WithProtected(protectedImage), archive.WithForce(o.Force))
+		archive.WithProtected(naming.IsGrader), archive.WithForce(o.Force))
 	if err != nil {
 		return fmt.Errorf("loading %s: %w", path, err)
 	}
@@ -182,7 +124,7 @@ func runLoad(cmd *cobra.Command, g *options.Global, o *loadOptions, path string)
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "loaded %s\n", rep)
 	if o.Push == "" && o.JSON {
-		return writeJSONTo(cmd.OutOrStdout(), loadReportJSON(rep))
+		return writeJSONTo(cmd.OutOrStdout(), rep.Summary())
 	}
 	if o.Push == "" {
 		for _, im := range rep.Images {
@@ -195,10 +137,10 @@ func runLoad(cmd *cobra.Command, g *options.Global, o *loadOptions, path string)
 
 // pushLoaded is load --push: the loaded images go under o.Push.
 func pushLoaded(cmd *cobra.Command, g *options.Global, o *loadOptions, s *store.Store, ropts []remote.Option, rep *archive.Report) error {
-	pp := NewProgressPrinter(cmd.ErrOrStderr(), ProgressQuiet(g.Quiet))
+	pp := newProgress(cmd, g.Quiet)
 	for _, im := range rep.Images {
 		if ref, err := name.ParseReference(im.Name); err == nil {
-			if content, err := storeContent(s, ref); err == nil {
+			if content, err := s.Content(ref); err == nil {
 				pp.Expect(content)
 			}
 		}
@@ -209,20 +151,16 @@ func pushLoaded(cmd *cobra.Command, g *options.Global, o *loadOptions, s *store.
 	if err != nil {
 		return err
 	}
-	out := loadReportJSON(rep)
-	out.Images, out.Push = []imageJSON{}, pushReportJSON(prep)
-	for _, im := range rep.Images {
-		t, err := remote.Retarget(im.Name, rep.Registry, o.Push)
-		if err != nil {
-			return err
-		}
-		out.Images = append(out.Images, imageJSON{Name: t, Digest: im.Descriptor.Digest.String()})
-		if !o.JSON {
-			fmt.Fprintf(cmd.OutOrStdout(), "%s@%s\n", t, im.Descriptor.Digest)
-		}
+	out := rep.Summary()
+	out.Push = prep.Summary()
+	if out.Images, err = rep.Retargeted(o.Push); err != nil {
+		return err
 	}
 	if o.JSON {
 		return writeJSONTo(cmd.OutOrStdout(), out)
+	}
+	for _, im := range out.Images {
+		fmt.Fprintf(cmd.OutOrStdout(), "%s@%s\n", im.Name, im.Digest)
 	}
 	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"text/tabwriter"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/spf13/cobra"
@@ -30,16 +29,14 @@ type storeCmd struct {
 // ls, du, gc and verify report an empty store.
 func (sc *storeCmd) look() (*store.Store, error) { return sc.g.LookStore(false) }
 
-// emit prints v as JSON under --json, else the table table writes.
-func (sc *storeCmd) emit(w io.Writer, v any, table func(*tabwriter.Writer)) error {
+// emit prints v as JSON under --json, else what text writes.
+func (sc *storeCmd) emit(w io.Writer, v any, text func(io.Writer) error) error {
 	if sc.asJSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(v)
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	table(tw)
-	return tw.Flush()
+	return text(w)
 }
 
 func newCmdStore(g *options.Global) *cobra.Command {
@@ -85,25 +82,8 @@ func runStoreLs(cmd *cobra.Command, sc *storeCmd) error {
 			return err
 		}
 	}
-	type row struct {
-		Name   string `json:"name"`
-		Digest string `json:"digest"`
-		Kind   string `json:"kind"`
-	}
-	rows := make([]row, 0, len(es))
-	for _, e := range es {
-		kind := "image"
-		if e.Descriptor.MediaType.IsIndex() {
-			kind = "index"
-		}
-		rows = append(rows, row{Name: e.Name, Digest: e.Descriptor.Digest.String(), Kind: kind})
-	}
-	return sc.emit(cmd.OutOrStdout(), rows, func(tw *tabwriter.Writer) {
-		fmt.Fprintln(tw, "NAME\tDIGEST\tKIND")
-		for _, r := range rows {
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", r.Name, r.Digest, r.Kind)
-		}
-	})
+	rows := store.Listing(es)
+	return sc.emit(cmd.OutOrStdout(), rows, func(w io.Writer) error { return store.WriteListing(w, rows) })
 }
 
 func newCmdStoreDu(sc *storeCmd) *cobra.Command {
@@ -129,13 +109,7 @@ func runStoreDu(cmd *cobra.Command, sc *storeCmd) error {
 			return err
 		}
 	}
-	return sc.emit(cmd.OutOrStdout(), u, func(tw *tabwriter.Writer) {
-		fmt.Fprintln(tw, "NAME\tLOCAL\tIN REGISTRY ONLY\tFREED BY RM")
-		for _, r := range u.Images {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Name, units.Bytes(r.Local), units.Bytes(r.Remote), units.Bytes(r.Unique))
-		}
-		fmt.Fprintf(tw, "total\t%s in %s\t\t\n", units.Bytes(u.Bytes), units.Plural(u.Blobs, "blob"))
-	})
+	return sc.emit(cmd.OutOrStdout(), u, u.WriteTable)
 }
 
 func newCmdStoreRm(sc *storeCmd) *cobra.Command {
@@ -194,8 +168,9 @@ func runStoreGC(cmd *cobra.Command, sc *storeCmd) error {
 			return err
 		}
 	}
-	return sc.emit(cmd.OutOrStdout(), res, func(tw *tabwriter.Writer) {
-		fmt.Fprintf(tw, "freed %s (%s)\n", units.Bytes(res.Bytes), units.Plural(res.Blobs, "blob"))
+	return sc.emit(cmd.OutOrStdout(), res, func(w io.Writer) error {
+		_, err := fmt.Fprintln(w, res)
+		return err
 	})
 }
 
@@ -233,14 +208,7 @@ func runStoreVerify(cmd *cobra.Command, sc *storeCmd) error {
 	if probs == nil {
 		probs = []store.Problem{}
 	}
-	if err := sc.emit(cmd.OutOrStdout(), probs, func(tw *tabwriter.Writer) {
-		for _, p := range probs {
-			fmt.Fprintf(tw, "FAIL %s\n", p)
-		}
-		if len(probs) == 0 {
-			fmt.Fprintf(tw, "ok %s\n", dir)
-		}
-	}); err != nil {
+	if err := sc.emit(cmd.OutOrStdout(), probs, func(w io.Writer) error { return store.WriteProblems(w, dir, probs) }); err != nil {
 		return err
 	}
 	if len(probs) > 0 {

@@ -11,8 +11,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/42-b3yond-6ug/ssebench/contract"
-	"github.com/42-b3yond-6ug/ssebench/evaluate"
-	"github.com/42-b3yond-6ug/ssebench/evaluate/predictions"
 	"github.com/42-b3yond-6ug/ssebench/results"
 )
 
@@ -68,31 +66,5 @@ func TestFailOnAuditExit(t *testing.T) {
 	}
 	if f := newCmdEval(nil).Flags().Lookup("fail-on-audit"); f == nil {
 		t.Error("eval has no --fail-on-audit")
-	}
-}
-
-// TestGradeLineVerdicts: grade's line of a prediction says FORGED for an
-// integrity verdict, and what the audit flagged.
-func TestGradeLineVerdicts(t *testing.T) {
-	for _, tt := range []struct {
-		name string
-		res  *contract.RunResult
-		want string
-	}{
-		{"forged", &contract.RunResult{Test: &contract.Check{}, Integrity: contract.IntegrityReportForged, Audit: testAudit},
-			`"t1" "m" (line 1): FORGED: report forged [flagged by the audit (1 finding)]`},
-		{"flagged", &contract.RunResult{Test: &contract.Check{OK: true}, Passed: true, Audit: testAudit},
-			`"t1" "m" (line 1): PASSED [flagged by the audit (1 finding)]`},
-		{"judged by exit status", &contract.RunResult{Test: &contract.Check{OK: true}, Passed: true, Judged: contract.JudgedExitStatus},
-			`"t1" "m" (line 1): PASSED [judged by exit status]`},
-	} {
-		j := evaluate.Job{Task: "t1", Agent: "m", Attempt: 1}
-		var w bytes.Buffer
-		out := &gradeOutcome{InstanceID: "t1", Model: "m", Where: "line 1"}
-		p := &gradeProgress{w: &w, patches: map[string]*predictions.Prediction{j.Key(): {}}, outcomes: map[string]*gradeOutcome{j.Key(): out}}
-		p.Finish(j, loadRun(t, tt.res))
-		if got := strings.TrimSpace(w.String()); got != tt.want {
-			t.Errorf("%s: line = %q, want %q", tt.name, got, tt.want)
-		}
 	}
 }

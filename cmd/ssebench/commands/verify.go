@@ -3,15 +3,14 @@ package commands
 import (
 	"errors"
 	"fmt"
-	"slices"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/spf13/cobra"
 
 	"github.com/42-b3yond-6ug/ssebench/assemble"
-	"github.com/42-b3yond-6ug/ssebench/assemble/agentimage"
 	"github.com/42-b3yond-6ug/ssebench/cmd/ssebench/commands/options"
 	"github.com/42-b3yond-6ug/ssebench/internal/units"
+	"github.com/42-b3yond-6ug/ssebench/pipeline"
 )
 
 // errChecksFailed makes the command exit 1 after it printed the failures.
@@ -53,49 +52,11 @@ can write) and exits 1 if any check failed.`,
 				return err
 			}
 			defer done()
-			img := res.Image
-			var fails []assemble.Failure
-			if tool == "" {
-				if fails, err = assemble.Verify(cmd.Context(), img, source); err != nil {
-					return fmt.Errorf("verifying %s: %w", args[0], err)
-				}
-			} else {
-				// The tool image is what grades, and must meet the
-				// contract; the agent image is it without the answers
-				// plus the agent's layers, which must pass the policy.
-				if fails, err = verifyAgentLayers(cmd, g, tool, platform, source, img); err != nil {
-					return fmt.Errorf("verifying %s: %w", args[0], err)
-				}
+			fails, err := verifyImage(cmd, g, res.Image, tool, platform, source)
+			if err != nil {
+				return fmt.Errorf("verifying %s: %w", args[0], err)
 			}
-			out := cmd.OutOrStdout()
-			if asJSON {
-				v := verifyJSON(args[0], fails)
-				if err := writeJSONTo(out, v); err != nil {
-					return err
-				}
-				if !v.OK {
-					cmd.SilenceErrors = true
-					fmt.Fprintf(cmd.ErrOrStderr(), "%s: %s failed\n", args[0], units.Plural(len(v.Failures), "check"))
-					return errChecksFailed
-				}
-				return nil
-			}
-			failed := 0
-			for _, f := range fails {
-				if f.Warning {
-					fmt.Fprintf(out, "WARN %s\n", f)
-					continue
-				}
-				failed++
-				fmt.Fprintf(out, "FAIL %s\n", f)
-			}
-			if failed > 0 {
-				cmd.SilenceErrors = true
-				fmt.Fprintf(cmd.ErrOrStderr(), "%s: %s failed\n", args[0], units.Plural(failed, "check"))
-				return errChecksFailed
-			}
-			fmt.Fprintf(out, "ok %s\n", args[0])
-			return nil
+			return printVerify(cmd, args[0], fails, asJSON)
 		},
 	}
 	cmd.Flags().StringVar(&source, "source", "", "SOURCE_DIR (default: what the image's manifest records)")
@@ -105,45 +66,50 @@ can write) and exits 1 if any check failed.`,
 	return cmd
 }
 
-// verifyAgentLayers checks what agent adds to the tool image toolRef
-// against the agent policy; a refusal is a failure, not an error.
-func verifyAgentLayers(cmd *cobra.Command, g *options.Global, toolRef, platform, source string, agent v1.Image) ([]assemble.Failure, error) {
-	res, done, err := resolve(cmd, g, toolRef, platform, false)
+// verifyImage checks img against the contract or, when tool names its
+// tool image, as an agent image built on it.
+func verifyImage(cmd *cobra.Command, g *options.Global, img v1.Image, tool, platform, source string) ([]assemble.Failure, error) {
+	if tool == "" {
+		return assemble.Verify(cmd.Context(), img, source)
+	}
+	res, done, err := resolve(cmd, g, tool, platform, false)
 	if err != nil {
 		return nil, err
 	}
 	defer done()
-	fails, err := assemble.Verify(cmd.Context(), res.Image, source)
-	if err != nil {
-		return nil, fmt.Errorf("verifying the tool image %s: %w", toolRef, err)
-	}
-	pol, err := agentimage.NewPolicy(res.Image)
-	if err != nil {
-		return nil, err
-	}
-	// A sandbox agent image is the tool image without the answers (its
-	// blind layer) plus the agent's layers; a sidecar agent image is
-	// tool-sidecar-agent, which has none, plus the agent's.
-	under := res.Image
-	if cf, err := res.Image.ConfigFile(); err != nil {
-		return nil, err
-	} else if !slices.Equal(cf.Config.Entrypoint, assemble.SidecarAgentEntrypoint) {
-		if under, err = agentimage.Blind(res.Image); err != nil {
-			return nil, err
-		}
-	}
-	_, err = agentimage.CheckAdded(cmd.Context(), under, agent, pol)
-	var refused *agentimage.RefusedError
-	switch {
-	case err == nil:
-		return fails, nil
-	case errors.As(err, &refused):
-		return append(fails, assemble.Failure{Check: "agent policy", Path: refused.Entry, Msg: err.Error(), Rule: agentRule}), nil
-	case errors.Is(err, agentimage.ErrNotOnBase):
-		return append(fails, assemble.Failure{Check: "agent policy", Msg: err.Error(), Rule: agentRule}), nil
-	}
-	return nil, err
+	return pipeline.VerifyAgentImage(cmd.Context(), res.Image, tool, source, img)
 }
 
-// agentRule is the rule the agent policy enforces.
-const agentRule = "docs/agents.md: an agent image is its tool image plus layers that touch nothing the grader reads or runs"
+// printVerify prints verify's findings of ref (or their JSON), and fails
+// when a check failed.
+func printVerify(cmd *cobra.Command, ref string, fails []assemble.Failure, asJSON bool) error {
+	out := cmd.OutOrStdout()
+	if asJSON {
+		v := verifyJSON(ref, fails)
+		if err := writeJSONTo(out, v); err != nil {
+			return err
+		}
+		if !v.OK {
+			cmd.SilenceErrors = true
+			fmt.Fprintf(cmd.ErrOrStderr(), "%s: %s failed\n", ref, units.Plural(len(v.Failures), "check"))
+			return errChecksFailed
+		}
+		return nil
+	}
+	failed := 0
+	for _, f := range fails {
+		if f.Warning {
+			fmt.Fprintf(out, "WARN %s\n", f)
+			continue
+		}
+		failed++
+		fmt.Fprintf(out, "FAIL %s\n", f)
+	}
+	if failed > 0 {
+		cmd.SilenceErrors = true
+		fmt.Fprintf(cmd.ErrOrStderr(), "%s: %s failed\n", ref, units.Plural(failed, "check"))
+		return errChecksFailed
+	}
+	fmt.Fprintf(out, "ok %s\n", ref)
+	return nil
+}

@@ -1,18 +1,20 @@
-package commands
+package pipeline
 
 import (
 	"fmt"
 	"io"
 	"sync"
 	"time"
+
+	"github.com/42-b3yond-6ug/ssebench/registry/remote"
 )
 
 // PhasePrinter prints the steps of a long piece of work (assembling a tool
 // image from a big case image takes minutes) as lines, "tool image
 // kvconf-12: indexing 12 case layers (3.1 GiB) [0s]", and off a terminal,
-// where no spinner shows that the work goes on, a line every
-// ProgressInterval: "tool image kvconf-12: indexing …: still going after
-// 1m20s".
+// where no spinner shows that the work goes on, a line every interval:
+// "tool image kvconf-12: indexing …: still going after 1m20s". Its Phase
+// is an Env's Phase.
 type PhasePrinter struct {
 	w        io.Writer
 	prefix   string
@@ -29,13 +31,10 @@ type PhasePrinter struct {
 }
 
 // NewPhasePrinter returns a printer of the phases of prefix (e.g. "tool
-// image") writing to w; opts may set the interval (ProgressEvery).
-func NewPhasePrinter(w io.Writer, prefix string, opts ...ProgressOption) *PhasePrinter {
-	pp := &ProgressPrinter{interval: ProgressInterval}
-	for _, o := range opts {
-		o(pp)
-	}
-	return &PhasePrinter{w: w, prefix: prefix, tty: isTerminal(w), interval: pp.interval, now: time.Now}
+// image") writing to w, which off a terminal says every interval that the
+// phase goes on (never when interval is 0).
+func NewPhasePrinter(w io.Writer, prefix string, interval time.Duration) *PhasePrinter {
+	return &PhasePrinter{w: w, prefix: prefix, tty: remote.IsTerminal(w), interval: interval, now: time.Now}
 }
 
 // Phase says that phase starts (and the one before ended). An empty phase

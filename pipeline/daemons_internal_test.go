@@ -1,4 +1,4 @@
-package commands
+package pipeline
 
 import (
 	"net"
@@ -7,8 +7,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-
-	"github.com/42-b3yond-6ug/ssebench/cmd/ssebench/commands/options"
 )
 
 // TestCheckDaemonsNotRoot: a socket this user may not open is said to
@@ -26,16 +24,15 @@ func TestCheckDaemonsNotRoot(t *testing.T) {
 		return nil, &net.OpError{Op: "dial", Net: "unix", Err: os.NewSyscallError("connect", syscall.EACCES)}
 	}
 	for _, c := range []struct {
-		need   daemonNeeds
-		g      options.Global
+		need   Daemons
 		daemon string
 	}{
-		{daemonNeeds{Containerd: true}, options.Global{ContainerdAddr: sock}, "containerd"},
-		{daemonNeeds{BuildKit: true}, options.Global{BuildKitAddr: "unix://" + sock}, "buildkitd"},
+		{Daemons{Containerd: true, ContainerdAddr: sock}, "containerd"},
+		{Daemons{BuildKit: true, BuildKitAddr: "unix://" + sock}, "buildkitd"},
 	} {
-		err := checkDaemons(&c.g, "run", c.need)
+		err := CheckDaemons("run", c.need)
 		if want := "ssebench run needs root: the socket " + sock + " of " + c.daemon + " is " + owner(sock); err == nil || !strings.HasPrefix(err.Error(), want) {
-			t.Errorf("checkDaemons(%+v) = %v, want %q", c.need, err, want)
+			t.Errorf("CheckDaemons(%+v) = %v, want %q", c.need, err, want)
 		}
 	}
 }
@@ -45,9 +42,9 @@ func TestCheckDaemonsNotRoot(t *testing.T) {
 func TestCheckDaemonsNotRunning(t *testing.T) {
 	dir := t.TempDir()
 	gone := filepath.Join(dir, "gone.sock")
-	err := checkDaemons(&options.Global{ContainerdAddr: gone}, "eval", daemonNeeds{Containerd: true})
+	err := CheckDaemons("eval", Daemons{Containerd: true, ContainerdAddr: gone})
 	if want := "containerd is not running: there is no socket " + gone; err == nil || !strings.HasPrefix(err.Error(), want) {
-		t.Errorf("checkDaemons(no socket) = %v, want %q", err, want)
+		t.Errorf("CheckDaemons(no socket) = %v, want %q", err, want)
 	}
 	l, err := net.Listen("unix", filepath.Join(dir, "stale.sock"))
 	if err != nil {
@@ -55,11 +52,11 @@ func TestCheckDaemonsNotRunning(t *testing.T) {
 	}
 	l.(*net.UnixListener).SetUnlinkOnClose(false)
 	l.Close()
-	err = checkDaemons(&options.Global{ContainerdAddr: filepath.Join(dir, "stale.sock")}, "eval", daemonNeeds{Containerd: true})
+	err = CheckDaemons("eval", Daemons{Containerd: true, ContainerdAddr: filepath.Join(dir, "stale.sock")})
 	if err == nil || !strings.Contains(err.Error(), "containerd is not running: nothing answers on") {
-		t.Errorf("checkDaemons(stale socket) = %v, want it said not to run", err)
+		t.Errorf("CheckDaemons(stale socket) = %v, want it said not to run", err)
 	}
-	if err := checkDaemons(&options.Global{BuildKitAddr: "unix://" + gone}, "run", daemonNeeds{BuildKit: true}); err != nil {
-		t.Errorf("checkDaemons(no buildkitd) = %v, want nil: a run may need no build", err)
+	if err := CheckDaemons("run", Daemons{BuildKit: true, BuildKitAddr: "unix://" + gone}); err != nil {
+		t.Errorf("CheckDaemons(no buildkitd) = %v, want nil: a run may need no build", err)
 	}
 }

@@ -1,4 +1,4 @@
-package commands
+package remote
 
 import (
 	"context"
@@ -14,15 +14,14 @@ import (
 
 	"github.com/42-b3yond-6ug/ssebench/internal/units"
 	"github.com/42-b3yond-6ug/ssebench/oci"
-	"github.com/42-b3yond-6ug/ssebench/registry/remote"
 )
 
 // ProgressInterval is how often a printer writing to something that is not
-// a terminal (a CI log, a file) prints where the work stands. A variable so
-// that tests need not wait ten seconds.
-var ProgressInterval = 10 * time.Second
+// a terminal (a CI log, a file) prints where the work stands, unless
+// ProgressEvery says otherwise.
+const ProgressInterval = 10 * time.Second
 
-// ProgressPrinter is a remote.Progress that writes one line per blob
+// ProgressPrinter is a Progress that writes one line per blob
 // ("pushed sha256:0123456789ab… 12.3 MiB") and keeps track of the whole
 // work: the bytes settled (uploaded, mounted or already there) out of the
 // bytes of every blob of the images (see Expect). On a terminal it keeps a
@@ -50,7 +49,7 @@ type ProgressPrinter struct {
 
 type transfer struct{ size, done int64 }
 
-var _ remote.Progress = (*ProgressPrinter)(nil)
+var _ Progress = (*ProgressPrinter)(nil)
 
 // ProgressOption configures a ProgressPrinter.
 type ProgressOption func(*ProgressPrinter)
@@ -69,14 +68,16 @@ func ProgressQuiet(quiet bool) ProgressOption {
 // NewProgressPrinter returns a printer writing to w; it draws a bar only
 // when w is a terminal.
 func NewProgressPrinter(w io.Writer, opts ...ProgressOption) *ProgressPrinter {
-	p := &ProgressPrinter{w: w, tty: isTerminal(w), active: map[v1.Hash]*transfer{}, interval: ProgressInterval}
+	p := &ProgressPrinter{w: w, tty: IsTerminal(w), active: map[v1.Hash]*transfer{}, interval: ProgressInterval}
 	for _, o := range opts {
 		o(p)
 	}
 	return p
 }
 
-func isTerminal(w io.Writer) bool {
+// IsTerminal says whether w is a terminal that draws a redrawn line: a
+// carriage return elsewhere (a CI log, a file) only garbles the output.
+func IsTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	if !ok {
 		return false
@@ -98,7 +99,7 @@ func (p *ProgressPrinter) Expect(content ggremote.Taggable) {
 }
 
 // Start implements Progress.
-func (p *ProgressPrinter) Start(e remote.BlobEvent) {
+func (p *ProgressPrinter) Start(e BlobEvent) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.active[e.Digest] = &transfer{size: e.Size}
@@ -118,7 +119,7 @@ func (p *ProgressPrinter) Advance(d v1.Hash, n int64) {
 }
 
 // Done implements Progress.
-func (p *ProgressPrinter) Done(e remote.BlobEvent) {
+func (p *ProgressPrinter) Done(e BlobEvent) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if _, ok := p.active[e.Digest]; ok {
@@ -139,7 +140,7 @@ func (p *ProgressPrinter) Done(e remote.BlobEvent) {
 
 // Finish stops the periodic lines, clears the bar and prints the summary
 // line of r.
-func (p *ProgressPrinter) Finish(r *remote.PushReport) {
+func (p *ProgressPrinter) Finish(r *PushReport) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.stop != nil && !p.finished {
@@ -269,12 +270,12 @@ func blobTotal(content ggremote.Taggable) (int64, int) {
 
 // BlobLine is the plain line for a settled blob, e.g. "mounted
 // sha256:0123456789ab… 12.3 MiB from ssebench/case/x".
-func BlobLine(e remote.BlobEvent) string {
+func BlobLine(e BlobEvent) string {
 	s := fmt.Sprintf("%s %s %s", e.Action, units.Digest(e.Digest), units.Bytes(e.Size))
 	switch {
-	case e.Action == remote.BlobMounted && e.From != "":
+	case e.Action == BlobMounted && e.From != "":
 		s += " from " + e.From
-	case e.Action == remote.BlobPushed && e.Resumed > 0:
+	case e.Action == BlobPushed && e.Resumed > 0:
 		s += fmt.Sprintf(" (resumed after %s)", units.Bytes(e.Resumed))
 	}
 	return s

@@ -1,0 +1,20 @@
+package release_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/42-b3yond-6ug/ssebench/release"
+)
+
+// TestPublishRevision: --revision is taken as given; without it a folder
+// outside a git checkout is refused with what to pass.
+func TestPublishRevision(t *testing.T) {
+	if rev, err := release.PublishRevision(context.Background(), t.TempDir(), "0123abc"); err != nil || rev != "0123abc" {
+		t.Errorf("PublishRevision(given) = %q, %v", rev, err)
+	}
+	if _, err := release.PublishRevision(context.Background(), t.TempDir(), ""); err == nil || !strings.Contains(err.Error(), "pass --revision") {
+		t.Errorf("PublishRevision(no checkout) = %v, want --revision asked for", err)
+	}
+}
