@@ -294,6 +294,7 @@ func (b *Builder) BuildCases(ctx context.Context, dir string, o CaseOptions) ([]
 	// failed is each failed task with its reason, for the returned error:
 	// the only place a quiet build says why.
 	var failed []string
+	var causes []error
 	fail := func(id string, err error) {
 		failed = append(failed, id+" ("+firstLine(err)+")")
 		b.logf("FAILED %s: %v", id, err)
@@ -334,15 +335,28 @@ func (b *Builder) BuildCases(ctx context.Context, dir string, o CaseOptions) ([]
 		oc := b.buildCase(ctx, ds, t, o)
 		if oc.Err != nil {
 			failed = append(failed, t.ID+" ("+firstLine(oc.Err)+")")
+			causes = append(causes, oc.Err)
 			b.logf("FAILED %s: %v", t.ID, oc.Err)
 		}
 		out = append(out, oc)
 	}
 	if len(failed) > 0 {
-		return out, fmt.Errorf("%s failed to build: %s", units.Plural(len(failed), "case image"), strings.Join(failed, "; "))
+		return out, &buildsFailed{msg: fmt.Sprintf("%s failed to build: %s", units.Plural(len(failed), "case image"), strings.Join(failed, "; ")), causes: causes}
 	}
 	return out, nil
 }
+
+// buildsFailed says which case images failed, one line each, and keeps
+// their errors: a caller can tell a missing base image (errors.Is
+// store.ErrNotFound), which no retry builds, from a failure that may pass
+// the next time.
+type buildsFailed struct {
+	msg    string
+	causes []error
+}
+
+func (e *buildsFailed) Error() string   { return e.msg }
+func (e *buildsFailed) Unwrap() []error { return e.causes }
 
 // firstLine is the first line of err's text, with "…" when there is more.
 func firstLine(err error) string {

@@ -164,6 +164,11 @@ func TestMissingBase(t *testing.T) {
 	if err == nil || len(out) != 1 || out[0].Err == nil {
 		t.Fatalf("BuildCases() = %+v, %v; want the task failed", out, err)
 	}
+	// The build's error keeps the cause: an evaluation does not retry a
+	// build no retry can mend.
+	if !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("BuildCases() error %q is not store.ErrNotFound", err)
+	}
 	msg := out[0].Err.Error()
 	for _, want := range []string{"localhost:5000/sse/base-generic-go:", "in neither the store nor its registry", "ssebench base-images go"} {
 		if !strings.Contains(msg, want) {
