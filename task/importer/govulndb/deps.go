@@ -142,6 +142,9 @@ func importsOf(z *modZip, keep func(name string) bool) (map[string][]string, err
 		if !strings.HasSuffix(name, ".go") || !keep(name) || strings.HasPrefix(name, "vendor/") {
 			continue
 		}
+		if z.files[name].UncompressedSize64 > maxFileBytes {
+			continue // generated data (x/image's fonts); its imports are the standard library's
+		}
 		src, _, err := z.read(name)
 		if err != nil {
 			return nil, err

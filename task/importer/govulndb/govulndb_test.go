@@ -608,3 +608,17 @@ func TestImportStubsAndVariant(t *testing.T) {
 		t.Errorf("the reference applied gives:\n%s", got)
 	}
 }
+
+// TestImportBesideLargeFiles: a generated file over the size a fix's file
+// may have, in a package the fix does not touch (x/image's fonts, x/text's
+// tables), does not keep the report from importing.
+func TestImportBesideLargeFiles(t *testing.T) {
+	p := fixture()
+	big := "package data\n\nvar Font = []byte(\"" + strings.Repeat("x", maxFileBytes+1) + "\")\n"
+	p["example.com/fixme@v1.0.0"]["data/data.go"] = big
+	p["example.com/fixme@v1.0.1"]["data/data.go"] = big
+	rows := importInto(t, fetcher(t, p), t.TempDir(), "GO-2099-0001")
+	if len(rows) != 1 || rows[0].Status != "imported" {
+		t.Fatalf("rows: %+v", rows)
+	}
+}
