@@ -109,7 +109,7 @@ func runDatasetVerify(cmd *cobra.Command, g *options.Global, o *verifyDatasetOpt
 	if cmd.Flag("jobs").Changed {
 		jobs = o.Jobs
 	}
-	eopts := []evaluate.Option{evaluate.WithJobs(jobs), evaluate.WithProgress(evaluate.NewPrinter(cmd.ErrOrStderr(), evaluate.ExpectFailing(release.DummyAgent)))}
+	eopts := []evaluate.Option{evaluate.WithJobs(jobs), evaluate.WithProgress(evaluate.NewPrinter(cmd.ErrOrStderr(), evaluate.ExpectFailing(release.DummyAgent, release.StubsAgent)))}
 	backend := func(id string) evaluate.Backend {
 		return &evaluate.Containerd{Env: e, EvalID: id, Request: pipeline.RunRequest{
 			Dataset: abs, Timeout: o.Timeout, Network: runner.NetworkRestricted,
