@@ -417,7 +417,7 @@ func TestKeep(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "go-2099-0002", "sse/config.yaml"), []byte("id: go-2099-0002\ntests:\n  format: go-test-json\n  fail_to_pass: [TestA]\n"), 0o644)
 	MergeTable(dir, []Row{
 		{ID: "GO-2099-0001", Module: "m", Status: "imported"},
-		{ID: "GO-2099-0002", Module: "m", Status: "imported"},
+		{ID: "GO-2099-0002", Module: "m", Status: "imported", Reason: "dropped TestB: it tests T.F, a feature beside the fix"},
 		{ID: "GO-2099-0004", Module: "m", Status: "imported"},
 		{ID: "GO-2099-0003", Status: "skipped", Reason: "std"},
 		// Verified before, on a machine whose store this one lacks.
@@ -443,7 +443,7 @@ func TestKeep(t *testing.T) {
 		t.Error("the verified task is gone")
 	}
 	tsv, _ := os.ReadFile(filepath.Join(dir, TableFile))
-	for _, want := range []string{"GO-2099-0001\tm\t\t\tverified\t\n", "GO-2099-0002\tm\t\t\tverified\tno pass_to_pass test: no other test of the affected packages passes on both the vulnerable and the fixed tree\n", "GO-2099-0004\tm\t\t\tdropped\tverify: reference intent_test: fails with the reference patch\n", "GO-2099-0003\t\t\t\tskipped\tstd\n"} {
+	for _, want := range []string{"GO-2099-0001\tm\t\t\tverified\t\n", "GO-2099-0002\tm\t\t\tverified\tdropped TestB: it tests T.F, a feature beside the fix; no pass_to_pass test: no other test of the affected packages passes on both the vulnerable and the fixed tree\n", "GO-2099-0004\tm\t\t\tdropped\tverify: reference intent_test: fails with the reference patch\n", "GO-2099-0003\t\t\t\tskipped\tstd\n"} {
 		if !strings.Contains(string(tsv), want) {
 			t.Errorf("table lacks %q:\n%s", want, tsv)
 		}

@@ -341,7 +341,12 @@ func Keep(dir string, verified func(taskID string) bool, reasons map[string]stri
 		}
 		id := TaskID(r.ID)
 		if verified(id) {
-			rows[i].Status, rows[i].Reason = "verified", noPassToPass(filepath.Join(dir, id))
+			// What the import said (a test it dropped) stays.
+			why := r.Reason
+			if p := noPassToPass(filepath.Join(dir, id)); p != "" && !strings.Contains(why, p) {
+				why = strings.TrimPrefix(why+"; "+p, "; ")
+			}
+			rows[i].Status, rows[i].Reason = "verified", why
 			kept++
 			continue
 		}
