@@ -11,8 +11,10 @@ import (
 
 // govulnSample are three tasks of datasets/govuln, of three modules, whose
 // verify is among the quickest: the case build fetches each module and its
-// dependencies through the Go module proxy.
-var govulnSample = []string{"go-2020-0016", "go-2026-4503", "go-2026-4815"}
+// dependencies through the Go module proxy. go-2024-2947's hidden tests
+// call redactURL, which the fix adds: its verify runs them on the buggy
+// tree with the stubs the import wrote.
+var govulnSample = []string{"go-2020-0016", "go-2026-4503", "go-2024-2947"}
 
 // TestGovulnSample verifies a sample of the imported Go vulnerability
 // database tasks as a dataset author would: the case image is built from
@@ -32,6 +34,7 @@ func TestGovulnSample(t *testing.T) {
 	}
 	copyTree(t, "agents/reference", filepath.Join(c.home, "agents", "reference"))
 	copyTree(t, "agents/dummy", filepath.Join(c.home, "agents", "dummy"))
+	copyTree(t, "agents/prediction", filepath.Join(c.home, "agents", "prediction"))
 	copyTree(t, "images", filepath.Join(c.home, "images"))
 	writeFiles(t, c.home, map[string]string{"VERSION": "0.1.0-dev\n"})
 	c.mustRun(t, "dataset", "manifest", ds)
@@ -65,6 +68,9 @@ func TestGovulnSample(t *testing.T) {
 				t.Errorf("no ok %q row for %s:\n%s", want, id, out)
 			}
 		}
+	}
+	if !ok["go-2024-2947 stubs apply"] {
+		t.Errorf("go-2024-2947's stubs did not run:\n%s", out)
 	}
 	if !strings.Contains(stderr, "3 tasks verified") {
 		t.Errorf("stderr:\n%s", stderr)
