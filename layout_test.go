@@ -42,7 +42,7 @@ var layers = []layer{
 	{name: "tools", pkgs: []string{"tools", "tools/bench", "tools/hostile-summary", "tools/osimage", "tools/pause", "tools/podfilter", "docs/ci"}},
 	// Test support sits under tools alone, so that no production package
 	// can import it; it may import anything below.
-	{name: "test support", testOnly: true, pkgs: []string{"internal/testing/browsertest", "internal/testing/faultproxy", "internal/testing/hostile", "internal/testing/imagetest", "internal/testing/testenv", "runner/kube/kubetest"},
+	{name: "test support", testOnly: true, pkgs: []string{"internal/testing/browsertest", "internal/testing/faultproxy", "internal/testing/hostile", "internal/testing/imagetest", "internal/testing/runtest", "internal/testing/testenv", "runner/kube/kubetest"},
 		allow: []string{"runner/kube/kubetest -> internal/testing/testenv"}},
 	{name: "examples", pkgs: []string{"examples", "examples/cmd/ssebench-example", "examples/cmd/ssebench-entrypoint-example", "examples/toollayer", "examples/entrypointmode"},
 		allow: []string{"examples/cmd/ssebench-example -> examples/toollayer", "examples/cmd/ssebench-entrypoint-example -> examples/entrypointmode"}},

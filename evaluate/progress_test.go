@@ -10,6 +10,7 @@ import (
 
 	"github.com/42-b3yond-6ug/ssebench/contract"
 	"github.com/42-b3yond-6ug/ssebench/gateway"
+	"github.com/42-b3yond-6ug/ssebench/internal/testing/runtest"
 	"github.com/42-b3yond-6ug/ssebench/results"
 )
 
@@ -41,21 +42,9 @@ func TestPrinterTokens(t *testing.T) {
 // is marked ✗ and said to pass; another agent's failed run keeps ✗.
 func TestPrinterExpectFailing(t *testing.T) {
 	run := func(testOK bool) *results.Run {
-		dir := t.TempDir()
 		now := time.Now()
 		s := results.Summary{RunID: "r", Task: "t1", Agent: "dummy", Status: "ok", Started: now, Finished: now.Add(time.Second)}
-		if err := writeJSONFile(filepath.Join(dir, results.SummaryFile), s); err != nil {
-			t.Fatal(err)
-		}
-		res := &contract.RunResult{TaskID: "t1", Build: &contract.Check{OK: true}, Test: &contract.Check{OK: testOK}, Passed: testOK}
-		if err := contract.WriteRunResult(dir, res); err != nil {
-			t.Fatal(err)
-		}
-		r, err := results.Load(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
+		return runtest.Load(t, s, &contract.RunResult{TaskID: "t1", Build: &contract.Check{OK: true}, Test: &contract.Check{OK: testOK}, Passed: testOK})
 	}
 	line := func(agent string, r *results.Run) string {
 		var b bytes.Buffer

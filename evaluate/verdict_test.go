@@ -3,12 +3,12 @@ package evaluate
 import (
 	"bytes"
 	"context"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/42-b3yond-6ug/ssebench/contract"
+	"github.com/42-b3yond-6ug/ssebench/internal/testing/runtest"
 	"github.com/42-b3yond-6ug/ssebench/results"
 )
 
@@ -56,19 +56,7 @@ func TestEvaluateFailOnAudit(t *testing.T) {
 // verdictRun writes a run folder with result.json res and loads it.
 func verdictRun(t *testing.T, res *contract.RunResult) *results.Run {
 	t.Helper()
-	dir := t.TempDir()
-	s := results.Summary{RunID: "r", Task: "t1", Agent: "sly", Status: "ok", Started: time.Now(), Timings: map[string]float64{"total": 2}}
-	if err := writeJSONFile(filepath.Join(dir, results.SummaryFile), s); err != nil {
-		t.Fatal(err)
-	}
-	if err := contract.WriteRunResult(dir, res); err != nil {
-		t.Fatal(err)
-	}
-	r, err := results.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
+	return runtest.Load(t, results.Summary{RunID: "r", Task: "t1", Agent: "sly", Status: "ok", Started: time.Now(), Timings: map[string]float64{"total": 2}}, res)
 }
 
 // TestPrinterVerdicts: a run's line says what its verdict holds beyond

@@ -3,32 +3,19 @@ package commands
 import (
 	"bytes"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
 
 	"github.com/42-b3yond-6ug/ssebench/contract"
+	"github.com/42-b3yond-6ug/ssebench/internal/testing/runtest"
 	"github.com/42-b3yond-6ug/ssebench/results"
 )
 
 // loadRun writes a run folder with result.json res and loads it.
 func loadRun(t *testing.T, res *contract.RunResult) *results.Run {
-	t.Helper()
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, results.SummaryFile), []byte(`{"run_id": "r1", "task": "t1", "agent": "m", "status": "ok"}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := contract.WriteRunResult(dir, res); err != nil {
-		t.Fatal(err)
-	}
-	r, err := results.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
+	return runtest.Load(t, results.Summary{RunID: "r1", Task: "t1", Agent: "m", Status: "ok"}, res)
 }
 
 var testAudit = []contract.AuditFinding{{Path: "x.go", Line: 3, Rule: "init added"}}
