@@ -69,7 +69,7 @@ var layers = []layer{
 	{name: "in-image runtime core", pkgs: []string{"sserun", "sserun/audit"}, only: append([]string{"sserun/"}, runtimeUsers...)},
 	{name: "contract helpers", pkgs: []string{"internal/limitevents"}},
 	{name: "contract", pkgs: []string{"contract"}},
-	{name: "leaves", pkgs: []string{".", "internal/gobuild", "internal/safefile", "internal/suggest", "internal/units", "internal/yamlerr"}},
+	{name: "leaves", pkgs: []string{".", "internal/gobuild", "internal/safefile", "internal/suggest", "internal/term", "internal/units", "internal/yamlerr"}},
 }
 
 // TestLayout keeps the architecture the README draws (see layers): every

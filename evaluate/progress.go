@@ -3,11 +3,11 @@ package evaluate
 import (
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/42-b3yond-6ug/ssebench/internal/term"
 	"github.com/42-b3yond-6ug/ssebench/results"
 )
 
@@ -69,20 +69,11 @@ func ExpectFailing(agents ...string) PrinterOption {
 // NewPrinter prints to w; the status line is drawn only when w is a
 // terminal.
 func NewPrinter(w io.Writer, opts ...PrinterOption) *Printer {
-	p := &Printer{w: w, tty: isTerminal(w), now: time.Now}
+	p := &Printer{w: w, tty: term.IsTerminal(w), now: time.Now}
 	for _, o := range opts {
 		o(p)
 	}
 	return p
-}
-
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0 && os.Getenv("TERM") != "dumb"
 }
 
 // Begin implements Progress.

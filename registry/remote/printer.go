@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -12,6 +11,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	ggremote "github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"github.com/42-b3yond-6ug/ssebench/internal/term"
 	"github.com/42-b3yond-6ug/ssebench/internal/units"
 	"github.com/42-b3yond-6ug/ssebench/oci"
 )
@@ -75,16 +75,8 @@ func NewProgressPrinter(w io.Writer, opts ...ProgressOption) *ProgressPrinter {
 	return p
 }
 
-// IsTerminal says whether w is a terminal that draws a redrawn line: a
-// carriage return elsewhere (a CI log, a file) only garbles the output.
-func IsTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0 && os.Getenv("TERM") != "dumb"
-}
+// IsTerminal says whether w is a terminal that draws a redrawn line.
+func IsTerminal(w io.Writer) bool { return term.IsTerminal(w) }
 
 // Expect announces the blobs of content (an image or index about to be
 // pushed): the totals then cover the whole of it, not only the blobs in
