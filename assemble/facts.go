@@ -7,7 +7,6 @@ import (
 	"slices"
 	"sync/atomic"
 
-	"compress/gzip"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -16,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/klauspost/compress/gzip"
 	"golang.org/x/sync/errgroup"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -311,8 +311,12 @@ func (f *Facts) store(p string, v any) {
 	}
 	// Mode 0600, the mode cache entries have always had (CreateTemp's).
 	_ = safefile.WriteFile(p, 0o600, func(f *os.File) error {
-		zw := gzip.NewWriter(f)
-		var err error
+		// The fastest level: a cold assembly writes the facts of every
+		// layer it reads, and the cache's size hardly matters.
+		zw, err := gzip.NewWriterLevel(f, gzip.BestSpeed)
+		if err != nil {
+			return err
+		}
 		if idx, ok := v.(*oci.LayerIndex); ok {
 			// An entry at a time: an encoder builds the whole
 			// document in memory first (40 MB for 200,000 files).

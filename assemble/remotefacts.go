@@ -2,7 +2,6 @@ package assemble
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -17,6 +16,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+	"github.com/klauspost/compress/gzip"
 
 	"github.com/42-b3yond-6ug/ssebench/oci"
 	"github.com/42-b3yond-6ug/ssebench/registry/trust"
@@ -140,7 +140,10 @@ func (r *remoteFacts) push(d v1.Hash, idx *oci.LayerIndex, files map[string][]by
 		}
 	}
 	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
+	zw, err := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+	if err != nil {
+		return
+	}
 	if err := json.NewEncoder(zw).Encode(lf); err != nil {
 		return
 	}

@@ -130,27 +130,29 @@ func runColdTool(ctx context.Context, args []string) error {
 	if err := inputs(&caseOut, "build-case", "--benchmarks", dsDir, "--tasks", *id, "--push", "--json"); err != nil {
 		return err
 	}
-	var cases []struct{ Task, Image, Digest string }
-	if err := json.Unmarshal(caseOut.Bytes(), &cases); err != nil || len(cases) != 1 || cases[0].Digest == "" {
+	var cases []struct{ Task, Image string }
+	if err := json.Unmarshal(caseOut.Bytes(), &cases); err != nil || len(cases) != 1 {
 		return fmt.Errorf("reading build-case --json %q: %v", caseOut.String(), err)
+	}
+	// build-case gives no digest for an image it skipped: inspect says.
+	var insp bytes.Buffer
+	if err := inputs(&insp, "inspect", "--json", cases[0].Image); err != nil {
+		return err
+	}
+	var in struct {
+		Digest string `json:"digest"`
+		Layers []struct {
+			Size int64 `json:"size"`
+		} `json:"layers"`
+	}
+	if err := json.Unmarshal(insp.Bytes(), &in); err != nil || in.Digest == "" {
+		return fmt.Errorf("reading inspect --json of the case image: %v", err)
 	}
 	caseRepo := cases[0].Image
 	if i := strings.LastIndex(caseRepo, ":"); i > strings.LastIndex(caseRepo, "/") {
 		caseRepo = caseRepo[:i]
 	}
-	res.Case = caseRepo + "@" + cases[0].Digest
-	var insp bytes.Buffer
-	if err := inputs(&insp, "inspect", "--json", res.Case); err != nil {
-		return err
-	}
-	var in struct {
-		Layers []struct {
-			Size int64 `json:"size"`
-		} `json:"layers"`
-	}
-	if err := json.Unmarshal(insp.Bytes(), &in); err != nil {
-		return fmt.Errorf("reading inspect --json: %w", err)
-	}
+	res.Case = caseRepo + "@" + in.Digest
 	for _, l := range in.Layers {
 		res.CaseBytes += l.Size
 	}
