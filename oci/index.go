@@ -251,7 +251,7 @@ func IndexLayerCapture(ctx context.Context, l v1.Layer, want func(name string, s
 
 func indexLayer(ctx context.Context, l v1.Layer, want func(name string, size int64) bool) (*LayerIndex, map[string][]byte, error) {
 	var files map[string][]byte
-	s, err := openLayerStream(ctx, l)
+	s, err := openLayerStream(ctx, l, true)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -411,7 +411,11 @@ type layerStream struct {
 	tr    *tar.Reader
 }
 
-func openLayerStream(ctx context.Context, l v1.Layer) (*layerStream, error) {
+// openLayerStream opens l's tar stream; with diffID it also hashes the
+// stream for the diffID, which ReadFiles does not need: a tool assembly
+// reads its source tree's layer a second time, and that sha256 bought
+// nothing.
+func openLayerStream(ctx context.Context, l v1.Layer, diffID bool) (*layerStream, error) {
 	digest, err := l.Digest()
 	if err != nil {
 		return nil, fmt.Errorf("getting layer digest: %w", err)
@@ -441,7 +445,10 @@ func openLayerStream(ctx context.Context, l v1.Layer) (*layerStream, error) {
 		return nil, s.readError(err)
 	}
 	s.tarRC = tarRC
-	s.untar = &hashingReader{ctx: ctx, r: tarRC, h: sha256.New()}
+	s.untar = &hashingReader{ctx: ctx, r: tarRC}
+	if diffID {
+		s.untar.h = sha256.New()
+	}
 	s.tr = tar.NewReader(s.untar)
 	return s, nil
 }
