@@ -263,7 +263,7 @@ func Tool(ctx context.Context, caseImg, runtimeImg v1.Image, opts ...ToolOption)
 // AssemblerVersion changes whenever the system, repo or source layers that
 // Tool writes for the same inputs change, so that a tool image made by an
 // older assembler is never reused.
-const AssemblerVersion = "4"
+const AssemblerVersion = "5"
 
 // toolKey names everything the system, repo and source layers depend on.
 func toolKey(caseDigest v1.Hash, o *toolOptions) string {
