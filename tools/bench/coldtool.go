@@ -31,6 +31,9 @@ type ColdToolRound struct {
 	SsebenchSeconds float64 `json:"ssebench_seconds"`
 	SsebenchMaxRSS  float64 `json:"ssebench_max_rss_mb"`
 	BuildKitSeconds float64 `json:"buildkit_seconds"`
+	// Baseline is -baseline's time and peak, when given.
+	BaselineSeconds float64 `json:"baseline_seconds,omitempty"`
+	BaselineMaxRSS  float64 `json:"baseline_max_rss_mb,omitempty"`
 	// Load is the one-minute load average before the round.
 	Load string `json:"load"`
 }
@@ -48,6 +51,8 @@ type ColdToolResults struct {
 	BuildKitMedian float64 `json:"buildkit_median_seconds"`
 	Ratio          float64 `json:"ratio"`
 	MaxRSSMedian   float64 `json:"ssebench_max_rss_median_mb"`
+	BaselineMedian float64 `json:"baseline_median_seconds,omitempty"`
+	BaselineRSS    float64 `json:"baseline_max_rss_median_mb,omitempty"`
 }
 
 // runColdTool measures the cold tool image of one case (default the
@@ -70,6 +75,8 @@ func runColdTool(ctx context.Context, args []string) error {
 	profile := fs.String("profile", "", "also profile one assembly (CPU) into this directory and print its top")
 	top := fs.Int("top", 25, "functions of the profile to print")
 	jsonOut := fs.String("json", "", "also write the figures as JSON to this file")
+	other := fs.String("ssebench", "", "time this ssebench binary instead of the checkout's (an older build, say)")
+	baseline := fs.String("baseline", "", "also time this ssebench binary in every round (the build before a change), for a before and after in the same run")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -87,6 +94,10 @@ func runColdTool(ctx context.Context, args []string) error {
 		return err
 	}
 	home, bin, work := b.home, b.bin, *b.work
+	timed := bin // what the rounds time; bin makes the inputs
+	if *other != "" {
+		timed = *other
+	}
 	dsDir := filepath.Join(home, *dsFlag)
 	src, err := taskSource(dsDir, *id)
 	if err != nil {
@@ -96,9 +107,9 @@ func runColdTool(ctx context.Context, args []string) error {
 	// finds its image there and builds nothing.
 	prefix := *b.reg + "/" + benchRepo + "/coldtool"
 	res := &ColdToolResults{Task: *id, CPUs: runtime.NumCPU(), Started: time.Now().UTC()}
-	cli := func(store, cache, registry string, env []string, stdout io.Writer, args ...string) (time.Duration, float64, error) {
+	cli := func(exe, store, cache, registry string, env []string, stdout io.Writer, args ...string) (time.Duration, float64, error) {
 		global := []string{"--home", home, "--store", store, "--registry", registry, "--quiet"}
-		cmd := exec.CommandContext(ctx, bin, append(global, args...)...)
+		cmd := exec.CommandContext(ctx, exe, append(global, args...)...)
 		cmd.Env = append(os.Environ(), append(env, "SSEBENCH_CACHE="+cache, "SOURCE_DATE_EPOCH=1750000000")...)
 		cmd.Stdout, cmd.Stderr = stdout, os.Stderr
 		start := time.Now()
@@ -116,7 +127,7 @@ func runColdTool(ctx context.Context, args []string) error {
 	}
 	inStore, inCache := filepath.Join(work, "store"), filepath.Join(work, "cache")
 	inputs := func(stdout io.Writer, args ...string) error {
-		_, _, err := cli(inStore, inCache, prefix, nil, stdout, args...)
+		_, _, err := cli(bin, inStore, inCache, prefix, nil, stdout, args...)
 		return err
 	}
 	say("inputs in %s: runtime, base images, the case image of %s (not timed)", prefix, *id)
@@ -171,11 +182,11 @@ func runColdTool(ctx context.Context, args []string) error {
 
 	// ssebenchCold assembles and pushes the tool image with an empty store
 	// and facts cache, under a registry prefix no earlier round used.
-	ssebenchCold := func(tag string, env []string) (time.Duration, float64, error) {
+	ssebenchCold := func(exe, tag string, env []string) (time.Duration, float64, error) {
 		dir := filepath.Join(work, "cold-"+tag)
 		os.RemoveAll(dir)
 		defer os.RemoveAll(dir)
-		return cli(filepath.Join(dir, "store"), filepath.Join(dir, "cache"), fmt.Sprintf("%s/r-%d-%s", prefix, time.Now().UnixNano(), tag), env,
+		return cli(exe, filepath.Join(dir, "store"), filepath.Join(dir, "cache"), fmt.Sprintf("%s/r-%d-%s", prefix, time.Now().UnixNano(), tag), env,
 			io.Discard, "assemble", "tool", "--case", res.Case, "--task", *id, "--source", src, "--runtime", rt, "--push")
 	}
 	buildkitCold := func(tag string) (time.Duration, error) {
@@ -205,11 +216,30 @@ func runColdTool(ctx context.Context, args []string) error {
 	for i := range *n {
 		r := ColdToolRound{Load: loadAvg()}
 		say("round %d/%d (load %s): ssebench", i+1, *n, r.Load)
-		took, rss, err := ssebenchCold(strconv.Itoa(i), nil)
-		if err != nil {
+		runs := []func() error{func() error {
+			took, rss, err := ssebenchCold(timed, strconv.Itoa(i), nil)
+			r.SsebenchSeconds, r.SsebenchMaxRSS = took.Seconds(), rss
 			return err
+		}}
+		if *baseline != "" {
+			base := func() error {
+				say("round %d/%d: the baseline %s", i+1, *n, *baseline)
+				took, rss, err := ssebenchCold(*baseline, "base-"+strconv.Itoa(i), nil)
+				r.BaselineSeconds, r.BaselineMaxRSS = took.Seconds(), rss
+				return err
+			}
+			// Each first every other round: the load drifts.
+			if i%2 == 0 {
+				runs = append(runs, base)
+			} else {
+				runs = append([]func() error{base}, runs...)
+			}
 		}
-		r.SsebenchSeconds, r.SsebenchMaxRSS = took.Seconds(), rss
+		for _, run := range runs {
+			if err := run(); err != nil {
+				return err
+			}
+		}
 		if !*skipBK {
 			say("round %d/%d: BuildKit, fresh daemon", i+1, *n)
 			bk, err := buildkitCold(strconv.Itoa(i))
@@ -234,6 +264,10 @@ func runColdTool(ctx context.Context, args []string) error {
 	if res.SsebenchMedian > 0 {
 		res.Ratio = res.BuildKitMedian / res.SsebenchMedian
 	}
+	if *baseline != "" {
+		res.BaselineMedian = med(func(r ColdToolRound) float64 { return r.BaselineSeconds })
+		res.BaselineRSS = med(func(r ColdToolRound) float64 { return r.BaselineMaxRSS })
+	}
 	reportColdTool(os.Stdout, res)
 
 	if *profile != "" {
@@ -242,14 +276,14 @@ func runColdTool(ctx context.Context, args []string) error {
 		}
 		prof := filepath.Join(*profile, "cpu.pprof")
 		say("one more assembly, profiled into %s", prof)
-		if _, _, err := ssebenchCold("profile", []string{"SSEBENCH_CPUPROFILE=" + prof}); err != nil {
+		if _, _, err := ssebenchCold(timed, "profile", []string{"SSEBENCH_CPUPROFILE=" + prof}); err != nil {
 			return err
 		}
-		out, err := exec.CommandContext(ctx, "go", "tool", "pprof", "-top", fmt.Sprintf("-nodecount=%d", *top), bin, prof).Output()
+		out, err := exec.CommandContext(ctx, "go", "tool", "pprof", "-top", fmt.Sprintf("-nodecount=%d", *top), timed, prof).Output()
 		if err != nil {
 			return fmt.Errorf("go tool pprof: %w", err)
 		}
-		fmt.Printf("where the cold assembly's CPU goes (go tool pprof -top %s %s):\n%s", bin, prof, out)
+		fmt.Printf("where the cold assembly's CPU goes (go tool pprof -top %s %s):\n%s", timed, prof, out)
 	}
 	if *jsonOut != "" {
 		j, _ := json.MarshalIndent(res, "", "  ")
@@ -269,6 +303,14 @@ func reportColdTool(w io.Writer, r *ColdToolResults) {
 		fmt.Fprintf(w, "%-8d %9.2fs %9.2fs %8s %14.0f  %s\n", i+1, x.SsebenchSeconds, x.BuildKitSeconds, ratio, x.SsebenchMaxRSS, x.Load)
 	}
 	fmt.Fprintf(w, "%-8s %9.2fs %9.2fs %7.1fx %14.0f  (load now %s)\n", "median", r.SsebenchMedian, r.BuildKitMedian, r.Ratio, r.MaxRSSMedian, loadAvg())
+	if r.BaselineMedian > 0 {
+		fmt.Fprintf(w, "baseline:")
+		for _, x := range r.Rounds {
+			fmt.Fprintf(w, " %.2fs (%.0f MB)", x.BaselineSeconds, x.BaselineMaxRSS)
+		}
+		fmt.Fprintf(w, "; median %.2fs, %.0f MB: ratio %.1fx, this build %.2fx faster\n",
+			r.BaselineMedian, r.BaselineRSS, r.BuildKitMedian/r.BaselineMedian, r.BaselineMedian/r.SsebenchMedian)
+	}
 }
 
 // pollHWM follows the peak resident set (VmHWM) of process pid every few
