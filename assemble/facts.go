@@ -1,11 +1,12 @@
 package assemble
 
 import (
+	"cmp"
 	"path"
 	"runtime"
+	"slices"
 	"sync/atomic"
 
-	"compress/gzip"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -14,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/klauspost/compress/gzip"
 	"golang.org/x/sync/errgroup"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -149,20 +151,57 @@ func (f *Facts) View(ctx context.Context, layers []v1.Layer) (*oci.View, error) 
 
 // indexes indexes every layer, several at once.
 func (f *Facts) indexes(ctx context.Context, layers []v1.Layer) ([]*oci.LayerIndex, error) {
-	idxs := make([]*oci.LayerIndex, len(layers))
+	set := indexSet{layers: layers}
+	if err := f.indexSets(ctx, &set); err != nil {
+		return nil, err
+	}
+	return set.idxs, nil
+}
+
+// indexSet is the layers of one image to index, for indexSets: what names
+// the image in errors ("reading <what>: …"; none when empty), and idxs
+// receives the indexes.
+type indexSet struct {
+	layers []v1.Layer
+	what   string
+	idxs   []*oci.LayerIndex
+}
+
+// indexSets indexes the layers of several images in one pool, largest
+// first: a cold tool assembly decompresses them all, on every core, and a
+// 200 MB layer started last (or the runtime's 64 MB one while the other
+// cores had nothing left) kept the assembly waiting on one core.
+func (f *Facts) indexSets(ctx context.Context, sets ...*indexSet) error {
+	type job struct {
+		set  *indexSet
+		i    int
+		size int64
+	}
+	var jobs []job
+	for _, s := range sets {
+		s.idxs = make([]*oci.LayerIndex, len(s.layers))
+		for i, l := range s.layers {
+			size, err := l.Size()
+			if err != nil {
+				size = 0
+			}
+			jobs = append(jobs, job{s, i, size})
+		}
+	}
+	slices.SortStableFunc(jobs, func(a, b job) int { return cmp.Compare(b.size, a.size) })
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(indexJobs)
-	for i, l := range layers {
+	for _, j := range jobs {
 		g.Go(func() error {
-			idx, err := f.Index(gctx, l)
-			idxs[i] = idx
+			idx, err := f.Index(gctx, j.set.layers[j.i])
+			if err != nil && j.set.what != "" {
+				return fmt.Errorf("reading %s: %w", j.set.what, err)
+			}
+			j.set.idxs[j.i] = idx
 			return err
 		})
 	}
-	if err := g.Wait(); err != nil {
-		return nil, err
-	}
-	return idxs, nil
+	return g.Wait()
 }
 
 // ReadSmall returns the content of the regular-file nodes, which must be
@@ -272,8 +311,12 @@ func (f *Facts) store(p string, v any) {
 	}
 	// Mode 0600, the mode cache entries have always had (CreateTemp's).
 	_ = safefile.WriteFile(p, 0o600, func(f *os.File) error {
-		zw := gzip.NewWriter(f)
-		var err error
+		// The fastest level: a cold assembly writes the facts of every
+		// layer it reads, and the cache's size hardly matters.
+		zw, err := gzip.NewWriterLevel(f, gzip.BestSpeed)
+		if err != nil {
+			return err
+		}
 		if idx, ok := v.(*oci.LayerIndex); ok {
 			// An entry at a time: an encoder builds the whole
 			// document in memory first (40 MB for 200,000 files).

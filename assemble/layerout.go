@@ -25,8 +25,16 @@ type layerOut struct {
 	lastDest string
 }
 
+// toolGzipLevel is the gzip level of the layers an assembly writes: the
+// fastest. Compressing the source tree twice (the repo and source layers)
+// at gzip's default level was most of a warm assembly's CPU; level 1 takes
+// 0.4 s less on the 29 MB tree of go-2024-2955 for 9% larger layers (26.8
+// MB to 29.2). Fixed, as the digests depend on it: a change of level is a
+// change of AssemblerVersion.
+const toolGzipLevel = 1
+
 func (b *toolBuild) newLayer() (*layerOut, error) {
-	w, err := oci.NewLayerWriter(b.o.tempDir, oci.WithCompression(b.o.compression), oci.WithDefaultTime(b.o.when))
+	w, err := oci.NewLayerWriter(b.o.tempDir, oci.WithCompression(b.o.compression), oci.WithGzipLevel(toolGzipLevel), oci.WithDefaultTime(b.o.when))
 	if err != nil {
 		return nil, err
 	}

@@ -127,10 +127,23 @@ func Tool(ctx context.Context, caseImg, runtimeImg v1.Image, opts ...ToolOption)
 	if err != nil {
 		return nil, fmt.Errorf("reading the layers of %s: %w", o.runtimeRef, err)
 	}
-	ridxs, err := o.facts.indexes(ctx, runtimeLayers)
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", o.runtimeRef, err)
+	own, reused := reuse(o.previous, key)
+	// The runtime's layers and (unless reused) the case's are indexed in
+	// one pool: a cold assembly decompresses them all.
+	rset := &indexSet{layers: runtimeLayers, what: o.runtimeRef}
+	cset := &indexSet{what: o.caseRef}
+	if !reused {
+		if cset.layers, err = caseImg.Layers(); err != nil {
+			return nil, fmt.Errorf("reading the layers of %s: %w", o.caseRef, err)
+		}
+		o.phasef("indexing %s (%s) and %s (%s); layers with known facts are not read",
+			units.Plural(len(cset.layers), "case layer"), units.Bytes(layersSize(cset.layers)),
+			units.Plural(len(runtimeLayers), "runtime layer"), units.Bytes(layersSize(runtimeLayers)))
 	}
+	if err := o.facts.indexSets(ctx, rset, cset); err != nil {
+		return nil, err
+	}
+	ridxs := rset.idxs
 	if err := checkDiffIDs(rtWhat, runtimeLayers, rtDiffs, ridxs); err != nil {
 		return nil, err
 	}
@@ -153,20 +166,11 @@ func Tool(ctx context.Context, caseImg, runtimeImg v1.Image, opts ...ToolOption)
 		}
 	}()
 	b := &toolBuild{o: o}
-	own, ok := reuse(o.previous, key)
-	if ok {
+	if reused {
 		t.Reused = true
 		t.TreeID = own.tree
 	} else {
-		caseLayers, err := caseImg.Layers()
-		if err != nil {
-			return nil, fmt.Errorf("reading the layers of %s: %w", o.caseRef, err)
-		}
-		o.phasef("indexing %s (%s; layers with known facts are not read)", units.Plural(len(caseLayers), "case layer"), units.Bytes(layersSize(caseLayers)))
-		idxs, err := o.facts.indexes(ctx, caseLayers)
-		if err != nil {
-			return nil, fmt.Errorf("reading %s: %w", o.caseRef, err)
-		}
+		caseLayers, idxs := cset.layers, cset.idxs
 		if err := checkDiffIDs(caseWhat, caseLayers, caseDiffs, idxs); err != nil {
 			return nil, err
 		}
@@ -259,7 +263,7 @@ func Tool(ctx context.Context, caseImg, runtimeImg v1.Image, opts ...ToolOption)
 // AssemblerVersion changes whenever the system, repo or source layers that
 // Tool writes for the same inputs change, so that a tool image made by an
 // older assembler is never reused.
-const AssemblerVersion = "4"
+const AssemblerVersion = "5"
 
 // toolKey names everything the system, repo and source layers depend on.
 func toolKey(caseDigest v1.Hash, o *toolOptions) string {

@@ -58,12 +58,14 @@ type Option func(*options) error
 
 type options struct {
 	compression Compression
+	gzipLevel   int
 	defaultTime time.Time
 }
 
 func makeOptions(opts ...Option) (options, error) {
 	o := options{
 		compression: defaultCompression,
+		gzipLevel:   gzipLevel,
 		defaultTime: defaultTime,
 	}
 	for _, opt := range opts {
@@ -84,6 +86,21 @@ func WithCompression(c Compression) Option {
 			return nil
 		}
 		return fmt.Errorf("unknown layer compression %v: use oci.Gzip or oci.Zstd", c)
+	}
+}
+
+// WithGzipLevel sets the gzip level (1, fastest, to 9, smallest) of a
+// Gzip layer; the default is gzip's default level, as BuildKit and
+// containerd compress. The compressed bytes, and so the layer's digest,
+// depend on the level, so a writer that wants the same digests tomorrow
+// passes a fixed one.
+func WithGzipLevel(level int) Option {
+	return func(o *options) error {
+		if level < 1 || level > 9 {
+			return fmt.Errorf("gzip level %d: want 1 (fastest) to 9 (smallest)", level)
+		}
+		o.gzipLevel = level
+		return nil
 	}
 }
 

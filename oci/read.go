@@ -142,7 +142,7 @@ func readFiles(ctx context.Context, layers []v1.Layer, nodes fileList, fn func(N
 // readLayerFiles reads layer li once and passes fn the content of the
 // nodes that want, positions in nodes sorted by entry.
 func readLayerFiles(ctx context.Context, l v1.Layer, li int, nodes fileList, want []int32, fn func(Node, io.Reader) error) error {
-	s, err := openLayerStream(ctx, l)
+	s, err := openLayerStream(ctx, l, false)
 	if err != nil {
 		return err
 	}

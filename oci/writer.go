@@ -20,8 +20,9 @@ import (
 
 const (
 	// gzipLevel is fixed because the compressed bytes, and so the layer
-	// digest, depend on it. The default level is what BuildKit and
-	// containerd use, a fair trade between size and speed.
+	// digest, depend on it (WithGzipLevel picks another, as fixed). The
+	// default level is what BuildKit and containerd use, a fair trade
+	// between size and speed.
 	gzipLevel = gzip.DefaultCompression
 	// zstdLevel likewise fixes the zstd encoder's level.
 	zstdLevel = zstd.SpeedDefault
@@ -98,7 +99,7 @@ func NewLayerWriter(dir string, opts ...Option) (*LayerWriter, error) {
 		}
 		w.comp = zw
 	default:
-		gw, err := gzip.NewWriterLevel(sink, gzipLevel)
+		gw, err := gzip.NewWriterLevel(sink, o.gzipLevel)
 		if err != nil {
 			w.Abort()
 			return nil, fmt.Errorf("creating gzip encoder: %w", err)

@@ -502,3 +502,36 @@ func ExampleWriteLayer() {
 	fmt.Println(mt)
 	// Output: application/vnd.oci.image.layer.v1.tar+gzip
 }
+
+// A gzip level of one's own gives other bytes than the default, the same
+// bytes every time (their content arriving in other chunks too), and the
+// same tar stream.
+func TestWriteLayerGzipLevel(t *testing.T) {
+	dir := t.TempDir()
+	def := writeLayer(t, dir, sampleEntries(nil))
+	fast := writeLayer(t, dir, sampleEntries(nil), WithGzipLevel(1))
+	again := writeLayer(t, dir, sampleEntries(iotest.OneByteReader), WithGzipLevel(1))
+	if mustDigest(t, fast) == mustDigest(t, def) {
+		t.Errorf("level 1 and the default level gave the same bytes")
+	}
+	if mustDigest(t, fast) != mustDigest(t, again) {
+		t.Errorf("level 1 gave two digests for the same entries")
+	}
+	for _, l := range []v1.Layer{def, fast} {
+		if d, _ := l.DiffID(); d != mustDiffID(t, def) {
+			t.Errorf("diffID %s, want %s: the tar stream differs", d, mustDiffID(t, def))
+		}
+	}
+	if _, err := NewLayerWriter(dir, WithGzipLevel(0)); err == nil {
+		t.Errorf("NewLayerWriter accepted gzip level 0")
+	}
+}
+
+func mustDiffID(t *testing.T, l v1.Layer) v1.Hash {
+	t.Helper()
+	d, err := l.DiffID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}

@@ -152,6 +152,10 @@ func (r *verifyingReader) Read(p []byte) (int, error) {
 
 func (r *verifyingReader) Close() error { return r.f.Close() }
 
+// VerifiedDigest implements oci.VerifiedBlob: the read of the blob's end
+// fails when it does not match its digest or size.
+func (r *verifyingReader) VerifiedDigest() v1.Hash { return r.want }
+
 // ReadAt reads the blob's file at off, unverified: a chunked upload sends a
 // chunk again from it after a broken connection, while Read, which the
 // upload reads to the end, verifies the whole blob, and the registry checks

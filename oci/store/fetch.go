@@ -113,6 +113,18 @@ func (t *teeReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// The store's blob readers check what they hand out: a layer read from
+// them is not hashed again (oci.VerifiedBlob).
+var (
+	_ oci.VerifiedBlob = (*teeReader)(nil)
+	_ oci.VerifiedBlob = (*verifyingReader)(nil)
+)
+
+// VerifiedDigest implements oci.VerifiedBlob: the blob is checked against
+// its digest and size when its end is read, and that read fails if it does
+// not match.
+func (t *teeReader) VerifiedDigest() v1.Hash { return t.digest }
+
 // Close discards an unfinished blob: the pool never sees part of a blob.
 func (t *teeReader) Close() error {
 	if t.w != nil {

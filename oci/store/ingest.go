@@ -25,7 +25,20 @@ type ingest struct {
 	f *os.File
 	h hash.Hash
 	n int64
+	// flushed is how far the disk writes have been started (see
+	// writebackChunk).
+	flushed int64
 }
+
+// writebackChunk is how much an ingest writes before it asks the kernel to
+// start writing it to disk. commit syncs the blob, and a sync of a whole
+// 200 MB layer stalled the reader that fetched it for 0.3-0.7 s (its
+// index waited for the disk); started as the bytes come, the writes
+// overlap the reading and the sync finds little left to do.
+const writebackChunk = 8 << 20
+
+// writebacks counts startWriteback's calls, for tests.
+var writebacks atomic.Int64
 
 func (s *Store) newIngest() (*ingest, error) {
 	if err := s.writable(); err != nil {
@@ -42,6 +55,10 @@ func (w *ingest) Write(p []byte) (int, error) {
 	n, err := w.f.Write(p)
 	w.h.Write(p[:n])
 	w.n += int64(n)
+	if w.n-w.flushed >= writebackChunk {
+		startWriteback(w.f, w.flushed, w.n-w.flushed)
+		w.flushed = w.n
+	}
 	return n, err
 }
 

@@ -80,6 +80,16 @@
 // pair by pair, and prints the medians of the wall time, ssebench's own
 // time (less the agent and the checks) and the start-up's split; then the
 // top functions of a CPU profile of one kept run (SSEBENCH_CPUPROFILE).
+//
+//	go run ./tools/bench coldtool [-task go-2024-2955] [-n 3] [-profile DIR] [-json results.json]
+//
+// coldtool times the cold tool image of one case (by default the largest
+// of datasets/govuln), -n rounds of ssebench (`assemble tool --push`, an
+// empty store and facts cache, a registry prefix of its own) against
+// BuildKit (the reference Dockerfile on a fresh buildkitd, pushed), and
+// prints each round with the load before it, the medians, their ratio and
+// ssebench's peak resident memory; -profile adds the top of a CPU profile
+// of one more assembly.
 package main
 
 import (
@@ -101,7 +111,7 @@ func main() {
 
 func run(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("usage: bench tool|rebuild|mirror|gateway|eval|eval-build|grade|dataset|overhead [flags] (see go doc ./tools/bench)")
+		return fmt.Errorf("usage: bench tool|rebuild|mirror|gateway|eval|eval-build|grade|dataset|overhead|coldtool [flags] (see go doc ./tools/bench)")
 	}
 	switch args[0] {
 	case "tool":
@@ -126,6 +136,8 @@ func run(ctx context.Context, args []string) error {
 		return runDataset(ctx, args[1:])
 	case "overhead":
 		return runOverhead(ctx, args[1:])
+	case "coldtool":
+		return runColdTool(ctx, args[1:])
 	}
-	return fmt.Errorf("unknown subcommand %q: want tool, rebuild, mirror, gateway, eval, eval-build, grade, dataset or overhead", args[0])
+	return fmt.Errorf("unknown subcommand %q: want tool, rebuild, mirror, gateway, eval, eval-build, grade, dataset, overhead or coldtool", args[0])
 }
