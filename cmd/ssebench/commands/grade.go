@@ -3,6 +3,7 @@ package commands
 import (
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -109,7 +110,7 @@ func runGrade(cmd *cobra.Command, g *options.Global, o *gradeOptions) error {
 	if len(gr.Plan.Runs) > 0 {
 		b := predictions.NewBackend(evaluate.Containerd{Env: e, EvalID: gr.Plan.ID, Request: pipeline.RunRequest{
 			Dataset: gr.Plan.Dataset, Catalog: gr.Plan.Catalog, Timeout: gr.Plan.Timeout,
-			Network: runner.NetworkRestricted, ContainerdAddr: g.ContainerdAddr, Output: discard{},
+			Network: runner.NetworkRestricted, ContainerdAddr: g.ContainerdAddr, Output: io.Discard,
 			Resources: &o.Resources, KeepImages: o.KeepImages.Keep, ImageBudget: o.KeepImages.Budget,
 		}}, gr.Patches)
 		var eout *evaluate.Outcome
@@ -154,7 +155,7 @@ func (o *gradeOptions) grading(cmd *cobra.Command, g *options.Global, e *pipelin
 	if _, err := agent.Load(e.Home, predictions.Agent); err != nil {
 		return nil, fmt.Errorf("ssebench grade applies patches with the agent folder agents/%s, which %s lacks: copy it there from the ssebench source", predictions.Agent, e.Home)
 	}
-	known, local, err := allTasks(cmd.Context(), e, o.Dataset, o.Catalog)
+	known, local, err := e.TaskIDs(cmd.Context(), o.Dataset, o.Catalog)
 	if err != nil {
 		return nil, err
 	}

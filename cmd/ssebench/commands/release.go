@@ -3,6 +3,7 @@ package commands
 import (
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"path/filepath"
 	"slices"
@@ -113,7 +114,7 @@ func runDatasetVerify(cmd *cobra.Command, g *options.Global, o *verifyDatasetOpt
 	backend := func(id string) evaluate.Backend {
 		return &evaluate.Containerd{Env: e, EvalID: id, Request: pipeline.RunRequest{
 			Dataset: abs, Timeout: o.Timeout, Network: runner.NetworkRestricted,
-			ContainerdAddr: g.ContainerdAddr, Output: discard{}, KeepImages: o.KeepImages.Keep, ImageBudget: o.KeepImages.Budget,
+			ContainerdAddr: g.ContainerdAddr, Output: io.Discard, KeepImages: o.KeepImages.Keep, ImageBudget: o.KeepImages.Budget,
 		}}
 	}
 	rep, err := release.Verify(cmd.Context(), backend, dir, release.VerifyOptions{

@@ -157,7 +157,7 @@ func runRun(cmd *cobra.Command, g *options.Global, o *runOptions) error {
 	if err := e.Check(cmd.Context(), req); err != nil {
 		return err
 	}
-	if err := o.checkHost(cmd, g, e, req); err != nil {
+	if err := checkHost(cmd, g, e, "run", "the run", o.Backend, o.Runtime, req, []string{o.Task}, []string{o.Agent}); err != nil {
 		return err
 	}
 	cluster, err := o.cluster(cmd.Context(), g, cmd, req.Prebuilt)
@@ -215,26 +215,6 @@ func (o *runOptions) request(cmd *cobra.Command, g *options.Global) (pipeline.Ru
 	}
 	req.Network = network
 	return req, nil
-}
-
-// checkHost refuses, before any image, a run this machine cannot make:
-// whoever may not use the daemons hears it once, now; so does an upstream
-// that does not answer (a cluster's gateway asks it from there), and
-// every image the run needs and does not make, at once.
-func (o *runOptions) checkHost(cmd *cobra.Command, g *options.Global, e *pipeline.Env, req pipeline.RunRequest) error {
-	onHost := containerdBackend(cmd, g, o.Backend)
-	if err := checkDaemons(g, "run", daemonNeeds{Containerd: onHost, BuildKit: !req.Prebuilt}); err != nil {
-		return err
-	}
-	if onHost {
-		if err := checkUpstream(cmd.Context(), g, e.Home, req.Model, o.ModelFile, o.ModelsDir); err != nil {
-			return err
-		}
-	}
-	if preflightRuns(req.Prebuilt, o.Mode, o.ToolLayer, req.Catalog, o.Build) {
-		return checkRunNeeds(cmd.Context(), g, e, "the run", o.Local, []string{o.Task}, []string{o.Agent}, o.Runtime)
-	}
-	return nil
 }
 
 // printRun prints the run's end on stderr (and, with --json, its entry
