@@ -238,3 +238,12 @@ func runAssembleAgent(cmd *cobra.Command, g *options.Global, o *assembleAgentOpt
 	}
 	return printResult(cmd.OutOrStdout(), o.JSON, b.Summary(), fmt.Sprintf("%s@%s", b.Name, b.Digest))
 }
+
+// findDataset returns the name of the only dataset under home that has a
+// folder for task, or "".
+func findDataset(home, id string) string {
+	if dir := task.FindDataset(home, id); dir != "" {
+		return filepath.Base(dir)
+	}
+	return ""
+}
