@@ -8,7 +8,6 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/spf13/cobra"
 
-	"github.com/42-b3yond-6ug/ssebench/assemble"
 	"github.com/42-b3yond-6ug/ssebench/images/casebuild"
 	"github.com/42-b3yond-6ug/ssebench/internal/units"
 	"github.com/42-b3yond-6ug/ssebench/task"
@@ -18,35 +17,6 @@ import (
 // document on stdout, and its progress and notes go to stderr as before.
 func addJSONFlag(cmd *cobra.Command, p *bool) {
 	cmd.Flags().BoolVar(p, "json", false, "print one JSON document on stdout instead of lines")
-}
-
-// verifyOutput is `verify --json`.
-type verifyOutput struct {
-	Image    string        `json:"image"`
-	OK       bool          `json:"ok"`
-	Failures []findingJSON `json:"failures"`
-	Warnings []findingJSON `json:"warnings"`
-}
-
-type findingJSON struct {
-	Check   string `json:"check"`
-	Path    string `json:"path,omitempty"`
-	Message string `json:"message"`
-	Rule    string `json:"rule,omitempty"`
-}
-
-func verifyJSON(ref string, fails []assemble.Failure) *verifyOutput {
-	out := &verifyOutput{Image: ref, Failures: []findingJSON{}, Warnings: []findingJSON{}}
-	for _, f := range fails {
-		j := findingJSON{Check: f.Check, Path: f.Path, Message: f.Msg, Rule: f.Rule}
-		if f.Warning {
-			out.Warnings = append(out.Warnings, j)
-		} else {
-			out.Failures = append(out.Failures, j)
-		}
-	}
-	out.OK = len(out.Failures) == 0
-	return out
 }
 
 // datasetOutput is `dataset validate --json`.
