@@ -11,7 +11,6 @@ import (
 	"github.com/42-b3yond-6ug/ssebench/contract"
 	"github.com/42-b3yond-6ug/ssebench/evaluate"
 	"github.com/42-b3yond-6ug/ssebench/gateway"
-	"github.com/42-b3yond-6ug/ssebench/internal/units"
 	"github.com/42-b3yond-6ug/ssebench/pipeline"
 	"github.com/42-b3yond-6ug/ssebench/results"
 	"github.com/42-b3yond-6ug/ssebench/runner"
@@ -158,7 +157,7 @@ func runEval(cmd *cobra.Command, g *options.Global, o *evalOptions) error {
 // and opens its budget's ledger (nil: no budget), saying what was spent
 // before.
 func startEval(cmd *cobra.Command, o *evalOptions, dir string, plan *evaluate.Plan) (int, *gateway.Ledger, error) {
-	jobs, why := evalJobs(cmd, o, plan)
+	jobs, why := plan.JobsAtOnce(o.Jobs, cmd.Flag("jobs").Changed)
 	stderr := cmd.ErrOrStderr()
 	fmt.Fprintf(stderr, "evaluation %s: %s (%s × %s × %s), %d at once (%s)\n",
 		dir, results.Plural(len(plan.Runs), "run", "runs"), results.Plural(len(plan.Tasks), "task", "tasks"),
@@ -227,16 +226,12 @@ func printEval(cmd *cobra.Command, o *evalOptions, dir string, out *evaluate.Out
 	stderr := cmd.ErrOrStderr()
 	if o.BuildOnly {
 		if err == nil {
-			fmt.Fprintf(stderr, "every image of the plan is built (%s)\n", units.Plural(len(out.Builds), "build"))
+			fmt.Fprintln(stderr, out.Built())
 		}
 		return err
 	}
 	if out != nil {
-		fmt.Fprintf(stderr, "%s now, %d kept from before, %d failed", results.Plural(out.Ran, "run", "runs"), out.Kept, len(out.Failed))
-		if len(out.NotStarted) > 0 {
-			fmt.Fprintf(stderr, ", %d not started (budget spent)", len(out.NotStarted))
-		}
-		fmt.Fprintf(stderr, "; results in %s\n", dir)
+		fmt.Fprintln(stderr, out)
 	}
 	if cmd.Context().Err() != nil {
 		// Said before the report, which says it is partial.
@@ -321,17 +316,4 @@ func evalResume(g *options.Global, cmd *cobra.Command, o *evalOptions) (*evaluat
 		return nil, "", err
 	}
 	return p, o.Resume, nil
-}
-
-// evalJobs is how many runs go at once, and why: --jobs, else what the
-// evaluation was started with (a resumed one keeps its --jobs), else the
-// machine's default.
-func evalJobs(cmd *cobra.Command, o *evalOptions, plan *evaluate.Plan) (int, string) {
-	switch {
-	case cmd.Flag("jobs").Changed:
-		return o.Jobs, "--jobs"
-	case plan.Jobs > 0:
-		return plan.Jobs, "--jobs of the evaluation's start"
-	}
-	return evaluate.DefaultJobs()
 }
