@@ -224,16 +224,7 @@ func printRun(cmd *cobra.Command, o *runOptions, res *pipeline.RunResult, err er
 	if lerr != nil {
 		return errors.Join(err, lerr)
 	}
-	s := res.Summary
-	stderr := cmd.ErrOrStderr()
-	fmt.Fprintf(stderr, "\nrun %s: container %s (exit %d); results in %s\n", s.RunID, s.Status, s.ExitCode, res.Dir)
-	if run.Tokens >= 0 {
-		fmt.Fprintf(stderr, "model: %s\n", run.UsageText())
-	}
-	fmt.Fprintln(stderr, run.Grade())
-	if n := run.JudgedNote(); n != "" {
-		fmt.Fprintln(stderr, n)
-	}
+	run.WriteEnd(cmd.ErrOrStderr(), res.Summary)
 	if o.JSON {
 		if jerr := writeJSONTo(cmd.OutOrStdout(), run.Entry()); jerr != nil {
 			return jerr
@@ -242,9 +233,9 @@ func printRun(cmd *cobra.Command, o *runOptions, res *pipeline.RunResult, err er
 	if err != nil {
 		return err
 	}
-	if down, n, why := run.ModelUnreachable(); down {
+	if err := run.UpstreamError(); err != nil {
 		// Not the agent's grade: the model never answered.
-		return fmt.Errorf("the model upstream answered none of the run's %s (first: %s): the grade says nothing of the agent; check the upstream and run again", results.Plural(n, "request", "requests"), why)
+		return err
 	}
 	return runExit(cmd, run)
 }
