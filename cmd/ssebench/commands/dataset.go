@@ -111,13 +111,8 @@ a warning says that its test checks are judged by exit code only.`,
 			if err != nil {
 				return printProblems(cmd, err, args[0])
 			}
-			for _, t := range d.Tasks {
-				if t.Config == nil {
-					continue
-				}
-				for _, w := range t.Config.Warnings() {
-					fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s: %s\n", t.ID, w)
-				}
+			for _, w := range d.Warnings() {
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", w)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "ok %s: %s\n", args[0], units.Plural(len(d.Tasks), "task"))
 			return nil
