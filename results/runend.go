@@ -29,3 +29,14 @@ func (r *Run) UpstreamError() error {
 	}
 	return nil
 }
+
+// CountFlagged counts the runs the audit flagged (Run.Flagged).
+func CountFlagged(runs []*Run) int {
+	n := 0
+	for _, r := range runs {
+		if r.Flagged() {
+			n++
+		}
+	}
+	return n
+}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/42-b3yond-6ug/ssebench/contract"
 	"github.com/42-b3yond-6ug/ssebench/gateway"
 )
 
@@ -49,5 +50,14 @@ func TestUpstreamError(t *testing.T) {
 	writeModelLog(t, dir, rec(1, 10, 5, 0))
 	if r, _ = Load(dir); r.UpstreamError() != nil {
 		t.Errorf("UpstreamError() of an answered run = %v", r.UpstreamError())
+	}
+}
+
+// TestCountFlagged: only runs whose audit found something count.
+func TestCountFlagged(t *testing.T) {
+	flagged := &Run{Result: &contract.RunResult{Audit: []contract.AuditFinding{{}}}}
+	runs := []*Run{flagged, {Result: &contract.RunResult{}}, {}, flagged}
+	if n := CountFlagged(runs); n != 2 {
+		t.Errorf("CountFlagged = %d, want 2", n)
 	}
 }

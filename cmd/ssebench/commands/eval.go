@@ -257,12 +257,7 @@ func printEval(cmd *cobra.Command, o *evalOptions, dir string, out *evaluate.Out
 // done: ExitFailed when a run of the evaluation was flagged, as `ssebench
 // run` exits for a failed run.
 func failOnAuditExit(cmd *cobra.Command, runs []*results.Run) error {
-	n := 0
-	for _, r := range runs {
-		if r.Flagged() {
-			n++
-		}
-	}
+	n := results.CountFlagged(runs)
 	if n == 0 {
 		return nil
 	}
