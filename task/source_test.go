@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/42-b3yond-6ug/ssebench/internal/testing/testenv"
 	"github.com/42-b3yond-6ug/ssebench/task"
 )
 
@@ -15,7 +14,7 @@ import (
 // --source.
 func TestSourceOf(t *testing.T) {
 	home := t.TempDir()
-	src := filepath.Join(testenv.ModuleRoot(), "datasets", "examples", "kvconf-12-afb9ee1")
+	src := filepath.Join(moduleRoot(t), "datasets", "examples", "kvconf-12-afb9ee1")
 	dst := filepath.Join(home, "datasets", "examples", "kvconf-12-afb9ee1")
 	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
 		t.Fatal(err)
@@ -30,4 +29,16 @@ func TestSourceOf(t *testing.T) {
 	if _, err := task.SourceOf(home, "nope-1"); err == nil || !strings.Contains(err.Error(), "--source is required") {
 		t.Errorf("SourceOf of a task without a folder = %v", err)
 	}
+}
+
+// moduleRoot is the module's root, above this package's folder. Not
+// testenv's: it links containerd into the test binary, whose memory
+// TestHostileManifestMemory measures.
+func moduleRoot(t *testing.T) string {
+	t.Helper()
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Dir(wd)
 }
