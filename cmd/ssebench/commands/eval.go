@@ -163,7 +163,7 @@ func startEval(cmd *cobra.Command, o *evalOptions, dir string, plan *evaluate.Pl
 		dir, results.Plural(len(plan.Runs), "run", "runs"), results.Plural(len(plan.Tasks), "task", "tasks"),
 		results.Plural(len(plan.Agents), "agent", "agents"), results.Plural(plan.Attempts, "attempt", "attempts"), jobs, why)
 	ledger, err := evaluate.NewLedger(dir, plan)
-	if ledger != nil {
+	if err == nil && ledger != nil {
 		spent, usd := ledger.Spent()
 		fmt.Fprintf(stderr, "budget %s for all runs (%s)\n", plan.Budget, (&results.BudgetUse{Budget: *plan.Budget, SpentTokens: spent, SpentUSD: usd}).Text()+" spent before")
 	}
