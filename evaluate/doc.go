@@ -1,7 +1,9 @@
 // Package evaluate provides evaluations: every (task, agent, attempt) of a
 // plan run with at most N containers at once, each image built once however
 // many runs need it, into one evaluation folder that a killed evaluation
-// resumes from. Runs go through a small Backend (containerd today).
+// resumes from. Prepare checks a new evaluation's Request (its tasks,
+// settings and budget) and plans it; runs go through a small Backend
+// (containerd, or a cluster's Jobs: NewBackend).
 //
 // An evaluation folder is
 //

@@ -24,3 +24,10 @@ func PublishRevision(ctx context.Context, dir, rev string) (string, error) {
 	}
 	return rev, nil
 }
+
+// Verified says whether task id verified with the files digest files:
+// with its folder as it is now, when files is the folder's.
+func (r *Record) Verified(id, files string) bool {
+	v, ok := r.Tasks[id]
+	return ok && v.FilesSHA256 != "" && v.FilesSHA256 == files
+}

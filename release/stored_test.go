@@ -18,3 +18,17 @@ func TestPublishRevision(t *testing.T) {
 		t.Errorf("PublishRevision(no checkout) = %v, want --revision asked for", err)
 	}
 }
+
+// TestRecordVerified: a task verified when the record has it with the
+// files digest given; a record without a files digest verifies nothing.
+func TestRecordVerified(t *testing.T) {
+	rec := &release.Record{Tasks: map[string]release.VerifiedTask{"a": {FilesSHA256: "f1"}, "b": {}}}
+	for _, tc := range []struct {
+		id, files string
+		want      bool
+	}{{"a", "f1", true}, {"a", "f2", false}, {"b", "", false}, {"c", "f1", false}} {
+		if got := rec.Verified(tc.id, tc.files); got != tc.want {
+			t.Errorf("Verified(%q, %q) = %v, want %v", tc.id, tc.files, got, tc.want)
+		}
+	}
+}

@@ -3,5 +3,6 @@
 // instance_id, model_name_or_path and model_patch) apart, one patch file
 // per prediction, and NewBackend returns an evaluate.Backend that grades
 // each patch as agents/prediction's change, in the agent phase of a run of
-// its own, the model's name where the agent's name goes.
+// its own, the model's name where the agent's name goes. Prepare checks a
+// grade's Request against the home and writes its plan.
 package predictions

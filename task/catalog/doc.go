@@ -6,5 +6,6 @@
 //
 // A catalog names each task's case image; the lock pins it by digest when
 // it matches the catalog (SPEC.md section 11), and a lock that is
-// malformed or stale is reported, never silently ignored.
+// malformed or stale is reported, never silently ignored. List lists the
+// tasks of catalogs as `ssebench tasks list` prints them.
 package catalog

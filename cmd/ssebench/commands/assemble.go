@@ -3,8 +3,6 @@ package commands
 import (
 	"fmt"
 	"io"
-	"path"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -13,6 +11,7 @@ import (
 	"github.com/42-b3yond-6ug/ssebench/assemble/agentimage"
 	"github.com/42-b3yond-6ug/ssebench/cmd/ssebench/commands/options"
 	"github.com/42-b3yond-6ug/ssebench/pipeline"
+	"github.com/42-b3yond-6ug/ssebench/registry/naming"
 	"github.com/42-b3yond-6ug/ssebench/task"
 )
 
@@ -66,16 +65,13 @@ time, its own layers are reused and no case layer is read.`,
 				return err
 			}
 			defer done()
-			id := o.Task
-			if id == "" {
-				id = taskFromCaseRef(o.Case)
-			}
-			if err := task.CheckID("--task", id); err != nil {
+			id, err := taskOf(o.Task, o.Case)
+			if err != nil {
 				return err
 			}
 			src := o.Source
 			if src == "" {
-				if src, err = sourceOf(e.Home, id); err != nil {
+				if src, err = task.SourceOf(e.Home, id); err != nil {
 					return err
 				}
 			}
@@ -161,31 +157,13 @@ func parseBuildArgs(kvs []string) (map[string]string, error) {
 	return m, nil
 }
 
-// taskFromCaseRef is the last path component of an image's repository:
-// case/<dataset>/<task> and tool/<task> name the task (lowercased, as those
-// names are).
-func taskFromCaseRef(ref string) string {
-	repo := ref
-	if i := strings.IndexAny(repo, "@"); i >= 0 {
-		repo = repo[:i]
+// taskOf is the task of --task (flag), else the one the image ref names.
+func taskOf(flag, ref string) (string, error) {
+	id := flag
+	if id == "" {
+		id = naming.TaskOfRef(ref)
 	}
-	if i := strings.LastIndex(repo, ":"); i > strings.LastIndex(repo, "/") {
-		repo = repo[:i]
-	}
-	return path.Base(repo)
-}
-
-// sourceOf reads SOURCE_DIR from the config of task id under home.
-func sourceOf(home, id string) (string, error) {
-	ds := findDataset(home, id)
-	if ds == "" {
-		return "", fmt.Errorf("--source is required: task %q has no folder under %s to read its config from", id, filepath.Join(home, "datasets"))
-	}
-	t, err := task.Load(filepath.Join(home, "datasets", ds, id))
-	if err != nil {
-		return "", fmt.Errorf("reading task %s: %w", id, err)
-	}
-	return t.Config.Source, nil
+	return id, task.CheckID("--task", id)
 }
 
 // explainAgent is assemble agent --explain: a plan, as --explain
@@ -224,11 +202,8 @@ func runAssembleAgent(cmd *cobra.Command, g *options.Global, o *assembleAgentOpt
 		return err
 	}
 	defer done()
-	id := o.Task
-	if id == "" {
-		id = taskFromCaseRef(o.Tool)
-	}
-	if err := task.CheckID("--task", id); err != nil {
+	id, err := taskOf(o.Task, o.Tool)
+	if err != nil {
 		return err
 	}
 	req := pipeline.AgentRequest{Tool: o.Tool, Folder: o.Agent, Task: id, BuildArgs: args, Platform: p, Push: o.Push}

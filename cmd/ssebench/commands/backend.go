@@ -64,3 +64,8 @@ var _ pipeline.Cluster = (*kubeCluster)(nil)
 func (k *kubeCluster) Open(_ context.Context, platform string) (pipeline.Executor, error) {
 	return k.r.ForPlatform(platform)
 }
+
+// DeleteLabeled implements evaluate.ClusterRunner.
+func (k *kubeCluster) DeleteLabeled(ctx context.Context, selector string) error {
+	return k.r.DeleteLabeled(ctx, selector)
+}

@@ -147,7 +147,7 @@ Exits 1 listing the tasks whose build failed.`,
 			defer done()
 			out, err := b.BuildCases(ctx, dir, casebuild.CaseOptions{Tasks: tasks, Force: force, HostArch: runtime.GOARCH})
 			if asJSON {
-				if jerr := writeJSONTo(cmd.OutOrStdout(), casesJSON(out)); jerr != nil {
+				if jerr := writeJSONTo(cmd.OutOrStdout(), casebuild.OutcomesJSON(out, Redact)); jerr != nil {
 					return jerr
 				}
 				return err

@@ -1,16 +1,13 @@
 package commands
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"github.com/42-b3yond-6ug/ssebench/internal/units"
-	"os"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"github.com/42-b3yond-6ug/ssebench/cmd/ssebench/commands/options"
+	"github.com/42-b3yond-6ug/ssebench/internal/units"
 	"github.com/42-b3yond-6ug/ssebench/release"
 	"github.com/42-b3yond-6ug/ssebench/task"
 	"github.com/42-b3yond-6ug/ssebench/task/importer/govulndb"
@@ -114,13 +111,8 @@ a warning says that its test checks are judged by exit code only.`,
 			if err != nil {
 				return printProblems(cmd, err, args[0])
 			}
-			for _, t := range d.Tasks {
-				if t.Config == nil {
-					continue
-				}
-				for _, w := range t.Config.Warnings() {
-					fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s: %s\n", t.ID, w)
-				}
+			for _, w := range d.Warnings() {
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", w)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "ok %s: %s\n", args[0], units.Plural(len(d.Tasks), "task"))
 			return nil
@@ -167,36 +159,11 @@ func keepVerified(cmd *cobra.Command, g *options.Global, dir string, reasonFiles
 		return err
 	}
 	defer st.Close()
-	rec, err := release.ReadRecord(release.RecordFile(st.Dir(), ds.Name, ds.Version), ds.Name, ds.Version)
+	rec, err := release.StoredRecord(st.Dir(), ds)
 	if err != nil {
 		return err
 	}
-	digests := map[string]string{}
-	for _, t := range ds.Tasks {
-		if d, err := t.FilesDigest(); err == nil {
-			digests[t.ID] = d
-		}
-	}
-	why := map[string]string{}
-	for _, f := range reasonFiles {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return fmt.Errorf("reading the verify table: %w", err)
-		}
-		r, err := govulndb.ReadVerifyReasons(bytes.NewReader(b))
-		if err != nil {
-			return err
-		}
-		for id, w := range r {
-			if why[id] == "" {
-				why[id] = w
-			}
-		}
-	}
-	kept, dropped, err := govulndb.Keep(dir, func(id string) bool {
-		v, ok := rec.Tasks[id]
-		return ok && v.FilesSHA256 != "" && v.FilesSHA256 == digests[id]
-	}, why)
+	kept, dropped, err := govulndb.KeepVerified(govulndb.KeepOptions{Dataset: ds, Verified: rec.Verified, ReasonFiles: reasonFiles})
 	if err != nil {
 		return err
 	}
@@ -255,16 +222,7 @@ and "ssebench dataset verify DIR --reruns 3" to keep the sound tasks.`,
 			if err != nil {
 				return err
 			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "REPORT\tMODULE\tSTATUS\tREASON")
-			imported := 0
-			for _, r := range rows {
-				if r.Status == "imported" {
-					imported++
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.ID, r.Module, r.Status, r.Reason)
-			}
-			tw.Flush()
+			imported := govulndb.WriteRows(cmd.OutOrStdout(), rows)
 			if err := rewriteManifest(cmd, into); err != nil {
 				return err
 			}

@@ -1,11 +1,9 @@
 package commands
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -13,11 +11,9 @@ import (
 	"github.com/42-b3yond-6ug/ssebench/contract"
 	"github.com/42-b3yond-6ug/ssebench/evaluate"
 	"github.com/42-b3yond-6ug/ssebench/gateway"
-	"github.com/42-b3yond-6ug/ssebench/internal/units"
 	"github.com/42-b3yond-6ug/ssebench/pipeline"
 	"github.com/42-b3yond-6ug/ssebench/results"
 	"github.com/42-b3yond-6ug/ssebench/runner"
-	"github.com/42-b3yond-6ug/ssebench/task"
 	"github.com/42-b3yond-6ug/ssebench/task/catalog"
 )
 
@@ -141,27 +137,41 @@ func runEval(cmd *cobra.Command, g *options.Global, o *evalOptions) error {
 	defer done()
 	// The builds' own progress lines would drown the runs' lines.
 	e.Log = nil
-	plan, dir, err := evalPlan(g, e, cmd, o)
+	plan, dir, err := evalPlan(g, e, cmd, o, network)
 	if err != nil {
 		return err
 	}
-	jobs, why := evalJobs(cmd, o, plan)
-	stderr := cmd.ErrOrStderr()
-	fmt.Fprintf(stderr, "evaluation %s: %s (%s × %s × %s), %d at once (%s)\n",
-		dir, results.Plural(len(plan.Runs), "run", "runs"), results.Plural(len(plan.Tasks), "task", "tasks"),
-		results.Plural(len(plan.Agents), "agent", "agents"), results.Plural(plan.Attempts, "attempt", "attempts"), jobs, why)
-	ledger, err := evaluate.NewLedger(dir, plan)
+	jobs, ledger, err := startEval(cmd, o, dir, plan)
 	if err != nil {
 		return err
-	}
-	if ledger != nil {
-		spent, usd := ledger.Spent()
-		fmt.Fprintf(stderr, "budget %s for all runs (%s)\n", plan.Budget, (&results.BudgetUse{Budget: *plan.Budget, SpentTokens: spent, SpentUSD: usd}).Text()+" spent before")
 	}
 	backend, err := o.backend(cmd, g, e, plan, network, ledger)
 	if err != nil {
 		return err
 	}
+	out, err := evaluate.Evaluate(cmd.Context(), backend, dir, plan, o.evaluateOptions(cmd, jobs, ledger)...)
+	return printEval(cmd, o, dir, out, err)
+}
+
+// startEval says what the evaluation in dir runs and how many at once,
+// and opens its budget's ledger (nil: no budget), saying what was spent
+// before.
+func startEval(cmd *cobra.Command, o *evalOptions, dir string, plan *evaluate.Plan) (int, *gateway.Ledger, error) {
+	jobs, why := plan.JobsAtOnce(o.Jobs, cmd.Flag("jobs").Changed)
+	stderr := cmd.ErrOrStderr()
+	fmt.Fprintf(stderr, "evaluation %s: %s (%s × %s × %s), %d at once (%s)\n",
+		dir, results.Plural(len(plan.Runs), "run", "runs"), results.Plural(len(plan.Tasks), "task", "tasks"),
+		results.Plural(len(plan.Agents), "agent", "agents"), results.Plural(plan.Attempts, "attempt", "attempts"), jobs, why)
+	ledger, err := evaluate.NewLedger(dir, plan)
+	if err == nil && ledger != nil {
+		spent, usd := ledger.Spent()
+		fmt.Fprintf(stderr, "budget %s for all runs (%s)\n", plan.Budget, (&results.BudgetUse{Budget: *plan.Budget, SpentTokens: spent, SpentUSD: usd}).Text()+" spent before")
+	}
+	return jobs, ledger, err
+}
+
+// evaluateOptions are the engine's options of the flags.
+func (o *evalOptions) evaluateOptions(cmd *cobra.Command, jobs int, ledger *gateway.Ledger) []evaluate.Option {
 	eopts := []evaluate.Option{evaluate.WithJobs(jobs), evaluate.WithRetries(o.Retries)}
 	if o.FailOnAudit {
 		eopts = append(eopts, evaluate.WithFailOnAudit())
@@ -169,13 +179,12 @@ func runEval(cmd *cobra.Command, g *options.Global, o *evalOptions) error {
 	if o.BuildOnly {
 		eopts = append(eopts, evaluate.WithBuildOnly())
 	} else {
-		eopts = append(eopts, evaluate.WithProgress(evaluate.NewPrinter(stderr)))
+		eopts = append(eopts, evaluate.WithProgress(evaluate.NewPrinter(cmd.ErrOrStderr())))
 	}
 	if ledger != nil {
 		eopts = append(eopts, evaluate.WithBudget(ledger))
 	}
-	out, err := evaluate.Evaluate(cmd.Context(), backend, dir, plan, eopts...)
-	return printEval(cmd, o, dir, out, err)
+	return eopts
 }
 
 // evalCheck is --check: the preflight of `tasks check` of the plan's
@@ -199,26 +208,16 @@ func (o *evalOptions) backend(cmd *cobra.Command, g *options.Global, e *pipeline
 	if err != nil {
 		return nil, err
 	}
-	if cluster != nil && ledger != nil {
-		return nil, errors.New("--budget cannot hold on --backend kubernetes: each run's model gateway is a pod of its own there and they share no ledger; run the evaluation on containerd, or bound each run with `ssebench run --max-tokens`/`--max-cost`")
+	var onCluster evaluate.ClusterRunner
+	if cluster != nil {
+		onCluster = cluster
 	}
-	if cluster != nil && plan.Mode == pipeline.ModeSidecar {
-		return nil, errors.New("--mode sidecar runs two containers in containerd: it cannot run with --backend kubernetes")
-	}
-	local := &evaluate.Containerd{Env: e, EvalID: plan.ID, Request: pipeline.RunRequest{
-		Dataset: plan.Dataset, Catalog: plan.Catalog, Prebuilt: plan.Prebuilt, Mode: plan.Mode, OSImage: plan.OSImage,
-		Timeout: plan.Timeout, Difficulty: plan.Difficulty, Model: plan.Model,
+	return evaluate.NewBackend(e, plan, pipeline.RunRequest{
 		APIKey: g.Lookup("SSE_API_KEY"), BaseURL: g.Lookup("SSE_BASE_URL"),
-		Network: network, ContainerdAddr: g.ContainerdAddr, Output: discard{},
+		Network: network, ContainerdAddr: g.ContainerdAddr,
 		Resources: &o.Resources, Ledger: ledger, KeepImages: o.KeepImages.Keep, ImageBudget: o.KeepImages.Budget,
 		AllowNoSandbox: o.AllowNoSandbox,
-	}}
-	if cluster == nil {
-		return local, nil
-	}
-	// The images go to the registry, for the cluster to pull.
-	local.Request.Cluster, local.Request.ViaRegistry = cluster, true
-	return &evaluate.Cluster{Containerd: *local, DeleteLabeled: cluster.r.DeleteLabeled}, nil
+	}, onCluster)
 }
 
 // printEval says how the evaluation of the folder dir ended, and prints
@@ -227,16 +226,12 @@ func printEval(cmd *cobra.Command, o *evalOptions, dir string, out *evaluate.Out
 	stderr := cmd.ErrOrStderr()
 	if o.BuildOnly {
 		if err == nil {
-			fmt.Fprintf(stderr, "every image of the plan is built (%s)\n", units.Plural(len(out.Builds), "build"))
+			fmt.Fprintln(stderr, out.Built())
 		}
 		return err
 	}
 	if out != nil {
-		fmt.Fprintf(stderr, "%s now, %d kept from before, %d failed", results.Plural(out.Ran, "run", "runs"), out.Kept, len(out.Failed))
-		if len(out.NotStarted) > 0 {
-			fmt.Fprintf(stderr, ", %d not started (budget spent)", len(out.NotStarted))
-		}
-		fmt.Fprintf(stderr, "; results in %s\n", dir)
+		fmt.Fprintln(stderr, out)
 	}
 	if cmd.Context().Err() != nil {
 		// Said before the report, which says it is partial.
@@ -262,12 +257,7 @@ func printEval(cmd *cobra.Command, o *evalOptions, dir string, out *evaluate.Out
 // done: ExitFailed when a run of the evaluation was flagged, as `ssebench
 // run` exits for a failed run.
 func failOnAuditExit(cmd *cobra.Command, runs []*results.Run) error {
-	n := 0
-	for _, r := range runs {
-		if r.Flagged() {
-			n++
-		}
-	}
+	n := results.CountFlagged(runs)
 	if n == 0 {
 		return nil
 	}
@@ -276,111 +266,27 @@ func failOnAuditExit(cmd *cobra.Command, runs []*results.Run) error {
 	return &ExitError{Code: ExitFailed}
 }
 
-// evalPlan reads the plan of --resume, or makes a new one and writes it.
-func evalPlan(g *options.Global, e *pipeline.Env, cmd *cobra.Command, o *evalOptions) (*evaluate.Plan, string, error) {
+// evalPlan reads the plan of --resume, or makes a new one and writes it,
+// once this machine can run it.
+func evalPlan(g *options.Global, e *pipeline.Env, cmd *cobra.Command, o *evalOptions, network runner.Network) (*evaluate.Plan, string, error) {
 	if o.Resume != "" {
-		for _, f := range []string{"agents", "tasks", "local", "catalog", "attempts", "model", "timeout", "difficulty", "prebuilt", "runs-dir", "budget"} {
-			if cmd.Flag(f).Changed {
-				return nil, "", fmt.Errorf("--resume runs the plan as it was made: --%s cannot change it (start a new evaluation instead)", f)
-			}
-		}
-		p, err := evaluate.ReadPlan(o.Resume)
-		if err != nil {
-			return nil, "", err
-		}
-		if err := checkDaemons(g, "eval", daemonNeeds{Containerd: containerdBackend(cmd, g, o.Backend), BuildKit: !p.Prebuilt}); err != nil {
-			return nil, "", err
-		}
-		return p, o.Resume, nil
+		return evalResume(g, cmd, o)
 	}
-	if o.Local != "" && o.Catalog != "" {
-		return nil, "", errors.New("--local and --catalog name two sources of the tasks: pass one")
-	}
-	if o.Local == "" && o.Catalog == "" {
-		o.Catalog = g.Lookup(catalog.CatalogEnv)
-	}
-	agents := evaluate.SplitList(o.Agents)
-	tasks := evaluate.SplitList(o.Tasks)
-	local := o.Local
-	if err := pipeline.CheckLocal(local); err != nil {
-		return nil, "", err
-	}
-	if len(tasks) == 0 {
-		var err error
-		if tasks, local, err = allTasks(cmd.Context(), e, local, o.Catalog); err != nil {
-			return nil, "", err
-		}
-	}
-	if local != "" {
-		abs, err := filepath.Abs(local)
-		if err != nil {
-			return nil, "", err
-		}
-		local = abs
-	}
-	p, err := evaluate.NewPlan(agents, tasks, o.Attempts)
+	p, err := evaluate.Prepare(cmd.Context(), e, evaluate.Request{
+		Agents: o.Agents, Tasks: o.Tasks, Attempts: o.Attempts, Dataset: o.Local, Catalog: o.Catalog,
+		Timeout: o.Timeout, Difficulty: o.Difficulty, Prebuilt: o.Prebuilt, Jobs: o.Jobs,
+		Mode: o.Mode, OSImage: firstSet(o.OSImage, g.Lookup(OSImageEnv)), Model: o.Model,
+		Budget: o.Budget, BuildOnly: o.BuildOnly, Network: network, OnCluster: !containerdBackend(cmd, g, o.Backend),
+		Resources: &o.Resources, Lookup: g.Lookup,
+	})
 	if err != nil {
-		return nil, "", err
-	}
-	p.Dataset, p.Catalog, p.Timeout, p.Difficulty, p.Prebuilt = local, o.Catalog, o.Timeout, o.Difficulty, o.Prebuilt
-	if cmd.Flag("jobs").Changed {
-		p.Jobs = o.Jobs
-	}
-	if o.Mode != "" && o.Mode != pipeline.ModeSandbox && o.Mode != pipeline.ModeSidecar {
-		return nil, "", fmt.Errorf("unknown --mode %q: use %s or %s", o.Mode, pipeline.ModeSandbox, pipeline.ModeSidecar)
-	}
-	if o.Mode == pipeline.ModeSidecar {
-		p.Mode, p.OSImage = o.Mode, firstSet(o.OSImage, g.Lookup(OSImageEnv))
-	}
-	if p.Catalog != "" && !strings.Contains(p.Catalog, "://") {
-		if p.Catalog, err = filepath.Abs(p.Catalog); err != nil {
-			return nil, "", err
-		}
-	}
-	p.Model = o.Model
-	if p.Model == "" {
-		p.Model = g.Lookup("SSE_MODEL_NAME")
-	}
-	if o.Budget != "" {
-		if p.Budget, err = evalBudget(g, e, cmd, o, p.Model); err != nil {
-			return nil, "", err
-		}
-	}
-	// Names last, once every flag was accepted: each refusal says one
-	// thing to fix.
-	if err := pipeline.CheckNames(e.Home, agents, tasks, local, o.Catalog); err != nil {
-		return nil, "", err
-	}
-	// What would fail every run after its images (a model file that does
-	// not read, or names a key this machine lacks): said once, now, of
-	// the first run of the plan.
-	network, err := runner.ParseNetwork(o.Egress)
-	if err != nil {
-		return nil, "", fmt.Errorf("--egress: %w", err)
-	}
-	if err := e.Check(cmd.Context(), pipeline.RunRequest{
-		Task: p.Tasks[0], Agent: p.Agents[0], Dataset: local, Catalog: p.Catalog, Prebuilt: p.Prebuilt,
-		Mode: p.Mode, OSImage: p.OSImage, Timeout: p.Timeout, Difficulty: p.Difficulty, Model: p.Model,
-		Network: network, Lookup: g.Lookup, Resources: &o.Resources,
-	}); err != nil {
 		return nil, "", err
 	}
 	// Before the plan is written: an evaluation that cannot run leaves no
 	// folder behind, and a base image or runtime it lacks is said once,
 	// not found by every run and retried as an infrastructure failure.
-	onHost := containerdBackend(cmd, g, o.Backend)
-	if err := checkDaemons(g, "eval", daemonNeeds{Containerd: onHost, BuildKit: !p.Prebuilt}); err != nil {
+	if err := checkHost(cmd, g, e, "eval", "the evaluation", o.Backend, o.Runtime, p.RunRequest(pipeline.RunRequest{}), p.Tasks, p.Agents); err != nil {
 		return nil, "", err
-	}
-	if onHost {
-		if err := checkUpstream(cmd.Context(), g, e.Home, p.Model, "", ""); err != nil {
-			return nil, "", err
-		}
-	}
-	if preflightRuns(p.Prebuilt, p.Mode, "", p.Catalog, false) {
-		if err := checkRunNeeds(cmd.Context(), g, e, "the evaluation", local, tasks, agents, o.Runtime); err != nil {
-			return nil, "", err
-		}
 	}
 	dir := filepath.Join(o.RunsDir, p.FolderName())
 	if err := evaluate.WritePlan(dir, p); err != nil {
@@ -389,82 +295,20 @@ func evalPlan(g *options.Global, e *pipeline.Env, cmd *cobra.Command, o *evalOpt
 	return p, dir, nil
 }
 
-// allTasks lists the tasks of the catalog, else of the dataset folder
-// (default: datasets/examples under the home).
-func allTasks(ctx context.Context, e *pipeline.Env, local, loc string) ([]string, string, error) {
-	if loc != "" {
-		c, err := e.Catalog(ctx, loc)
-		if err != nil {
-			return nil, "", err
+// evalResume reads the plan of --resume, which no flag of the plan may
+// change.
+func evalResume(g *options.Global, cmd *cobra.Command, o *evalOptions) (*evaluate.Plan, string, error) {
+	for _, f := range []string{"agents", "tasks", "local", "catalog", "attempts", "model", "timeout", "difficulty", "prebuilt", "runs-dir", "budget"} {
+		if cmd.Flag(f).Changed {
+			return nil, "", fmt.Errorf("--resume runs the plan as it was made: --%s cannot change it (start a new evaluation instead)", f)
 		}
-		var ids []string
-		for _, t := range c.Manifest.Tasks {
-			ids = append(ids, t.ID)
-		}
-		return ids, "", nil
 	}
-	if local == "" {
-		local = filepath.Join(e.Home, "datasets", "examples")
-	}
-	dirs, err := task.TaskDirs(local)
+	p, err := evaluate.ReadPlan(o.Resume)
 	if err != nil {
 		return nil, "", err
 	}
-	var ids []string
-	for _, d := range dirs {
-		ids = append(ids, filepath.Base(d))
+	if err := checkDaemons(g, "eval", daemonNeeds{Containerd: containerdBackend(cmd, g, o.Backend), BuildKit: !p.Prebuilt}); err != nil {
+		return nil, "", err
 	}
-	return ids, local, nil
-}
-
-type discard struct{}
-
-func (discard) Write(p []byte) (int, error) { return len(p), nil }
-
-// evalBudget reads --budget and checks, before anything is planned or
-// built, that the runs can keep it: their gateways on this machine, an
-// upstream to spend on, and prices when it is in dollars.
-func evalBudget(g *options.Global, e *pipeline.Env, cmd *cobra.Command, o *evalOptions, model string) (*gateway.Budget, error) {
-	b, err := gateway.ParseBudget(o.Budget)
-	if err != nil {
-		return nil, err
-	}
-	if o.Egress == string(runner.NetworkOpen) {
-		return nil, errors.New("--budget is kept by the runs' model gateways, which --egress open bypasses: drop --egress open")
-	}
-	if o.BuildOnly {
-		return nil, errors.New("--budget bounds what runs spend; --build-only runs nothing: drop one")
-	}
-	name := o.Backend
-	if !cmd.Flag("backend").Changed {
-		name = strings.TrimSpace(g.Lookup(pipeline.BackendEnv))
-	}
-	if be, _ := pipeline.ParseBackend(name); be == pipeline.BackendKubernetes {
-		return nil, errors.New("--budget cannot hold on --backend kubernetes: each run's model gateway is a pod of its own there and they share no ledger; run the evaluation on containerd, or bound each run with `ssebench run --max-tokens`/`--max-cost`")
-	}
-	cfg, err := gateway.Resolve(model, "", filepath.Join(e.Home, "models"), g.Lookup)
-	if errors.Is(err, gateway.ErrNoUpstream) {
-		return nil, errors.New("--budget bounds model use, and the runs have no model: pass --model NAME with models/NAME.yaml, or set SSE_BASE_URL and SSE_API_KEY")
-	} else if err != nil {
-		return nil, err
-	}
-	if b.USD > 0 {
-		if err := cfg.CheckPrices("--budget in dollars", ", or give --budget in tokens"); err != nil {
-			return nil, err
-		}
-	}
-	return &b, nil
-}
-
-// evalJobs is how many runs go at once, and why: --jobs, else what the
-// evaluation was started with (a resumed one keeps its --jobs), else the
-// machine's default.
-func evalJobs(cmd *cobra.Command, o *evalOptions, plan *evaluate.Plan) (int, string) {
-	switch {
-	case cmd.Flag("jobs").Changed:
-		return o.Jobs, "--jobs"
-	case plan.Jobs > 0:
-		return plan.Jobs, "--jobs of the evaluation's start"
-	}
-	return evaluate.DefaultJobs()
+	return p, o.Resume, nil
 }

@@ -3,18 +3,16 @@ package commands
 import (
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/42-b3yond-6ug/ssebench/agent"
 	"github.com/42-b3yond-6ug/ssebench/cmd/ssebench/commands/options"
 	"github.com/42-b3yond-6ug/ssebench/contract"
 	"github.com/42-b3yond-6ug/ssebench/evaluate"
 	"github.com/42-b3yond-6ug/ssebench/evaluate/predictions"
-	"github.com/42-b3yond-6ug/ssebench/internal/suggest"
 	"github.com/42-b3yond-6ug/ssebench/pipeline"
 	"github.com/42-b3yond-6ug/ssebench/results"
 	"github.com/42-b3yond-6ug/ssebench/runner"
@@ -109,7 +107,7 @@ func runGrade(cmd *cobra.Command, g *options.Global, o *gradeOptions) error {
 	if len(gr.Plan.Runs) > 0 {
 		b := predictions.NewBackend(evaluate.Containerd{Env: e, EvalID: gr.Plan.ID, Request: pipeline.RunRequest{
 			Dataset: gr.Plan.Dataset, Catalog: gr.Plan.Catalog, Timeout: gr.Plan.Timeout,
-			Network: runner.NetworkRestricted, ContainerdAddr: g.ContainerdAddr, Output: discard{},
+			Network: runner.NetworkRestricted, ContainerdAddr: g.ContainerdAddr, Output: io.Discard,
 			Resources: &o.Resources, KeepImages: o.KeepImages.Keep, ImageBudget: o.KeepImages.Budget,
 		}}, gr.Patches)
 		var eout *evaluate.Outcome
@@ -151,45 +149,11 @@ func (o *gradeOptions) validate(cmd *cobra.Command, g *options.Global) error {
 // daemons) and reads the predictions into a new evaluation folder, whose
 // plan it writes.
 func (o *gradeOptions) grading(cmd *cobra.Command, g *options.Global, e *pipeline.Env) (*predictions.Grading, error) {
-	if _, err := agent.Load(e.Home, predictions.Agent); err != nil {
-		return nil, fmt.Errorf("ssebench grade applies patches with the agent folder agents/%s, which %s lacks: copy it there from the ssebench source", predictions.Agent, e.Home)
-	}
-	known, local, err := allTasks(cmd.Context(), e, o.Dataset, o.Catalog)
-	if err != nil {
-		return nil, err
-	}
-	if local != "" {
-		if local, err = filepath.Abs(local); err != nil {
-			return nil, err
-		}
-	}
-	only := evaluate.SplitList(o.Tasks)
-	for _, id := range only {
-		if !slices.Contains(known, id) {
-			return nil, fmt.Errorf("--tasks: %s", unknownTask(id, known))
-		}
-	}
-	// Before the folder, which a grade that cannot run would leave.
-	if err := checkDaemons(g, "grade", daemonNeeds{Containerd: true, BuildKit: true}); err != nil {
-		return nil, err
-	}
-	// Absolute, since each run mounts its patch from there and a mount's
-	// host path must be (--runs-dir defaults to ./runs).
-	runsDir, err := filepath.Abs(o.RunsDir)
-	if err != nil {
-		return nil, err
-	}
-	gr, err := predictions.NewGrading(o.Predictions, runsDir, known, only)
-	if err != nil {
-		return nil, err
-	}
-	gr.Plan.Dataset, gr.Plan.Catalog, gr.Plan.Timeout = local, o.Catalog, o.Timeout
-	if gr.Plan.Catalog != "" && !strings.Contains(gr.Plan.Catalog, "://") {
-		if gr.Plan.Catalog, err = filepath.Abs(gr.Plan.Catalog); err != nil {
-			return nil, err
-		}
-	}
-	return gr, gr.Write()
+	return predictions.Prepare(cmd.Context(), e, predictions.Request{
+		Predictions: o.Predictions, Dataset: o.Dataset, Catalog: o.Catalog, Tasks: evaluate.SplitList(o.Tasks),
+		RunsDir: o.RunsDir, Timeout: o.Timeout,
+		Ready: func() error { return checkDaemons(g, "grade", daemonNeeds{Containerd: true, BuildKit: true}) },
+	})
 }
 
 // printGrade prints the outcomes (--json) or the report of the folder dir,
@@ -226,11 +190,4 @@ func unwrapResume(err error) error {
 		return errors.New(s[:i])
 	}
 	return err
-}
-
-func unknownTask(id string, known []string) string {
-	if s := suggest.Closest(id, known); s != "" {
-		return fmt.Sprintf("unknown task %s: did you mean %q?", quote(id), s)
-	}
-	return fmt.Sprintf("unknown task %s: the dataset has no such task", quote(id))
 }

@@ -24,7 +24,9 @@ func TestJSONKeysSnakeCase(t *testing.T) {
 	// The outputs whose shapes live beside the library types they mirror.
 	names = append(names, "../../../registry/remote/summary.go", "../../../registry/archive/file.go",
 		"../../../pipeline/builtjson.go", "../../../release/toolsjson.go", "../../../oci/describe.go",
-		"../../../oci/store/report.go", "../../../evaluate/predictions/outcome.go")
+		"../../../oci/store/report.go", "../../../evaluate/predictions/outcome.go",
+		"../../../assemble/failure_json.go", "../../../task/catalog/list.go",
+		"../../../task/problems_json.go", "../../../images/casebuild/outcome_json.go")
 	var files []*ast.File
 	for _, name := range names {
 		if strings.HasSuffix(name, "_test.go") {

@@ -1,15 +1,11 @@
 package commands
 
 import (
-	"errors"
 	"fmt"
 	"io"
 
-	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/spf13/cobra"
 
-	"github.com/42-b3yond-6ug/ssebench/assemble"
-	"github.com/42-b3yond-6ug/ssebench/images/casebuild"
 	"github.com/42-b3yond-6ug/ssebench/internal/units"
 	"github.com/42-b3yond-6ug/ssebench/task"
 )
@@ -18,81 +14,6 @@ import (
 // document on stdout, and its progress and notes go to stderr as before.
 func addJSONFlag(cmd *cobra.Command, p *bool) {
 	cmd.Flags().BoolVar(p, "json", false, "print one JSON document on stdout instead of lines")
-}
-
-// verifyOutput is `verify --json`.
-type verifyOutput struct {
-	Image    string        `json:"image"`
-	OK       bool          `json:"ok"`
-	Failures []findingJSON `json:"failures"`
-	Warnings []findingJSON `json:"warnings"`
-}
-
-type findingJSON struct {
-	Check   string `json:"check"`
-	Path    string `json:"path,omitempty"`
-	Message string `json:"message"`
-	Rule    string `json:"rule,omitempty"`
-}
-
-func verifyJSON(ref string, fails []assemble.Failure) *verifyOutput {
-	out := &verifyOutput{Image: ref, Failures: []findingJSON{}, Warnings: []findingJSON{}}
-	for _, f := range fails {
-		j := findingJSON{Check: f.Check, Path: f.Path, Message: f.Msg, Rule: f.Rule}
-		if f.Warning {
-			out.Warnings = append(out.Warnings, j)
-		} else {
-			out.Failures = append(out.Failures, j)
-		}
-	}
-	out.OK = len(out.Failures) == 0
-	return out
-}
-
-// datasetOutput is `dataset validate --json`.
-type datasetOutput struct {
-	Dataset  string        `json:"dataset"`
-	OK       bool          `json:"ok"`
-	Tasks    int           `json:"tasks"`
-	Problems []problemJSON `json:"problems"`
-}
-
-type problemJSON struct {
-	File    string `json:"file,omitempty"`
-	Line    int    `json:"line,omitempty"`
-	Message string `json:"message"`
-}
-
-func problemsJSON(ps task.Problems) []problemJSON {
-	out := []problemJSON{}
-	for _, p := range ps {
-		out = append(out, problemJSON{File: p.File, Line: p.Line, Message: p.Msg})
-	}
-	return out
-}
-
-// caseJSON is one line of `build-case --json`.
-type caseJSON struct {
-	Task   string `json:"task"`
-	Image  string `json:"image"`
-	Action string `json:"action"`
-	Digest string `json:"digest,omitempty"`
-	Error  string `json:"error,omitempty"`
-}
-
-func casesJSON(out []casebuild.CaseOutcome) []caseJSON {
-	rows := []caseJSON{}
-	for _, oc := range out {
-		r := caseJSON{Task: oc.Task, Image: oc.Image, Action: oc.Action}
-		if oc.Digest != (v1.Hash{}) {
-			r.Digest = oc.Digest.String()
-		}
-		if oc.Err != nil {
-			r.Action, r.Error = "failed", Redact(oc.Err.Error())
-		}
-		rows = append(rows, r)
-	}
-	return rows
 }
 
 // printImage prints name@digest, or the JSON of v with asJSON.
@@ -108,14 +29,8 @@ func printResult(w io.Writer, asJSON bool, v any, line string) error {
 // (err as task.Problems) or its task count; it fails, silently, when there
 // is a problem.
 func validateJSON(cmd *cobra.Command, dir string, d *task.Dataset, err error) error {
-	out := &datasetOutput{Dataset: dir, Problems: []problemJSON{}}
-	var ps task.Problems
-	switch {
-	case err == nil:
-		out.OK, out.Tasks = true, len(d.Tasks)
-	case errors.As(err, &ps):
-		out.Problems = problemsJSON(ps)
-	default:
+	out, err := task.NewValidateReport(dir, d, err)
+	if err != nil {
 		return err
 	}
 	if jerr := writeJSONTo(cmd.OutOrStdout(), out); jerr != nil {
@@ -123,7 +38,7 @@ func validateJSON(cmd *cobra.Command, dir string, d *task.Dataset, err error) er
 	}
 	if !out.OK {
 		cmd.SilenceErrors = true
-		fmt.Fprintf(cmd.ErrOrStderr(), "%s: %s\n", dir, units.Plural(len(ps), "problem"))
+		fmt.Fprintf(cmd.ErrOrStderr(), "%s: %s\n", dir, units.Plural(len(out.Problems), "problem"))
 		return errProblems
 	}
 	return nil

@@ -3,17 +3,13 @@ package commands
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/42-b3yond-6ug/ssebench/agent"
 	"github.com/42-b3yond-6ug/ssebench/cmd/ssebench/commands/options"
-	"github.com/42-b3yond-6ug/ssebench/registry/naming"
 	"github.com/42-b3yond-6ug/ssebench/registry/remote"
 	"github.com/42-b3yond-6ug/ssebench/release"
-	"github.com/42-b3yond-6ug/ssebench/task"
 )
 
 type mirrorOptions struct {
@@ -148,8 +144,10 @@ func mirrorRefs(g *options.Global, o *mirrorOptions, args []string) (refs []stri
 	if err != nil {
 		return nil, "", err
 	}
-	if refs, err = mirrorSet(home, names, o); err != nil {
-		return nil, "", err
+	if !o.NoTaskImages {
+		if refs, err = release.HomeImageSet(home, names, o.Datasets, o.Tasks, o.Agents); err != nil {
+			return nil, "", err
+		}
 	}
 	refs = append(refs, args...)
 	if len(refs) == 0 {
@@ -187,36 +185,6 @@ func printMirror(cmd *cobra.Command, o *mirrorOptions, rep *remote.MirrorReport)
 	}
 	fmt.Fprintln(cmd.ErrOrStderr(), rep.String())
 	return err
-}
-
-// mirrorSet names the images of the tasks and agents o selects (see
-// release.ImageSet): of every dataset of the home unless o names some.
-func mirrorSet(home string, names naming.Names, o *mirrorOptions) ([]string, error) {
-	if o.NoTaskImages {
-		return nil, nil
-	}
-	var dirs []string
-	for _, d := range o.Datasets {
-		dirs = append(dirs, task.DatasetArg(home, d))
-	}
-	if len(dirs) == 0 {
-		all, err := filepath.Glob(filepath.Join(home, "datasets", "*", task.DatasetFile))
-		if err != nil {
-			return nil, err
-		}
-		for _, a := range all {
-			dirs = append(dirs, filepath.Dir(a))
-		}
-	}
-	var agents []*agent.Agent
-	for _, f := range o.Agents {
-		a, err := agent.Load(home, f)
-		if err != nil {
-			return nil, err
-		}
-		agents = append(agents, a)
-	}
-	return release.ImageSet(names, dirs, o.Tasks, agents)
 }
 
 // mirrorMissing adds to a MissingError of a mirror of task images how

@@ -3,13 +3,11 @@ package commands
 import (
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
-	"github.com/42-b3yond-6ug/ssebench/agent"
 	"github.com/42-b3yond-6ug/ssebench/cmd/ssebench/commands/options"
-	"github.com/42-b3yond-6ug/ssebench/registry/naming"
+	"github.com/42-b3yond-6ug/ssebench/pipeline/preflight"
 	"github.com/42-b3yond-6ug/ssebench/task"
 )
 
@@ -17,9 +15,6 @@ type namesOptions struct {
 	Task, Dataset, Agent string
 	JSON                 bool
 }
-
-// nameRow is one line of `ssebench names`: a layer and its image's name.
-type nameRow struct{ layer, name string }
 
 func runNames(cmd *cobra.Command, g *options.Global, o *namesOptions) error {
 	if o.Task == "" {
@@ -36,7 +31,7 @@ func runNames(cmd *cobra.Command, g *options.Global, o *namesOptions) error {
 	if err != nil {
 		return err
 	}
-	rows, err := taskNames(home, n, o)
+	rows, err := preflight.TaskNames(home, n, o.Dataset, o.Task, o.Agent)
 	if err != nil {
 		return err
 	}
@@ -44,44 +39,16 @@ func runNames(cmd *cobra.Command, g *options.Global, o *namesOptions) error {
 	if o.JSON {
 		m := map[string]string{}
 		for _, r := range rows {
-			m[r.layer] = r.name
+			m[r.Layer] = r.Name
 		}
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
 		return enc.Encode(m)
 	}
 	for _, r := range rows {
-		fmt.Fprintf(out, "%s\t%s\n", r.layer, r.name)
+		fmt.Fprintf(out, "%s\t%s\n", r.Layer, r.Name)
 	}
 	return nil
-}
-
-// taskNames are the images of o's task: its base and case image when its
-// dataset is known, its tool image, o's agent's image, and the runtime.
-func taskNames(home string, n naming.Names, o *namesOptions) ([]nameRow, error) {
-	if err := task.CheckTask(home, o.Dataset, o.Task); err != nil {
-		return nil, err
-	}
-	var rows []nameRow
-	dataset := o.Dataset
-	if dataset == "" {
-		dataset = findDataset(home, o.Task)
-	}
-	if dataset != "" {
-		if base := task.PinnedBase(home, dataset, o.Task); base != "" {
-			rows = append(rows, nameRow{"base", n.Prefixed(base)})
-		}
-		rows = append(rows, nameRow{"case", n.Case(dataset, o.Task)})
-	}
-	rows = append(rows, nameRow{"tool", n.Tool(o.Task)})
-	if o.Agent != "" {
-		a, err := agent.Load(home, o.Agent)
-		if err != nil {
-			return nil, err
-		}
-		rows = append(rows, nameRow{"agent", n.Agent(a.Name, o.Task, a.Version)})
-	}
-	return append(rows, nameRow{"runtime", n.Runtime()}), nil
 }
 
 func newCmdNames(g *options.Global) *cobra.Command {
@@ -104,13 +71,4 @@ known from its dataset), case (when the dataset is known), tool, agent (with
 	f.StringVar(&o.Agent, "agent", "", "agent folder under agents/")
 	f.BoolVar(&o.JSON, "json", false, "print a JSON object instead of lines")
 	return cmd
-}
-
-// findDataset returns the name of the only dataset under home that has a
-// folder for task, or "".
-func findDataset(home, id string) string {
-	if dir := task.FindDataset(home, id); dir != "" {
-		return filepath.Base(dir)
-	}
-	return ""
 }

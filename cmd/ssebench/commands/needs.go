@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/42-b3yond-6ug/ssebench/cmd/ssebench/commands/options"
 	"github.com/42-b3yond-6ug/ssebench/oci/store"
 	"github.com/42-b3yond-6ug/ssebench/pipeline"
@@ -41,6 +43,28 @@ func runNeeds(ctx context.Context, g *options.Global, names naming.Names, home s
 		Store: s, Remote: ropts, AskRegistry: askRegistry,
 		Registry: strings.TrimSpace(g.Registry), OSImage: g.Lookup(OSImageEnv),
 	})
+}
+
+// checkHost refuses, before any image, runs this machine cannot make (of
+// command, who for short): whoever may not use the daemons hears it
+// once, now; so does an upstream that does not answer (a cluster's
+// gateway asks it from there), and every image the runs of tasks and
+// agents need and do not make, at once. req holds what the runs share;
+// backend and rt are --backend and --runtime.
+func checkHost(cmd *cobra.Command, g *options.Global, e *pipeline.Env, command, who, backend, rt string, req pipeline.RunRequest, tasks, agents []string) error {
+	onHost := containerdBackend(cmd, g, backend)
+	if err := checkDaemons(g, command, daemonNeeds{Containerd: onHost, BuildKit: !req.Prebuilt}); err != nil {
+		return err
+	}
+	if onHost {
+		if err := checkUpstream(cmd.Context(), g, e.Home, req.Model, req.ModelFile, req.ModelsDir); err != nil {
+			return err
+		}
+	}
+	if preflightRuns(req.Prebuilt, req.Mode, req.ToolLayer, req.Catalog, req.Build) {
+		return checkRunNeeds(cmd.Context(), g, e, who, req.Dataset, tasks, agents, rt)
+	}
+	return nil
 }
 
 // checkRunNeeds fails a run (or every run of an evaluation) of tasks

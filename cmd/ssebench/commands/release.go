@@ -3,11 +3,7 @@ package commands
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"path/filepath"
-	"slices"
-	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -17,7 +13,6 @@ import (
 	"github.com/42-b3yond-6ug/ssebench/internal/units"
 	"github.com/42-b3yond-6ug/ssebench/pipeline"
 	"github.com/42-b3yond-6ug/ssebench/release"
-	"github.com/42-b3yond-6ug/ssebench/runner"
 	"github.com/42-b3yond-6ug/ssebench/task"
 )
 
@@ -76,20 +71,6 @@ run verify again, which builds the case images with the new config.`,
 	return cmd
 }
 
-// printFindings prints the verification table.
-func printFindings(cmd *cobra.Command, fs []release.Finding) {
-	tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TASK\tAGENT\tCHECK\tRESULT\tWHY")
-	for _, f := range fs {
-		res := "ok"
-		if !f.OK {
-			res = "FAILED"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", f.Task, f.Agent, f.Check, res, f.Why)
-	}
-	tw.Flush()
-}
-
 func runDatasetVerify(cmd *cobra.Command, g *options.Global, o *verifyDatasetOptions, dir string) error {
 	ds, _, err := task.LoadDatasetTolerant(dir)
 	if err != nil {
@@ -100,53 +81,32 @@ func runDatasetVerify(cmd *cobra.Command, g *options.Global, o *verifyDatasetOpt
 		return err
 	}
 	defer done()
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return err
-	}
 	e.Log = nil // the builds' lines would drown the runs'
-	jobs, _ := evaluate.DefaultJobs()
-	if cmd.Flag("jobs").Changed {
-		jobs = o.Jobs
-	}
-	eopts := []evaluate.Option{evaluate.WithJobs(jobs), evaluate.WithProgress(evaluate.NewPrinter(cmd.ErrOrStderr(), evaluate.ExpectFailing(release.DummyAgent, release.StubsAgent)))}
-	backend := func(id string) evaluate.Backend {
-		return &evaluate.Containerd{Env: e, EvalID: id, Request: pipeline.RunRequest{
-			Dataset: abs, Timeout: o.Timeout, Network: runner.NetworkRestricted,
-			ContainerdAddr: g.ContainerdAddr, Output: discard{}, KeepImages: o.KeepImages.Keep, ImageBudget: o.KeepImages.Budget,
-		}}
-	}
-	rep, err := release.Verify(cmd.Context(), backend, dir, release.VerifyOptions{
-		Tasks: evaluate.SplitList(o.Tasks), RunsDir: o.RunsDir, Eval: eopts, WriteTests: o.WriteTests, Reruns: o.Reruns,
+	backend, err := release.ContainerdBackend(e, dir, pipeline.RunRequest{
+		Timeout: o.Timeout, ContainerdAddr: g.ContainerdAddr, KeepImages: o.KeepImages.Keep, ImageBudget: o.KeepImages.Budget,
 	})
 	if err != nil {
 		return err
 	}
-	printFindings(cmd, rep.Findings)
+	jobs, _ := evaluate.DefaultJobs()
+	if cmd.Flag("jobs").Changed {
+		jobs = o.Jobs
+	}
+	rep, err := release.Verify(cmd.Context(), backend, dir, release.VerifyOptions{
+		Tasks: evaluate.SplitList(o.Tasks), RunsDir: o.RunsDir, WriteTests: o.WriteTests, Reruns: o.Reruns,
+		Eval: []evaluate.Option{evaluate.WithJobs(jobs), evaluate.WithProgress(release.NewProgress(cmd.ErrOrStderr()))},
+	})
+	if err != nil {
+		return err
+	}
+	rep.WriteTable(cmd.OutOrStdout())
 	for _, w := range rep.Warnings {
 		fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", w)
 	}
 	if err := release.Remember(e.Store.Dir(), ds.Name, ds.Version, rep); err != nil {
 		return err
 	}
-	return printVerified(cmd, rep)
-}
-
-// printVerified ends a verification: where its runs are, and every check
-// that failed as the error, else how many tasks verified.
-func printVerified(cmd *cobra.Command, rep *release.Report) error {
-	if rep.Dir != "" {
-		fmt.Fprintf(cmd.ErrOrStderr(), "runs in %s\n", rep.Dir)
-	}
-	if failed := rep.Failed(); len(failed) > 0 {
-		var parts []string
-		for _, f := range failed {
-			parts = append(parts, fmt.Sprintf("%s %s %s (%s)", f.Task, f.Agent, f.Check, f.Why))
-		}
-		return fmt.Errorf("%s failed: %s", units.Plural(len(failed), "check"), strings.Join(parts, "; "))
-	}
-	fmt.Fprintf(cmd.ErrOrStderr(), "%s verified\n", units.Plural(len(rep.Verified), "task"))
-	return nil
+	return rep.WriteEnd(cmd.ErrOrStderr())
 }
 
 func newCmdDatasetLock(g *options.Global) *cobra.Command {
@@ -185,76 +145,26 @@ func runDatasetLock(cmd *cobra.Command, g *options.Global, dir, revision string,
 		return err
 	}
 	defer s.Close()
-	rec, err := release.StoredRecord(s.Dir(), ds)
+	u, err := release.NewLockUpdate(cmd.Context(), dir, ds, broken, s.Dir(), revision, check)
 	if err != nil {
 		return err
 	}
-	old, oldErr := release.ReadOldLock(dir)
-	if oldErr != nil && !check {
-		return fmt.Errorf("%w (delete it to write it again)", oldErr)
-	}
-	rev := revision
-	if rev == "" {
-		rev = release.Revision(cmd.Context(), dir)
-	} else if err := release.CheckRevision(rev); err != nil {
-		return err
-	}
-	lock, unverified, err := release.Lock(ds, rec, old, rev)
-	if err != nil {
-		return err
-	}
-	for _, id := range slices.Sorted(maps.Keys(broken)) {
-		unverified = append(unverified, fmt.Sprintf("%s: the task folder has problems (see `ssebench dataset validate`)", id))
-	}
-	name := filepath.Join(dir, task.LockFile)
 	if check {
-		if oldErr != nil {
-			fmt.Fprintf(cmd.OutOrStdout(), "%v\n", oldErr)
-			return errProblemsLock(cmd, name, dir, 1, nil, nil)
+		if line := u.WriteCheck(cmd.OutOrStdout()); line != "" {
+			cmd.SilenceErrors = true
+			fmt.Fprintln(cmd.ErrOrStderr(), line)
+			return errProblems
 		}
-		return checkDatasetLock(cmd, ds, rec, old, lock, unverified, name, dir)
+		return nil
 	}
-	if err := task.WriteLock(dir, lock); err != nil {
+	if err := u.Write(); err != nil {
 		return err
 	}
-	for _, u := range unverified {
-		fmt.Fprintf(cmd.ErrOrStderr(), "warning: not locked: %s\n", u)
+	for _, w := range u.Unverified {
+		fmt.Fprintf(cmd.ErrOrStderr(), "warning: not locked: %s\n", w)
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "wrote %s (%d of %s pinned)\n", name, len(lock.Images), units.Plural(len(ds.Tasks)+len(broken), "task"))
+	fmt.Fprintln(cmd.OutOrStdout(), u)
 	return nil
-}
-
-// checkDatasetLock is lock --check: it prints each difference between the
-// lock on disk, old, and the one that would be written, lock.
-func checkDatasetLock(cmd *cobra.Command, ds *task.Dataset, rec *release.Record, old, lock *task.Lock, unverified []string, name, dir string) error {
-	diffs := release.CheckLock(old, lock, unverified)
-	for _, d := range diffs {
-		fmt.Fprintf(cmd.OutOrStdout(), "%s: %s\n", name, d)
-	}
-	if len(diffs) > 0 {
-		changed, relock := release.LockChanges(ds, rec, lock, old)
-		return errProblemsLock(cmd, name, dir, len(diffs), changed, relock)
-	}
-	fmt.Fprintf(cmd.OutOrStdout(), "ok %s\n", name)
-	return nil
-}
-
-// errProblemsLock prints the summary of a failed lock --check of the
-// dataset in dir: the tasks whose folder changed since they verified
-// (changed), those only the lock is behind on (relock), and the commands
-// that bring the lock up to date.
-func errProblemsLock(cmd *cobra.Command, name, dir string, n int, changed, relock []string) error {
-	cmd.SilenceErrors = true
-	fix := fmt.Sprintf("refresh it with `ssebench dataset lock %s`", dir)
-	switch {
-	case len(changed) > 0:
-		fix = fmt.Sprintf("%s changed since verified: run `ssebench dataset verify %s --tasks %s`, then `ssebench dataset lock %s`",
-			strings.Join(changed, ", "), dir, strings.Join(changed, ","), dir)
-	case len(relock) > 0:
-		fix = fmt.Sprintf("its entries of %s are behind what verified: %s", strings.Join(relock, ", "), fix)
-	}
-	fmt.Fprintf(cmd.ErrOrStderr(), "%s is out of date (%s): %s\n", name, units.Plural(n, "problem"), fix)
-	return errProblems
 }
 
 func newCmdDatasetPublish(g *options.Global) *cobra.Command {
@@ -406,13 +316,6 @@ func runDatasetTools(cmd *cobra.Command, g *options.Global, o *datasetToolsOptio
 	if o.JSON {
 		return writeJSONTo(w, rep.Summary(ds.Name, time.Since(start)))
 	}
-	if o.Push {
-		fmt.Fprintf(w, "tool images: %d rebuilt and pushed, %d unchanged\n", rep.Rebuilt, rep.Unchanged)
-		fmt.Fprintf(w, "bytes: %s uploaded, %s mounted, %s skipped (already there)\n",
-			units.Bytes(rep.Push.Uploaded), units.Bytes(rep.Push.Mounted), units.Bytes(rep.Push.Skipped))
-	} else {
-		fmt.Fprintf(w, "tool images: %d assembled (not pushed: add --push)\n", len(rep.Images))
-	}
-	fmt.Fprintf(w, "took %s\n", time.Since(start).Round(100*time.Millisecond))
+	rep.WriteFigures(w, o.Push, time.Since(start))
 	return nil
 }

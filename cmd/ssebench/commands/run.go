@@ -157,7 +157,7 @@ func runRun(cmd *cobra.Command, g *options.Global, o *runOptions) error {
 	if err := e.Check(cmd.Context(), req); err != nil {
 		return err
 	}
-	if err := o.checkHost(cmd, g, e, req); err != nil {
+	if err := checkHost(cmd, g, e, "run", "the run", o.Backend, o.Runtime, req, []string{o.Task}, []string{o.Agent}); err != nil {
 		return err
 	}
 	cluster, err := o.cluster(cmd.Context(), g, cmd, req.Prebuilt)
@@ -217,26 +217,6 @@ func (o *runOptions) request(cmd *cobra.Command, g *options.Global) (pipeline.Ru
 	return req, nil
 }
 
-// checkHost refuses, before any image, a run this machine cannot make:
-// whoever may not use the daemons hears it once, now; so does an upstream
-// that does not answer (a cluster's gateway asks it from there), and
-// every image the run needs and does not make, at once.
-func (o *runOptions) checkHost(cmd *cobra.Command, g *options.Global, e *pipeline.Env, req pipeline.RunRequest) error {
-	onHost := containerdBackend(cmd, g, o.Backend)
-	if err := checkDaemons(g, "run", daemonNeeds{Containerd: onHost, BuildKit: !req.Prebuilt}); err != nil {
-		return err
-	}
-	if onHost {
-		if err := checkUpstream(cmd.Context(), g, e.Home, req.Model, o.ModelFile, o.ModelsDir); err != nil {
-			return err
-		}
-	}
-	if preflightRuns(req.Prebuilt, o.Mode, o.ToolLayer, req.Catalog, o.Build) {
-		return checkRunNeeds(cmd.Context(), g, e, "the run", o.Local, []string{o.Task}, []string{o.Agent}, o.Runtime)
-	}
-	return nil
-}
-
 // printRun prints the run's end on stderr (and, with --json, its entry
 // on stdout) and turns its grade into the exit status; err is Run's.
 func printRun(cmd *cobra.Command, o *runOptions, res *pipeline.RunResult, err error) error {
@@ -244,16 +224,7 @@ func printRun(cmd *cobra.Command, o *runOptions, res *pipeline.RunResult, err er
 	if lerr != nil {
 		return errors.Join(err, lerr)
 	}
-	s := res.Summary
-	stderr := cmd.ErrOrStderr()
-	fmt.Fprintf(stderr, "\nrun %s: container %s (exit %d); results in %s\n", s.RunID, s.Status, s.ExitCode, res.Dir)
-	if run.Tokens >= 0 {
-		fmt.Fprintf(stderr, "model: %s\n", run.UsageText())
-	}
-	fmt.Fprintln(stderr, run.Grade())
-	if n := run.JudgedNote(); n != "" {
-		fmt.Fprintln(stderr, n)
-	}
+	run.WriteEnd(cmd.ErrOrStderr(), res.Summary)
 	if o.JSON {
 		if jerr := writeJSONTo(cmd.OutOrStdout(), run.Entry()); jerr != nil {
 			return jerr
@@ -262,9 +233,9 @@ func printRun(cmd *cobra.Command, o *runOptions, res *pipeline.RunResult, err er
 	if err != nil {
 		return err
 	}
-	if down, n, why := run.ModelUnreachable(); down {
+	if err := run.UpstreamError(); err != nil {
 		// Not the agent's grade: the model never answered.
-		return fmt.Errorf("the model upstream answered none of the run's %s (first: %s): the grade says nothing of the agent; check the upstream and run again", results.Plural(n, "request", "requests"), why)
+		return err
 	}
 	return runExit(cmd, run)
 }

@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/spf13/cobra"
 
 	"github.com/42-b3yond-6ug/ssebench/cmd/ssebench/commands/options"
@@ -63,7 +62,7 @@ and says so.`,
 	return cmd
 }
 
-func runRuntimeBuild(cmd *cobra.Command, g *options.Global, platforms []string, push bool, openCode, entrypoint string) error {
+func runRuntimeBuild(cmd *cobra.Command, g *options.Global, platforms []string, toRegistry bool, openCode, entrypoint string) error {
 	ctx := cmd.Context()
 	names, err := g.Names()
 	if err != nil {
@@ -94,24 +93,12 @@ func runRuntimeBuild(cmd *cobra.Command, g *options.Global, platforms []string, 
 	if err != nil {
 		return err
 	}
+	var push func() ([]remote.Option, error)
+	if toRegistry {
+		push = func() ([]remote.Option, error) { return g.RegistryOptions(nil, nil) }
+	}
 	rname := names.Runtime()
-	ref, err := name.ParseReference(rname, name.WeakValidation)
-	if err != nil {
-		return fmt.Errorf("runtime image name %q: %w", rname, err)
-	}
-	if err := s.WriteIndex(ctx, ref, idx); err != nil {
-		return err
-	}
-	if push {
-		ropts, err := g.RegistryOptions(nil, nil)
-		if err != nil {
-			return err
-		}
-		if _, err := remote.Push(ctx, rname, idx, ropts...); err != nil {
-			return err
-		}
-	}
-	d, err := idx.Digest()
+	d, err := runtimebin.Publish(ctx, s, rname, idx, push)
 	if err != nil {
 		return err
 	}

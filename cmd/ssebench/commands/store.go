@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/spf13/cobra"
 
 	"github.com/42-b3yond-6ug/ssebench/cmd/ssebench/commands/options"
@@ -130,17 +129,11 @@ func runStoreRm(cmd *cobra.Command, sc *storeCmd, args []string) error {
 	}
 	defer s.Close()
 	for _, a := range args {
-		ref, err := name.ParseReference(a)
+		n, err := s.Remove(cmd.Context(), a)
 		if err != nil {
-			return fmt.Errorf("%q is not an image reference: %w", a, err)
-		}
-		if err := s.Delete(cmd.Context(), ref); err != nil {
-			if errors.Is(err, store.ErrNotFound) {
-				return fmt.Errorf("%s is not a name in the image store %s: `ssebench store ls` lists the names it holds", ref.Name(), s.Dir())
-			}
 			return err
 		}
-		fmt.Fprintf(cmd.OutOrStdout(), "removed %s\n", ref.Name())
+		fmt.Fprintf(cmd.OutOrStdout(), "removed %s\n", n)
 	}
 	return nil
 }

@@ -1,16 +1,9 @@
 package commands
 
 import (
-	"fmt"
-	"path/filepath"
-	"strings"
-	"text/tabwriter"
-
 	"github.com/spf13/cobra"
 
 	"github.com/42-b3yond-6ug/ssebench/cmd/ssebench/commands/options"
-	"github.com/42-b3yond-6ug/ssebench/registry/naming"
-	"github.com/42-b3yond-6ug/ssebench/task"
 	"github.com/42-b3yond-6ug/ssebench/task/catalog"
 )
 
@@ -22,22 +15,6 @@ func newCmdTasks(g *options.Global) *cobra.Command {
 	}
 	cmd.AddCommand(newCmdTasksList(g), newCmdTasksCheck(g))
 	return groupCommand(cmd)
-}
-
-// taskEntry is one line of `tasks list`.
-type taskEntry struct {
-	ID       string   `json:"id"`
-	Dataset  string   `json:"dataset"`
-	Version  string   `json:"version"`
-	Language string   `json:"language"`
-	Project  string   `json:"project"`
-	Arch     []string `json:"arch"`
-	Checks   []string `json:"checks"`
-	// Image is the case image, registry-prefixed, pinned by digest when
-	// the lock pins it (Pinned), else tagged with the dataset version.
-	Image   string `json:"image"`
-	Pinned  bool   `json:"pinned"`
-	Catalog string `json:"catalog"`
 }
 
 func newCmdTasksList(g *options.Global) *cobra.Command {
@@ -77,24 +54,21 @@ func runTasksList(cmd *cobra.Command, g *options.Global, loc string, asJSON bool
 	if err != nil {
 		return err
 	}
-	entries, err := catalogTasks(cmd, g, names, locs)
+	ropts, err := g.RegistryOptions(nil, nil)
+	if err != nil {
+		return err
+	}
+	entries, err := catalog.List(cmd.Context(), locs, names.Registry, cmd.ErrOrStderr(), catalog.WithRemote(ropts...), catalog.WithLock(g.Lookup(catalog.LockEnv)))
 	if err != nil {
 		return err
 	}
 	if asJSON {
 		if entries == nil {
-			entries = []taskEntry{}
+			entries = []catalog.Entry{}
 		}
 		return writeJSONTo(cmd.OutOrStdout(), entries)
 	}
-	tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TASK\tDATASET\tLANGUAGE\tARCH\tCASE IMAGE")
-	for _, e := range entries {
-		// Every field is a catalog's: the ids and names are checked
-		// when it is opened, the free text is escaped.
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", printable(e.ID), printable(e.Dataset+" "+e.Version), printable(e.Language), printable(strings.Join(e.Arch, ",")), printable(e.Image))
-	}
-	return tw.Flush()
+	return catalog.WriteTable(cmd.OutOrStdout(), entries)
 }
 
 // taskCatalogs are the catalogs tasks list reads: --catalog, else
@@ -110,46 +84,5 @@ func taskCatalogs(g *options.Global, loc string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	all, _ := filepath.Glob(filepath.Join(home, "datasets", "*", task.ManifestFile))
-	if len(all) == 0 {
-		return nil, fmt.Errorf("no catalog: pass --catalog, set %s, or generate manifest.json in a dataset under %s", catalog.CatalogEnv, filepath.Join(home, "datasets"))
-	}
-	var locs []string
-	for _, a := range all {
-		locs = append(locs, filepath.Dir(a))
-	}
-	return locs, nil
-}
-
-// catalogTasks opens each catalog of locs and lists its tasks, printing
-// the catalogs' warnings on stderr.
-func catalogTasks(cmd *cobra.Command, g *options.Global, names naming.Names, locs []string) ([]taskEntry, error) {
-	ropts, err := g.RegistryOptions(nil, nil)
-	if err != nil {
-		return nil, err
-	}
-	var entries []taskEntry
-	for _, l := range locs {
-		c, err := catalog.Open(cmd.Context(), l, catalog.WithRemote(ropts...), catalog.WithLock(g.Lookup(catalog.LockEnv)))
-		if err != nil {
-			return nil, err
-		}
-		for _, w := range c.Warnings {
-			fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", w)
-		}
-		for _, t := range c.Manifest.Tasks {
-			ref, pinned, warning, err := c.CaseRef(names.Registry, t.ID)
-			if err != nil {
-				return nil, err
-			}
-			if warning != "" {
-				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", warning)
-			}
-			entries = append(entries, taskEntry{
-				ID: t.ID, Dataset: c.Manifest.Dataset, Version: c.Manifest.Version, Language: t.Language, Project: t.Project,
-				Arch: t.Arch, Checks: t.Checks, Image: ref, Pinned: pinned, Catalog: l,
-			})
-		}
-	}
-	return entries, nil
+	return catalog.HomeCatalogs(home)
 }

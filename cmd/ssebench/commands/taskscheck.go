@@ -1,16 +1,12 @@
 package commands
 
 import (
-	"fmt"
 	"runtime"
-	"strings"
-	"text/tabwriter"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/spf13/cobra"
 
 	"github.com/42-b3yond-6ug/ssebench/cmd/ssebench/commands/options"
-	"github.com/42-b3yond-6ug/ssebench/internal/units"
 	"github.com/42-b3yond-6ug/ssebench/pipeline/preflight"
 )
 
@@ -74,46 +70,17 @@ func runTasksCheck(cmd *cobra.Command, g *options.Global, args, agentNames []str
 	if err != nil {
 		return err
 	}
-	build := 0
-	for _, c := range checks {
-		if c.Build {
-			build++
-		}
-	}
 	if asJSON {
-		err = writeJSONTo(cmd.OutOrStdout(), checks)
+		if err := writeJSONTo(cmd.OutOrStdout(), checks); err != nil {
+			return err
+		}
 	} else {
-		tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "TASK\tKIND\tAGENT\tWHERE\tPLATFORMS\tACTION\tIMAGE")
-		for _, c := range checks {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", orDash(c.Task), c.Kind, orDash(c.Agent), c.Where, orDash(strings.Join(c.Platforms, ",")), c.Action(), c.Ref)
-		}
-		tw.Flush()
-		fmt.Fprintf(cmd.OutOrStdout(), "%d of %s must be built for %s\n", build, units.Plural(len(checks), "image"), want)
-		if fixes := preflight.Fixes(checks); len(fixes) > 0 {
-			fmt.Fprintf(cmd.OutOrStdout(), "a run does not make the base images or the runtime; make what is missing first:\n")
-			for _, f := range fixes {
-				fmt.Fprintf(cmd.OutOrStdout(), "  %s\n", f)
-			}
-			if strings.Contains(strings.Join(fixes, " "), preflight.OSImagePlaceholder) {
-				fmt.Fprintf(cmd.OutOrStdout(), "(%s)\n", preflight.OSImageNote)
-			}
-		}
+		preflight.WriteTable(cmd.OutOrStdout(), checks, want)
 	}
-	if err != nil {
-		return err
-	}
-	if build > 0 {
+	if preflight.MustBuild(checks) > 0 {
 		return &ExitError{Code: ExitMustBuild}
 	}
 	return nil
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }
 
 func platformString(p *v1.Platform) string {

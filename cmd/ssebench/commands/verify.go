@@ -85,7 +85,7 @@ func verifyImage(cmd *cobra.Command, g *options.Global, img v1.Image, tool, plat
 func printVerify(cmd *cobra.Command, ref string, fails []assemble.Failure, asJSON bool) error {
 	out := cmd.OutOrStdout()
 	if asJSON {
-		v := verifyJSON(ref, fails)
+		v := assemble.NewVerifyReport(ref, fails)
 		if err := writeJSONTo(out, v); err != nil {
 			return err
 		}
