@@ -1,9 +1,10 @@
 package release
 
 import (
-	"bufio"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/42-b3yond-6ug/ssebench/contract"
 	"github.com/42-b3yond-6ug/ssebench/evaluate"
 	"github.com/42-b3yond-6ug/ssebench/evaluate/predictions"
+	"github.com/42-b3yond-6ug/ssebench/internal/safefile"
 	"github.com/42-b3yond-6ug/ssebench/pipeline"
 	"github.com/42-b3yond-6ug/ssebench/results"
 	"github.com/42-b3yond-6ug/ssebench/task"
@@ -32,49 +34,73 @@ const (
 	StubsAgent = "stubs"
 )
 
-// Where a task folder keeps the two patches. Both are under sse/, which
-// the case image copies to /ssebench, out of the agent's sight.
-const (
-	VariantFile = "sse/diffs/variant.diff"
-	StubsFile   = "sse/diffs/stubs.diff"
-)
+// maxAlternativePatch bounds a stubs or variant patch read from a task
+// folder: a fix is kilobytes, and the folder is not trusted to be
+// reasonable.
+const maxAlternativePatch = 16 << 20
 
-// VariantNote starts the line of a variant's preamble that names what it
-// renamed ("renamed: redactURL→redactURLAlt, ..."); the verification
-// quotes it when the variant fails.
-const VariantNote = "renamed: "
+// alternativesDir is the folder of a verification's evaluation folder
+// that keeps the patches its stubs and variant runs apply.
+const alternativesDir = "alternatives"
 
 // alternatives are the extra jobs of the tasks ts: one per patch file a
-// task folder has (the variant's only with variant), with the patches by
-// job key.
-func alternatives(ts []*task.Task, variant bool) ([]evaluate.Job, map[string]*predictions.Prediction) {
+// task folder has (the variant's only with variant), each patch copied
+// from the folder (read inside it: a symlink out of it, a FIFO or a huge
+// file is refused) into dir/alternatives, with the copies by job key, and
+// a failed finding for each patch that was refused.
+func alternatives(ts []*task.Task, dir string, variant bool) ([]evaluate.Job, map[string]*alternative, []Finding, error) {
 	var jobs []evaluate.Job
-	patches := map[string]*predictions.Prediction{}
+	var refused []Finding
+	alts := map[string]*alternative{}
 	for _, t := range ts {
-		for _, a := range []struct{ agent, file string }{{StubsAgent, StubsFile}, {VariantAgent, VariantFile}} {
+		for _, a := range []struct{ agent, file string }{{StubsAgent, task.StubsFile}, {VariantAgent, task.VariantFile}} {
 			if a.agent == VariantAgent && !variant {
 				continue
 			}
-			p := filepath.Join(t.Dir, filepath.FromSlash(a.file))
-			fi, err := os.Stat(p)
-			if err != nil || !fi.Mode().IsRegular() {
+			b, err := safefile.Read(t.Dir, a.file, maxAlternativePatch)
+			switch {
+			case errors.Is(err, fs.ErrNotExist):
+				continue
+			case err != nil:
+				refused = append(refused, Finding{Task: t.ID, Agent: a.agent, Check: "patch", Why: err.Error()})
 				continue
 			}
 			j := evaluate.Job{Task: t.ID, Agent: a.agent, Attempt: 1}
+			copyFile := filepath.Join(dir, alternativesDir, t.ID+"-"+a.agent+".diff")
+			if err := os.MkdirAll(filepath.Dir(copyFile), 0o755); err != nil {
+				return nil, nil, nil, err
+			}
+			if err := safefile.WriteBytes(copyFile, b, 0o644); err != nil {
+				return nil, nil, nil, err
+			}
 			jobs = append(jobs, j)
-			patches[j.Key()] = &predictions.Prediction{Where: a.file, ID: t.ID, Model: a.agent, PatchFile: p, Bytes: int(fi.Size())}
+			alts[j.Key()] = &alternative{
+				pred:    &predictions.Prediction{Where: a.file, ID: t.ID, Model: a.agent, PatchFile: copyFile, Bytes: len(b)},
+				renamed: preambleNote(b),
+			}
 		}
 	}
-	return jobs, patches
+	return jobs, alts, refused, nil
+}
+
+// alternative is one stubs or variant run's patch, and what the variant's
+// preamble says it renamed.
+type alternative struct {
+	pred    *predictions.Prediction
+	renamed string
 }
 
 // withAlternatives runs the alternatives' jobs (patches) as predictions on
 // the containerd backend b, and every other job on b itself. A backend
 // that is not containerd's (a test's) runs them all.
-func withAlternatives(b evaluate.Backend, patches map[string]*predictions.Prediction) evaluate.Backend {
+func withAlternatives(b evaluate.Backend, alts map[string]*alternative) evaluate.Backend {
 	c, ok := b.(*evaluate.Containerd)
-	if !ok || len(patches) == 0 {
+	if !ok || len(alts) == 0 {
 		return b
+	}
+	patches := map[string]*predictions.Prediction{}
+	for k, a := range alts {
+		patches[k] = a.pred
 	}
 	return &altBackend{Backend: b, alt: predictions.NewBackend(*c, patches)}
 }
@@ -100,22 +126,18 @@ func (b *altBackend) Run(ctx context.Context, job evaluate.Job, images *pipeline
 	return b.Backend.Run(ctx, job, images, dir)
 }
 
-// variantRenames is what the variant of task folder dir renamed, from the
-// VariantNote line of its preamble; "" when it says nothing.
-func variantRenames(dir string) string {
-	f, err := os.Open(filepath.Join(dir, filepath.FromSlash(VariantFile)))
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := sc.Text()
+// preambleNote is what a variant's preamble says it renamed: the rest of
+// its VariantNote line, "" when it has none.
+func preambleNote(patch []byte) string {
+	for _, line := range strings.Split(string(patch), "\n") {
 		if strings.HasPrefix(line, "diff --git ") || strings.HasPrefix(line, "--- ") {
 			break
 		}
-		if s, ok := strings.CutPrefix(line, VariantNote); ok {
-			return strings.TrimSpace(s)
+		if s, ok := strings.CutPrefix(line, task.VariantNote); ok {
+			if s = strings.TrimSpace(s); len(s) > 300 {
+				s = s[:300] + "…"
+			}
+			return s
 		}
 	}
 	return ""
@@ -124,9 +146,8 @@ func variantRenames(dir string) string {
 // judgeVariant checks the variant's run as the reference's: the same
 // checks must pass. A failure says the hidden tests depend on the
 // reference's private names.
-func judgeVariant(t *task.Task, run *results.Run, checks []string) []Finding {
+func judgeVariant(run *results.Run, checks []string, names string) []Finding {
 	out := JudgeReference(run, checks)
-	names := variantRenames(t.Dir)
 	for i := range out {
 		out[i].Agent = VariantAgent
 		if out[i].OK {
@@ -139,16 +160,6 @@ func judgeVariant(t *task.Task, run *results.Run, checks []string) []Finding {
 		out[i].Why = fmt.Sprintf("%s: %s", why, out[i].Why)
 	}
 	return out
-}
-
-// hasFile says whether task folder t has the patch of alternative agent.
-func hasFile(t *task.Task, agent string) bool {
-	file := VariantFile
-	if agent == StubsAgent {
-		file = StubsFile
-	}
-	fi, err := os.Stat(filepath.Join(t.Dir, filepath.FromSlash(file)))
-	return err == nil && fi.Mode().IsRegular()
 }
 
 // judgeStubs checks the stubs' run: the stubs applied and the tree with

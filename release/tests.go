@@ -188,9 +188,9 @@ func (r *Report) judgeTests(t *task.Task, done map[string]*results.Run, write bo
 	if groups := runs.notRunBefore(); len(groups) > 0 {
 		stubbed := ""
 		if _, ok := done[evaluate.Job{Task: t.ID, Agent: StubsAgent, Attempt: 1}.Key()]; ok {
-			stubbed = ", even with the stubs of " + StubsFile
+			stubbed = ", even with the stubs of " + task.StubsFile
 		}
-		r.Findings = append(r.Findings, f(false, fmt.Sprintf("no hidden test of %s ran on the buggy tree%s: they do not compile without what the fix adds, so every one fails whatever the fix; name what they call in the task text and declare it in %s (docs/tasks.md), or import the task again", strings.Join(groups, ", "), stubbed, StubsFile)))
+		r.Findings = append(r.Findings, f(false, fmt.Sprintf("no hidden test of %s ran on the buggy tree%s: they do not compile without what the fix adds, so every one fails whatever the fix; name what they call in the task text and declare it in %s (docs/tasks.md), or import the task again", strings.Join(groups, ", "), stubbed, task.StubsFile)))
 		return
 	}
 	f2p, p2p := runs.split()

@@ -191,15 +191,6 @@ func verifyOnce(ctx context.Context, backend func(planID string) evaluate.Backen
 		if err != nil {
 			return nil, err
 		}
-		// --write-tests writes the lists the variant's grade would be
-		// judged by: its run waits for the next verify.
-		extra, patches := alternatives(runnable, !o.WriteTests)
-		plan.Runs = append(plan.Runs, extra...)
-		for _, a := range []string{StubsAgent, VariantAgent} {
-			if slices.ContainsFunc(extra, func(j evaluate.Job) bool { return j.Agent == a }) {
-				plan.Agents = append(plan.Agents, a)
-			}
-		}
 		plan.ID = "verify-" + plan.ID
 		abs, err := filepath.Abs(dir)
 		if err != nil {
@@ -207,10 +198,23 @@ func verifyOnce(ctx context.Context, backend func(planID string) evaluate.Backen
 		}
 		plan.Dataset = abs
 		rep.Dir = filepath.Join(firstNonEmpty(o.RunsDir, "runs"), plan.ID)
+		// --write-tests writes the lists the variant's grade would be
+		// judged by: its run waits for the next verify.
+		extra, alts, refused, err := alternatives(runnable, rep.Dir, !o.WriteTests)
+		if err != nil {
+			return nil, fmt.Errorf("copying the tasks' stubs and variants: %w", err)
+		}
+		rep.Findings = append(rep.Findings, refused...)
+		plan.Runs = append(plan.Runs, extra...)
+		for _, a := range []string{StubsAgent, VariantAgent} {
+			if slices.ContainsFunc(extra, func(j evaluate.Job) bool { return j.Agent == a }) {
+				plan.Agents = append(plan.Agents, a)
+			}
+		}
 		if err := evaluate.WritePlan(rep.Dir, plan); err != nil {
 			return nil, err
 		}
-		out, err := evaluate.Evaluate(ctx, withAlternatives(backend(plan.ID), patches), rep.Dir, plan, o.Eval...)
+		out, err := evaluate.Evaluate(ctx, withAlternatives(backend(plan.ID), alts), rep.Dir, plan, o.Eval...)
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
@@ -222,7 +226,7 @@ func verifyOnce(ctx context.Context, backend func(planID string) evaluate.Backen
 			return nil, derr
 		}
 		for _, t := range runnable {
-			rep.judge(t, manifest, done, out.Failed, o.WriteTests)
+			rep.judge(t, manifest, done, out.Failed, alts, o.WriteTests)
 		}
 	}
 	slices.SortStableFunc(rep.Findings, func(a, b Finding) int { return strings.Compare(a.Task, b.Task) })
@@ -231,7 +235,7 @@ func verifyOnce(ctx context.Context, backend func(planID string) evaluate.Backen
 
 // judge adds the findings of task t's two runs, and records t as verified
 // when all pass on one case image.
-func (r *Report) judge(t *task.Task, m *task.Manifest, done map[string]*results.Run, failed map[string]error, writeTests bool) {
+func (r *Report) judge(t *task.Task, m *task.Manifest, done map[string]*results.Run, failed map[string]error, alts map[string]*alternative, writeTests bool) {
 	checks := t.Checks()
 	if e := m.Task(t.ID); e != nil {
 		checks = e.Checks
@@ -245,7 +249,7 @@ func (r *Report) judge(t *task.Task, m *task.Manifest, done map[string]*results.
 	for _, agent := range []string{ReferenceAgent, DummyAgent, StubsAgent, VariantAgent} {
 		key := evaluate.Job{Task: t.ID, Agent: agent, Attempt: 1}.Key()
 		run, ok := done[key]
-		if _, planned := failed[key]; !ok && !planned && isAlternative(agent) && (!hasFile(t, agent) || agent == VariantAgent && writeTests) {
+		if isAlternative(agent) && alts[key] == nil {
 			continue // the task folder has no such patch, or it is not run
 		}
 		if !ok {
@@ -268,7 +272,7 @@ func (r *Report) judge(t *task.Task, m *task.Manifest, done map[string]*results.
 			if !writeTests {
 				// Its intent_test judges the listed tests, which
 				// --write-tests is about to write.
-				r.Findings = append(r.Findings, judgeVariant(t, run, checks)...)
+				r.Findings = append(r.Findings, judgeVariant(run, checks, alts[key].renamed)...)
 			}
 		case StubsAgent:
 			r.Findings = append(r.Findings, judgeStubs(run))
@@ -286,6 +290,9 @@ func (r *Report) judge(t *task.Task, m *task.Manifest, done map[string]*results.
 		if !f.OK || writeTests {
 			return
 		}
+	}
+	if slices.ContainsFunc(r.Findings, func(f Finding) bool { return f.Task == t.ID && !f.OK }) {
+		return // a patch of its folder was refused before the runs
 	}
 	if len(images) != 1 {
 		r.Findings = append(r.Findings, Finding{Task: t.ID, Agent: "-", Check: "case image", Why: fmt.Sprintf("the two runs ran on %d case images, want one", len(images))})

@@ -7,13 +7,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
-)
 
-// What an import writes beside the reference fix, for `dataset verify`
-// (release.StubsFile and release.VariantFile name the same files).
-const (
-	stubsFile   = "sse/diffs/stubs.diff"
-	variantFile = "sse/diffs/variant.diff"
+	"github.com/42-b3yond-6ug/ssebench/task"
 )
 
 // variantSalt varies the variant's new names; fixed, so that an import is
@@ -169,7 +164,7 @@ func (p *plan) alternatives() error {
 	}
 	sort.Strings(names)
 	var v strings.Builder
-	fmt.Fprintf(&v, "The reference fix of %s as another author could have written it: its private names renamed, its new functions moved.\n%s%s\n\n", p.report.ID, variantNote, strings.Join(names, ", "))
+	fmt.Fprintf(&v, "The reference fix of %s as another author could have written it: its private names renamed, its new functions moved.\n%s%s\n\n", p.report.ID, task.VariantNote, strings.Join(names, ", "))
 	changed := slices.Clone(p.patchNames)
 	for name, src := range renamed {
 		if b, _, _ := p.nw.read(name); !bytes.Equal(b, src) && !slices.Contains(changed, name) {
@@ -236,7 +231,3 @@ func (p *plan) dropTests(b *besideDrop) error {
 	}
 	return nil
 }
-
-// variantNote starts the line of the variant's preamble that names what it
-// renamed (release.VariantNote).
-const variantNote = "renamed: "

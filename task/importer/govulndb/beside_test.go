@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/42-b3yond-6ug/ssebench/task"
 )
 
 // corsBuggy is corsFixed as v1.5.0 has it: without the new field and with
@@ -270,7 +272,7 @@ func TestImportDropsTestBeside(t *testing.T) {
 	}
 	old := p["example.com/origins@v1.0.0"]
 	buggy := apply(t, test, old)
-	if _, err := os.Stat(filepath.Join(folder, stubsFile)); err == nil {
+	if _, err := os.Stat(filepath.Join(folder, task.StubsFile)); err == nil {
 		t.Errorf("stubs for tests that need none")
 	}
 	mod := writeModule(t, ".", map[string][]byte{"origins.go": []byte(buggy["origins.go"]), "origins_test.go": []byte(buggy["origins_test.go"])})

@@ -196,7 +196,7 @@ func fixture() fakeProxy {
 func fetcher(t *testing.T, p fakeProxy) Fetcher {
 	t.Helper()
 	if _, err := exec.LookPath("go"); err != nil {
-		t.Skip("no go command")
+		t.Fatal("the importer runs the go command: put it on PATH")
 	}
 	srv := httptest.NewServer(p)
 	t.Cleanup(srv.Close)
@@ -538,7 +538,7 @@ func TestImportNeedsNewerDependency(t *testing.T) {
 // memory (vm.overcommit_memory=1), where it would pass without the limit.
 func TestScriptsLimitAddressSpace(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
-		t.Skip("no go command")
+		t.Fatal("the importer runs the go command: put it on PATH")
 	}
 	dir := t.TempDir()
 	src := "package main\n\nimport \"fmt\"\n\nfunc main() {\n\tb := make([]byte, 176<<30)\n\tfmt.Println(\"allocated\", len(b))\n}\n"
@@ -588,14 +588,14 @@ func TestImportStubsAndVariant(t *testing.T) {
 	if !strings.Contains(string(cfg), "- `func redactURL(u string) string` in package `example.com/redact`") {
 		t.Errorf("the issue text lacks the helper the tests call:\n%s", cfg)
 	}
-	stubs, _ := os.ReadFile(filepath.Join(folder, stubsFile))
+	stubs, _ := os.ReadFile(filepath.Join(folder, task.StubsFile))
 	old := p["example.com/redact@v1.0.0"]
 	withStubs := apply(t, stubs, old)
 	if s := withStubs["ssebench_stubs.go"]; !strings.Contains(s, "func redactURL(u string) string {") || strings.Contains(s, "scrub") {
 		t.Errorf("stubs:\n%s", stubs)
 	}
-	variant, _ := os.ReadFile(filepath.Join(folder, variantFile))
-	if !strings.Contains(string(variant), variantNote+"example.com/redact.scrub\n") {
+	variant, _ := os.ReadFile(filepath.Join(folder, task.VariantFile))
+	if !strings.Contains(string(variant), task.VariantNote+"example.com/redact.scrub\n") {
 		t.Errorf("the variant's preamble does not name what it renamed:\n%s", variant)
 	}
 	got := apply(t, variant, old)["log.go"]

@@ -43,10 +43,10 @@ func (p *plan) files() (map[string][]byte, error) {
 		out["sse/scripts/"+name] = []byte(s)
 	}
 	if p.stubs != "" {
-		out[stubsFile] = []byte(p.stubs)
+		out[task.StubsFile] = []byte(p.stubs)
 	}
 	if p.variant != "" {
-		out[variantFile] = []byte(p.variant)
+		out[task.VariantFile] = []byte(p.variant)
 	}
 	return out, nil
 }
