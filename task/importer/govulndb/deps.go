@@ -33,7 +33,9 @@ func (p *plan) checkDeps(ctx context.Context, fetch Fetcher) error {
 	if err != nil {
 		return err
 	}
-	used, err := importsOf(p.old, func(string) bool { return true })
+	// Which packages the vulnerable version imports: the import clauses
+	// of every file are enough, and a module can have thousands.
+	used, err := importsOf(p.old, func(string) bool { return true }, parser.ImportsOnly)
 	if err != nil {
 		return err
 	}
@@ -41,7 +43,7 @@ func (p *plan) checkDeps(ctx context.Context, fetch Fetcher) error {
 	for _, n := range p.changedGo {
 		changed[n] = true
 	}
-	fixImports, err := importsOf(p.nw, func(n string) bool { return changed[n] })
+	fixImports, err := importsOf(p.nw, func(n string) bool { return changed[n] }, parser.SkipObjectResolution)
 	if err != nil {
 		return err
 	}
@@ -135,8 +137,9 @@ func isStd(ip string) bool {
 }
 
 // importsOf maps each import path of the Go files of z that keep says to
-// the names the files select from it (pkg.Name), sorted.
-func importsOf(z *modZip, keep func(name string) bool) (map[string][]string, error) {
+// the names the files select from it (pkg.Name), sorted; with
+// parser.ImportsOnly, to none.
+func importsOf(z *modZip, keep func(name string) bool, mode parser.Mode) (map[string][]string, error) {
 	sets := map[string]map[string]bool{}
 	for name := range z.files {
 		if !strings.HasSuffix(name, ".go") || !keep(name) || strings.HasPrefix(name, "vendor/") {
@@ -149,7 +152,7 @@ func importsOf(z *modZip, keep func(name string) bool) (map[string][]string, err
 		if err != nil {
 			return nil, err
 		}
-		f, err := parser.ParseFile(token.NewFileSet(), name, src, parser.SkipObjectResolution)
+		f, err := parser.ParseFile(token.NewFileSet(), name, src, mode)
 		if err != nil {
 			continue // the build says so, with the compiler's words
 		}
