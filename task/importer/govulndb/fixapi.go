@@ -17,6 +17,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // A fix's hidden tests often name what only the fix adds (a private
@@ -1221,9 +1223,18 @@ func (a *analysis) messages() []string {
 	return sortedNames(seen)
 }
 
+// isMessage says whether a test's literal can be a message the task
+// states. It goes into the task's text, which the agent reads: a literal longer
+// than a message (a test's fixture), or one with control characters (a
+// newline, a terminal's escape) or invalid UTF-8, is not one.
 func isMessage(s string) bool {
-	return len(s) >= minMessage && strings.ContainsFunc(s, func(r rune) bool { return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' })
+	return len(s) >= minMessage && len(s) <= maxMessage && utf8.ValidString(s) &&
+		!strings.ContainsFunc(s, unicode.IsControl) &&
+		strings.ContainsFunc(s, func(r rune) bool { return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' })
 }
+
+// maxMessage bounds a message the task text states.
+const maxMessage = 200
 
 // anyMatch says whether a test's literal t may be made from one of the
 // code's literals: whether a constant part of it (a format string's text

@@ -710,3 +710,23 @@ func TestAnalyzeFixCors(t *testing.T) {
 		t.Errorf("IssueText() = %q, want %q", got.IssueText(), wantText)
 	}
 }
+
+// TestIsMessage: what the task text may state as a message the tests
+// expect: text of a message's length, not a fixture, an escape sequence
+// or a line break (the agent reads the task text).
+func TestIsMessage(t *testing.T) {
+	for s, want := range map[string]bool{
+		"yaml: exceeded max depth of 10000":   true,
+		"short":                               false,
+		"12345678901":                         false,
+		strings.Repeat("a long fixture ", 20): false,
+		"\x1b[2Jcleared the screen":           false,
+		"two lines\nof a message":             false,
+		"invalid \xff utf-8 in a literal":     false,
+		"ssh: empty packet":                   true,
+	} {
+		if got := isMessage(s); got != want {
+			t.Errorf("isMessage(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
