@@ -1233,8 +1233,12 @@ func isMessage(s string) bool {
 		strings.ContainsFunc(s, func(r rune) bool { return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' })
 }
 
-// maxMessage bounds a message the task text states.
-const maxMessage = 200
+// maxMessage bounds a message the task text states, maxSpan any code
+// span of it (a declaration).
+const (
+	maxMessage = 200
+	maxSpan    = 300
+)
 
 // anyMatch says whether a test's literal t may be made from one of the
 // code's literals: whether a constant part of it (a format string's text
@@ -1351,8 +1355,19 @@ func (n apiName) describe() string {
 	return s + " in package " + mdCode(n.Path)
 }
 
-// mdCode is s as a markdown code span, whatever backquotes it holds.
+// mdCode is s as a markdown code span, whatever backquotes it holds, on
+// one line of at most maxSpan bytes: s is the module's text, and the
+// agent reads it.
 func mdCode(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, strings.ToValidUTF8(s, "\uFFFD"))
+	if len(s) > maxSpan {
+		s = strings.ToValidUTF8(s[:maxSpan], "") + "…"
+	}
 	fence := "`"
 	for strings.Contains(s, fence) {
 		fence += "`"

@@ -730,3 +730,18 @@ func TestIsMessage(t *testing.T) {
 		}
 	}
 }
+
+// TestMDCode: a code span of the task text is one line, bounded, whatever
+// the module's source holds.
+func TestMDCode(t *testing.T) {
+	for in, want := range map[string]string{
+		"func f(a int) int":            "`func f(a int) int`",
+		"a `b` c":                      "``a `b` c``",
+		"x\x1b[2J\ny":                  "`x [2J y`",
+		strings.Repeat("x", maxSpan+9): "`" + strings.Repeat("x", maxSpan) + "…`",
+	} {
+		if got := mdCode(in); got != want {
+			t.Errorf("mdCode(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
