@@ -12,9 +12,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/42-b3yond-6ug/ssebench/contract"
 	"github.com/42-b3yond-6ug/ssebench/gateway"
 	"github.com/42-b3yond-6ug/ssebench/internal/safefile"
 	"github.com/42-b3yond-6ug/ssebench/results"
+	"github.com/42-b3yond-6ug/ssebench/runner"
 )
 
 // Files and folders of an evaluation folder.
@@ -55,6 +57,13 @@ type Plan struct {
 	// 0 means the machine's default. --resume keeps it unless given
 	// another.
 	Jobs int `json:"jobs,omitempty"`
+	// Network, Resources and AllowNoSandbox are what every run was
+	// started with (--egress, the limits, --allow-no-sandbox): a verdict
+	// depends on them, so --resume keeps them. Empty in a plan written
+	// before they were kept: the flags of the resume then say.
+	Network        runner.Network   `json:"network,omitempty"`
+	Resources      *contract.Limits `json:"resources,omitempty"`
+	AllowNoSandbox bool             `json:"allow_no_sandbox,omitempty"`
 	// Runs are the jobs, in the order they start.
 	Runs []Job `json:"runs"`
 }

@@ -47,6 +47,9 @@ type Request struct {
 	OnCluster bool
 	// Resources caps each run's containers.
 	Resources *contract.Limits
+	// AllowNoSandbox grades where the scripts' sandbox is refused
+	// (--allow-no-sandbox).
+	AllowNoSandbox bool
 	// Lookup reads the environment (and .env).
 	Lookup func(string) string
 }
@@ -114,6 +117,11 @@ func Prepare(ctx context.Context, e *pipeline.Env, r Request) (*Plan, error) {
 // folder, absolute.
 func (r Request) settle(p *Plan, local string) error {
 	p.Dataset, p.Catalog, p.Timeout, p.Difficulty, p.Prebuilt, p.Jobs = local, r.Catalog, r.Timeout, r.Difficulty, r.Prebuilt, r.Jobs
+	p.Network, p.AllowNoSandbox = r.Network, r.AllowNoSandbox
+	if r.Resources != nil {
+		limits := *r.Resources
+		p.Resources = &limits
+	}
 	if r.Mode != "" && r.Mode != pipeline.ModeSandbox && r.Mode != pipeline.ModeSidecar {
 		return fmt.Errorf("unknown --mode %q: use %s or %s", r.Mode, pipeline.ModeSandbox, pipeline.ModeSidecar)
 	}
@@ -166,11 +174,22 @@ func (r Request) budget(home, model string) (*gateway.Budget, error) {
 }
 
 // RunRequest is the request of p's runs: base (this machine's side of
-// them: network, addresses, keys, limits, ledger) with p's settings (the
-// tasks' source, model, timeout, difficulty, mode).
+// them: addresses, keys, ledger) with p's settings (the tasks' source,
+// model, timeout, difficulty, mode, network, limits, sandbox). A plan
+// written before it kept network and limits takes base's; a sandbox
+// refused by base or by p is let go (a resume may add
+// --allow-no-sandbox, which each run's result records).
 func (p *Plan) RunRequest(base pipeline.RunRequest) pipeline.RunRequest {
 	base.Dataset, base.Catalog, base.Prebuilt, base.Mode, base.OSImage = p.Dataset, p.Catalog, p.Prebuilt, p.Mode, p.OSImage
 	base.Timeout, base.Difficulty, base.Model = p.Timeout, p.Difficulty, p.Model
+	if p.Network != "" {
+		base.Network = p.Network
+	}
+	if p.Resources != nil {
+		limits := *p.Resources
+		base.Resources = &limits
+	}
+	base.AllowNoSandbox = base.AllowNoSandbox || p.AllowNoSandbox
 	return base
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/42-b3yond-6ug/ssebench/contract"
 	"github.com/42-b3yond-6ug/ssebench/evaluate"
 	"github.com/42-b3yond-6ug/ssebench/gateway"
 	"github.com/42-b3yond-6ug/ssebench/pipeline"
@@ -128,6 +129,40 @@ func TestNewBackend(t *testing.T) {
 	b, err = evaluate.NewBackend(&pipeline.Env{}, p, pipeline.RunRequest{}, fakeCluster{})
 	if cl, ok := b.(*evaluate.Cluster); err != nil || !ok || !cl.Request.ViaRegistry || cl.Request.Cluster == nil {
 		t.Errorf("NewBackend on a cluster = %#v, %v; want a Cluster through the registry", b, err)
+	}
+}
+
+// TestPlanKeepsRunSettings: the network, limits and sandbox an
+// evaluation started with are in its plan, and its runs (a resume's
+// too) get them, whatever the resume's flags say; a resume may add
+// --allow-no-sandbox, never take it away.
+func TestPlanKeepsRunSettings(t *testing.T) {
+	home := prepareHome(t)
+	limits := contract.Limits{MemoryBytes: 1 << 30, Pids: 64, CPUs: 1}
+	p, err := evaluate.Prepare(context.Background(), &pipeline.Env{Home: home}, evaluate.Request{
+		Agents: []string{"dummy"}, Tasks: []string{"t-1"}, Attempts: 1, Network: runner.NetworkOpen,
+		Resources: &limits, AllowNoSandbox: true, Lookup: func(string) string { return "" },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	limits.Pids = 1 // the flags' value, changed after: the plan keeps its copy
+	dir := filepath.Join(t.TempDir(), p.FolderName())
+	if err := evaluate.WritePlan(dir, p); err != nil {
+		t.Fatal(err)
+	}
+	read, err := evaluate.ReadPlan(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := read.RunRequest(pipeline.RunRequest{Network: runner.NetworkRestricted, Resources: &contract.DefaultLimits})
+	if r.Network != runner.NetworkOpen || r.Resources == nil || *r.Resources != (contract.Limits{MemoryBytes: 1 << 30, Pids: 64, CPUs: 1}) || !r.AllowNoSandbox {
+		t.Errorf("a resumed run: network %q, limits %+v, allow no sandbox %v; want open, the plan's limits, true", r.Network, r.Resources, r.AllowNoSandbox)
+	}
+	// A plan written before it kept them: the resume's flags say.
+	old := &evaluate.Plan{}
+	if r := old.RunRequest(pipeline.RunRequest{Network: runner.NetworkOpen, Resources: &limits, AllowNoSandbox: true}); r.Network != runner.NetworkOpen || r.Resources != &limits || !r.AllowNoSandbox {
+		t.Errorf("an older plan's run: %q, %+v, %v; want the flags'", r.Network, r.Resources, r.AllowNoSandbox)
 	}
 }
 

@@ -277,7 +277,7 @@ func evalPlan(g *options.Global, e *pipeline.Env, cmd *cobra.Command, o *evalOpt
 		Timeout: o.Timeout, Difficulty: o.Difficulty, Prebuilt: o.Prebuilt, Jobs: o.Jobs,
 		Mode: o.Mode, OSImage: firstSet(o.OSImage, g.Lookup(OSImageEnv)), Model: o.Model,
 		Budget: o.Budget, BuildOnly: o.BuildOnly, Network: network, OnCluster: !containerdBackend(cmd, g, o.Backend),
-		Resources: &o.Resources, Lookup: g.Lookup,
+		Resources: &o.Resources, AllowNoSandbox: o.AllowNoSandbox, Lookup: g.Lookup,
 	})
 	if err != nil {
 		return nil, "", err
@@ -298,7 +298,9 @@ func evalPlan(g *options.Global, e *pipeline.Env, cmd *cobra.Command, o *evalOpt
 // evalResume reads the plan of --resume, which no flag of the plan may
 // change.
 func evalResume(g *options.Global, cmd *cobra.Command, o *evalOptions) (*evaluate.Plan, string, error) {
-	for _, f := range []string{"agents", "tasks", "local", "catalog", "attempts", "model", "timeout", "difficulty", "prebuilt", "runs-dir", "budget"} {
+	// --allow-no-sandbox may be added: each run's result says it ran
+	// without the sandbox.
+	for _, f := range []string{"agents", "tasks", "local", "catalog", "attempts", "model", "timeout", "difficulty", "prebuilt", "runs-dir", "budget", "egress", "memory", "pids", "cpus", "disk"} {
 		if cmd.Flag(f).Changed {
 			return nil, "", fmt.Errorf("--resume runs the plan as it was made: --%s cannot change it (start a new evaluation instead)", f)
 		}

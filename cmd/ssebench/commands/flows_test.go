@@ -326,6 +326,13 @@ func TestResumeKeepsJobs(t *testing.T) {
 	if !strings.Contains(stderr, "1 at once (--jobs)") {
 		t.Errorf("eval --resume --jobs 1 does not run one at once:\n%s", stderr)
 	}
+	// What a verdict depends on is the plan's, not the resume's.
+	for _, flag := range [][]string{{"--egress", "open"}, {"--memory", "1Gi"}} {
+		_, _, err = c.run(t, append(append([]string{"eval", "--resume", dir}, flag...), noCtrd...)...)
+		if want := flag[0] + " cannot change it"; err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("eval --resume %s = %v, want %q", strings.Join(flag, " "), err, want)
+		}
+	}
 }
 
 // TestEvalInterruptedSaysResume: an interrupted evaluation says how to
