@@ -75,7 +75,10 @@ func (p *plan) alternatives() error {
 		return skipf("the fix's tests do not parse: %s", oneLine(err.Error()))
 	}
 	var used map[string]string
-	if api.blocked() {
+	// A new field the tests set is stubbed on the vulnerable tree; but
+	// when the vulnerable symbols never reach it, it is a feature beside
+	// the fix, and so are its tests.
+	if api.blocked() || len(api.newFields()) > 0 {
 		b, err := dropBeside(pkgs, api, p.symbols(), p.mod.VulnerableAt)
 		if err != nil {
 			return err
@@ -191,6 +194,18 @@ func (p *plan) alternatives() error {
 	}
 	p.variant = v.String()
 	return nil
+}
+
+// newFields are the Needed fields of structs the vulnerable tree has,
+// which the Stubs add to them.
+func (f *fixAPI) newFields() []apiName {
+	var out []apiName
+	for _, n := range f.Needed {
+		if n.Kind == kindField && !slices.ContainsFunc(f.Unstubbable, func(u apiName) bool { return u.Path == n.Path && u.Key == n.Key }) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // blocked says whether the hidden tests need what no stub gives them on

@@ -87,6 +87,10 @@ func dropBeside(pkgs []pkgFiles, api *fixAPI, symbols map[string][]string, vulne
 	reach := g.reach(vuln)
 	features, used := a.features(api, reach)
 	out := &besideDrop{Used: used}
+	soft := map[string]bool{} // the features a stub gives the vulnerable tree
+	for _, n := range api.newFields() {
+		soft[n.Key] = true
+	}
 	units := a.testUnits()
 	errFeatures := a.errorFeatures(api.TestErrors, units, reach)
 	if len(features) == 0 && len(errFeatures) == 0 {
@@ -109,6 +113,12 @@ func dropBeside(pkgs []pkgFiles, api *fixAPI, symbols map[string][]string, vulne
 			continue
 		}
 		if u.test && old[u.p.pf.Dir][u.name] != "" {
+			if !slices.ContainsFunc(fs, func(f string) bool { return !soft[f] }) {
+				// The test the vulnerable version has sets a field
+				// beside the fix: it stays, and its stub lets it
+				// compile there.
+				continue
+			}
 			return nil, skipf("%s, which v%s's tests have too, uses %s, which the fix release adds beside the fix: the test cannot be dropped", u.name, vulnerableAt, strings.Join(fs, ", "))
 		}
 		drop[u] = true
@@ -337,7 +347,7 @@ func (a *analysis) features(api *fixAPI, reach map[*decl]*decl) (map[*decl][]str
 	}
 	out := map[*decl][]string{}
 	used := map[string]string{}
-	for _, n := range slices.Concat(api.Unstubbable, api.Changed) {
+	for _, n := range slices.Concat(api.Unstubbable, api.Changed, api.newFields()) {
 		p := a.byPath[n.Path]
 		if p == nil || p.byKey[n.Key] == nil {
 			continue

@@ -38,8 +38,8 @@ func dropCors(t *testing.T, pkgs []pkgFiles) (*besideDrop, error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !api.blocked() {
-		t.Fatalf("the fixture's tests need nothing a stub cannot give: %+v", api)
+	if len(api.newFields()) == 0 {
+		t.Fatalf("the fixture's tests set no new field: %+v", api.Needed)
 	}
 	return dropBeside(pkgs, api, corsSymbols, "1.5.0")
 }
@@ -100,23 +100,19 @@ func TestDropBesideKeepsTheFix(t *testing.T) {
 	}
 }
 
-// TestDropBesideSkips: a test the vulnerable version has cannot be
-// dropped, and neither can the only test of the fix.
+// TestDropBesideSkips: the only test of the fix cannot be dropped; a
+// test the vulnerable version has that sets a field beside the fix is
+// not dropped either, but kept, with the field's stub.
 func TestDropBesideSkips(t *testing.T) {
-	oldTauri := strings.Replace(corsOldTests, "func TestNothing", "func TestValidateTauri", 1)
 	onlyTauri := corsTest[:strings.Index(corsTest, "func TestParseWildcardRules")]
-	for _, c := range []struct {
-		name, buggyTests, tests, want string
-	}{
-		{"old test", oldTauri, corsTest, "TestValidateTauri, which v1.5.0's tests have too, uses Config.CustomSchemas, which the fix release adds beside the fix: the test cannot be dropped"},
-		{"no test left", corsOldTests, onlyTauri, "no hidden test exercises the vulnerable code once the tests of what the fix release adds beside the fix are dropped (TestValidateTauri)"},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			_, err := dropCors(t, corsPkg(corsFixed, c.buggyTests, c.tests))
-			if !errors.Is(err, errSkip) || !strings.HasSuffix(err.Error(), c.want) {
-				t.Errorf("err = %v, want a skip: %s", err, c.want)
-			}
-		})
+	_, err := dropCors(t, corsPkg(corsFixed, corsOldTests, onlyTauri))
+	if want := "no hidden test exercises the vulnerable code once the tests of what the fix release adds beside the fix are dropped (TestValidateTauri)"; !errors.Is(err, errSkip) || !strings.HasSuffix(err.Error(), want) {
+		t.Errorf("err = %v, want a skip: %s", err, want)
+	}
+	oldTauri := strings.Replace(corsOldTests, "func TestNothing", "func TestValidateTauri", 1)
+	b, err := dropCors(t, corsPkg(corsFixed, oldTauri, corsTest))
+	if err != nil || len(b.Dropped) > 0 {
+		t.Errorf("an old test that sets the new field: dropped %+v, %v; want it kept", b, err)
 	}
 }
 
@@ -290,14 +286,31 @@ func TestImportDropsTestBeside(t *testing.T) {
 }
 
 // TestImportKeepsTheFixsField: when the vulnerable symbol uses the new
-// field, its test is the fix's: the report is skipped as before, and the
-// reason says that the vulnerable code uses the field.
+// field, its test is the fix's: it stays, the issue text names the
+// field, and stubs.diff adds the field to the vulnerable struct, where
+// the hidden tests then compile and the test of the fix fails.
 func TestImportKeepsTheFixsField(t *testing.T) {
+	p := originsProxy(true)
 	dir := t.TempDir()
-	rows := importInto(t, fetcher(t, originsProxy(true)), dir, "GO-2099-0040")
-	want := "the hidden tests need Config.Custom, which no stub can declare on v1.0.0 (Config.Match, which the report names, uses Config.Custom)"
-	if len(rows) != 1 || rows[0].Status != "skipped" || rows[0].Reason != want {
-		t.Errorf("rows: %+v, want skipped: %s", rows, want)
+	rows := importInto(t, fetcher(t, p), dir, "GO-2099-0040")
+	if len(rows) != 1 || rows[0].Status != "imported" {
+		t.Fatalf("rows: %+v, want imported", rows)
+	}
+	folder := filepath.Join(dir, "go-2099-0040")
+	if cfg, _ := os.ReadFile(filepath.Join(folder, "sse/config.yaml")); !strings.Contains(string(cfg), "field `Custom []string` of struct `Config`") {
+		t.Errorf("the issue text does not name the field:\n%s", cfg)
+	}
+	stubs, err := os.ReadFile(filepath.Join(folder, task.StubsFile))
+	if err != nil || !strings.Contains(string(stubs), "--- a/origins.go") || !strings.Contains(string(stubs), "+\tCustom []string") {
+		t.Fatalf("stubs.diff (%v):\n%s", err, stubs)
+	}
+	test, _ := os.ReadFile(filepath.Join(folder, "sse/diffs/test.diff"))
+	old := p["example.com/origins@v1.0.0"]
+	stubbed := apply(t, stubs, apply(t, test, old))
+	mod := writeModule(t, ".", map[string][]byte{"origins.go": []byte(stubbed["origins.go"]), "origins_test.go": []byte(stubbed["origins_test.go"])})
+	out, err := goCmd(mod, "test", "-count=1", ".")
+	if err == nil || !strings.Contains(out, "--- FAIL: TestMatch") || strings.Contains(out, "[build failed]") {
+		t.Errorf("the hidden tests on the vulnerable version with the stubs:\n%s", out)
 	}
 }
 

@@ -46,12 +46,13 @@ type fixAPI struct {
 	// Needed are the names the hidden tests use, with what their
 	// declarations use in turn, in package and source order.
 	Needed []apiName
-	// Unstubbable are the Needed names no stub file can declare, such as
-	// a new field of a struct the vulnerable tree has: the caller edits
-	// the declaration or drops the task.
+	// Unstubbable are the Needed names no stub can declare, such as a
+	// new method of an interface the vulnerable tree has: the caller
+	// drops the task.
 	Unstubbable []apiName
-	// Stubs declare the other Needed names on the vulnerable tree, one
-	// file for each package that has some.
+	// Stubs declare the other Needed names on the vulnerable tree: a new
+	// file for each package that has some, and the vulnerable files whose
+	// structs get the new fields the tests set.
 	Stubs []stubFile
 	// Messages are the string literals of the hidden tests that only the
 	// fixed tree's code produces, sorted.
@@ -100,7 +101,8 @@ func (n apiName) Receiver() string {
 	return ""
 }
 
-// stubFile is a new file of the vulnerable tree's package directory Dir.
+// stubFile is a file of the vulnerable tree's package directory Dir as
+// the stubs make it: a new one, or one whose structs gain fields.
 type stubFile struct {
 	Dir, Name string
 	Src       []byte
@@ -202,14 +204,12 @@ func analyzeFix(pkgs []pkgFiles) (*fixAPI, error) {
 			}
 		}
 		if len(mine) > 0 {
-			s, unstub, err := a.stubFile(p, mine)
+			s, unstub, err := a.stubFiles(p, mine)
 			if err != nil {
 				return nil, err
 			}
 			r.Unstubbable = append(r.Unstubbable, unstub...)
-			if s != nil {
-				r.Stubs = append(r.Stubs, *s)
-			}
+			r.Stubs = append(r.Stubs, s...)
 		}
 	}
 	r.Messages = a.messages()
@@ -711,12 +711,16 @@ func (a *analysis) stubDeps(d *decl) (string, []*decl) {
 	p := d.pkg
 	switch d.kind {
 	case kindField:
-		return fmt.Sprintf("a new field of struct %s, which the vulnerable tree declares", d.recv), nil
+		if why := stubbableField(d); why != "" {
+			return why, nil
+		}
 	case kindIfaceFunc:
 		return fmt.Sprintf("a new method of interface %s, which the vulnerable tree declares", d.recv), nil
 	}
 	var nodes []ast.Node
 	switch n := d.node.(type) {
+	case *ast.Field:
+		nodes = append(nodes, n.Type) // added to the struct (fieldStubs)
 	case *ast.FuncDecl:
 		nodes = append(nodes, n.Type)
 		if n.Recv != nil {
@@ -792,13 +796,50 @@ func constNeedsGroup(d *decl) bool {
 	return iota
 }
 
-// stubFile declares ds on the vulnerable tree of p: funcs and methods
-// that panic, types, vars and consts as the fixed tree has them.
+// stubFiles declares ds on the vulnerable tree of p: funcs and methods
+// that panic, types, vars and consts as the fixed tree has them, in a new
+// file; new fields of its structs where it declares them (fieldStubs).
+// It returns the files, new or changed, and what it could not declare.
+func (a *analysis) stubFiles(p *pkgState, ds []*decl) ([]stubFile, []apiName, error) {
+	var fields, others []*decl
+	for _, d := range ds {
+		if d.kind == kindField {
+			fields = append(fields, d)
+		} else {
+			others = append(others, d)
+		}
+	}
+	files, unstub := a.fieldStubs(p, fields)
+	s, more, err := a.stubFile(p, others)
+	if err != nil {
+		return nil, nil, err
+	}
+	unstub = append(unstub, more...)
+	if s != nil {
+		files = append(files, *s)
+	}
+	if len(files) == 0 {
+		return nil, unstub, nil
+	}
+	if why := stubErrors(p, files); why != "" {
+		for _, d := range ds {
+			if !slices.ContainsFunc(unstub, func(n apiName) bool { return n.Key == d.key }) {
+				n := d.apiName(a.fset)
+				n.Note = why
+				unstub = append(unstub, n)
+			}
+		}
+		return nil, unstub, nil
+	}
+	return files, unstub, nil
+}
+
+// stubFile declares ds, none a field, in a new file of the vulnerable
+// tree of p (nil when there is none to declare).
 func (a *analysis) stubFile(p *pkgState, ds []*decl) (*stubFile, []apiName, error) {
 	var body bytes.Buffer
 	imports := map[string]string{} // local name -> import spec
 	var unstub []apiName
-	var stubbed []*decl
 	doneNodes := map[ast.Node]bool{}
 	for _, d := range ds {
 		text, node := stubText(d)
@@ -833,7 +874,6 @@ func (a *analysis) stubFile(p *pkgState, ds []*decl) (*stubFile, []apiName, erro
 			continue
 		}
 		doneNodes[node] = true
-		stubbed = append(stubbed, d)
 		for name, spec := range need {
 			imports[name] = spec
 		}
@@ -865,34 +905,27 @@ func (a *analysis) stubFile(p *pkgState, ds []*decl) (*stubFile, []apiName, erro
 	for i := 2; p.pf.Buggy[name] != nil || p.pf.Fixed[name] != nil || p.pf.Tests[name] != nil; i++ {
 		name = fmt.Sprintf("ssebench_stubs%d.go", i)
 	}
-	if why := stubErrors(p, name, out); why != "" {
-		for _, d := range stubbed {
-			n := d.apiName(a.fset)
-			n.Note = why
-			unstub = append(unstub, n)
-		}
-		return nil, unstub, nil
-	}
 	return &stubFile{Dir: p.pf.Dir, Name: name, Src: out}, unstub, nil
 }
 
-// stubErrors says what is wrong with the stubs of p when the vulnerable
-// tree has type errors with them that it does not have without: a stub
-// uses a name another could not declare, say. Errors of imported names
-// do not count: without the imports, every one is undefined.
-func stubErrors(p *pkgState, name string, stub []byte) string {
-	errs := func(extra map[string][]byte) []string {
+// stubErrors says what is wrong with the stubs of p (new files, or the
+// vulnerable tree's files changed) when the vulnerable tree has type
+// errors with them that it does not have without: a stub uses a name
+// another could not declare, say. Errors of imported names do not
+// count: without the imports, every one is undefined.
+func stubErrors(p *pkgState, stubs []stubFile) string {
+	errs := func(stubs []stubFile) []string {
+		files := maps.Clone(p.pf.Buggy)
+		for _, s := range stubs {
+			files[s.Name] = s.Src
+		}
 		fset := token.NewFileSet()
-		fs, err := parseFiles(fset, p.pf.Buggy)
+		fs, err := parseFiles(fset, files)
 		if err != nil {
 			return []string{err.Error()}
 		}
 		_, fs = mainPackage(fs)
-		more, err := parseFiles(fset, extra)
-		if err != nil {
-			return []string{err.Error()}
-		}
-		_, es := typecheck(fset, p.pf.Path, astFiles(append(fs, more...)), fakeImporter{}, newInfo())
+		_, es := typecheck(fset, p.pf.Path, astFiles(fs), fakeImporter{}, newInfo())
 		var out []string
 		for _, e := range es {
 			if !undefinedImport.MatchString(e.Error()) {
@@ -902,7 +935,7 @@ func stubErrors(p *pkgState, name string, stub []byte) string {
 		return out
 	}
 	before := errs(nil)
-	for _, e := range errs(map[string][]byte{name: stub}) {
+	for _, e := range errs(stubs) {
 		if !slices.Contains(before, e) {
 			return "the stubs do not type-check: " + e
 		}
@@ -926,9 +959,9 @@ func testErrors(errs []error) []string {
 // with the stubs, and lists their errors that they do not have on the
 // fixed trees.
 func (a *analysis) stubbedTestErrors(stubs []stubFile) []string {
-	b := &stubbedImporter{a: a, fset: token.NewFileSet(), stubs: map[string]stubFile{}, done: map[string]*types.Package{}, fakes: fakeImporter{}}
+	b := &stubbedImporter{a: a, fset: token.NewFileSet(), stubs: map[string][]stubFile{}, done: map[string]*types.Package{}, fakes: fakeImporter{}}
 	for _, s := range stubs {
-		b.stubs[s.Dir] = s
+		b.stubs[s.Dir] = append(b.stubs[s.Dir], s)
 	}
 	var out []string
 	for _, p := range a.pkgs {
@@ -964,7 +997,7 @@ func (a *analysis) stubbedTestErrors(stubs []stubFile) []string {
 type stubbedImporter struct {
 	a     *analysis
 	fset  *token.FileSet
-	stubs map[string]stubFile // by directory
+	stubs map[string][]stubFile // by directory
 	done  map[string]*types.Package
 	errs  map[string][]string // the in-package tests' errors, by import path
 	fakes fakeImporter
@@ -983,7 +1016,7 @@ func (b *stubbedImporter) Import(ipath string) (*types.Package, error) {
 	}
 	b.done[ipath] = nil
 	files := maps.Clone(p.pf.Buggy)
-	if s, ok := b.stubs[p.pf.Dir]; ok {
+	for _, s := range b.stubs[p.pf.Dir] {
 		files[s.Name] = s.Src
 	}
 	fs, err := parseFiles(b.fset, files)
