@@ -1,8 +1,10 @@
 package release
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -212,5 +214,64 @@ func TestVerifyHiddenTestsNotCompiled(t *testing.T) {
 	r.judgeTests(kvTask(t, kvConfig), fakeRuns(t, logs), true)
 	if len(r.Failed()) != 0 || len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], "kv-1: no pass_to_pass test: none of the packages' other tests passes in all four runs") {
 		t.Errorf("without pass_to_pass: findings %+v, warnings %q", r.Findings, r.Warnings)
+	}
+}
+
+// TestWriteTestsDefersExitStatus: before the lists exist, a test that
+// fails on both trees (it needs the network) fails the reference's and the
+// dummy's function tests by the script's exit status; --write-tests still
+// lists the task, leaving that test out, so that the next verify judges
+// by name. Without --write-tests the failures stand.
+func TestWriteTestsDefersExitStatus(t *testing.T) {
+	logs := map[string]map[string]string{
+		DummyAgent: {
+			"test.log":        block("pass TestParse ex/kv", "fail TestNet ex/kv"),
+			"intent_test.log": block("pass TestParse ex/kv", "fail TestNet ex/kv", "fail TestParseErrors ex/kv"),
+		},
+		ReferenceAgent: {
+			"test.log":        block("pass TestParse ex/kv", "fail TestNet ex/kv"),
+			"intent_test.log": block("pass TestParse ex/kv", "fail TestNet ex/kv", "pass TestParseErrors ex/kv"),
+		},
+	}
+	failedCheck := func(log string) *contract.Check { return &contract.Check{Exit: 1, Log: log} }
+	res := map[string]*contract.RunResult{
+		DummyAgent: {Judged: contract.JudgedExitStatus, Build: &contract.Check{OK: true}, Test: failedCheck("test.log"), IntentTest: failedCheck("intent_test.log")},
+		ReferenceAgent: {Judged: contract.JudgedExitStatus, Build: &contract.Check{OK: true}, Test: failedCheck("test.log"),
+			IntentTest: failedCheck("intent_test.log")},
+	}
+	for _, write := range []bool{true, false} {
+		done := fakeRuns(t, logs)
+		for agent, r := range res {
+			run := done[evaluate.Job{Task: "kv-1", Agent: agent, Attempt: 1}.Key()]
+			b, _ := json.Marshal(results.Summary{RunID: agent, Task: "kv-1", Agent: agent, Status: "ok"})
+			if err := os.WriteFile(filepath.Join(run.Dir, results.SummaryFile), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := contract.WriteRunResult(run.Dir, r); err != nil {
+				t.Fatal(err)
+			}
+			loaded, err := results.Load(run.Dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			done[evaluate.Job{Task: "kv-1", Agent: agent, Attempt: 1}.Key()] = loaded
+		}
+		tk := kvTask(t, strings.Replace(kvConfig, "  fail_to_pass: [Stale]\n", "", 1))
+		r := &Report{}
+		r.judge(tk, &task.Manifest{}, done, nil, nil, write)
+		var failedChecks []string
+		for _, f := range r.Failed() {
+			failedChecks = append(failedChecks, f.Agent+" "+f.Check)
+		}
+		got, _ := os.ReadFile(tk.ConfigFile)
+		if write {
+			if len(failedChecks) != 0 || !strings.Contains(string(got), "  fail_to_pass:\n    - TestParseErrors\n  pass_to_pass:\n    - TestParse\n") {
+				t.Errorf("--write-tests: failed %q, config:\n%s", failedChecks, got)
+			}
+			continue
+		}
+		if want := []string{"reference function_test", "reference intent_test", "dummy function_test"}; !slices.Equal(failedChecks, want) {
+			t.Errorf("verify: failed %q, want %q", failedChecks, want)
+		}
 	}
 }
