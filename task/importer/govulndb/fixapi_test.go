@@ -757,8 +757,12 @@ func TestMDCode(t *testing.T) {
 // hidden tests. A field of a type that is not a struct there is not
 // stubbed.
 func TestFieldStubImports(t *testing.T) {
-	buggy := "package p\n\n// C configures.\ntype C struct {\n\tA int\n}\n\nfunc (c C) Run() int { return c.A }\n"
-	fixed := "package p\n\nimport \"time\"\n\n// C configures.\ntype C struct {\n\tA    int\n\tWait time.Duration `json:\"wait\"`\n}\n\nfunc (c C) Run() int { return c.A + int(c.Wait) }\n"
+	// W's method has a type error without the imports (http is a
+	// stand-in): the field stub moves it down, and it still counts as
+	// the vulnerable tree's own.
+	w := "\n// W writes.\ntype W struct{ http.ResponseWriter }\n\nfunc (w W) H() { w.Header() }\n"
+	buggy := "package p\n\nimport \"net/http\"\n\n// C configures.\ntype C struct {\n\tA int\n}\n\nfunc (c C) Run() int { return c.A }\n" + w
+	fixed := "package p\n\nimport (\n\t\"net/http\"\n\t\"time\"\n)\n\n// C configures.\ntype C struct {\n\tA    int\n\tWait time.Duration `json:\"wait\"`\n}\n\nfunc (c C) Run() int { return c.A + int(c.Wait) }\n" + w
 	test := "package p\n\nimport (\n\t\"testing\"\n\t\"time\"\n)\n\nfunc TestWait(t *testing.T) {\n\tif (C{Wait: time.Nanosecond}).Run() != 1 {\n\t\tt.Fatal(\"wait ignored\")\n\t}\n}\n"
 	pkg := pkgFiles{Path: "example.com/m/p", Dir: "p", Buggy: files1("p.go", buggy), Fixed: files1("p.go", fixed), Tests: files1("p_test.go", test)}
 	got, err := analyzeFix([]pkgFiles{pkg})
@@ -769,7 +773,7 @@ func TestFieldStubImports(t *testing.T) {
 		t.Fatalf("analyzeFix = %+v, want p.go with the field", got)
 	}
 	src := string(got.Stubs[0].Src)
-	if !strings.Contains(src, "import \"time\"") || !strings.Contains(src, "Wait time.Duration `json:\"wait\"`") || !strings.Contains(src, "func (c C) Run() int { return c.A }") {
+	if !strings.Contains(src, "import \"time\"") || !strings.Contains(src, "Wait time.Duration `json:\"wait\"`") || !strings.Contains(src, "func (c C) Run() int { return c.A }") || !strings.Contains(src, w) {
 		t.Errorf("stubbed p.go:\n%s", src)
 	}
 	dir := writeModule(t, "p", pkg.Buggy, pkg.Tests, map[string][]byte{"p.go": got.Stubs[0].Src})
@@ -777,7 +781,7 @@ func TestFieldStubImports(t *testing.T) {
 		t.Errorf("go test on the stubbed tree: %v\n%s", err, out)
 	}
 
-	pkg.Buggy = files1("p.go", "package p\n\n// C configures.\ntype C map[string]int\n\nfunc (c C) Run() int { return c[\"A\"] }\n")
+	pkg.Buggy = files1("p.go", "package p\n\nimport \"net/http\"\n\n// C configures.\ntype C map[string]int\n\nfunc (c C) Run() int { return c[\"A\"] }\n"+w)
 	if got, err := analyzeFix([]pkgFiles{pkg}); err != nil || len(got.Changed)+len(got.Unstubbable) == 0 {
 		t.Errorf("a field of what is a map on the vulnerable tree: %+v, %v; want it refused", got, err)
 	}
