@@ -57,10 +57,12 @@ func (p *plan) checkDeps(ctx context.Context, fetch Fetcher) error {
 			continue
 		}
 		mod := moduleOf(ip, oldReq)
-		if _, ok := used[ip]; !ok && mod == "" && moduleOf(ip, newReq) != "" && graphPruned(p.old) {
+		if _, ok := used[ip]; !ok && mod == "" && moduleOf(ip, newReq) != "" && (graphPruned(p.old) || !inGoSum(p.old, moduleOf(ip, newReq))) {
 			// A package of a required module may still be vendored,
 			// imported by a dependency; a module go.mod does not list
-			// (it lists them all from go 1.17 on) is not.
+			// (it lists them all from go 1.17 on) is not, nor one
+			// that go.sum does not name (crewjam/saml's fix brings
+			// xml-roundtrip-validator).
 			return skipf("the fix imports %s, of a module v%s does not require (%s %s)", ip, p.mod.VulnerableAt, moduleOf(ip, newReq), newReq[moduleOf(ip, newReq)])
 		}
 		oldV, newV := oldReq[mod], newReq[mod]
@@ -93,6 +95,21 @@ func graphPruned(z *modZip) bool {
 	}
 	mf, err := modfile.ParseLax("go.mod", data, nil)
 	return err == nil && mf.Go != nil && semver.Compare("v"+mf.Go.Version, "v1.17") >= 0
+}
+
+// inGoSum says whether z's go.sum has a line of module mod: every module
+// of its build graph has one.
+func inGoSum(z *modZip, mod string) bool {
+	data, ok, err := z.read("go.sum")
+	if err != nil || !ok {
+		return true // nothing to tell by: let the build say
+	}
+	for line := range strings.Lines(string(data)) {
+		if f := strings.Fields(line); len(f) > 0 && f[0] == mod {
+			return true
+		}
+	}
+	return false
 }
 
 // requirements are a go.mod's required modules and their versions; a

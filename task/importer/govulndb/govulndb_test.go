@@ -519,11 +519,20 @@ func TestImportNeedsNewerDependency(t *testing.T) {
 		p[m.mod+"@v1.0.0"] = map[string]string{"go.mod": gomod("v1.0.0"), "glob.go": src("ok := match.Match(s, p) || p == \"*\""), "glob_test.go": "package " + path.Base(m.mod) + "\n"}
 		p[m.mod+"@v1.0.1"] = map[string]string{"go.mod": gomod("v1.1.0"), "glob.go": src(m.call), "glob_test.go": test}
 	}
+	// Before go 1.17 go.mod lists only direct dependencies: a module the
+	// fix brings that go.sum does not name is not in the build either.
+	db["data/reports/GO-2099-0022.yaml"] = report("GO-2099-0022", "example.com/olddmod")
+	oldSrc := "package olddmod\n\n// Check checks.\nfunc Check(s string) bool { return s != \"\" }\n"
+	newSrc := "package olddmod\n\nimport \"example.com/validator\"\n\n// Check checks.\nfunc Check(s string) bool { return s != \"\" && validator.Valid(s) }\n"
+	test := "package olddmod\n\nimport \"testing\"\n\nfunc TestCheck(t *testing.T) {}\n"
+	p["example.com/olddmod@v1.0.0"] = map[string]string{"go.mod": "module example.com/olddmod\n\ngo 1.13\n", "go.sum": "example.com/other v1.0.0/go.mod h1:x\n", "check.go": oldSrc, "check_test.go": "package olddmod\n"}
+	p["example.com/olddmod@v1.0.1"] = map[string]string{"go.mod": "module example.com/olddmod\n\ngo 1.13\n\nrequire example.com/validator v1.0.0\n", "check.go": newSrc, "check_test.go": test}
 	dir := t.TempDir()
-	rows := importInto(t, fetcher(t, p), dir, "GO-2099-0020", "GO-2099-0021")
+	rows := importInto(t, fetcher(t, p), dir, "GO-2099-0020", "GO-2099-0021", "GO-2099-0022")
 	want := map[string]string{
 		"GO-2099-0020": "skipped the fix needs match.MatchLimit, which example.com/match v1.0.0 (what v1.0.0 requires) lacks: it needs v1.1.0",
 		"GO-2099-0021": "imported ",
+		"GO-2099-0022": "skipped the fix imports example.com/validator, of a module v1.0.0 does not require (example.com/validator v1.0.0)",
 	}
 	for _, r := range rows {
 		if got := r.Status + " " + r.Reason; got != want[r.ID] {
