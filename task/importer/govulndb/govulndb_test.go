@@ -410,9 +410,11 @@ func treeHash(t *testing.T, dir string) string {
 // dropped, their folders removed and the reason in the table.
 func TestKeep(t *testing.T) {
 	dir := t.TempDir()
-	for _, id := range []string{"go-2099-0001", "go-2099-0002", "go-2099-0004", "go-2099-0005", "go-2099-0006"} {
+	for _, id := range []string{"go-2099-0001", "go-2099-0002", "go-2099-0004", "go-2099-0005", "go-2099-0006", "go-2099-0007"} {
 		os.MkdirAll(filepath.Join(dir, id, "sse"), 0o755)
 	}
+	// Verified by exit status: --write-tests found no fail_to_pass test.
+	os.WriteFile(filepath.Join(dir, "go-2099-0007", "sse/config.yaml"), []byte("id: go-2099-0007\ntests:\n  format: go-test-json\n"), 0o644)
 	// Verified without pass_to_pass tests: the table says so.
 	os.WriteFile(filepath.Join(dir, "go-2099-0002", "sse/config.yaml"), []byte("id: go-2099-0002\ntests:\n  format: go-test-json\n  fail_to_pass: [TestA]\n"), 0o644)
 	MergeTable(dir, []Row{
@@ -424,10 +426,11 @@ func TestKeep(t *testing.T) {
 		{ID: "GO-2099-0005", Module: "m", Status: "verified"},
 		// Verified before, and failing now.
 		{ID: "GO-2099-0006", Module: "m", Status: "verified"},
+		{ID: "GO-2099-0007", Module: "m", Status: "imported"},
 	})
 	reasons, _ := ReadVerifyReasons(strings.NewReader("TASK  AGENT  CHECK  RESULT  WHY\ngo-2099-0004  reference  intent_test  FAILED  fails with the reference patch\ngo-2099-0001  reference  build  ok\ngo-2099-0006  dummy  intent_test  FAILED  passes without the fix\n"))
-	kept, dropped, err := Keep(dir, func(id string) bool { return id == "go-2099-0001" || id == "go-2099-0002" }, reasons)
-	if err != nil || kept != 3 || dropped != 2 {
+	kept, dropped, err := Keep(dir, func(id string) bool { return id == "go-2099-0001" || id == "go-2099-0002" || id == "go-2099-0007" }, reasons)
+	if err != nil || kept != 3 || dropped != 3 {
 		t.Fatalf("kept %d dropped %d: %v", kept, dropped, err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "go-2099-0005")); err != nil {
@@ -443,7 +446,7 @@ func TestKeep(t *testing.T) {
 		t.Error("the verified task is gone")
 	}
 	tsv, _ := os.ReadFile(filepath.Join(dir, TableFile))
-	for _, want := range []string{"GO-2099-0001\tm\t\t\tverified\t\n", "GO-2099-0002\tm\t\t\tverified\tdropped TestB: it tests T.F, a feature beside the fix; no pass_to_pass test: no other test of the affected packages passes on both the vulnerable and the fixed tree\n", "GO-2099-0004\tm\t\t\tdropped\tverify: reference intent_test: fails with the reference patch\n", "GO-2099-0003\t\t\t\tskipped\tstd\n"} {
+	for _, want := range []string{"GO-2099-0001\tm\t\t\tverified\t\n", "GO-2099-0002\tm\t\t\tverified\tdropped TestB: it tests T.F, a feature beside the fix; no pass_to_pass test: no other test of the affected packages passes on both the vulnerable and the fixed tree\n", "GO-2099-0004\tm\t\t\tdropped\tverify: reference intent_test: fails with the reference patch\n", "GO-2099-0003\t\t\t\tskipped\tstd\n", "GO-2099-0007\tm\t\t\tdropped\tverify: no fail_to_pass test is listed, so the grade would judge by exit status alone"} {
 		if !strings.Contains(string(tsv), want) {
 			t.Errorf("table lacks %q:\n%s", want, tsv)
 		}

@@ -340,7 +340,14 @@ func Keep(dir string, verified func(taskID string) bool, reasons map[string]stri
 			continue
 		}
 		id := TaskID(r.ID)
-		if verified(id) {
+		unlisted := noFailToPass(filepath.Join(dir, id))
+		if verified(id) && unlisted {
+			// Verified by the scripts' exit status alone, which the
+			// grade then judges too: a forged report could pass it.
+			if reasons[id] == "" {
+				reasons[id] = "no fail_to_pass test is listed, so the grade would judge by exit status alone (run verify --write-tests to see why)"
+			}
+		} else if verified(id) {
 			// What the import said (a test it dropped) stays.
 			why := r.Reason
 			if p := noPassToPass(filepath.Join(dir, id)); p != "" && !strings.Contains(why, p) {
@@ -350,7 +357,7 @@ func Keep(dir string, verified func(taskID string) bool, reasons map[string]stri
 			kept++
 			continue
 		}
-		if r.Status == "verified" && reasons[id] == "" {
+		if r.Status == "verified" && reasons[id] == "" && !unlisted {
 			// Verified by an earlier keep, perhaps on another machine
 			// whose store holds the record: without a failed run to
 			// show, it stays.
@@ -368,6 +375,17 @@ func Keep(dir string, verified func(taskID string) bool, reasons map[string]stri
 		dropped++
 	}
 	return kept, dropped, MergeTable(dir, rows)
+}
+
+// noFailToPass says whether the task folder's config lists no
+// fail_to_pass test.
+func noFailToPass(folder string) bool {
+	data, err := os.ReadFile(filepath.Join(folder, "sse/config.yaml"))
+	if err != nil {
+		return false // no folder: nothing to judge here
+	}
+	c, _ := task.ParseConfig("config.yaml", data)
+	return c == nil || c.Tests == nil || len(c.Tests.FailToPass) == 0
 }
 
 // noPassToPass is the table's reason for a verified task without
