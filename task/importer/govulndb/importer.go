@@ -341,13 +341,13 @@ func Keep(dir string, verified func(taskID string) bool, reasons map[string]stri
 		}
 		id := TaskID(r.ID)
 		unlisted := noFailToPass(filepath.Join(dir, id))
-		if verified(id) && unlisted {
+		failed := reasons[id]
+		if unlisted && failed == "" {
 			// Verified by the scripts' exit status alone, which the
 			// grade then judges too: a forged report could pass it.
-			if reasons[id] == "" {
-				reasons[id] = "no fail_to_pass test is listed, so the grade would judge by exit status alone (run verify --write-tests to see why)"
-			}
-		} else if verified(id) {
+			failed = "no fail_to_pass test is listed, so the grade would judge by exit status alone (run verify --write-tests to see why)"
+		}
+		if verified(id) && !unlisted {
 			// What the import said (a test it dropped) stays.
 			why := r.Reason
 			if p := noPassToPass(filepath.Join(dir, id)); p != "" && !strings.Contains(why, p) {
@@ -357,7 +357,7 @@ func Keep(dir string, verified func(taskID string) bool, reasons map[string]stri
 			kept++
 			continue
 		}
-		if r.Status == "verified" && reasons[id] == "" && !unlisted {
+		if r.Status == "verified" && failed == "" {
 			// Verified by an earlier keep, perhaps on another machine
 			// whose store holds the record: without a failed run to
 			// show, it stays.
@@ -367,7 +367,7 @@ func Keep(dir string, verified func(taskID string) bool, reasons map[string]stri
 		if err := os.RemoveAll(filepath.Join(dir, id)); err != nil {
 			return kept, dropped, err
 		}
-		why := reasons[id]
+		why := failed
 		if why == "" {
 			why = "not verified (import it again and run `ssebench dataset verify DIR --tasks " + id + "` to see why)"
 		}
