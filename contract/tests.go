@@ -57,7 +57,13 @@ func (t TestResult) ID() string {
 // Matches reports whether the listed name names t: the bare name in any
 // group, or group.name.
 func (t TestResult) Matches(listed string) bool {
-	return listed == t.Name || (t.Group != "" && listed == t.Group+"."+t.Name)
+	if listed == t.Name {
+		return true
+	}
+	// group.name, compared in place: verify asks this of every result
+	// for every listed name.
+	g := len(t.Group)
+	return g > 0 && len(listed) == g+1+len(t.Name) && listed[g] == '.' && listed[:g] == t.Group && listed[g+1:] == t.Name
 }
 
 // testOutcomesHeader starts the block of every test's outcome that the

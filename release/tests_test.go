@@ -2,6 +2,7 @@ package release
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -45,7 +46,7 @@ var kvRuns = map[string]map[string]string{
 	},
 }
 
-func fakeRuns(t *testing.T, logs map[string]map[string]string) map[string]*results.Run {
+func fakeRuns(t testing.TB, logs map[string]map[string]string) map[string]*results.Run {
 	done := map[string]*results.Run{}
 	for agent, files := range logs {
 		dir := t.TempDir()
@@ -75,7 +76,7 @@ tests:
 originality: crafted
 `
 
-func kvTask(t *testing.T, config string) *task.Task {
+func kvTask(t testing.TB, config string) *task.Task {
 	file := filepath.Join(t.TempDir(), "config.yaml")
 	if err := os.WriteFile(file, []byte(config), 0o644); err != nil {
 		t.Fatal(err)
@@ -272,6 +273,34 @@ func TestWriteTestsDefersExitStatus(t *testing.T) {
 		}
 		if want := []string{"reference function_test", "reference intent_test", "dummy function_test"}; !slices.Equal(failedChecks, want) {
 			t.Errorf("verify: failed %q, want %q", failedChecks, want)
+		}
+	}
+}
+
+// BenchmarkJudgeTestsLongLists judges a task whose lists hold thousands
+// of tests against runs of as many results (subtests), as verify does
+// for go-2026-6629: the lists are the runs' own names, found at once.
+func BenchmarkJudgeTestsLongLists(b *testing.B) {
+	var results, p2p []string
+	for i := range 3000 {
+		results = append(results, fmt.Sprintf("pass TestCase%04d ex/kv", i))
+		p2p = append(p2p, fmt.Sprintf("TestCase%04d", i))
+	}
+	before := block(append(slices.Clone(results), "fail TestFix ex/kv")...)
+	after := block(append(slices.Clone(results), "pass TestFix ex/kv")...)
+	logs := map[string]map[string]string{
+		DummyAgent:     {"test.log": block(results...), "intent_test.log": before},
+		ReferenceAgent: {"test.log": block(results...), "intent_test.log": after},
+	}
+	config := strings.Replace(kvConfig, "  fail_to_pass: [Stale]\n", "  fail_to_pass: [TestFix]\n  pass_to_pass: ["+strings.Join(p2p, ", ")+"]\n", 1)
+	done := fakeRuns(b, logs)
+	tk := kvTask(b, config)
+	b.ResetTimer()
+	for b.Loop() {
+		r := &Report{}
+		r.judgeTests(tk, done, false)
+		if len(r.Failed()) != 0 {
+			b.Fatalf("findings %+v", r.Failed()[0])
 		}
 	}
 }
