@@ -78,3 +78,30 @@ func TestChecksFor(t *testing.T) {
 		})
 	}
 }
+
+// TestResultMatches: a listed name names a test by its bare name in any
+// group, or by group.name exactly; nothing else matches, however the
+// parts line up.
+func TestResultMatches(t *testing.T) {
+	r := TestResult{Name: "TestX/sub", Group: "example.com/m/p"}
+	for listed, want := range map[string]bool{
+		"TestX/sub":                  true,
+		"example.com/m/p.TestX/sub":  true,
+		"example.com/m/p.TestX":      false,
+		"example.com/m/pxTestX/sub":  false,
+		"example.com/m.p.TestX/sub":  false,
+		"example.com/m/p.TestX/sub2": false,
+		"xexample.com/m/p.TestX/sub": false,
+		".TestX/sub":                 false,
+		"example.com/m/p.":           false,
+		"":                           false,
+		"example.com/m/p.TestX/sub ": false,
+	} {
+		if got := r.Matches(listed); got != want {
+			t.Errorf("Matches(%q) = %v, want %v", listed, got, want)
+		}
+	}
+	if (TestResult{Name: "TestX"}).Matches(".TestX") {
+		t.Error("a test without a group matches .TestX")
+	}
+}
