@@ -227,14 +227,18 @@ func Evaluate(ctx context.Context, b Backend, dir string, plan *Plan, opts ...Op
 	o.progress.Begin(len(plan.Runs), out.Kept, o.jobs)
 	left := newPending(todo)
 	// A run that ends as the last user of an image keeps it in containerd
-	// only for a later run of the same pair: none once the evaluation is
-	// interrupted or its budget spent.
+	// only for a run of the same pair that no worker has taken yet: none
+	// once the evaluation is interrupted or its budget spent. Runs already
+	// taken are not counted: those in flight hold the image themselves
+	// (the runner counts its users), and counting them until their attempt
+	// returned kept an image that two runs ending together each left to
+	// the other.
 	needed := func(j Job) func() bool {
 		return func() bool {
 			if ctx.Err() != nil || (o.ledger != nil && o.ledger.Exhausted()) {
 				return false
 			}
-			return left.others(j)
+			return left.queued(j)
 		}
 	}
 
@@ -258,18 +262,17 @@ func Evaluate(ctx context.Context, b Backend, dir string, plan *Plan, opts ...Op
 		go func() {
 			defer wg.Done()
 			for j := range queue {
+				left.take(j)
 				// Checked as each run is about to start: runs in flight
 				// still spend, and their gateways refuse what would
 				// overshoot.
 				if o.ledger != nil && !o.buildOnly && o.ledger.Exhausted() {
-					left.done(j)
 					mu.Lock()
 					out.NotStarted = append(out.NotStarted, j)
 					mu.Unlock()
 					continue
 				}
 				run, stopped, err := attempt(pipeline.WithImagesNeeded(ctx, needed(j)), b, builds, plan, j, dir, o)
-				left.done(j)
 				if stopped {
 					continue
 				}
@@ -491,8 +494,8 @@ func (m *memo) do(ctx context.Context, key string, fn func() (any, error)) (any,
 	}
 }
 
-// pending counts, per task and agent, the jobs of an evaluation that have
-// not ended: what keeps their image in containerd between runs.
+// pending counts, per task and agent, the jobs of an evaluation that no
+// worker has taken yet: what keeps their image in containerd between runs.
 type pending struct {
 	mu sync.Mutex
 	n  map[[2]string]int
@@ -506,19 +509,18 @@ func newPending(jobs []Job) *pending {
 	return p
 }
 
-// done counts j as ended.
-func (p *pending) done(j Job) {
+// take counts j as taken by a worker.
+func (p *pending) take(j Job) {
 	p.mu.Lock()
 	p.n[[2]string{j.Task, j.Agent}]--
 	p.mu.Unlock()
 }
 
-// others says whether a job of j's task and agent other than j has not
-// ended.
-func (p *pending) others(j Job) bool {
+// queued says whether a job of j's task and agent is still to be taken.
+func (p *pending) queued(j Job) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.n[[2]string{j.Task, j.Agent}] > 1
+	return p.n[[2]string{j.Task, j.Agent}] > 0
 }
 
 // modelReached fails a run whose model upstream answered none of its

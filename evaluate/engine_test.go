@@ -375,6 +375,30 @@ func TestEvaluateImagesNeeded(t *testing.T) {
 	if got := f.needed["t1/a/1"]; got {
 		t.Errorf("the run interrupted by Ctrl-C kept its image for a later run that will not start")
 	}
+
+	// Both runs of a pair in flight at once: neither waits for the other,
+	// which holds the image itself while it runs, so whichever ends last
+	// removes it (each keeping it for the other left it in containerd).
+	f = newFake()
+	f.needed = map[string]bool{}
+	f.block = make(chan struct{})
+	p, err = NewPlan([]string{"a"}, []string{"t1"}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for atomic.LoadInt32(&f.running) < 2 {
+			time.Sleep(time.Millisecond)
+		}
+		close(f.block)
+	}()
+	if _, err := Evaluate(context.Background(), f, t.TempDir(), p, WithJobs(2)); err != nil {
+		t.Fatal(err)
+	}
+	want = map[string]bool{"t1/a/1": false, "t1/a/2": false}
+	if diff := cmp.Diff(want, f.needed); diff != "" {
+		t.Errorf("two runs of a pair at once: image needed by a later run, by job (-want +got):\n%s", diff)
+	}
 }
 
 // TestModelDownIsInfrastructure: a run whose model upstream answered
