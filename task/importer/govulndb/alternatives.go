@@ -122,6 +122,10 @@ func (p *plan) alternatives() error {
 		return skipf("the hidden tests use %s as the fix changed it, which no stub can make up for on v%s%s", keys(api.Changed), p.mod.VulnerableAt, ours(api.Changed))
 	case len(api.TestErrors) > 0:
 		return skipf("the hidden tests do not compile on v%s even with stubs: %s", p.mod.VulnerableAt, oneLine(api.TestErrors[0]))
+	case len(api.OldTestErrors) > 0:
+		// The function test runs them on the agent's tree: with the
+		// reference patch they do not compile, and the task cannot verify.
+		return skipf("the fix removes or changes what the package's own tests use, so they do not compile with it: %s", oneLine(api.OldTestErrors[0]))
 	}
 	p.api = api
 	var stubs strings.Builder

@@ -69,6 +69,12 @@ type fixAPI struct {
 	// tells without the imports. "dir/file_test.go:line:col: message",
 	// sorted.
 	TestErrors []string
+	// OldTestErrors are the type errors the package's own tests (the
+	// vulnerable tree's, which the function test runs) have on the fixed
+	// tree and not on the vulnerable one: a fix that removes or changes a
+	// name they use fails the function test with its own patch. Sorted,
+	// as TestErrors.
+	OldTestErrors []string
 	// Private are the unexported funcs, methods, types, vars and consts
 	// that the fix adds and the tests do not use: a fix may name them
 	// differently (see renameVariant).
@@ -214,6 +220,7 @@ func analyzeFix(pkgs []pkgFiles) (*fixAPI, error) {
 	}
 	r.Messages = a.messages()
 	r.TestErrors = a.stubbedTestErrors(r.Stubs)
+	r.OldTestErrors = a.oldTestErrors()
 	return r, nil
 }
 
@@ -971,31 +978,68 @@ func testErrors(errs []error) []string {
 // with the stubs, and lists their errors that they do not have on the
 // fixed trees.
 func (a *analysis) stubbedTestErrors(stubs []stubFile) []string {
-	b := &stubbedImporter{a: a, fset: token.NewFileSet(), stubs: map[string][]stubFile{}, done: map[string]*types.Package{}, fakes: fakeImporter{}}
+	byDir := map[string][]stubFile{}
 	for _, s := range stubs {
-		b.stubs[s.Dir] = append(b.stubs[s.Dir], s)
+		byDir[s.Dir] = append(byDir[s.Dir], s)
 	}
+	withStubs := func(pf *pkgFiles) (map[string][]byte, map[string][]byte) {
+		files := maps.Clone(pf.Buggy)
+		for _, s := range byDir[pf.Dir] {
+			files[s.Name] = s.Src
+		}
+		return files, pf.Tests
+	}
+	fixed := map[string][]string{}
+	for _, p := range a.pkgs {
+		fixed[p.pf.Path] = p.errs
+	}
+	return a.treeTestErrors(withStubs, fixed)
+}
+
+// oldTestErrors type-checks the vulnerable trees' own tests on the fixed
+// trees, and lists their errors that they do not have on the vulnerable
+// trees.
+func (a *analysis) oldTestErrors() []string {
+	buggy := func(pf *pkgFiles) (map[string][]byte, map[string][]byte) { return pf.Buggy, pf.BuggyTests }
+	fixed := func(pf *pkgFiles) (map[string][]byte, map[string][]byte) { return pf.Fixed, pf.BuggyTests }
+	before := a.treeTestErrors(buggy, nil)
+	var out []string
+	for _, e := range a.treeTestErrors(fixed, nil) {
+		if !slices.Contains(before, e) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// treeTestErrors type-checks the affected packages as files gives them
+// (the package's files and the tests), in-package and external tests, and
+// lists the tests' errors ("dir/file_test.go:line:col: message", sorted)
+// but those that except gives for the package's import path.
+func (a *analysis) treeTestErrors(files func(*pkgFiles) (map[string][]byte, map[string][]byte), except map[string][]string) []string {
+	b := &stubbedImporter{a: a, fset: token.NewFileSet(), files: files, done: map[string]*types.Package{}, fakes: fakeImporter{}}
 	var out []string
 	for _, p := range a.pkgs {
 		var errs []string
 		b.Import(p.pf.Path)
 		errs = append(errs, b.errs[p.pf.Path]...)
-		if len(p.xTest) > 0 {
-			xs, err := parseFiles(b.fset, p.pf.Tests)
-			if err != nil {
-				continue // analyzeFix parsed them
-			}
-			var xTest []*ast.File
-			for _, f := range xs {
-				if f.f.Name.Name == p.name+"_test" {
-					xTest = append(xTest, f.f)
+		if _, tests := files(&p.pf); len(tests) > 0 {
+			xs, err := parseFiles(b.fset, tests)
+			if err == nil {
+				var xTest []*ast.File
+				for _, f := range xs {
+					if f.f.Name.Name == p.name+"_test" {
+						xTest = append(xTest, f.f)
+					}
+				}
+				if len(xTest) > 0 {
+					_, es := typecheck(b.fset, p.pf.Path+"_test", xTest, b, newInfo())
+					errs = append(errs, testErrors(es)...)
 				}
 			}
-			_, es := typecheck(b.fset, p.pf.Path+"_test", xTest, b, newInfo())
-			errs = append(errs, testErrors(es)...)
 		}
 		for _, e := range errs {
-			if !slices.Contains(p.errs, e) {
+			if !slices.Contains(except[p.pf.Path], e) {
 				out = append(out, path.Join(p.pf.Dir, e))
 			}
 		}
@@ -1004,12 +1048,13 @@ func (a *analysis) stubbedTestErrors(stubs []stubFile) []string {
 	return out
 }
 
-// stubbedImporter imports an affected package as its vulnerable tree with
-// its stubs and in-package tests, and any other as an empty package.
+// stubbedImporter imports an affected package as files gives it (its
+// vulnerable tree with its stubs, say) with its in-package tests, and any
+// other as an empty package.
 type stubbedImporter struct {
 	a     *analysis
 	fset  *token.FileSet
-	stubs map[string][]stubFile // by directory
+	files func(*pkgFiles) (pkg, tests map[string][]byte)
 	done  map[string]*types.Package
 	errs  map[string][]string // the in-package tests' errors, by import path
 	fakes fakeImporter
@@ -1027,16 +1072,13 @@ func (b *stubbedImporter) Import(ipath string) (*types.Package, error) {
 		return pkg, nil
 	}
 	b.done[ipath] = nil
-	files := maps.Clone(p.pf.Buggy)
-	for _, s := range b.stubs[p.pf.Dir] {
-		files[s.Name] = s.Src
-	}
+	files, testFiles := b.files(&p.pf)
 	fs, err := parseFiles(b.fset, files)
-	if err != nil {
+	if err != nil || len(fs) == 0 {
 		return b.fakes.Import(ipath)
 	}
 	_, fs = mainPackage(fs)
-	tests, err := parseFiles(b.fset, p.pf.Tests)
+	tests, err := parseFiles(b.fset, testFiles)
 	if err != nil {
 		return b.fakes.Import(ipath)
 	}

@@ -333,6 +333,18 @@ func TestAnalyzeFix(t *testing.T) {
 			TestErrors: []string{"p/p_test.go:7:2: invalid operation: cannot call d.MaxSize (variable of type int): int is not a function"},
 		},
 		issue: "The tests use these as the fix changes them:\n- `func (d *D) MaxSize(n int)` in package `example.com/m/p`\n- `func F(a, b int) int` in package `example.com/m/p`\n",
+	}, {
+		// jwx's aescbc (GO-2023-1859): the fix replaces unpad, and the
+		// package's own test, which the function test runs, calls it.
+		name: "a name the package's own tests use, which the fix removes",
+		pkg: pkgFiles{Path: "example.com/m/p", Dir: "p",
+			Buggy:      files1("p.go", "package p\n\nimport \"strings\"\n\nfunc unpad(s string) string { return strings.TrimRight(s, \"=\") }\n\nfunc Open(s string) string { return unpad(s) }\n"),
+			Fixed:      files1("p.go", "package p\n\nimport \"strings\"\n\nfunc Open(s string) string { return strings.TrimRight(s, \"=\") }\n"),
+			BuggyTests: map[string][]byte{"p_test.go": []byte("package p\n\nimport (\n\t\"testing\"\n\t\"strings\"\n)\n\nfunc TestUnpad(t *testing.T) { _ = strings.ToUpper(unpad(\"a=\")) }\n"), "x_test.go": []byte("package p_test\n\nimport (\n\t\"testing\"\n\n\t\"example.com/m/p\"\n)\n\nfunc TestOpen(t *testing.T) { _ = p.Open(\"a=\") }\n")},
+			Tests:      files1("p_test.go", "package p\n\nimport \"testing\"\n\nfunc TestOpen(t *testing.T) { _ = Open(\"a=\") }\n")},
+		want: fixAPI{
+			OldTestErrors: []string{"p/p_test.go:8:52: undefined: unpad"},
+		},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
