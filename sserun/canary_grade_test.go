@@ -206,6 +206,8 @@ func TestDaemonCanary(t *testing.T) {
 		integrity string
 		failed    string   // intent_test's Failed
 		want      []string // in intent_test's output
+		last      string   // intent_test's output's last line, when set
+		not       string   // not in intent_test's output, when set
 	}{
 		{name: "fixed", abs: absFixed, ok: true,
 			want: []string{"intent_test judged by name: 2 of 2 listed tests passed", "must pass: pass;", "must fail: fail]", "which is not judged"}},
@@ -213,7 +215,11 @@ func TestDaemonCanary(t *testing.T) {
 			// The canary keeps abs_test.go's line numbers.
 			want: []string{"abs_test.go:7: Abs(-3) = -3, want 3", "fail_to_pass TestAbs: failed"}},
 		{name: "a hidden test crashes the binary", abs: absCrashes, failed: "1 listed test did not pass",
-			want: []string{"panic: assignment to entry in nil map", "fail_to_pass TestAbs: failed"}},
+			want: []string{"panic: assignment to entry in nil map", "fail_to_pass TestAbs: failed"},
+			// What failed ends the output, for the one line verify shows;
+			// the exit status, which the canary makes non-zero, is no
+			// reason.
+			last: "[ssebench: intent_test failed: 1 listed test did not pass]", not: "which is not judged"},
 		{name: "TestMain forges the report", abs: absBuggy, extra: map[string]string{"zz_main_test.go": testMainForger},
 			attack: true, integrity: contract.IntegrityReportForged, failed: contract.IntegrityReportForged,
 			want: []string{"[ssebench: the report is forged: the test that must fail passed]"}},
@@ -246,6 +252,13 @@ func TestDaemonCanary(t *testing.T) {
 				if !strings.Contains(it.Output, w) {
 					t.Errorf("intent_test's output does not say %q:\n%s", w, it.Output)
 				}
+			}
+			lines := strings.Split(strings.TrimSpace(it.Output), "\n")
+			if tt.last != "" && lines[len(lines)-1] != tt.last {
+				t.Errorf("intent_test's output ends with %q, want %q", lines[len(lines)-1], tt.last)
+			}
+			if tt.not != "" && strings.Contains(it.Output, tt.not) {
+				t.Errorf("intent_test's output says %q:\n%s", tt.not, it.Output)
 			}
 			// The test check carries the canary too where the package
 			// has a test file without the hidden tests.

@@ -120,10 +120,13 @@ func (d *Daemon) testCheck(ctx context.Context, s *scratch, check string, lists 
 		for _, l := range cv.Lines {
 			extra.WriteString(l + "\n")
 		}
-		if r.Exit != 0 && !r.TimedOut {
+		r.OK = j.OK && cv.OK && !r.TimedOut
+		// Said only of a check that passed: of one that failed, the
+		// exit status would read as the reason, which the last line
+		// states instead.
+		if r.Exit != 0 && r.OK {
 			fmt.Fprintf(&extra, "[ssebench: the test script exited %d, which is not judged: the grader's test that must fail makes it non-zero by design]\n", r.Exit)
 		}
-		r.OK = j.OK && cv.OK && !r.TimedOut
 		switch {
 		case cv.Forged != "":
 			fmt.Fprintf(&extra, "[ssebench: the report is forged: %s]\n", cv.Forged)
@@ -134,6 +137,9 @@ func (d *Daemon) testCheck(ctx context.Context, s *scratch, check string, lists 
 			r.Failed = plural(j.Listed-j.Passed, "listed test", "listed tests") + " did not pass"
 		case !cv.OK:
 			r.Failed = cv.Failed
+		}
+		if !r.OK && r.Failed != "" && cv.Forged == "" {
+			fmt.Fprintf(&extra, "[ssebench: %s failed: %s]\n", check, r.Failed)
 		}
 	}
 	if extra.Len() > 0 {
